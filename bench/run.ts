@@ -1,0 +1,167 @@
+// The benchmark campaign runner: `npm run bench [-- options]`.
+//
+//   --quick              small tiers only (100 / 1,000 / 10,000 files, 64 MiB), < 2 minutes
+//   --only F[,F…]        run only these families (repeatable); --list shows them
+//   --tiers N[,N…]       keep only tiers with these values (e.g. --tiers 100000)
+//   --report             also write docs/BENCHMARKS.md and docs/bench/*.svg
+//   --report-from FILE   redraw the report from a results JSON, run nothing
+//   --reps N             run each cell N times, keep the median-time run (default 1); the
+//                        machine is shared, so use 3+ when comparing small differences
+//   --keep-tmp           keep each cell's scratch directory (for debugging)
+//
+// Families are discovered in bench/families/; each cell runs as a child process (lib/run-cell.ts).
+// Tables go to stdout, progress to stderr, results to bench/.out/results-<timestamp>.json.
+
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { loadFamilies } from './lib/families.js';
+import { fmtMs } from './lib/format.js';
+import { machineInfo } from './lib/machine.js';
+import { OUT_DIR, REPO_ROOT } from './lib/paths.js';
+import { runCell } from './lib/run-cell.js';
+import { firstLine, renderText, standardTable } from './lib/table.js';
+import type { FixtureNote, Results } from './lib/results.js';
+import type { Family, Row, RunContext } from './lib/types.js';
+import { writeReport } from './report/markdown.js';
+
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string', multiple: true },
+    tiers: { type: 'string' },
+    report: { type: 'boolean', default: false },
+    'report-from': { type: 'string' },
+    'keep-tmp': { type: 'boolean', default: false },
+    reps: { type: 'string', default: '1' },
+    list: { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+
+const log = (msg: string) => process.stderr.write(msg + '\n');
+
+function printTable(f: Family | undefined, name: string, rows: Row[]): void {
+  const table = f?.table ? f.table(rows) : standardTable(rows, f?.peers ?? []);
+  process.stdout.write(`\n== ${f?.title ?? name} (${name}) ==\n${renderText(table)}\n`);
+}
+
+/** Runs a cell `reps` times; returns the median-time successful run (or the first failure),
+ * with every run's time in extra.repsMs. */
+function runRepeated(once: () => Row, reps: number): Row {
+  if (reps === 1) return once();
+  const runs: Row[] = [];
+  for (let i = 0; i < reps; i++) {
+    const r = once();
+    if (r.status !== 'ok') return r;
+    runs.push(r);
+  }
+  const sorted = [...runs].sort((a, b) => (a.ms ?? 0) - (b.ms ?? 0));
+  const median = sorted[Math.floor((sorted.length - 1) / 2)]!;
+  return { ...median, extra: { ...median.extra, repsMs: runs.map((r) => r.ms) } };
+}
+
+async function report(results: Results, families: Family[]): Promise<void> {
+  const out = await writeReport(results, families);
+  log(`report: ${path.relative(REPO_ROOT, out.file)} (${out.charts.length} charts)`);
+  if (out.note) log(`note: ${out.note}`);
+}
+
+async function main(): Promise<number> {
+  if (opt.help) {
+    const head = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(0, 13);
+    log(head.map((l) => l.replace(/^\/\/ ?/, '')).join('\n'));
+    return 0;
+  }
+  const families = await loadFamilies();
+  if (opt.list) {
+    for (const f of families) log(`${f.name.padEnd(24)} ${f.title}`);
+    return 0;
+  }
+  if (opt['report-from'] !== undefined) {
+    const results = JSON.parse(fs.readFileSync(opt['report-from'], 'utf8')) as Results;
+    for (const name of new Set(results.rows.map((r) => r.family))) {
+      printTable(families.find((f) => f.name === name), name, results.rows.filter((r) => r.family === name));
+    }
+    await report(results, families);
+    return 0;
+  }
+
+  const only = opt.only?.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '') ?? null;
+  const unknown = only?.filter((n) => !families.some((f) => f.name === n)) ?? [];
+  if (unknown.length > 0) {
+    log(`unknown famil${unknown.length > 1 ? 'ies' : 'y'}: ${unknown.join(', ')} (known: ${families.map((f) => f.name).join(', ')})`);
+    return 2;
+  }
+  const tierFilter = opt.tiers?.split(',').map((s) => Number(s.replace(/[_,]/g, '')));
+  const selected = families.filter((f) => only === null || only.includes(f.name));
+  const quick = opt.quick!;
+  const reps = Math.max(1, Math.floor(Number(opt.reps)) || 1);
+  const startedAt = new Date().toISOString();
+  const loadAvgAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100);
+  const fixtures: FixtureNote[] = [];
+  const rows: Row[] = [];
+  // Generous per-cell limit: a hung cell must not hang the campaign.
+  const timeoutMs = (quick ? 5 : 60) * 60_000;
+
+  for (const fam of selected) {
+    const famRows: Row[] = [];
+    const ctx: RunContext = {
+      quick,
+      log,
+      runCell: (req) => {
+        const row = runRepeated(() => runCell(req, { family: fam.name, timeoutMs, keepTmp: opt['keep-tmp']! }), reps);
+        const what = row.status === 'ok' ? fmtMs(row.ms) : `${row.status}: ${firstLine(row.message, 100)}`;
+        log(`  ${fam.name} ${req.tier.label} ${req.tool}: ${what}`);
+        return row;
+      },
+      noteFixture: (f) => {
+        if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
+      },
+    };
+    const tiers = fam.tiers(quick).filter((t) => tierFilter === undefined || tierFilter.includes(t.value));
+    log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
+    for (const tier of tiers) {
+      try {
+        famRows.push(...(await fam.run(tier, ctx)));
+      } catch (err) {
+        // A family that throws (fixture generation, warm-up) still yields a row, not a crash.
+        famRows.push({
+          family: fam.name,
+          tier: tier.label,
+          tierValue: tier.value,
+          tierUnit: tier.unit,
+          tool: '(family)',
+          cell: fam.name,
+          status: 'error',
+          message: err instanceof Error ? (err.stack ?? err.message) : String(err),
+          extra: {},
+        });
+      }
+    }
+    printTable(fam, fam.name, famRows);
+    rows.push(...famRows);
+  }
+
+  const results: Results = {
+    version: 1,
+    startedAt,
+    finishedAt: new Date().toISOString(),
+    quick,
+    only,
+    argv: process.argv.slice(2),
+    machine: machineInfo(),
+    loadAvgAtStart,
+    fixtures,
+    rows,
+  };
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const file = path.join(OUT_DIR, `results-${startedAt.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  log(`\nresults: ${path.relative(REPO_ROOT, file)}`);
+  if (opt.report) await report(results, families);
+  return 0;
+}
+
+process.exitCode = await main();

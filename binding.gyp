@@ -1,0 +1,48 @@
+{
+  "variables": {
+    "blake3_dir": "<!(node -p \"require('path').relative('.', require('path').join(require('path').dirname(require.resolve('@c4312/blake3-native/package.json')), 'c'))\")"
+  },
+  "targets": [
+    {
+      "target_name": "layerfs_native",
+      "sources": [
+        "<!@(node -p \"require('fs').readdirSync('native').filter(f => f.endsWith('.cc')).sort().map(f => 'native/' + f).join(' ')\")",
+        "<(blake3_dir)/blake3.c",
+        "<(blake3_dir)/blake3_dispatch.c",
+        "<(blake3_dir)/blake3_portable.c"
+      ],
+      "include_dirs": [
+        "<!(node -p \"require('node-addon-api').include_dir\")",
+        "<(blake3_dir)"
+      ],
+      "defines": [
+        "NAPI_VERSION=8",
+        "NAPI_CPP_EXCEPTIONS",
+        "NODE_ADDON_API_DISABLE_DEPRECATED",
+        "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"
+      ],
+      "cflags!": ["-fno-exceptions", "-O2"],
+      "cflags_cc!": ["-fno-exceptions", "-O2"],
+      "cflags": ["-O3", "-fvisibility=hidden"],
+      "cflags_cc": ["-std=gnu++17", "-fexceptions", "-O3", "-fvisibility=hidden"],
+      "conditions": [
+        ["target_arch=='x64' and OS!='win'", {
+          "sources": [
+            "<(blake3_dir)/blake3_sse2_x86-64_unix.S",
+            "<(blake3_dir)/blake3_sse41_x86-64_unix.S",
+            "<(blake3_dir)/blake3_avx2_x86-64_unix.S",
+            "<(blake3_dir)/blake3_avx512_x86-64_unix.S"
+          ]
+        }, {
+          "defines": [
+            "BLAKE3_NO_SSE2",
+            "BLAKE3_NO_SSE41",
+            "BLAKE3_NO_AVX2",
+            "BLAKE3_NO_AVX512",
+            "BLAKE3_USE_NEON=0"
+          ]
+        }]
+      ]
+    }
+  ]
+}

@@ -1,0 +1,91 @@
+/** layerstack, query, ls, cat and export commands. */
+import type { Command } from 'commander';
+import { formatBytes, modeString } from '../output.js';
+import { importProgress } from '../progress.js';
+import type { Runner } from '../main.js';
+import { withClient } from './store.js';
+
+const short = (id: string) => id.slice(0, 12);
+
+export function registerStateCommands(program: Command, run: Runner, _state: { code: number }): void {
+  const ls = program.command('layerstack').description('LayerStacks: shared, linear histories of Layers');
+  ls.command('init [directory]')
+    .description('create a LayerStack whose genesis Layer is empty or imported from a directory')
+    .requiredOption('--name <name>', 'LayerStack name')
+    .option('--empty', 'start from an empty root')
+    .action((directory: string | undefined, opts: { name: string; empty?: boolean }) =>
+      run(async (out, g) => {
+        const bar = importProgress(!g.json && directory !== undefined);
+        const r = await withClient(g.store, (c) =>
+          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, onProgress: bar.update }),
+        ).finally(bar.stop);
+        out.result(r, () => {
+          const lines = [
+            `created LayerStack ${r.layerStack.name} ${r.layerStack.id}`,
+            `genesis Layer ${r.layer.id}`,
+            `  ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${formatBytes(r.bytes)} in ${(r.ms / 1000).toFixed(2)} s; ${r.objectsInserted} objects stored, ${r.objectsReused} reused`,
+          ];
+          for (const s of r.skipped) lines.push(`  skipped socket ${s}`);
+          return lines;
+        });
+      })(),
+    );
+
+  const q = program.command('query').description('list LayerStacks, Layers and more');
+  q.command('layerstacks')
+    .description('list LayerStacks')
+    .action(() =>
+      run(async (out, g) => {
+        const rows = await withClient(g.store, (c) => c.layerStacks(), true);
+        out.result({ layerStacks: rows }, () => rows.map((s) => `${s.name}\t${s.id}\thead ${short(s.headLayerId)}`));
+      })(),
+    );
+  q.command('layers')
+    .description('list Layers, oldest first')
+    .option('--layerstack <name>', 'only this LayerStack')
+    .action((opts: { layerstack?: string }) =>
+      run(async (out, g) => {
+        const rows = await withClient(g.store, (c) => c.layers({ layerStack: opts.layerstack }), true);
+        out.result({ layers: rows }, () => rows.map((l) => `${l.id}\t${l.layerStack}#${l.seq}\t${l.createdAt}`));
+      })(),
+    );
+
+  program
+    .command('ls <state> [path]')
+    .description('list a directory of a state (a Layer id or prefix, or a LayerStack name)')
+    .action((state: string, path: string | undefined) =>
+      run(async (out, g) => {
+        const rows = await withClient(g.store, (c) => c.ls(state, path), true);
+        out.result({ entries: rows }, () =>
+          rows.map((e) => `${modeString(e.kind, e.mode)} ${String(e.nlink).padStart(2)} ${String(e.uid).padStart(5)} ${String(e.gid).padStart(5)} ${String(e.size).padStart(10)} ${e.name}${e.target !== undefined ? ` -> ${e.target}` : ''}`),
+        );
+      })(),
+    );
+
+  program
+    .command('cat <state> <path>')
+    .description("write a file's content from a state to stdout")
+    .action((state: string, path: string) =>
+      run(async (_out, g) => {
+        await withClient(
+          g.store,
+          async (c) => {
+            for (const piece of c.readFile(state, path)) {
+              if (!process.stdout.write(piece)) await new Promise((r) => process.stdout.once('drain', r));
+            }
+          },
+          true,
+        );
+      })(),
+    );
+
+  program
+    .command('export <state> <directory>')
+    .description('write a state into a new or empty directory')
+    .action((state: string, directory: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.export(state, directory), true);
+        out.result(r, () => `exported ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks (${formatBytes(r.bytes)}) to ${r.target}`);
+      })(),
+    );
+}

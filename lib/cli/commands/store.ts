@@ -1,0 +1,79 @@
+/** db, context and verify commands. */
+import type { Command } from 'commander';
+import { Client } from '../../sdk/index.js';
+import { contextPath, readContext, storeFromContext, writeContext } from '../context.js';
+import { formatBytes } from '../output.js';
+import type { Runner } from '../main.js';
+
+export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
+  const c = Client.connect(storeFromContext(store), { readonly });
+  return Promise.resolve()
+    .then(() => fn(c))
+    .finally(() => c.close());
+}
+
+export function registerStoreCommands(program: Command, run: Runner, state: { code: number }): void {
+  const db = program.command('db').description('create or check a Store file');
+  db.command('create <path>')
+    .description('create a new Store (refuses an existing path)')
+    .action((path: string) =>
+      run((out) => {
+        const c = Client.create(path);
+        const info = c.info();
+        c.close();
+        out.result({ outcome: 'Created', store: info }, () => `created Store ${info.path} (format ${info.formatVersion})`);
+      })(),
+    );
+  db.command('connect <path>')
+    .description('check that a file is a Store of a supported format')
+    .action((path: string) =>
+      run((out) => {
+        const c = Client.connect(path, { readonly: true });
+        const info = c.info();
+        c.close();
+        out.result({ outcome: 'Connected', store: info }, () => [
+          `Store ${info.path}`,
+          `  format ${info.formatVersion}, ${info.layerStacks} LayerStacks, ${info.layers} Layers, ${info.objects} objects, ${formatBytes(info.fileBytes)}`,
+        ]);
+      })(),
+    );
+
+  const ctx = program.command('context').description('choose the Store later commands use');
+  ctx
+    .command('use')
+    .description('record the Store in the context file')
+    .requiredOption('--store <path>', 'the Store file')
+    .action((opts: { store: string }) =>
+      run((out) => {
+        const c = Client.connect(opts.store, { readonly: true });
+        const path = c.storePath;
+        c.close();
+        const file = writeContext({ store: path });
+        out.result({ outcome: 'Updated', context: file, store: path }, () => `using Store ${path}`);
+      })(),
+    );
+  ctx
+    .command('show')
+    .description('print the context')
+    .action(() =>
+      run((out) => {
+        const c = readContext();
+        out.result({ context: contextPath(), store: c?.store ?? null }, () => (c ? `store ${c.store}\ncontext ${contextPath()}` : `no Store selected (context ${contextPath()})`));
+      })(),
+    );
+
+  program
+    .command('verify')
+    .description('re-hash everything reachable from every state; exits 1 on any fault')
+    .action(() =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.verify(), true);
+        out.result(r, () => {
+          const lines = [`${r.ok ? 'ok' : 'DAMAGED'}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed; sqlite ${r.sqliteCheck}`];
+          for (const d of r.damaged) lines.push(`  damaged ${d.objectId}: ${d.message}; reached from ${d.states.join(', ')}`);
+          return lines;
+        });
+        if (!r.ok) state.code = 1;
+      })(),
+    );
+}

@@ -1,0 +1,111 @@
+/**
+ * LayerStacks and Layers: the shared, linear history. A LayerStack row names its head Layer; the
+ * genesis Layer is made by init (empty or imported), later Layers only by Add.
+ */
+import { LayerFsError } from '../errors.js';
+import { checkName } from '../format/names.js';
+import { toHex } from '../format/hex.js';
+import { buildNamespace, ContentForm, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
+import { layerId, uuidv7 } from './ids.js';
+import { uniqueByPrefix } from './resolve.js';
+import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
+
+export interface InitResult {
+  layerStack: LayerStackRow;
+  layer: LayerRow;
+  import: ImportStats | null;
+  write: WriteStats;
+}
+
+export interface InitOptions {
+  name: string;
+  /** A directory to import; omitted for an empty genesis Layer. */
+  source?: string;
+  onProgress?: (p: ImportProgress) => void;
+}
+
+function emptyRootDir(): Inode {
+  return {
+    kind: InodeKind.Dir,
+    mode: 0o755,
+    uid: process.getuid?.() ?? 0,
+    gid: process.getgid?.() ?? 0,
+    mtimeNs: 0n,
+    size: 0,
+    nlink: 1,
+    form: ContentForm.None,
+    content: null,
+    xattrs: [],
+  };
+}
+
+export function getLayerStack(store: Store, id: Buffer): LayerStackRow | undefined {
+  return store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks WHERE id = ?`).get(id) as LayerStackRow | undefined;
+}
+
+export function getLayer(store: Store, id: Buffer): LayerRow | undefined {
+  return store.db.prepare(`SELECT ${LAYER_COLUMNS} FROM layers WHERE id = ?`).get(id) as LayerRow | undefined;
+}
+
+export function listLayerStacks(store: Store): LayerStackRow[] {
+  return store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks ORDER BY created_ms, name`).all() as LayerStackRow[];
+}
+
+export function listLayers(store: Store, layerStackId?: Buffer): LayerRow[] {
+  if (layerStackId) return store.db.prepare(`SELECT ${LAYER_COLUMNS} FROM layers WHERE layer_stack_id = ? ORDER BY seq`).all(layerStackId) as LayerRow[];
+  return store.db.prepare(`SELECT ${LAYER_COLUMNS} FROM layers ORDER BY created_ms, layer_stack_id, seq`).all() as LayerRow[];
+}
+
+/** A LayerStack by name or by (prefix of) id. */
+export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
+  const byName = store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks WHERE name = ?`).get(ref) as LayerStackRow | undefined;
+  if (byName) return byName;
+  const id = uniqueByPrefix(store.db, 'layer_stacks', ref, 16, 'LayerStack');
+  const row = id && getLayerStack(store, id);
+  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no LayerStack named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query layerstacks`' });
+  return row;
+}
+
+/** A Layer by (prefix of) id; a LayerStack name stands for its head Layer. */
+export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
+  const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
+  if (id) return getLayer(store, id);
+  const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;
+  return stack ? getLayer(store, stack) : undefined;
+}
+
+export async function initLayerStack(store: Store, opts: InitOptions): Promise<InitResult> {
+  const name = checkName(opts.name, 'LayerStack');
+  const taken = () => store.db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(name) !== undefined;
+  if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
+  let importStats: ImportStats | null = null;
+  let writeStats: WriteStats | null = null;
+  const result = await store.write(async (w) => {
+    let rootId: Buffer;
+    if (opts.source !== undefined) {
+      const r = await importTree(opts.source, w, store.pages, { forbidden: store.files, onProgress: opts.onProgress });
+      rootId = r.rootId;
+      importStats = r.stats;
+    } else {
+      rootId = buildNamespace(new Map([[1, emptyRootDir()]]), new Map(), w, store.pages);
+    }
+    // Checked again under the write lock: another process may have taken the name meanwhile.
+    if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
+    const stackId = uuidv7();
+    const id = layerId(stackId, null, rootId);
+    const now = Date.now();
+    // The Layer row is written after every object it reaches; the LayerStack row that makes
+    // it visible comes with it in the same transaction.
+    store.db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(stackId, name, id, now);
+    store.db
+      .prepare('INSERT INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, 0, NULL, ?, NULL, NULL, ?)')
+      .run(id, stackId, rootId, now);
+    writeStats = { ...w.stats };
+    return { stackId, id };
+  });
+  return { layerStack: getLayerStack(store, result.stackId)!, layer: getLayer(store, result.id)!, import: importStats, write: writeStats! };
+}
+
+export function describeLayer(l: LayerRow): Record<string, unknown> {
+  return { id: toHex(l.id), seq: l.seq, rootId: toHex(l.rootId), parentLayerId: l.parentLayerId ? toHex(l.parentLayerId) : null };
+}

@@ -1,0 +1,22 @@
+/** Typed rows of the history tables and their SQL mapping. */
+export interface LayerStackRow {
+  id: Buffer;
+  name: string;
+  headLayerId: Buffer;
+  createdMs: number;
+}
+
+export interface LayerRow {
+  id: Buffer;
+  layerStackId: Buffer;
+  seq: number;
+  parentLayerId: Buffer | null;
+  rootId: Buffer;
+  sourceBranchId: Buffer | null;
+  sourceCommitId: Buffer | null;
+  createdMs: number;
+}
+
+export const LAYER_STACK_COLUMNS = 'id, name, head_layer_id AS headLayerId, created_ms AS createdMs';
+export const LAYER_COLUMNS =
+  'id, layer_stack_id AS layerStackId, seq, parent_layer_id AS parentLayerId, root_id AS rootId, source_branch_id AS sourceBranchId, source_commit_id AS sourceCommitId, created_ms AS createdMs';

@@ -1,0 +1,23 @@
+/** Typed surface of the native addon: hashing, chunking, batch scans, xattrs. */
+export { blake3, objectId, Blake3Hasher, DOMAIN, type DomainTag } from './hash.js';
+export { chunkLengths, chunkAndHash, Chunker, gearTable, toChunkRefs, type ChunkRef } from './chunker.js';
+export {
+  DEFAULT_CHUNKER_PARAMS,
+  DEFAULT_SMALL_FILE_THRESHOLD,
+  CHUNKER_LIMITS,
+  resolveParams,
+  type ChunkerParams,
+} from './params.js';
+export { hashBuffers, MAX_THREADS, type BatchOptions, type ContentDigest, type DigestResult } from './batch.js';
+export {
+  scanPaths,
+  scanPathsOrThrow,
+  type ScanOptions,
+  type ScanEntry,
+  type ScanEntryOk,
+  type ScanEntryFailed,
+  type ScanError,
+  type FileKind,
+} from './scan.js';
+export { setXattr, removeXattr, getXattrs, listXattrs, type XattrEntry } from './xattr.js';
+export { nativeInfo, type NativeInfo } from './info.js';

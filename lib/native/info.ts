@@ -1,0 +1,16 @@
+import { native } from './binding.js';
+
+export interface NativeInfo {
+  /** The BLAKE3 path the C dispatcher picks on this CPU: avx512, avx2, sse41, sse2, neon or portable. */
+  simd: string;
+  /** Default worker threads per batch call (the core count). */
+  threads: number;
+  /** Addon version. */
+  version: string;
+  /** Version of the BLAKE3 C sources compiled in. */
+  blake3Version: string;
+}
+
+export function nativeInfo(): NativeInfo {
+  return { simd: native.simd, threads: native.defaultThreads, version: native.version, blake3Version: native.blake3Version };
+}

@@ -1,0 +1,52 @@
+/** Row → public type conversions (hex ids, ISO times). */
+import { toHex } from '../format/hex.js';
+import type { LayerRow, LayerStackRow } from '../history/index.js';
+import { InodeKind, type Inode } from '../store/index.js';
+import type { EntryInfo, EntryKind, LayerInfo, LayerStackInfo } from './types.js';
+
+const hexOrNull = (b: Buffer | null): string | null => (b ? toHex(b) : null);
+const iso = (ms: number): string => new Date(ms).toISOString();
+
+export function layerStackInfo(r: LayerStackRow): LayerStackInfo {
+  return { id: toHex(r.id), name: r.name, headLayerId: toHex(r.headLayerId), createdAt: iso(r.createdMs) };
+}
+
+export function layerInfo(r: LayerRow, stackName: string): LayerInfo {
+  return {
+    id: toHex(r.id),
+    layerStackId: toHex(r.layerStackId),
+    layerStack: stackName,
+    seq: r.seq,
+    parentLayerId: hexOrNull(r.parentLayerId),
+    rootId: toHex(r.rootId),
+    sourceBranchId: hexOrNull(r.sourceBranchId),
+    sourceCommitId: hexOrNull(r.sourceCommitId),
+    createdAt: iso(r.createdMs),
+  };
+}
+
+const KIND_NAMES: Record<InodeKind, EntryKind> = {
+  [InodeKind.File]: 'file',
+  [InodeKind.Dir]: 'dir',
+  [InodeKind.Symlink]: 'symlink',
+  [InodeKind.Fifo]: 'fifo',
+  [InodeKind.CharDev]: 'chardev',
+  [InodeKind.BlockDev]: 'blockdev',
+};
+
+export function entryInfo(name: Buffer, serial: number, n: Inode): EntryInfo {
+  const e: EntryInfo = {
+    name: name.toString('utf8'),
+    nameBytes: name,
+    kind: KIND_NAMES[n.kind],
+    mode: n.mode,
+    uid: n.uid,
+    gid: n.gid,
+    size: n.size,
+    mtimeNs: n.mtimeNs,
+    nlink: n.nlink,
+    serial,
+  };
+  if (n.target) e.target = n.target.toString('utf8');
+  return e;
+}

@@ -1,0 +1,141 @@
+/**
+ * A Store handle: one SQLite connection, authenticated object reads, and write transactions in
+ * which objects land first and history rows last.
+ */
+import { LayerFsError } from '../errors.js';
+import { ObjectReader, ObjectWriter } from './objects.js';
+import { PageStore } from './page-io.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store.js';
+import { FsView } from './tree/view.js';
+
+export class Store {
+  readonly objects: ObjectReader;
+  readonly pages: PageStore;
+  private writing = false;
+  private closed = false;
+
+  private constructor(
+    readonly db: Db,
+    readonly info: StoreInfo,
+  ) {
+    this.objects = new ObjectReader(db, info.path);
+    this.pages = new PageStore(this.objects);
+  }
+
+  static create(path: string): Store {
+    const info = createStoreFile(path);
+    return Store.open(info.path);
+  }
+
+  static open(path: string, opts: OpenOptions = {}): Store {
+    const { db, info } = openStoreFile(path, opts);
+    return new Store(db, info);
+  }
+
+  get path(): string {
+    return this.info.path;
+  }
+
+  /** Paths that belong to this Store on disk (an import must never read them). */
+  get files(): string[] {
+    return [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`];
+  }
+
+  /** Bytes of database pages in use (file size less free pages), counting the WAL's newer pages. */
+  allocatedBytes(): number {
+    const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+    const pages = this.db.pragma('page_count', { simple: true }) as number;
+    const free = this.db.pragma('freelist_count', { simple: true }) as number;
+    return (pages - free) * pageSize;
+  }
+
+  counts(): { objects: number; layerStacks: number; layers: number } {
+    return this.db.prepare('SELECT (SELECT count(*) FROM objects) AS objects, (SELECT count(*) FROM layer_stacks) AS layerStacks, (SELECT count(*) FROM layers) AS layers').get() as {
+      objects: number;
+      layerStacks: number;
+      layers: number;
+    };
+  }
+
+  view(rootId: Buffer): FsView {
+    return new FsView(rootId, this.objects, this.pages);
+  }
+
+  /**
+   * Runs `fn` in one write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so a
+   * later statement cannot fail with SQLITE_BUSY halfway). Either everything `fn` wrote becomes
+   * visible at COMMIT, or nothing does.
+   */
+  async write<T>(fn: (w: ObjectWriter) => Promise<T> | T): Promise<T> {
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    const w = new ObjectWriter(this.db, this.path);
+    try {
+      this.exec('BEGIN IMMEDIATE');
+      this.pages.writer = w;
+      let result: T;
+      try {
+        result = await fn(w);
+        w.flush();
+        this.exec('COMMIT');
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.objects.reset();
+        throw e;
+      }
+      return result;
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    } finally {
+      this.pages.endWrite();
+      this.writing = false;
+    }
+  }
+
+  /** Synchronous variant for short history updates. */
+  writeSync<T>(fn: (w: ObjectWriter) => T): T {
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    const w = new ObjectWriter(this.db, this.path);
+    try {
+      this.exec('BEGIN IMMEDIATE');
+      this.pages.writer = w;
+      try {
+        const result = fn(w);
+        w.flush();
+        this.exec('COMMIT');
+        return result;
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.objects.reset();
+        throw e;
+      }
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    } finally {
+      this.pages.endWrite();
+      this.writing = false;
+    }
+  }
+
+  /** A consistent read snapshot across several statements. */
+  read<T>(fn: () => T): T {
+    if (this.db.inTransaction) return fn();
+    try {
+      return this.db.transaction(fn).deferred();
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+  }
+
+  private exec(sql: string): void {
+    this.db.exec(sql);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.db.close();
+  }
+}

@@ -1,0 +1,10 @@
+/** lib/store: the Store file, content-addressed objects, namespace trees, import and export. */
+export { Store } from './handle.js';
+export { createStoreFile, openStoreFile, type Db, type StoreInfo } from './store.js';
+export { APPLICATION_ID, FORMAT_VERSION, PACK_TARGET } from './schema.js';
+export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteStats, emptyWriteStats } from './objects.js';
+export { FsView, type DirEntry } from './tree/view.js';
+export { ContentForm, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';
+export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
+export { exportTree, type ExportStats } from './export.js';
+export { verifyStore, type VerifyReport } from './verify.js';

@@ -1,0 +1,50 @@
+/**
+ * The bridge between page trees and object storage: authenticated loads through a bounded cache
+ * of decoded pages (ids are immutable, so a cached page is never stale), and saves into the
+ * caller's transaction when a writer is attached.
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { idOf, ObjectKind, type ObjectReader, type ObjectWriter } from './objects.js';
+import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pages.js';
+
+export class PageStore implements PageIO {
+  private readonly cache = new Map<string, TreeNode>();
+  writer: ObjectWriter | null = null;
+  /** Pages saved by this writer but possibly not yet committed; readable before commit. */
+  private readonly fresh = new Map<string, Buffer>();
+
+  constructor(
+    private readonly reader: ObjectReader,
+    private readonly limit = 8192,
+  ) {}
+
+  load(kind: TreeKind, id: Buffer): TreeNode {
+    const key = id.toString('latin1');
+    const hit = this.cache.get(key);
+    if (hit) {
+      // Refresh recency: Map iteration order is insertion order.
+      this.cache.delete(key);
+      this.cache.set(key, hit);
+      return hit;
+    }
+    const data = this.fresh.get(key) ?? this.reader.get(id, ObjectKind.Page);
+    const node = decodeNode(kind, data, `page ${toHex(id)}`);
+    this.cache.set(key, node);
+    if (this.cache.size > this.limit) this.cache.delete(this.cache.keys().next().value!);
+    return node;
+  }
+
+  save(_kind: TreeKind, data: Buffer): Buffer {
+    if (!this.writer) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'page save outside a write transaction');
+    const id = idOf(ObjectKind.Page, data);
+    if (this.writer.put(ObjectKind.Page, id, data)) this.fresh.set(id.toString('latin1'), data);
+    return id;
+  }
+
+  /** Ends a write phase; pages it wrote are now read from the Store (or gone after a rollback). */
+  endWrite(): void {
+    this.writer = null;
+    this.fresh.clear();
+  }
+}

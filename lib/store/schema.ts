@@ -1,0 +1,88 @@
+/**
+ * The Store's SQLite schema, format version 1. docs/FORMAT.md is the normative description;
+ * change both in the same commit, and bump FORMAT_VERSION for any change an older reader
+ * would misread.
+ */
+
+/** 'LFSJ': marks a SQLite file as a LayerFS Store (PRAGMA application_id). */
+export const APPLICATION_ID = 0x4c46534a;
+export const FORMAT_VERSION = 1;
+/** A pack row is closed once its payload reaches this many bytes. */
+export const PACK_TARGET = 64 * 1024;
+/** SQLite page size of new Stores: measured best write throughput for 64 KiB packs. */
+export const PAGE_SIZE = 16384;
+
+export const SCHEMA = `
+CREATE TABLE meta (
+  key   TEXT PRIMARY KEY,
+  value TEXT NOT NULL
+) STRICT;
+
+-- Object payloads, packed: many objects share one row of about PACK_TARGET bytes, appended in
+-- insertion order. One row per small object costs more per byte than the bytes themselves.
+CREATE TABLE packs (
+  id   INTEGER PRIMARY KEY,
+  data BLOB NOT NULL
+) STRICT;
+
+-- The object index: where each content-addressed object lives inside a pack.
+CREATE TABLE objects (
+  id     BLOB PRIMARY KEY CHECK (length(id) = 32),
+  kind   INTEGER NOT NULL,
+  size   INTEGER NOT NULL,
+  codec  INTEGER NOT NULL,
+  pack   INTEGER NOT NULL,
+  offset INTEGER NOT NULL,
+  length INTEGER NOT NULL
+) STRICT, WITHOUT ROWID;
+
+CREATE TABLE layer_stacks (
+  id            BLOB PRIMARY KEY CHECK (length(id) = 16),
+  name          TEXT NOT NULL UNIQUE,
+  head_layer_id BLOB NOT NULL,
+  created_ms    INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE layers (
+  id               BLOB PRIMARY KEY CHECK (length(id) = 32),
+  layer_stack_id   BLOB NOT NULL REFERENCES layer_stacks(id),
+  seq              INTEGER NOT NULL,
+  parent_layer_id  BLOB REFERENCES layers(id),
+  root_id          BLOB NOT NULL,
+  source_branch_id BLOB,
+  source_commit_id BLOB,
+  created_ms       INTEGER NOT NULL,
+  UNIQUE (layer_stack_id, seq),
+  UNIQUE (source_branch_id, source_commit_id)
+) STRICT;
+
+CREATE TABLE branches (
+  id             BLOB PRIMARY KEY CHECK (length(id) = 16),
+  layer_stack_id BLOB NOT NULL REFERENCES layer_stacks(id),
+  name           TEXT NOT NULL,
+  base_layer_id  BLOB NOT NULL REFERENCES layers(id),
+  head_commit_id BLOB REFERENCES commits(id),
+  created_ms     INTEGER NOT NULL,
+  UNIQUE (layer_stack_id, name)
+) STRICT;
+
+CREATE TABLE commits (
+  id               BLOB PRIMARY KEY CHECK (length(id) = 32),
+  root_id          BLOB NOT NULL,
+  parent_commit_id BLOB REFERENCES commits(id),
+  base_layer_id    BLOB NOT NULL REFERENCES layers(id),
+  created_ms       INTEGER NOT NULL
+) STRICT;
+
+CREATE TABLE workspaces (
+  id               BLOB PRIMARY KEY CHECK (length(id) = 16),
+  branch_id        BLOB NOT NULL REFERENCES branches(id),
+  path             TEXT NOT NULL UNIQUE,
+  projection       TEXT NOT NULL,
+  base_root_id     BLOB NOT NULL,
+  expected_head_id BLOB,
+  expected_base_id BLOB NOT NULL,
+  state            TEXT NOT NULL,
+  created_ms       INTEGER NOT NULL
+) STRICT;
+`;

@@ -1,0 +1,259 @@
+/**
+ * Canonical copy-on-write page trees (a prolly tree). A node ends after an entry whose key
+ * hashes to a boundary pattern, so a tree's shape depends only on its key set: the same entries
+ * always give the same pages and the same root id, whatever edits led there, and an edit rewrites
+ * one page per level (plus neighbours only where a boundary key itself appears or disappears).
+ *
+ * Entries at level 0 are (key, value); at level L > 0 they are (first key of child, child id).
+ */
+import { ByteReader, ByteWriter } from '../../format/bytes.js';
+import { LayerFsError } from '../../errors.js';
+
+export enum TreeKind {
+  Inodes = 1,
+  Directory = 2,
+}
+
+/** One in 2^BOUNDARY_BITS keys ends a page: pages average 64 entries. */
+const BOUNDARY_BITS = 6;
+const BOUNDARY_MASK = (1 << BOUNDARY_BITS) - 1;
+
+export interface TreeNode {
+  level: number;
+  keys: Buffer[];
+  /** level 0: values; level > 0: child ids */
+  vals: Buffer[];
+}
+
+/** FNV-1a over the key, salted by level, then the murmur3 finalizer: cheap and well mixed. */
+export function isBoundary(level: number, key: Uint8Array): boolean {
+  let h = 0x811c9dc5 ^ Math.imul(level + 1, 0x9e3779b9);
+  for (let i = 0; i < key.length; i++) {
+    h ^= key[i]!;
+    h = Math.imul(h, 0x01000193);
+  }
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return (h & BOUNDARY_MASK) === 0;
+}
+
+export function encodeNode(kind: TreeKind, node: TreeNode): Buffer {
+  let size = 8;
+  for (let i = 0; i < node.keys.length; i++) size += node.keys[i]!.length + node.vals[i]!.length + 8;
+  const w = new ByteWriter(size);
+  w.u8(kind).u8(node.level).uv(node.keys.length);
+  for (let i = 0; i < node.keys.length; i++) {
+    w.lbytes(node.keys[i]!);
+    if (node.level === 0) w.lbytes(node.vals[i]!);
+    else w.bytes(node.vals[i]!);
+  }
+  return w.finish();
+}
+
+export function decodeNode(kind: TreeKind, data: Buffer, what: string): TreeNode {
+  const r = new ByteReader(data, what);
+  const k = r.u8();
+  if (k !== kind) throw new LayerFsError('ERR_CORRUPT', `${what}: page of tree kind ${k}, expected ${kind}`);
+  const level = r.u8();
+  const n = r.uv();
+  const keys: Buffer[] = new Array(n);
+  const vals: Buffer[] = new Array(n);
+  for (let i = 0; i < n; i++) {
+    keys[i] = r.lbytes();
+    vals[i] = level === 0 ? r.lbytes() : r.bytes(32);
+  }
+  r.end();
+  return { level, keys, vals };
+}
+
+export interface PageIO {
+  load(kind: TreeKind, id: Buffer): TreeNode;
+  /** Stores an encoded page and returns its id. */
+  save(kind: TreeKind, data: Buffer): Buffer;
+}
+
+/** Builds a canonical tree from entries pushed in strictly increasing key order. */
+export class TreeBuilder {
+  private readonly pending: { keys: Buffer[]; vals: Buffer[] }[] = [];
+  private readonly emitted: number[] = [];
+
+  constructor(
+    private readonly kind: TreeKind,
+    private readonly io: PageIO,
+  ) {}
+
+  private level(l: number): { keys: Buffer[]; vals: Buffer[] } {
+    while (this.pending.length <= l) {
+      this.pending.push({ keys: [], vals: [] });
+      this.emitted.push(0);
+    }
+    return this.pending[l]!;
+  }
+
+  private add(l: number, key: Buffer, val: Buffer): void {
+    const p = this.level(l);
+    p.keys.push(key);
+    p.vals.push(val);
+    if (isBoundary(l, key)) this.emit(l);
+  }
+
+  private emit(l: number): Buffer {
+    const p = this.level(l);
+    const id = this.io.save(this.kind, encodeNode(this.kind, { level: l, keys: p.keys, vals: p.vals }));
+    const first = p.keys[0]!;
+    this.pending[l] = { keys: [], vals: [] };
+    this.emitted[l]!++;
+    this.add(l + 1, first, id);
+    return id;
+  }
+
+  pushEntry(key: Buffer, value: Buffer): void {
+    this.add(0, key, value);
+  }
+
+  /** True when a finished node of `level` can be reused whole at the current position. */
+  alignedAt(level: number): boolean {
+    for (let l = 0; l <= level && l < this.pending.length; l++) if (this.pending[l]!.keys.length > 0) return false;
+    return true;
+  }
+
+  pushNode(level: number, firstKey: Buffer, id: Buffer): void {
+    this.level(level);
+    this.emitted[level]!++;
+    this.add(level + 1, firstKey, id);
+  }
+
+  /** Returns the root id, or null for an empty tree. */
+  finish(): Buffer | null {
+    for (let l = 0; ; l++) {
+      const p = this.level(l);
+      let higher = false;
+      for (let k = l + 1; k < this.pending.length; k++) if (this.pending[k]!.keys.length > 0 || this.emitted[k]! > 0) higher = true;
+      if (!higher) {
+        if (p.keys.length === 0) return null;
+        // The root is the first level with a single node; a lone entry above a single node
+        // would be a redundant level.
+        if (l > 0 && p.keys.length === 1 && this.emitted[l] === 0) return p.vals[0]!;
+        const id = this.io.save(this.kind, encodeNode(this.kind, { level: l, keys: p.keys, vals: p.vals }));
+        this.pending[l] = { keys: [], vals: [] };
+        return id;
+      }
+      if (p.keys.length > 0) this.emit(l);
+    }
+  }
+}
+
+export interface Mutation {
+  key: Buffer;
+  /** null deletes the key */
+  value: Buffer | null;
+}
+
+/**
+ * Applies sorted, key-unique mutations to the tree at `root` and returns the new root. Subtrees
+ * without mutations are reused by id when the builder is aligned with them.
+ */
+export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, mutations: Mutation[]): Buffer | null {
+  const b = new TreeBuilder(kind, io);
+  if (root === null) {
+    for (const m of mutations) if (m.value !== null) b.pushEntry(m.key, m.value);
+    return b.finish();
+  }
+  const visit = (node: TreeNode, muts: Mutation[]): void => {
+    if (node.level === 0) {
+      let j = 0;
+      for (let i = 0; i < node.keys.length; i++) {
+        const k = node.keys[i]!;
+        while (j < muts.length && Buffer.compare(muts[j]!.key, k) < 0) {
+          const m = muts[j++]!;
+          if (m.value !== null) b.pushEntry(m.key, m.value);
+        }
+        if (j < muts.length && muts[j]!.key.equals(k)) {
+          const m = muts[j++]!;
+          if (m.value !== null) b.pushEntry(k, m.value);
+        } else {
+          b.pushEntry(k, node.vals[i]!);
+        }
+      }
+      for (; j < muts.length; j++) if (muts[j]!.value !== null) b.pushEntry(muts[j]!.key, muts[j]!.value!);
+      return;
+    }
+    let j = 0;
+    for (let i = 0; i < node.keys.length; i++) {
+      const next = node.keys[i + 1];
+      const start = j;
+      while (j < muts.length && (next === undefined || Buffer.compare(muts[j]!.key, next) < 0)) j++;
+      const sub = muts.slice(start, j);
+      if (sub.length === 0 && b.alignedAt(node.level - 1)) b.pushNode(node.level - 1, node.keys[i]!, node.vals[i]!);
+      else visit(io.load(kind, node.vals[i]!), sub);
+    }
+  };
+  visit(io.load(kind, root), mutations);
+  return b.finish();
+}
+
+export function lookup(kind: TreeKind, io: PageIO, root: Buffer | null, key: Buffer): Buffer | undefined {
+  if (root === null) return undefined;
+  let node = io.load(kind, root);
+  while (node.level > 0) {
+    let i = upperBound(node.keys, key) - 1;
+    if (i < 0) i = 0;
+    node = io.load(kind, node.vals[i]!);
+  }
+  const i = upperBound(node.keys, key) - 1;
+  return i >= 0 && node.keys[i]!.equals(key) ? node.vals[i] : undefined;
+}
+
+/** Index of the first key greater than `key`. */
+function upperBound(keys: Buffer[], key: Buffer): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (Buffer.compare(keys[mid]!, key) <= 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** Index of the first key not less than `key`. */
+function lowerBound(keys: Buffer[], key: Buffer): number {
+  let lo = 0;
+  let hi = keys.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (Buffer.compare(keys[mid]!, key) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+/** In-order entries with key >= `from` (all when omitted). */
+export function* entries(kind: TreeKind, io: PageIO, root: Buffer | null, from?: Buffer): Generator<[Buffer, Buffer]> {
+  if (root === null) return;
+  function* walk(node: TreeNode): Generator<[Buffer, Buffer]> {
+    if (node.level === 0) {
+      const start = from ? lowerBound(node.keys, from) : 0;
+      for (let i = start; i < node.keys.length; i++) yield [node.keys[i]!, node.vals[i]!];
+      return;
+    }
+    let start = 0;
+    if (from) start = Math.max(0, upperBound(node.keys, from) - 1);
+    for (let i = start; i < node.keys.length; i++) yield* walk(io.load(kind, node.vals[i]!));
+  }
+  yield* walk(io.load(kind, root));
+}
+
+/** Every page id reachable from `root`, children before parents. */
+export function* pageIds(kind: TreeKind, io: PageIO, root: Buffer | null): Generator<Buffer> {
+  if (root === null) return;
+  function* walk(id: Buffer): Generator<Buffer> {
+    const node = io.load(kind, id);
+    if (node.level > 0) for (const c of node.vals) yield* walk(c);
+    yield id;
+  }
+  yield* walk(root);
+}

@@ -1,0 +1,92 @@
+/**
+ * Read access to one complete filesystem state: path lookup, directory listing, inode records
+ * and file content, all through authenticated object reads.
+ */
+import { LayerFsError } from '../../errors.js';
+import { ObjectKind, type ObjectReader } from '../objects.js';
+import { decodeExtentNode } from './extents.js';
+import { ContentForm, decodeInode, decodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
+import { entries, lookup, TreeKind, type PageIO } from './pages.js';
+import { decodeRoot, ROOT_SERIAL } from './root.js';
+
+export interface DirEntry {
+  name: Buffer;
+  serial: number;
+}
+
+export class FsView {
+  readonly inodesRoot: Buffer;
+
+  constructor(
+    readonly rootId: Buffer,
+    private readonly objects: ObjectReader,
+    private readonly pages: PageIO,
+  ) {
+    this.inodesRoot = decodeRoot(objects.get(rootId, ObjectKind.Root), 'filesystem root').inodes;
+  }
+
+  inode(serial: number): Inode {
+    const v = lookup(TreeKind.Inodes, this.pages, this.inodesRoot, serialKey(serial));
+    if (!v) throw new LayerFsError('ERR_CORRUPT', `inode ${serial} is missing from the inode table`);
+    return decodeInode(v, serial);
+  }
+
+  /** Every (serial, inode) in serial order. */
+  *inodes(): Generator<[number, Inode]> {
+    for (const [k, v] of entries(TreeKind.Inodes, this.pages, this.inodesRoot)) {
+      const serial = Number(k.readBigUInt64BE(0));
+      yield [serial, decodeInode(v, serial)];
+    }
+  }
+
+  *readdir(dir: Inode, from?: Buffer): Generator<DirEntry> {
+    if (dir.kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', 'not a directory');
+    for (const [name, v] of entries(TreeKind.Directory, this.pages, dir.content, from)) yield { name, serial: decodeSerial(v) };
+  }
+
+  child(dir: Inode, name: Buffer): number | undefined {
+    if (dir.kind !== InodeKind.Dir) return undefined;
+    const v = lookup(TreeKind.Directory, this.pages, dir.content, name);
+    return v ? decodeSerial(v) : undefined;
+  }
+
+  /**
+   * Resolves a path inside the state, component by component, without following symlinks.
+   * `parts` are already-validated name bytes.
+   */
+  resolve(parts: Buffer[], display: string): { serial: number; inode: Inode } {
+    let serial = ROOT_SERIAL;
+    let inode = this.inode(serial);
+    for (const part of parts) {
+      if (inode.kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `not a directory on the way to ${display}`, { path: display });
+      const next = this.child(inode, part);
+      if (next === undefined) throw new LayerFsError('ERR_NOT_FOUND', `no such file or directory in this state: ${display}`, { path: display });
+      serial = next;
+      inode = this.inode(serial);
+    }
+    return { serial, inode };
+  }
+
+  /** The content of a regular file, chunk by chunk, in order. */
+  *content(file: Inode): Generator<Buffer> {
+    if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');
+    if (file.form === ContentForm.None) return;
+    if (file.form === ContentForm.Whole) {
+      yield this.objects.get(file.content!, ObjectKind.Blob);
+      return;
+    }
+    const objects = this.objects;
+    function* walk(id: Buffer): Generator<Buffer> {
+      const node = decodeExtentNode(objects.get(id, ObjectKind.Extents), 'extent node');
+      for (const child of node.ids) {
+        if (node.level === 0) yield objects.get(child, ObjectKind.Chunk);
+        else yield* walk(child);
+      }
+    }
+    yield* walk(file.content!);
+  }
+
+  readFile(file: Inode): Buffer {
+    return Buffer.concat([...this.content(file)], file.size);
+  }
+}

@@ -1,0 +1,47 @@
+// Module entry: registers every binding and reports how BLAKE3 will dispatch.
+#include <cstddef>
+
+#include "blake3.h"
+#include "napi_util.h"
+
+extern "C" size_t blake3_simd_degree(void);  // internal to the BLAKE3 C sources, but exported
+
+namespace layerfs {
+
+namespace {
+
+constexpr char kAddonVersion[] = "1.0.0";
+
+// Mirrors blake3_dispatch.c's choice: it picks the widest SIMD the CPU and OS allow.
+const char* SimdName() {
+  const size_t degree = blake3_simd_degree();
+#if defined(__x86_64__) || defined(_M_X64)
+  if (degree >= 16) return "avx512";
+  if (degree >= 8) return "avx2";
+  if (degree >= 4) return __builtin_cpu_supports("sse4.1") ? "sse41" : "sse2";
+#else
+  if (degree >= 4) return "neon";
+#endif
+  return "portable";
+}
+
+}  // namespace
+
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  InitHash(env, exports);
+  InitChunker(env, exports);
+  InitBatch(env, exports);
+  InitXattr(env, exports);
+  exports.Set("simd", SimdName());
+  exports.Set("version", kAddonVersion);
+  exports.Set("blake3Version", blake3_version());
+  return exports;
+}
+
+}  // namespace layerfs
+
+static Napi::Object InitLayerfsNative(Napi::Env env, Napi::Object exports) {
+  return layerfs::Init(env, exports);
+}
+
+NODE_API_MODULE(layerfs_native, InitLayerfsNative)

@@ -1,0 +1,62 @@
+// Small Node-API helpers shared by the binding files. Argument shapes are checked in TypeScript;
+// these checks only keep a wrong call from crashing the process.
+#pragma once
+#include <napi.h>
+
+#include <cstdint>
+#include <string>
+
+#include "fastcdc.h"
+
+namespace layerfs {
+
+struct Bytes {
+  const uint8_t* data;
+  size_t size;
+};
+
+inline Bytes GetBytes(const Napi::Env& env, const Napi::Value& v, const char* what) {
+  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+    throw Napi::TypeError::New(env, std::string(what) + " must be a Uint8Array");
+  }
+  auto a = v.As<Napi::Uint8Array>();
+  return Bytes{a.Data(), a.ByteLength()};
+}
+
+inline uint32_t GetU32Field(const Napi::Env& env, const Napi::Object& o, const char* key) {
+  Napi::Value v = o.Get(key);
+  if (!v.IsNumber()) throw Napi::TypeError::New(env, std::string(key) + " must be a number");
+  const double d = v.As<Napi::Number>().DoubleValue();
+  if (!(d >= 0 && d <= 4294967295.0) || d != static_cast<double>(static_cast<uint32_t>(d))) {
+    throw Napi::RangeError::New(env, std::string(key) + " must be a 32-bit unsigned integer");
+  }
+  return static_cast<uint32_t>(d);
+}
+
+// undefined → defaults; otherwise {minSize, avgSize, maxSize, normalization}.
+inline CdcParams GetParams(const Napi::Env& env, const Napi::Value& v) {
+  if (v.IsUndefined() || v.IsNull()) return CdcDefaultParams();
+  if (!v.IsObject()) throw Napi::TypeError::New(env, "params must be an object");
+  auto o = v.As<Napi::Object>();
+  CdcParams p{};
+  const char* err = CdcMakeParams(GetU32Field(env, o, "minSize"), GetU32Field(env, o, "avgSize"),
+                                  GetU32Field(env, o, "maxSize"),
+                                  GetU32Field(env, o, "normalization"), &p);
+  if (err) throw Napi::RangeError::New(env, err);
+  return p;
+}
+
+// A thrown Error carrying errno details, turned into LayerFsError(ERR_NATIVE_IO) by lib/native.
+Napi::Error ErrnoError(const Napi::Env& env, const char* syscall, int err);
+
+Napi::Uint32Array CopyU32(const Napi::Env& env, const uint32_t* p, size_t n);
+
+// Paths arrive as Buffers (file names are bytes); they must not contain NUL.
+std::string GetPath(const Napi::Env& env, const Napi::Value& v, const char* what);
+
+void InitHash(Napi::Env env, Napi::Object exports);
+void InitChunker(Napi::Env env, Napi::Object exports);
+void InitBatch(Napi::Env env, Napi::Object exports);
+void InitXattr(Napi::Env env, Napi::Object exports);
+
+}  // namespace layerfs

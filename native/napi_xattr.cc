@@ -1,0 +1,80 @@
+// Synchronous xattr helpers (never following symlinks): the Store's export writes user xattrs
+// back, and tests need them without the `attr` package.
+#include <errno.h>
+#include <sys/xattr.h>
+
+#include "napi_util.h"
+#include "scan.h"
+
+namespace layerfs {
+
+namespace {
+
+std::string GetName(const Napi::Env& env, const Napi::Value& v) {
+  if (!v.IsString()) throw Napi::TypeError::New(env, "name must be a string");
+  std::string s = v.As<Napi::String>().Utf8Value();
+  if (s.empty() || s.find('\0') != std::string::npos) {
+    throw Napi::TypeError::New(env, "name must be non-empty without NUL");
+  }
+  return s;
+}
+
+// setXattr(path: Buffer, name: string, value: Uint8Array)
+Napi::Value SetXattr(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = GetPath(env, info[0], "path");
+  const std::string name = GetName(env, info[1]);
+  Bytes v = GetBytes(env, info[2], "value");
+  if (lsetxattr(path.c_str(), name.c_str(), v.data, v.size, 0) != 0) {
+    throw ErrnoError(env, "lsetxattr", errno);
+  }
+  return env.Undefined();
+}
+
+Napi::Value RemoveXattr(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = GetPath(env, info[0], "path");
+  const std::string name = GetName(env, info[1]);
+  if (lremovexattr(path.c_str(), name.c_str()) != 0) throw ErrnoError(env, "lremovexattr", errno);
+  return env.Undefined();
+}
+
+// getXattrs(path) -> [{name, value}] for user.* names
+Napi::Value GetXattrs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = GetPath(env, info[0], "path");
+  std::vector<Xattr> xs;
+  const int e = ListUserXattrs(path.c_str(), &xs, true);
+  if (e != 0) throw ErrnoError(env, "llistxattr", e);
+  Napi::Array out = Napi::Array::New(env, xs.size());
+  for (size_t i = 0; i < xs.size(); i++) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("name", xs[i].name);
+    o.Set("value", Napi::Buffer<uint8_t>::Copy(env, xs[i].value.data(), xs[i].value.size()));
+    out.Set(static_cast<uint32_t>(i), o);
+  }
+  return out;
+}
+
+// listXattrs(path) -> every name (all namespaces)
+Napi::Value ListXattrs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = GetPath(env, info[0], "path");
+  std::vector<std::string> names;
+  const int e = ListAllXattrNames(path.c_str(), &names);
+  if (e != 0) throw ErrnoError(env, "llistxattr", e);
+  Napi::Array out = Napi::Array::New(env, names.size());
+  for (size_t i = 0; i < names.size(); i++) out.Set(static_cast<uint32_t>(i), names[i]);
+  return out;
+}
+
+}  // namespace
+
+void InitXattr(Napi::Env env, Napi::Object exports) {
+  exports.Set("setXattr", Napi::Function::New<SetXattr>(env, "setXattr"));
+  exports.Set("removeXattr", Napi::Function::New<RemoveXattr>(env, "removeXattr"));
+  exports.Set("getXattrs", Napi::Function::New<GetXattrs>(env, "getXattrs"));
+  exports.Set("listXattrs", Napi::Function::New<ListXattrs>(env, "listXattrs"));
+}
+
+}  // namespace layerfs

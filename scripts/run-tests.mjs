@@ -1,0 +1,33 @@
+#!/usr/bin/env node
+// Runs every test file with node's built-in runner under tsx. Globs are expanded here because
+// Node 20's --test does not expand them itself; files run in separate child processes, which
+// FUSE suites need (fuse-native must not serve a mount in the process that reads it).
+import { spawnSync } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const only = process.argv.slice(2);
+
+function walk(dir) {
+  return readdirSync(dir).flatMap((name) => {
+    const p = join(dir, name);
+    if (name === 'fixtures' || name === 'node_modules') return [];
+    return statSync(p).isDirectory() ? walk(p) : p.endsWith('.test.ts') ? [p] : [];
+  });
+}
+
+const files = walk(join(root, 'test'))
+  .map((p) => relative(root, p))
+  .filter((p) => only.length === 0 || only.some((o) => p.includes(o)))
+  .sort();
+if (files.length === 0) {
+  console.error('no test files matched');
+  process.exit(1);
+}
+const r = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-concurrency=2', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+});
+process.exit(r.status ?? 1);

@@ -1,0 +1,118 @@
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { chunkAndHash, DOMAIN, hashBuffers, nativeInfo, objectId } from '../../lib/native/index.js';
+import { seededBytes } from './helpers.js';
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+describe('hashBuffers', () => {
+  test('small buffers are blobs, large ones are chunked, order is kept', async () => {
+    const inputs = [
+      Buffer.alloc(0),
+      Buffer.from('tiny'),
+      seededBytes(131071, 40),
+      seededBytes(131072, 41),
+      seededBytes(2_000_000, 42),
+    ];
+    const results = await hashBuffers(inputs);
+    assert.equal(results.length, inputs.length);
+    results.forEach((r, i) => {
+      const data = inputs[i]!;
+      assert.equal(r.length, data.length);
+      if (data.length < 131072) {
+        assert.equal(r.chunked, false);
+        assert.deepEqual(r.chunks, []);
+        assert.deepEqual(r.contentId, objectId(DOMAIN.blob, data));
+      } else {
+        assert.equal(r.chunked, true);
+        assert.deepEqual(r.contentId, objectId(DOMAIN.content, data));
+        assert.deepEqual(
+          r.chunks.map((c) => [c.offset, c.length, c.id.toString('hex')]),
+          chunkAndHash(data).map((c) => [c.offset, c.length, c.id.toString('hex')]),
+        );
+      }
+    });
+  });
+
+  test('threads 1, 2 and 8 agree; options apply', async () => {
+    const inputs = Array.from({ length: 40 }, (_, i) => seededBytes(50_000 + i * 7919, 60 + i));
+    const opts = { smallFileThreshold: 100_000, params: { minSize: 2048, avgSize: 8192, maxSize: 20000 } };
+    const [a, b, c] = await Promise.all([
+      hashBuffers(inputs, { ...opts, threads: 1 }),
+      hashBuffers(inputs, { ...opts, threads: 2 }),
+      hashBuffers(inputs, { ...opts, threads: 8 }),
+    ]);
+    assert.deepEqual(b, a);
+    assert.deepEqual(c, a);
+    assert.equal(a.filter((r) => r.chunked).length, inputs.filter((d) => d.length >= 100_000).length);
+    const big = inputs.findIndex((d) => d.length >= 100_000);
+    assert.deepEqual(
+      a[big]!.chunks.map((x) => x.length),
+      chunkAndHash(inputs[big]!, opts.params).map((x) => x.length),
+    );
+  });
+
+  test('many concurrent calls', async () => {
+    const data = seededBytes(300_000, 70);
+    const all = await Promise.all(Array.from({ length: 50 }, () => hashBuffers([data, data.subarray(5)])));
+    for (const r of all) assert.deepEqual(r, all[0]);
+    assert.deepEqual(await hashBuffers([]), []);
+  });
+
+  test('nativeInfo', () => {
+    const info = nativeInfo();
+    assert.ok(info.threads >= 1);
+    assert.match(info.simd, /^(avx512|avx2|sse41|sse2|neon|portable)$/);
+    assert.equal(info.blake3Version, '1.3.1');
+    assert.equal(typeof info.version, 'string');
+  });
+});
+
+describe('lifecycle', () => {
+  const run = (code: string): { status: number | null; ms: number; out: string } => {
+    const started = Date.now();
+    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+      cwd: root,
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    return { status: r.status, ms: Date.now() - started, out: `${r.stdout}${r.stderr}` };
+  };
+
+  test('an idle process exits promptly after batch work', () => {
+    const r = run(
+      `import { hashBuffers, scanPaths } from './lib/native/index.ts';` +
+        `const t = Date.now(); await hashBuffers([Buffer.alloc(1 << 20)], { threads: 4 }); await scanPaths(['/etc/hostname']);` +
+        `globalThis.__t = t; console.log('done');`,
+    );
+    assert.equal(r.status, 0, r.out);
+    assert.match(r.out, /done/);
+    assert.ok(r.ms < 20_000, `took ${r.ms} ms`);
+  });
+
+  test('worker threads terminated mid-batch do not crash the process', () => {
+    // Each worker loads the addon directly (plain ESM eval), giving it its own Node-API env next
+    // to the main thread's; it is terminated while its batches are on the shared pool.
+    const worker =
+      `import { createRequire } from 'node:module'; import { parentPort } from 'node:worker_threads';` +
+      ` const require = createRequire('${root}/package.json'); const b = require('node-gyp-build')('${root}');` +
+      ` const o = { params: undefined, threads: 2, smallFileThreshold: 131072, readData: true, xattrs: true, retries: 2 };` +
+      ` const buf = Buffer.alloc(64 << 20, 1); parentPort.postMessage('go');` +
+      ` b.hashBuffers(Array(16).fill(buf), o); b.scanPaths([Buffer.from('/etc/hostname')], o);`;
+    const r = run(
+      `import { Worker } from 'node:worker_threads';` +
+        `const n = await import('./lib/native/index.ts');` +
+        `for (let i = 0; i < 4; i++) {` +
+        `  const w = new Worker(${JSON.stringify(worker)}, { eval: true });` +
+        `  await new Promise((r) => w.once('message', r)); await new Promise((r) => setTimeout(r, 15 * i));` +
+        `  await w.terminate();` +
+        `}` +
+        `const [d] = await n.hashBuffers([Buffer.from('after')]); console.log('ok', d.length);`,
+    );
+    assert.equal(r.status, 0, r.out);
+    assert.match(r.out, /ok 5/);
+  });
+});
