@@ -34,6 +34,7 @@ class StreamDigest {
   const CdcParams cdc_;
   const bool chunked_;
   void EmitChunk();
+  void UpdateWindow(const uint8_t* p, size_t n);
 
   CdcState state_;
   uint64_t pending_len_ = 0;  // bytes of the current chunk already hashed

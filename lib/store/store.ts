@@ -3,7 +3,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { closeSync, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { APPLICATION_ID, FORMAT_VERSION, PAGE_SIZE, SCHEMA } from './schema.js';
@@ -94,10 +94,10 @@ function checkHeader(abs: string): void {
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new LayerFsError('ERR_NOT_FOUND', `no Store at this path`, { path: abs, hint: 'create one with `layerfs db create PATH`' });
-    if (code === 'EISDIR') throw new LayerFsError('ERR_NOT_A_STORE', `a directory is not a Store`, { path: abs });
     throw new LayerFsError('ERR_NATIVE_IO', `cannot open the Store: ${(e as Error).message}`, { path: abs, errno: code });
   }
   try {
+    if (!fstatSync(fd).isFile()) throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a regular file)`, { path: abs });
     const head = Buffer.alloc(100);
     const n = readSync(fd, head, 0, 100, 0);
     if (n < 100 || !head.subarray(0, 16).equals(SQLITE_MAGIC)) {

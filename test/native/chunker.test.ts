@@ -166,4 +166,30 @@ describe('chunkAndHash', () => {
     assert.deepEqual(chunks[0]!.id, objectId('test/tag', data.subarray(0, chunks[0]!.length)));
     assert.deepEqual(chunkAndHash(Buffer.alloc(0)), []);
   });
+
+  test('ids are exact for every message shape (batched SIMD hashing across chunks)', () => {
+    // Chunk lengths straddling multiples of 1024 after the tag prefix, tags of many lengths, and
+    // forced cuts that make prefix+chunk exactly 3 or 4 KiB.
+    const random = seededBytes(400_000, 16);
+    const zeros = Buffer.alloc(50_000);
+    const cases: [Buffer, ChunkerParams, string][] = [
+      [random, { minSize: 64, avgSize: 1024, maxSize: 4096 }, DOMAIN.chunk],
+      [random, { minSize: 900, avgSize: 2048, maxSize: 3000 }, 'x'],
+      [random, { minSize: 2000, avgSize: 4096, maxSize: 40000 }, 't'.repeat(511)],
+      [random, { minSize: 2000, avgSize: 4096, maxSize: 40000 }, 't'.repeat(512)],
+      [random, { minSize: 2000, avgSize: 4096, maxSize: 40000 }, 't'.repeat(1500)],
+      [random, D, ''],
+      [zeros, { minSize: 64, avgSize: 2048, maxSize: 4079 }, DOMAIN.chunk],
+      [zeros, { minSize: 64, avgSize: 2048, maxSize: 3055 }, DOMAIN.chunk],
+      [zeros, { minSize: 64, avgSize: 1024, maxSize: 2031 }, DOMAIN.chunk],
+    ];
+    for (const [data, params, tag] of cases) {
+      const chunks = chunkAndHash(data, params, tag);
+      assert.ok(chunks.length > 1);
+      for (const c of chunks) {
+        const expected = objectId(tag, data.subarray(c.offset, c.offset + c.length));
+        assert.deepEqual(c.id, expected, `tag length ${tag.length}, chunk at ${c.offset}+${c.length}`);
+      }
+    }
+  });
 });

@@ -1,6 +1,6 @@
 /** db, context and verify commands. */
 import type { Command } from 'commander';
-import { Client } from '../../sdk/index.js';
+import { Client, LayerFsError } from '../../sdk/index.js';
 import { contextPath, readContext, storeFromContext, writeContext } from '../context.js';
 import { formatBytes } from '../output.js';
 import type { Runner } from '../main.js';
@@ -41,11 +41,11 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
   const ctx = program.command('context').description('choose the Store later commands use');
   ctx
     .command('use')
-    .description('record the Store in the context file')
-    .requiredOption('--store <path>', 'the Store file')
-    .action((opts: { store: string }) =>
-      run((out) => {
-        const c = Client.connect(opts.store, { readonly: true });
+    .description('record the Store in the context file (give it with --store PATH)')
+    .action(() =>
+      run((out, g) => {
+        if (!g.store) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'context use needs --store PATH');
+        const c = Client.connect(g.store, { readonly: true });
         const path = c.storePath;
         c.close();
         const file = writeContext({ store: path });

@@ -1,0 +1,33 @@
+// BLAKE3 of many independent messages `prefix ‖ data[k]` at full SIMD width. The C library's
+// hasher only goes wide inside one message, and a ~16 KiB chunk leaves a tail of 1–15 BLAKE3
+// chunks hashed one lane at a time; here the 1 KiB BLAKE3 chunks of all messages that share a
+// chunk counter go through blake3_hash_many together, and only each message's final partial
+// chunk and its parent nodes are compressed one at a time.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace layerfs {
+
+class MultiHasher {
+ public:
+  explicit MultiHasher(std::string prefix);
+  // out[32*k..] = BLAKE3(prefix ‖ data[k][0..lens[k]))
+  void HashAll(const uint8_t* const* data, const size_t* lens, size_t count, uint8_t* out);
+
+ private:
+  void HashOneSlow(const uint8_t* data, size_t len, uint8_t* out) const;
+
+  std::string prefix_;
+  // Scratch reused across calls.
+  std::vector<uint8_t> first_chunks_;
+  std::vector<uint32_t> cvs_;
+  std::vector<size_t> cv_offset_;
+  std::vector<const uint8_t*> inputs_;
+  std::vector<size_t> owners_;
+  std::vector<uint8_t> out_cvs_;
+};
+
+}  // namespace layerfs

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { cli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+test('the tour: create, context, init, query, ls, cat, export, verify (human and --json)', () => {
+  const dir = tempDir();
+  const env = { LAYERFS_CONTEXT: join(dir, 'ctx.json') };
+  const store = join(dir, 'store.sqlite');
+  const src = join(dir, 'proj');
+  mkdirSync(join(src, 'src'), { recursive: true });
+  writeFileSync(join(src, 'src/index.ts'), 'export const x = 1;\n');
+  writeFileSync(join(src, 'README'), 'hi\n');
+
+  assert.match(cli(['--version']).stdout, /^layerfs \d+\.\d+\.\d+/);
+  assert.match(cli(['--help']).stdout, /layerstack/);
+
+  const created = cli(['--json', 'db', 'create', store], env);
+  assert.equal(created.code, 0, created.stderr);
+  assert.equal(created.json.outcome, 'Created');
+  assert.equal(statSync(store).mode & 0o777, 0o600);
+  assert.equal(cli(['--json', 'db', 'create', store], env).json.error.code, 'ERR_EXISTS');
+  assert.equal(cli(['db', 'connect', store], env).code, 0);
+
+  assert.equal(cli(['--json', 'ls', 'x'], env).json.error.code, 'ERR_NO_CONTEXT');
+  assert.equal(cli(['context', 'use', '--store', store], env).code, 0);
+  assert.equal(cli(['--json', 'context', 'show'], env).json.store, store);
+
+  const init = cli(['--json', 'layerstack', 'init', '--name', 'demo', src], env);
+  assert.equal(init.code, 0, init.stderr);
+  assert.equal(init.json.outcome, 'Created');
+  assert.equal(init.json.files, 2);
+  assert.match(init.json.layer.id, /^[0-9a-f]{64}$/);
+  const empty = cli(['--json', 'layerstack', 'init', '--name', 'blank', '--empty'], env);
+  assert.equal(empty.code, 0, empty.stderr);
+
+  const stacks = cli(['--json', 'query', 'layerstacks'], env).json.layerStacks;
+  assert.deepEqual(stacks.map((s: any) => s.name), ['demo', 'blank']);
+  const layers = cli(['--json', 'query', 'layers', '--layerstack', 'demo'], env).json.layers;
+  assert.equal(layers.length, 1);
+  const prefix = layers[0].id.slice(0, 10);
+
+  const ls = cli(['--json', 'ls', prefix, 'src'], env);
+  assert.deepEqual(ls.json.entries.map((e: any) => e.name), ['index.ts']);
+  assert.match(cli(['ls', 'demo'], env).stdout, /README/);
+  assert.equal(cli(['cat', 'demo', 'src/index.ts'], env).stdout, 'export const x = 1;\n');
+
+  const out = join(dir, 'out');
+  assert.equal(cli(['export', prefix, out], env).code, 0);
+  assert.equal(readFileSync(join(out, 'src/index.ts'), 'utf8'), 'export const x = 1;\n');
+  assert.equal(cli(['--json', 'export', prefix, out], env).json.error.code, 'ERR_NOT_EMPTY');
+
+  const v = cli(['--json', 'verify'], env);
+  assert.equal(v.code, 0, v.stderr);
+  assert.equal(v.json.ok, true);
+  assert.equal(v.json.states, 2);
+
+  const bad = cli(['--json', 'layerstack', 'init', '--name', 'Bad Name', '--empty'], env);
+  assert.equal(bad.code, 1);
+  assert.equal(bad.json.error.code, 'ERR_INVALID_NAME');
+  assert.equal(cli(['no-such-command'], env).code, 2);
+});
