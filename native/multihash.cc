@@ -22,9 +22,6 @@ constexpr uint32_t kIv[8] = {0x6A09E667u, 0xBB67AE85u, 0x3C6EF372u, 0xA54FF53Au,
 constexpr uint8_t kChunkStart = 1, kChunkEnd = 2, kParent = 4, kRoot = 8;
 constexpr size_t kChunkLen = 1024;
 
-inline uint32_t Load32(const uint8_t* p) {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
 inline void Store32(uint8_t* p, uint32_t v) {
   p[0] = static_cast<uint8_t>(v);
   p[1] = static_cast<uint8_t>(v >> 8);
@@ -32,26 +29,39 @@ inline void Store32(uint8_t* p, uint32_t v) {
   p[3] = static_cast<uint8_t>(v >> 24);
 }
 
-void Parent(const uint32_t left[8], const uint32_t right[8], uint8_t flags, uint32_t out[8]) {
-  uint8_t block[64];
-  for (int i = 0; i < 8; i++) {
-    Store32(block + 4 * i, left[i]);
-    Store32(block + 32 + 4 * i, right[i]);
-  }
-  std::memcpy(out, kIv, sizeof(kIv));
-  blake3_compress_in_place(out, block, 64, 0, kParent | flags);
-}
+// Chaining values of final, partial BLAKE3 chunks (1..1023 bytes each, never the root). The
+// block chains of up to kLanes messages are advanced in lockstep: each compression is a long
+// dependency chain, and independent ones interleaved let the CPU overlap them.
+constexpr size_t kLanes = 4;
 
-// Chaining value of a final, partial BLAKE3 chunk (1..1023 bytes) that is not the root.
-void PartialChunk(const uint8_t* p, size_t len, uint64_t counter, uint32_t cv[8]) {
-  std::memcpy(cv, kIv, sizeof(kIv));
-  const size_t blocks = (len + 63) / 64;
-  for (size_t b = 0; b < blocks; b++) {
-    const size_t take = len - b * 64 < 64 ? len - b * 64 : 64;
-    uint8_t block[64] = {0};
-    std::memcpy(block, p + b * 64, take);
-    const uint8_t flags = (b == 0 ? kChunkStart : 0) | (b + 1 == blocks ? kChunkEnd : 0);
-    blake3_compress_in_place(cv, block, static_cast<uint8_t>(take), counter, flags);
+struct Partial {
+  const uint8_t* p;
+  size_t len;
+  uint64_t counter;
+  uint8_t* out;  // 32 bytes
+};
+
+void PartialChunks(const Partial* parts, size_t n) {
+  uint32_t cv[kLanes][8];
+  size_t blocks[kLanes];
+  size_t most = 0;
+  for (size_t i = 0; i < n; i++) {
+    std::memcpy(cv[i], kIv, sizeof(kIv));
+    blocks[i] = (parts[i].len + 63) / 64;
+    if (blocks[i] > most) most = blocks[i];
+  }
+  for (size_t b = 0; b < most; b++) {
+    for (size_t i = 0; i < n; i++) {
+      if (b >= blocks[i]) continue;
+      const size_t take = parts[i].len - b * 64 < 64 ? parts[i].len - b * 64 : 64;
+      uint8_t block[64] = {0};
+      std::memcpy(block, parts[i].p + b * 64, take);
+      const uint8_t flags = (b == 0 ? kChunkStart : 0) | (b + 1 == blocks[i] ? kChunkEnd : 0);
+      blake3_compress_in_place(cv[i], block, static_cast<uint8_t>(take), parts[i].counter, flags);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    for (int w = 0; w < 8; w++) Store32(parts[i].out + 4 * w, cv[i][w]);
   }
 }
 
@@ -75,25 +85,26 @@ void MultiHasher::HashAll(const uint8_t* const* data, const size_t* lens, size_t
   auto batched = [&](size_t k) { return plen < kChunkLen / 2 && plen + lens[k] > 2 * kChunkLen; };
 
   cv_offset_.assign(count + 1, 0);
+  nodes_.assign(count, 0);
   size_t max_full = 0;
   for (size_t k = 0; k < count; k++) {
-    size_t chunks = 0;
     if (batched(k)) {
       const size_t m = plen + lens[k];
-      chunks = (m + kChunkLen - 1) / kChunkLen;
+      nodes_[k] = (m + kChunkLen - 1) / kChunkLen;
       const size_t full = m / kChunkLen;
       if (full > max_full) max_full = full;
     }
-    cv_offset_[k + 1] = cv_offset_[k] + chunks;
+    cv_offset_[k + 1] = cv_offset_[k] + nodes_[k];
   }
-  cvs_.resize(cv_offset_[count] * 8);
+  cvs_.resize(cv_offset_[count] * 32);
   first_chunks_.resize(count * kChunkLen);
-  inputs_.resize(count);
-  owners_.resize(count);
-  out_cvs_.resize(count * 32);
+  inputs_.resize(cv_offset_[count] + count);
+  owners_.resize(cv_offset_[count] + count);
+  out_cvs_.resize((cv_offset_[count] + count) * 32);
+  auto cv_at = [&](size_t k, size_t i) { return cvs_.data() + (cv_offset_[k] + i) * 32; };
 
-  // Full BLAKE3 chunks, grouped by chunk counter across messages. Chunk 0 holds the prefix, so
-  // it is assembled in scratch; chunk i ≥ 1 lies contiguously in the data at 1024·i − plen.
+  // Leaves: full BLAKE3 chunks, grouped by chunk counter across messages. Chunk 0 holds the
+  // prefix, so it is assembled in scratch; chunk i ≥ 1 lies in the data at 1024·i − plen.
   for (size_t i = 0; i < max_full; i++) {
     size_t n = 0;
     for (size_t k = 0; k < count; k++) {
@@ -110,9 +121,45 @@ void MultiHasher::HashAll(const uint8_t* const* data, const size_t* lens, size_t
     }
     blake3_hash_many(inputs_.data(), n, kChunkLen / 64, kIv, i, false, 0, kChunkStart, kChunkEnd,
                      out_cvs_.data());
-    for (size_t j = 0; j < n; j++) {
-      uint32_t* cv = cvs_.data() + (cv_offset_[owners_[j]] + i) * 8;
-      for (int w = 0; w < 8; w++) cv[w] = Load32(out_cvs_.data() + j * 32 + 4 * w);
+    for (size_t j = 0; j < n; j++) std::memcpy(cv_at(owners_[j], i), out_cvs_.data() + j * 32, 32);
+  }
+
+  // Leaves: each message's final partial chunk.
+  Partial parts[kLanes];
+  size_t np = 0;
+  for (size_t k = 0; k < count; k++) {
+    const size_t m = plen + lens[k];
+    if (!batched(k) || m % kChunkLen == 0) continue;
+    const size_t last = nodes_[k] - 1;
+    parts[np++] = Partial{data[k] + last * kChunkLen - plen, m % kChunkLen, last, cv_at(k, last)};
+    if (np == kLanes) {
+      PartialChunks(parts, np);
+      np = 0;
+    }
+  }
+  PartialChunks(parts, np);
+
+  // Parents, one tree level at a time across all messages: adjacent nodes pair up and an odd
+  // last node moves up unchanged, which builds BLAKE3's left-complete tree. The last pair of
+  // each message is its root and needs the ROOT flag, so it is left for the end.
+  for (;;) {
+    size_t n = 0;
+    for (size_t k = 0; k < count; k++) {
+      if (nodes_[k] <= 2) continue;
+      for (size_t j = 0; j < nodes_[k] / 2; j++) {
+        inputs_[n] = cv_at(k, 2 * j);
+        owners_[n++] = k;
+      }
+    }
+    if (n == 0) break;
+    blake3_hash_many(inputs_.data(), n, 1, kIv, 0, false, kParent, 0, 0, out_cvs_.data());
+    size_t at = 0;
+    for (size_t k = 0; k < count; k++) {
+      if (nodes_[k] <= 2) continue;
+      const size_t pairs = nodes_[k] / 2;
+      for (size_t j = 0; j < pairs; j++) std::memcpy(cv_at(k, j), out_cvs_.data() + (at++) * 32, 32);
+      if (nodes_[k] & 1) std::memmove(cv_at(k, pairs), cv_at(k, nodes_[k] - 1), 32);
+      nodes_[k] = pairs + (nodes_[k] & 1);
     }
   }
 
@@ -121,29 +168,9 @@ void MultiHasher::HashAll(const uint8_t* const* data, const size_t* lens, size_t
       HashOneSlow(data[k], lens[k], out + 32 * k);
       continue;
     }
-    const size_t m = plen + lens[k];
-    const size_t chunks = cv_offset_[k + 1] - cv_offset_[k];
-    uint32_t* cvs = cvs_.data() + cv_offset_[k] * 8;
-    if (m % kChunkLen != 0) {
-      const size_t last = chunks - 1;
-      PartialChunk(data[k] + last * kChunkLen - plen, m % kChunkLen, last, cvs + last * 8);
-    }
-    // Merge as BLAKE3's incremental hasher does: after chunk t (1-based) is added, one parent per
-    // trailing zero bit of t; the last chunk is folded into the stack at the end, ROOT last.
-    uint32_t stack[64][8];
-    size_t sp = 0;
-    for (size_t i = 0; i + 1 < chunks; i++) {
-      uint32_t cv[8];
-      std::memcpy(cv, cvs + i * 8, sizeof(cv));
-      for (uint64_t total = i + 1; (total & 1) == 0; total >>= 1) Parent(stack[--sp], cv, 0, cv);
-      std::memcpy(stack[sp++], cv, sizeof(cv));
-    }
     uint32_t cv[8];
-    std::memcpy(cv, cvs + (chunks - 1) * 8, sizeof(cv));
-    while (sp > 0) {
-      sp--;
-      Parent(stack[sp], cv, sp == 0 ? kRoot : 0, cv);
-    }
+    std::memcpy(cv, kIv, sizeof(kIv));
+    blake3_compress_in_place(cv, cv_at(k, 0), 64, 0, kParent | kRoot);
     for (int w = 0; w < 8; w++) Store32(out + 32 * k + 4 * w, cv[w]);
   }
 }

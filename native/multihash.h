@@ -1,8 +1,9 @@
 // BLAKE3 of many independent messages `prefix ‖ data[k]` at full SIMD width. The C library's
 // hasher only goes wide inside one message, and a ~16 KiB chunk leaves a tail of 1–15 BLAKE3
 // chunks hashed one lane at a time; here the 1 KiB BLAKE3 chunks of all messages that share a
-// chunk counter go through blake3_hash_many together, and only each message's final partial
-// chunk and its parent nodes are compressed one at a time.
+// chunk counter go through blake3_hash_many together, and so do the parent nodes of one tree
+// level. Only each message's final partial chunk and its root are compressed one at a time
+// (several messages interleaved, so the CPU overlaps them).
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -23,8 +24,9 @@ class MultiHasher {
   std::string prefix_;
   // Scratch reused across calls.
   std::vector<uint8_t> first_chunks_;
-  std::vector<uint32_t> cvs_;
+  std::vector<uint8_t> cvs_;  // 32-byte chaining values, per message from cv_offset_[k]
   std::vector<size_t> cv_offset_;
+  std::vector<size_t> nodes_;  // nodes left in the current tree level, per message
   std::vector<const uint8_t*> inputs_;
   std::vector<size_t> owners_;
   std::vector<uint8_t> out_cvs_;
