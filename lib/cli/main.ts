@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Out } from './output.js';
-import { registerStoreCommands } from './commands/store.js';
+import { registerStoreCommands } from './commands/db.js';
 import { registerStateCommands } from './commands/state.js';
 
 function packageVersion(): string {

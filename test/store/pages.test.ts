@@ -63,7 +63,10 @@ test('incremental updates give the same root as building from scratch (canonical
     }
     const sorted: Mutation[] = [...muts.entries()].sort((a, b) => a[0] - b[0]).map(([k, v]) => ({ key: key(k), value: v === null ? null : Buffer.from(v) }));
     root = updateTree(TreeKind.Inodes, io, root, sorted);
-    for (const [k, v] of muts) v === null ? map.delete(k) : map.set(k, v);
+    for (const [k, v] of muts) {
+      if (v === null) map.delete(k);
+      else map.set(k, v);
+    }
     assert.ok(root && build(io, map)!.equals(root), `round ${round}: incremental root differs from a fresh build`);
   }
   const all = [...entries(TreeKind.Inodes, io, root)].map(([k, v]) => [Number(k.readBigUInt64BE(0)), v.toString()]);

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { formatBytes, modeString } from '../output.js';
 import { importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
-import { withClient } from './store.js';
+import { withClient } from './db.js';
 
 const short = (id: string) => id.slice(0, 12);
 
