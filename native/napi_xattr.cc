@@ -1,6 +1,8 @@
 // Synchronous xattr helpers (never following symlinks): the Store's export writes user xattrs
 // back, and tests need them without the `attr` package.
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
 
 #include "napi_util.h"
@@ -68,6 +70,28 @@ Napi::Value ListXattrs(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): utimensat without following a
+// symlink. Node's utimes takes seconds as a double and loses the nanoseconds a state records.
+Napi::Value SetTimes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const std::string path = GetPath(env, info[0], "path");
+  struct timespec ts[2];
+  for (int i = 0; i < 2; i++) {
+    if (!info[i + 1].IsBigInt()) throw Napi::TypeError::New(env, "times must be bigint nanoseconds");
+    bool lossless = true;
+    const int64_t ns = info[i + 1].As<Napi::BigInt>().Int64Value(&lossless);
+    int64_t sec = ns / 1000000000, rem = ns % 1000000000;
+    if (rem < 0) {
+      rem += 1000000000;
+      sec -= 1;
+    }
+    ts[i].tv_sec = static_cast<time_t>(sec);
+    ts[i].tv_nsec = static_cast<long>(rem);
+  }
+  if (utimensat(AT_FDCWD, path.c_str(), ts, AT_SYMLINK_NOFOLLOW) != 0) throw ErrnoError(env, "utimensat", errno);
+  return env.Undefined();
+}
+
 }  // namespace
 
 void InitXattr(Napi::Env env, Napi::Object exports) {
@@ -75,6 +99,7 @@ void InitXattr(Napi::Env env, Napi::Object exports) {
   exports.Set("removeXattr", Napi::Function::New<RemoveXattr>(env, "removeXattr"));
   exports.Set("getXattrs", Napi::Function::New<GetXattrs>(env, "getXattrs"));
   exports.Set("listXattrs", Napi::Function::New<ListXattrs>(env, "listXattrs"));
+  exports.Set("setTimes", Napi::Function::New<SetTimes>(env, "setTimes"));
 }
 
 }  // namespace layerfs

@@ -76,6 +76,7 @@ export interface NativeBinding {
   scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanEntry[]>;
   setXattr(path: Buffer, name: string, value: Uint8Array): void;
   removeXattr(path: Buffer, name: string): void;
+  setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): void;
   getXattrs(path: Buffer): { name: string; value: Buffer }[];
   listXattrs(path: Buffer): string[];
   defaultThreads: number;

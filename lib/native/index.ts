@@ -19,5 +19,5 @@ export {
   type ScanError,
   type FileKind,
 } from './scan.js';
-export { setXattr, removeXattr, getXattrs, listXattrs, type XattrEntry } from './xattr.js';
+export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';

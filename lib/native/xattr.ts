@@ -1,4 +1,5 @@
 /** User extended attributes, never following symlinks (l*xattr). Synchronous: each is one syscall. */
+import { invalidArgument } from '../errors.js';
 import { native } from './binding.js';
 import { checkBytes, checkString, displayPath, toPathBuffer } from './params.js';
 import { callNative } from './wrap.js';
@@ -32,4 +33,11 @@ export function getXattrs(path: string | Uint8Array): XattrEntry[] {
 export function listXattrs(path: string | Uint8Array): string[] {
   const p = toPathBuffer(path, 'path');
   return callNative(() => native.listXattrs(p), { path: displayPath(path) });
+}
+
+/** Sets access and modification times with nanosecond precision, never following a symlink. */
+export function setTimes(path: string | Uint8Array, atimeNs: bigint, mtimeNs: bigint): void {
+  const p = toPathBuffer(path, 'path');
+  if (typeof atimeNs !== 'bigint' || typeof mtimeNs !== 'bigint') throw invalidArgument('times must be bigint nanoseconds', { argument: 'mtimeNs' });
+  callNative(() => native.setTimes(p, atimeNs, mtimeNs), { path: displayPath(path) });
 }

@@ -7,8 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, linkSync, lchownSync, mkdirSync, openSync, readdirSync, symlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
-import { setXattr } from '../native/index.js';
-import { setTimes } from './times.js';
+import { setTimes, setXattr } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { InodeKind, type Inode } from './tree/inode.js';
 import { ROOT_SERIAL } from './tree/root.js';
