@@ -1,3 +1,4 @@
+#include <cstring>
 #include <string>
 
 #include "blake3.h"
@@ -7,38 +8,58 @@ namespace layerfs {
 
 namespace {
 
+// Creating a Buffer in native code costs more than hashing a small input, so callers pass a
+// 32-byte output allocated from Node's pooled Buffer slab; without one we allocate.
+Napi::Value Output(const Napi::Env& env, const Napi::Value& out, const uint8_t digest[32]) {
+  if (out.IsUndefined()) return Napi::Buffer<uint8_t>::Copy(env, digest, 32);
+  Bytes o = GetBytes(env, out, "out");
+  if (o.size < 32) throw Napi::RangeError::New(env, "out must hold 32 bytes");
+  std::memcpy(const_cast<uint8_t*>(o.data), digest, 32);
+  return out;
+}
+
+// blake3(data, out?)
 Napi::Value Blake3(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes b = GetBytes(env, info[0], "data");
   blake3_hasher h;
   blake3_hasher_init(&h);
   blake3_hasher_update(&h, b.data, b.size);
-  uint8_t out[32];
-  blake3_hasher_finalize(&h, out, 32);
-  return Napi::Buffer<uint8_t>::Copy(env, out, 32);
+  uint8_t digest[32];
+  blake3_hasher_finalize(&h, digest, 32);
+  return Output(env, info[1], digest);
 }
 
 void AbsorbTag(const Napi::Env& env, const Napi::Value& v, blake3_hasher* h) {
-  if (!v.IsString()) throw Napi::TypeError::New(env, "domainTag must be a string");
-  const std::string tag = v.As<Napi::String>().Utf8Value();
-  blake3_hasher_update(h, tag.data(), tag.size());
+  // Tags are short: read them into a stack buffer with one call instead of a std::string.
+  char buf[256];
+  size_t len = 0;
+  if (!v.IsString() || napi_get_value_string_utf8(env, v, buf, sizeof(buf), &len) != napi_ok) {
+    throw Napi::TypeError::New(env, "domainTag must be a string");
+  }
+  if (len + 1 < sizeof(buf)) {
+    blake3_hasher_update(h, buf, len);
+  } else {
+    const std::string tag = v.As<Napi::String>().Utf8Value();  // possibly truncated above
+    blake3_hasher_update(h, tag.data(), tag.size());
+  }
   const uint8_t zero = 0;
   blake3_hasher_update(h, &zero, 1);
 }
 
-// objectId(tag, ...parts)
-Napi::Value ObjectId(const Napi::CallbackInfo& info) {
+// objectIdInto(out | undefined, tag, ...parts)
+Napi::Value ObjectIdInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   blake3_hasher h;
   blake3_hasher_init(&h);
-  AbsorbTag(env, info[0], &h);
-  for (size_t i = 1; i < info.Length(); i++) {
+  AbsorbTag(env, info[1], &h);
+  for (size_t i = 2; i < info.Length(); i++) {
     Bytes b = GetBytes(env, info[i], "part");
     blake3_hasher_update(&h, b.data, b.size);
   }
-  uint8_t out[32];
-  blake3_hasher_finalize(&h, out, 32);
-  return Napi::Buffer<uint8_t>::Copy(env, out, 32);
+  uint8_t digest[32];
+  blake3_hasher_finalize(&h, digest, 32);
+  return Output(env, info[0], digest);
 }
 
 class Hasher : public Napi::ObjectWrap<Hasher> {
@@ -92,7 +113,7 @@ class Hasher : public Napi::ObjectWrap<Hasher> {
 
 void InitHash(Napi::Env env, Napi::Object exports) {
   exports.Set("blake3", Napi::Function::New<Blake3>(env, "blake3"));
-  exports.Set("objectId", Napi::Function::New<ObjectId>(env, "objectId"));
+  exports.Set("objectIdInto", Napi::Function::New<ObjectIdInto>(env, "objectIdInto"));
   exports.Set("Blake3Hasher", Hasher::Define(env));
 }
 

@@ -16,11 +16,17 @@ struct Bytes {
 };
 
 inline Bytes GetBytes(const Napi::Env& env, const Napi::Value& v, const char* what) {
-  if (!v.IsTypedArray() || v.As<Napi::TypedArray>().TypedArrayType() != napi_uint8_array) {
+  napi_typedarray_type type;
+  size_t length;
+  void* data;
+  bool is_typed = false;
+  // One napi_get_typedarray_info call: this runs on every small hash, so no wrapper objects.
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, v, &type, &length, &data, nullptr, nullptr) != napi_ok ||
+      type != napi_uint8_array) {
     throw Napi::TypeError::New(env, std::string(what) + " must be a Uint8Array");
   }
-  auto a = v.As<Napi::Uint8Array>();
-  return Bytes{a.Data(), a.ByteLength()};
+  return Bytes{static_cast<const uint8_t*>(data), length};
 }
 
 inline uint32_t GetU32Field(const Napi::Env& env, const Napi::Object& o, const char* key) {

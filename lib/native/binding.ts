@@ -65,8 +65,8 @@ export interface RawChunker {
 }
 
 export interface NativeBinding {
-  blake3(data: Uint8Array): Buffer;
-  objectId(domainTag: string, ...parts: Uint8Array[]): Buffer;
+  blake3(data: Uint8Array, out?: Buffer): Buffer;
+  objectIdInto(out: Buffer | undefined, domainTag: string, ...parts: Uint8Array[]): Buffer;
   Blake3Hasher: new (domainTag?: string) => RawHasher;
   chunkLengths(data: Uint8Array, params: RawParams | undefined): Uint32Array;
   chunkAndHash(data: Uint8Array, params: RawParams | undefined, domainTag: string): { lengths: Uint32Array; ids: Buffer };

@@ -97,10 +97,12 @@ describe('argument checks', () => {
   test('the raw addon survives wrong calls (errors, not crashes)', async () => {
     const { native } = await import('../../lib/native/binding.js');
     const raw = native as unknown as Record<string, (...a: unknown[]) => unknown>;
-    for (const name of ['blake3', 'chunkLengths', 'chunkAndHash', 'objectId', 'getXattrs', 'setXattr']) {
+    for (const name of ['blake3', 'chunkLengths', 'chunkAndHash', 'objectIdInto', 'getXattrs', 'setXattr']) {
       assert.throws(() => raw[name]!(), `${name}()`);
       assert.throws(() => raw[name]!(1, 2, 3), `${name}(1,2,3)`);
     }
+    assert.throws(() => raw.blake3!(Buffer.alloc(1), Buffer.alloc(31)));
+    assert.throws(() => raw.objectIdInto!(Buffer.alloc(32), 'tag', 'not bytes'));
     assert.throws(() => raw.hashBuffers!([Buffer.alloc(1)], {}));
     assert.throws(() => raw.scanPaths!([Buffer.alloc(1)], { threads: 2 }));
     assert.throws(() => raw.chunkLengths!(Buffer.alloc(1), { minSize: 1, avgSize: 2, maxSize: 3, normalization: 0 }));

@@ -91,6 +91,13 @@ describe('objectId', () => {
     assert.deepEqual({ ...DOMAIN }, { chunk: 'layerfs/chunk/v1', blob: 'layerfs/blob/v1', content: 'layerfs/content/v1' });
   });
 
+  test('long and non-ASCII tags', () => {
+    for (const tag of ['x'.repeat(254), 'x'.repeat(255), 'y'.repeat(300), 'é/日本/v1']) {
+      const d = Buffer.from('payload');
+      assert.deepEqual(objectId(tag, d), blake3(Buffer.concat([Buffer.from(tag, 'utf8'), Buffer.from([0]), d])), `tag length ${tag.length}`);
+    }
+  });
+
   test('no parts hashes the tag alone', () => {
     assert.deepEqual(objectId(DOMAIN.blob), blake3(Buffer.from('layerfs/blob/v1\0')));
   });
