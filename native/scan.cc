@@ -16,6 +16,8 @@ namespace {
 // reads (readData=false) use a per-thread buffer of the same size, bounding memory per worker.
 constexpr size_t kPiece = 8u << 20;
 constexpr size_t kStreamPiece = 1u << 20;
+// Node 20's buffer.constants.MAX_LENGTH.
+constexpr size_t kMaxDataLen = size_t{1} << 32;
 
 bool SameTime(const struct timespec& a, const struct timespec& b) {
   return a.tv_sec == b.tv_sec && a.tv_nsec == b.tv_nsec;
@@ -179,6 +181,12 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
 
   const size_t size = static_cast<size_t>(st1.st_size);
   const bool chunked = size >= opts.digest.small_threshold;
+  if (opts.read_data && size > kMaxDataLen) {
+    // A JS Buffer cannot hold it; failing this entry beats failing the whole batch later.
+    Fail(out, "read", EFBIG);
+    out->error_message += " (larger than a Buffer can hold; scan it with readData: false)";
+    return true;
+  }
   int err = 0;
   ReadOutcome outcome;
   uint8_t* data = nullptr;
