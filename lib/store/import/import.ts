@@ -286,6 +286,12 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
 /** Writes directory trees (deepest last-assigned first), the inode table and the root object. */
 export function buildNamespace(inodes: Map<number, Inode>, children: Map<number, { name: Buffer; serial: number }[]>, w: ObjectWriter, pages: PageStore): Buffer {
   const serials = [...inodes.keys()].sort((a, b) => a - b);
+  for (const inode of inodes.values()) inode.parents = [];
+  for (const [serial, list] of children) for (const c of list) inodes.get(c.serial)!.parents!.push(serial);
+  for (const inode of inodes.values()) {
+    inode.parents!.sort((a, b) => a - b);
+    inode.nlink = inode.kind === InodeKind.Dir ? 1 : Math.max(1, inode.parents!.length);
+  }
   for (const [serial, list] of children) {
     const dir = inodes.get(serial)!;
     if (list.length === 0) continue;

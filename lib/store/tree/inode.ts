@@ -38,8 +38,14 @@ export interface Inode {
   mtimeNs: bigint;
   /** Content length for files, target length for symlinks, 0 otherwise. */
   size: number;
-  /** Number of directory entries naming this inode (hard links); 1 for directories. */
+  /** Number of directory entries naming this inode (hard links); 1 for directories. Derived from parents. */
   nlink: number;
+  /**
+   * Serials of the directories holding a name of this inode, ascending, one per name (a file
+   * with two names in one directory lists it twice); empty for the root. They let a change found
+   * in the inode table be turned into paths without walking the tree.
+   */
+  parents?: number[];
   form: ContentForm;
   content: Buffer | null;
   target?: Buffer;
@@ -49,7 +55,16 @@ export interface Inode {
 
 export function encodeInode(n: Inode): Buffer {
   const w = new ByteWriter(64 + (n.target?.length ?? 0));
-  w.u8(n.kind).uv(n.mode).uv(n.uid).uv(n.gid).sv64(n.mtimeNs).uv(n.size).uv(n.nlink).u8(n.form);
+  w.u8(n.kind).uv(n.mode).uv(n.uid).uv(n.gid).sv64(n.mtimeNs).uv(n.size);
+  // Parents as ascending deltas: canonical, and short for the usual single parent.
+  const parents = [...(n.parents ?? [])].sort((a, b) => a - b);
+  w.uv(parents.length);
+  let prev = 0;
+  for (const p of parents) {
+    w.uv(p - prev);
+    prev = p;
+  }
+  w.u8(n.form);
   if (n.form !== ContentForm.None) w.bytes(n.content!);
   if (n.kind === InodeKind.Symlink) w.lbytes(n.target!);
   if (n.kind === InodeKind.CharDev || n.kind === InodeKind.BlockDev) w.uv(n.rdev ?? 0);
@@ -71,11 +86,17 @@ export function decodeInode(data: Buffer, serial: number): Inode {
     gid: r.uv(),
     mtimeNs: r.sv64(),
     size: r.uv(),
-    nlink: r.uv(),
-    form: r.u8() as ContentForm,
+    nlink: 1,
+    form: ContentForm.None,
     content: null,
     xattrs: [],
   };
+  const parents: number[] = new Array(r.uv());
+  let prev = 0;
+  for (let i = 0; i < parents.length; i++) parents[i] = prev += r.uv();
+  n.parents = parents;
+  n.nlink = kind === InodeKind.Dir ? 1 : Math.max(1, parents.length);
+  n.form = r.u8() as ContentForm;
   if (n.form !== ContentForm.None) n.content = Buffer.from(r.bytes(32));
   if (kind === InodeKind.Symlink) n.target = Buffer.from(r.lbytes());
   if (kind === InodeKind.CharDev || kind === InodeKind.BlockDev) n.rdev = r.uv();
