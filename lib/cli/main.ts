@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import { Out } from './output.js';
 import { registerStoreCommands } from './commands/db.js';
 import { registerStateCommands } from './commands/state.js';
+import { registerBranchCommands } from './commands/branch.js';
+import { registerWorkspaceCommands } from './commands/workspace.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -46,6 +48,8 @@ export function buildProgram(state: { code: number }): Command {
   };
   registerStoreCommands(program, run, state);
   registerStateCommands(program, run, state);
+  registerBranchCommands(program, run, state);
+  registerWorkspaceCommands(program, run, state);
   return program;
 }
 

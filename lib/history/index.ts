@@ -1,5 +1,8 @@
-/** lib/history: LayerStacks, Layers (and later Branches, Commits, diff) over a Store. */
+/** lib/history: LayerStacks, Layers, Branches, Commits, Add and diff over a Store. */
 export * from './layerstacks.js';
+export * from './branches.js';
+export * from './add.js';
 export * from './rows.js';
 export { layerId, commitId, uuidv7 } from './ids.js';
 export { uniqueByPrefix } from './resolve.js';
+export * from './diff.js';

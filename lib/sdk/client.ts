@@ -6,6 +6,18 @@ import { statSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
+  addBranch,
+  branchLog,
+  branchRoot,
+  forkBranch,
+  getBranch,
+  listBranches,
+  resolveBranch,
+  resolveCommit,
+  diffStates,
+  type BranchRow,
+  type DiffPage,
+  type ForkSource,
   getLayerStack,
   initLayerStack,
   listLayers,
@@ -16,9 +28,41 @@ import {
 } from '../history/index.js';
 import { Monitor, type Receipt } from '../monitor/receipt.js';
 import { exportTree, InodeKind, Store, verifyStore, type ImportProgress, type WriteStats } from '../store/index.js';
-import { entryInfo, layerInfo, layerStackInfo } from './convert.js';
+import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
+import {
+  commitWorkspace,
+  createWorkspace,
+  endWorkspace,
+  getExecution,
+  listExecutions,
+  listWorkspaces,
+  readOutput,
+  resolveWorkspace,
+  runExecution,
+  startDetached,
+  stopExecution,
+  workspaceStatus,
+  type ExecutionInfo,
+  type WorkspaceRow,
+} from '../workspace/index.js';
 import { splitStatePath } from './paths.js';
-import type { EntryInfo, ExportReceipt, InitReceipt, LayerInfo, LayerStackInfo, StoreInfoResult, VerifyResult } from './types.js';
+import { resolveState, type ResolvedState } from './refs.js';
+import type {
+  AddResult,
+  BranchInfo,
+  CommitInfo,
+  CommitResult,
+  EndResult,
+  EntryInfo,
+  ExportReceipt,
+  InitReceipt,
+  LayerInfo,
+  LayerStackInfo,
+  StoreInfoResult,
+  VerifyResult,
+  WorkspaceInfo,
+  WorkspaceStatus,
+} from './types.js';
 
 export interface InitLayerStackOptions {
   name: string;
@@ -28,14 +72,12 @@ export interface InitLayerStackOptions {
   onProgress?: (p: ImportProgress) => void;
 }
 
-/** A state reference: a Layer id (or unambiguous prefix), or a LayerStack name for its head. */
+/**
+ * A state reference: a Layer or Commit id (or unambiguous prefix), a Branch name or id (its
+ * current state), or a LayerStack name (its head Layer).
+ */
 export type StateRef = string;
 
-interface ResolvedState {
-  kind: 'layer';
-  id: Buffer;
-  rootId: Buffer;
-}
 
 export class Client {
   readonly monitor = new Monitor();
@@ -138,8 +180,7 @@ export class Client {
   }
 
   private state(ref: StateRef): ResolvedState {
-    const l = this.layerRow(ref);
-    return { kind: 'layer', id: l.id, rootId: l.rootId };
+    return resolveState(this.store, ref);
   }
 
   /** Lists a directory of a state (or describes a single non-directory entry). */
@@ -189,10 +230,194 @@ export class Client {
   /** Re-reads and re-hashes everything reachable from every state. */
   verify(): VerifyResult {
     return this.store.read(() => {
-      const states = listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId }));
+      const states = [
+        ...listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId })),
+        ...(this.store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).map((c) => ({ kind: 'commit', id: toHex(c.id), rootId: c.rootId })),
+        ...listWorkspaces(this.store).map((w) => ({ kind: 'workspace', id: toHex(w.id), rootId: w.baseRootId })),
+      ];
       const r = verifyStore(this.store, states);
       return { ...r };
     });
+  }
+
+  // ---- Branches and Commits ----
+
+  private branchInfoOf(b: BranchRow): BranchInfo {
+    return branchInfo(b, getLayerStack(this.store, b.layerStackId)?.name ?? '', branchRoot(this.store, b));
+  }
+
+  /** Forks a Branch from a Layer, or from a Commit in another Branch's history. Copies no data. */
+  forkBranch(opts: { name: string; layer: StateRef } | { name: string; branch: string; commit: string }): BranchInfo {
+    const t0 = performance.now();
+    let source: ForkSource;
+    if ('layer' in opts) source = { layer: this.layerRow(opts.layer).id };
+    else {
+      const branch = resolveBranch(this.store, opts.branch);
+      const commit = resolveCommit(this.store, opts.commit);
+      if (!commit) throw new LayerFsError('ERR_NOT_FOUND', `no Commit ${JSON.stringify(opts.commit)}`, { id: opts.commit, hint: 'see `layerfs log BRANCH`' });
+      source = { branch, commit: commit.id };
+    }
+    const b = forkBranch(this.store, opts.name, source);
+    this.monitor.record(this.receipt('branch.fork', 'Created', t0, 0, null));
+    return this.branchInfoOf(b);
+  }
+
+  branch(ref: string): BranchInfo {
+    return this.store.read(() => this.branchInfoOf(resolveBranch(this.store, ref)));
+  }
+
+  branches(opts: { layerStack?: string } = {}): BranchInfo[] {
+    return this.store.read(() => {
+      const stackId = opts.layerStack !== undefined ? resolveLayerStack(this.store, opts.layerStack).id : undefined;
+      return listBranches(this.store, stackId).map((b) => this.branchInfoOf(b));
+    });
+  }
+
+  /** A Branch's Commits, newest first. */
+  log(branch: string, opts: { limit?: number } = {}): CommitInfo[] {
+    return this.store.read(() => branchLog(this.store, resolveBranch(this.store, branch), opts.limit).map(commitInfo));
+  }
+
+  /** Commits of one Branch (newest first), or of every Branch. */
+  commits(opts: { branch?: string } = {}): CommitInfo[] {
+    if (opts.branch !== undefined) return this.log(opts.branch);
+    return this.store.read(() => {
+      const seen = new Map<string, CommitInfo>();
+      for (const b of listBranches(this.store)) for (const c of branchLog(this.store, b)) seen.set(toHex(c.id), commitInfo(c));
+      return [...seen.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
+    });
+  }
+
+  /** Publishes a Branch head as the next Layer of its LayerStack. */
+  add(branch: string, opts: { expectedHead?: string } = {}): AddResult {
+    const t0 = performance.now();
+    const a0 = this.store.allocatedBytes();
+    const b = resolveBranch(this.store, branch);
+    const expected = opts.expectedHead !== undefined ? this.layerRow(opts.expectedHead).id : undefined;
+    const r = addBranch(this.store, b.id, { expectedHead: expected });
+    const base = this.receipt('layerstack.add', r.outcome, t0, a0, null);
+    const stack = getLayerStack(this.store, b.layerStackId)?.name ?? '';
+    let out: AddResult;
+    switch (r.outcome) {
+      case 'Added':
+        out = { ...base, outcome: 'Added', layer: layerInfo(r.layer, stack), previousHead: toHex(r.previousHead) };
+        break;
+      case 'UpToDate':
+        out = { ...base, outcome: 'UpToDate', layer: layerInfo(r.layer, stack) };
+        break;
+      case 'NoChanges':
+        out = { ...base, outcome: 'NoChanges', head: toHex(r.head) };
+        break;
+      default:
+        out = { ...base, outcome: 'HeadMoved', expected: toHex(r.expected), actual: toHex(r.actual) };
+    }
+    return this.monitor.record(out) as AddResult;
+  }
+
+  // ---- Diff ----
+
+  /** Differences between two states (any StateRef), paged. */
+  diff(from: StateRef, to: StateRef, opts: { after?: string; limit?: number } = {}): DiffPage {
+    return this.store.read(() => diffStates(this.store, this.state(from).rootId, this.state(to).rootId, opts));
+  }
+
+  // ---- Workspaces ----
+
+  private get stateDir(): string {
+    return `${this.store.path}.d/executions`;
+  }
+
+  private workspaceInfoOf(w: WorkspaceRow): WorkspaceInfo {
+    return workspaceInfo(w, getBranch(this.store, w.branchId)?.name ?? '');
+  }
+
+  createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' }): WorkspaceInfo {
+    const b = resolveBranch(this.store, branch);
+    return this.workspaceInfoOf(createWorkspace(this.store, b, opts.at, opts.projection ?? 'materialize'));
+  }
+
+  workspace(ref: string): WorkspaceInfo {
+    return this.workspaceInfoOf(resolveWorkspace(this.store, ref));
+  }
+
+  workspaces(opts: { branch?: string } = {}): WorkspaceInfo[] {
+    return this.store.read(() => {
+      const b = opts.branch !== undefined ? resolveBranch(this.store, opts.branch).id : undefined;
+      return listWorkspaces(this.store, b).map((w) => this.workspaceInfoOf(w));
+    });
+  }
+
+  workspaceStatus(ref: string): WorkspaceStatus {
+    const w = resolveWorkspace(this.store, ref);
+    const s = workspaceStatus(this.store, w);
+    const text = (b: Buffer) => b.toString('utf8');
+    return {
+      workspace: this.workspaceInfoOf(w),
+      clean: s.entries.length === 0,
+      changes: s.entries.map((e) => ({ change: e.change, path: text(e.path), ...(e.oldPath ? { oldPath: text(e.oldPath) } : {}), kind: e.kind })),
+      skipped: s.skipped,
+    };
+  }
+
+  /** Commits the Workspace's changes: Created | UpToDate | Busy | HeadMoved. */
+  async commitWorkspace(ref: string): Promise<CommitResult> {
+    const t0 = performance.now();
+    const a0 = this.store.allocatedBytes();
+    const w = resolveWorkspace(this.store, ref);
+    const r = await commitWorkspace(this.store, w, this.stateDir);
+    const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null);
+    let out: CommitResult;
+    switch (r.outcome) {
+      case 'Created':
+        out = { ...base, outcome: 'Created', commit: commitInfo(r.commit), previousHead: r.previousHead ? toHex(r.previousHead) : null, changedPaths: r.changedPaths };
+        break;
+      case 'UpToDate':
+        out = { ...base, outcome: 'UpToDate', head: r.head ? toHex(r.head) : null };
+        break;
+      case 'Busy':
+        out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      default:
+        out = { ...base, outcome: 'HeadMoved', expected: r.expected ? toHex(r.expected) : null, actual: r.actual ? toHex(r.actual) : null };
+    }
+    return this.monitor.record(out) as CommitResult;
+  }
+
+  /** Ends a Workspace and removes its files. Never commits; a clean end refuses changes. */
+  async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
+    const t0 = performance.now();
+    const w = resolveWorkspace(this.store, ref);
+    const r = await endWorkspace(this.store, w, opts, this.stateDir);
+    return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, 0, null), ...r } as EndResult) as EndResult;
+  }
+
+  /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */
+  async exec(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ExecutionInfo> {
+    const w = resolveWorkspace(this.store, ref);
+    return runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env });
+  }
+
+  /** Starts a command in the background; follow it with executionOutput(). */
+  execDetached(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): ExecutionInfo {
+    const w = resolveWorkspace(this.store, ref);
+    return startDetached({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env });
+  }
+
+  execution(id: string): ExecutionInfo {
+    return getExecution(this.stateDir, id);
+  }
+
+  executions(opts: { workspace?: string } = {}): ExecutionInfo[] {
+    const ws = opts.workspace !== undefined ? toHex(resolveWorkspace(this.store, opts.workspace).id) : undefined;
+    return listExecutions(this.stateDir, ws);
+  }
+
+  executionOutput(id: string, opts: { follow?: boolean; write: (chunk: Buffer) => void; signal?: AbortSignal }): Promise<ExecutionInfo> {
+    return readOutput(this.stateDir, id, opts);
+  }
+
+  stopExecution(id: string, opts: { graceMs?: number } = {}): Promise<{ outcome: 'Stopped' | 'AlreadyEnded'; info: ExecutionInfo }> {
+    return stopExecution(this.stateDir, id, opts);
   }
 
   close(): void {

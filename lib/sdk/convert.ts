@@ -1,8 +1,9 @@
 /** Row → public type conversions (hex ids, ISO times). */
 import { toHex } from '../format/hex.js';
-import type { LayerRow, LayerStackRow } from '../history/index.js';
+import type { BranchRow, CommitRow, LayerRow, LayerStackRow } from '../history/index.js';
+import type { WorkspaceRow } from '../workspace/index.js';
 import { InodeKind, type Inode } from '../store/index.js';
-import type { EntryInfo, EntryKind, LayerInfo, LayerStackInfo } from './types.js';
+import type { BranchInfo, CommitInfo, EntryInfo, EntryKind, LayerInfo, LayerStackInfo, WorkspaceInfo } from './types.js';
 
 const hexOrNull = (b: Buffer | null): string | null => (b ? toHex(b) : null);
 const iso = (ms: number): string => new Date(ms).toISOString();
@@ -50,3 +51,35 @@ export function entryInfo(name: Buffer, serial: number, n: Inode): EntryInfo {
   if (n.target) e.target = n.target.toString('utf8');
   return e;
 }
+
+export function branchInfo(r: BranchRow, stackName: string, rootId: Buffer): BranchInfo {
+  return {
+    id: toHex(r.id),
+    name: r.name,
+    layerStackId: toHex(r.layerStackId),
+    layerStack: stackName,
+    baseLayerId: toHex(r.baseLayerId),
+    headCommitId: hexOrNull(r.headCommitId),
+    rootId: toHex(rootId),
+    createdAt: iso(r.createdMs),
+  };
+}
+
+export function commitInfo(r: CommitRow): CommitInfo {
+  return { id: toHex(r.id), rootId: toHex(r.rootId), parentCommitId: hexOrNull(r.parentCommitId), baseLayerId: toHex(r.baseLayerId), createdAt: iso(r.createdMs) };
+}
+
+export function workspaceInfo(r: WorkspaceRow, branchName: string): WorkspaceInfo {
+  return {
+    id: toHex(r.id),
+    branchId: toHex(r.branchId),
+    branch: branchName,
+    path: r.path,
+    projection: r.projection,
+    baseRootId: toHex(r.baseRootId),
+    expectedHeadId: hexOrNull(r.expectedHeadId),
+    createdAt: iso(r.createdMs),
+  };
+}
+
+export { hexOrNull };

@@ -5,3 +5,5 @@ export { LayerFsError, isLayerFsError, type ErrorCode } from '../errors.js';
 export { nativeInfo } from '../native/index.js';
 export { NAME_PATTERN } from '../format/names.js';
 export type { ImportProgress } from '../store/index.js';
+export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
+export type { ExecutionInfo } from '../workspace/index.js';

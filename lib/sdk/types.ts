@@ -82,3 +82,59 @@ export interface VerifyResult {
   sqliteCheck: string;
   damaged: { objectId: string; message: string; states: string[] }[];
 }
+
+export interface BranchInfo {
+  id: string;
+  name: string;
+  layerStackId: string;
+  layerStack: string;
+  baseLayerId: string;
+  headCommitId: string | null;
+  /** The root the Branch exposes now (its head Commit's, else its base Layer's). */
+  rootId: string;
+  createdAt: string;
+}
+
+export interface CommitInfo {
+  id: string;
+  rootId: string;
+  parentCommitId: string | null;
+  baseLayerId: string;
+  createdAt: string;
+}
+
+export interface WorkspaceInfo {
+  id: string;
+  branchId: string;
+  branch: string;
+  path: string;
+  projection: 'materialize' | 'fuse';
+  baseRootId: string;
+  expectedHeadId: string | null;
+  createdAt: string;
+}
+
+export interface WorkspaceStatus {
+  workspace: WorkspaceInfo;
+  clean: boolean;
+  changes: { change: 'added' | 'deleted' | 'modified' | 'renamed'; path: string; oldPath?: string; kind: string }[];
+  skipped: string[];
+}
+
+export type CommitResult = Receipt &
+  (
+    | { outcome: 'Created'; commit: CommitInfo; previousHead: string | null; changedPaths: number }
+    | { outcome: 'UpToDate'; head: string | null }
+    | { outcome: 'Busy'; executions: string[] }
+    | { outcome: 'HeadMoved'; expected: string | null; actual: string | null }
+  );
+
+export type AddResult = Receipt &
+  (
+    | { outcome: 'Added'; layer: LayerInfo; previousHead: string }
+    | { outcome: 'UpToDate'; layer: LayerInfo }
+    | { outcome: 'NoChanges'; head: string }
+    | { outcome: 'HeadMoved'; expected: string; actual: string }
+  );
+
+export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });

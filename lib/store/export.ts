@@ -69,8 +69,15 @@ function makeSpecial(path: Buffer, inode: Inode): void {
   if (r.status !== 0) throw new LayerFsError('ERR_NATIVE_IO', `cannot create special file ${p}`, { path: p });
 }
 
-export function exportTree(view: FsView, target: string): ExportStats {
+export interface ExportOptions {
+  /** Called for every entry written (the root too, with an empty relative path). */
+  onEntry?: (relPath: Buffer, serial: number, parentSerial: number) => void;
+}
+
+export function exportTree(view: FsView, target: string, opts: ExportOptions = {}): ExportStats {
   const abs = prepareTarget(target);
+  const prefix = abs.length + 1;
+  opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
   const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
   const linked = new Map<number, Buffer>();
   // Directories get their metadata after their contents, deepest first, so writing children
@@ -85,6 +92,7 @@ export function exportTree(view: FsView, target: string): ExportStats {
       checkStoredName(name, path.toString());
       const p = Buffer.concat([path, Buffer.from('/'), name]);
       const inode = view.inode(childSerial);
+      opts.onEntry?.(p.subarray(prefix), childSerial, serial);
       switch (inode.kind) {
         case InodeKind.Dir:
           mkdirSync(p, { mode: 0o700 });

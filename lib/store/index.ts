@@ -4,7 +4,13 @@ export { createStoreFile, openStoreFile, type Db, type StoreInfo } from './store
 export { APPLICATION_ID, FORMAT_VERSION, PACK_TARGET } from './schema.js';
 export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteStats, emptyWriteStats } from './objects.js';
 export { FsView, type DirEntry } from './tree/view.js';
+export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
 export { ContentForm, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
-export { exportTree, type ExportStats } from './export.js';
+export { exportTree, checkStoredName, type ExportStats, type ExportOptions } from './export.js';
+export { NamespaceEditor } from './tree/editor.js';
+export { walkTree, type WalkEntry } from './import/walk.js';
+export { encodeInode, decodeInode } from './tree/inode.js';
+export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport } from './verify.js';
+export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';

@@ -85,4 +85,15 @@ CREATE TABLE workspaces (
   state            TEXT NOT NULL,
   created_ms       INTEGER NOT NULL
 ) STRICT;
+
+-- The stat cache of a materialized Workspace: what each path looked like when the Workspace
+-- last matched a stored state, so a commit re-reads only paths whose stat changed.
+CREATE TABLE workspace_entries (
+  workspace_id  BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  path          BLOB NOT NULL,
+  serial        INTEGER NOT NULL,
+  parent_serial INTEGER NOT NULL,
+  sig           TEXT NOT NULL,
+  PRIMARY KEY (workspace_id, path)
+) STRICT, WITHOUT ROWID;
 `;

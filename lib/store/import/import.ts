@@ -143,7 +143,7 @@ function streamLargeFile(path: Buffer, expect: ScanEntryOk, w: ObjectWriter, sav
   }
 }
 
-function storeFileContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter, save: (node: Buffer) => Buffer): { form: ContentForm; content: Buffer | null } {
+export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter, save: (node: Buffer) => Buffer): { form: ContentForm; content: Buffer | null } {
   if (e.size === 0) return { form: ContentForm.None, content: null };
   const d = e.digest;
   if (!e.data || !d) return { form: ContentForm.Extents, content: streamLargeFile(path, e, w, save) };

@@ -1,0 +1,118 @@
+// Cell: commit of a small change in a Workspace of an N-file tree. Steps, each timed apart:
+//   init        Client.create + initLayerStack(fixture)               → initMs
+//   fork        forkBranch from the genesis Layer                     (untimed, ~0)
+//   materialize createWorkspace(branch, { at: SCRATCH/ws })           → materializeMs
+//   edit        editSet/applyEdits on the Workspace (a fresh copy, so the fixture stays pristine)
+//   commit      commitWorkspace                                       → ms (commitMs)
+// Before the commit the client is closed and reconnected, which checkpoints the WAL, so the Store
+// file sizes before/after are the commit's own growth; the reconnect is not timed, but the commit
+// runs on a cold SQLite page cache, as a CLI `layerfs commit` would. After timing, the committed
+// Branch is read back and compared with the edited files (a benchmark of a no-op is worthless).
+//   node --import tsx bench/cells/layerfs-workspace-commit.ts --dir FIXTURE --tmp SCRATCH --tier 1000 \
+//     --files 1000 [--edits 10 --edit-bytes 64 --edit-mode mixed --seed 1]
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { emit, fail, round1 } from '../lib/cell.js';
+import { applyEdits, editSet, treeParams, type EditOptions } from '../fixtures/tree.js';
+import { loadBranchSdk, storeFiles } from './_branches-sdk.js';
+
+const CELL = 'layerfs-workspace-commit';
+const { values: a } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    tmp: { type: 'string' },
+    tier: { type: 'string', default: '?' },
+    files: { type: 'string' },
+    edits: { type: 'string', default: '10' },
+    'edit-bytes': { type: 'string', default: '64' },
+    'edit-mode': { type: 'string', default: 'mixed' },
+    seed: { type: 'string', default: '1' },
+  },
+});
+const tier = a.tier!;
+
+try {
+  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  const tmp = path.resolve(a.tmp);
+  const storePath = path.join(tmp, 'bench.layerfs');
+  const wsDir = path.join(tmp, 'ws');
+  const edits = editSet(treeParams(Number(a.files)), {
+    k: Number(a.edits),
+    seed: Number(a.seed),
+    mode: a['edit-mode'] as EditOptions['mode'],
+    editBytes: Number(a['edit-bytes']),
+  });
+  const sdk = await loadBranchSdk();
+
+  let c = sdk.Client.create(storePath);
+  let t = performance.now();
+  const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
+  const initMs = performance.now() - t;
+  const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
+  t = performance.now();
+  const ws = c.createWorkspace(branch.name, { at: wsDir });
+  const materializeMs = performance.now() - t;
+
+  applyEdits(wsDir, edits);
+  // "Changed bytes": the whole content of every edited file, what a store of whole files writes.
+  const changedBytes = edits.reduce((s, e) => s + fs.statSync(path.join(wsDir, e.relPath)).size, 0);
+  const editBytes = edits.reduce((s, e) => s + e.data.length, 0);
+
+  await c.close();
+  const filesBefore = storeFiles(storePath);
+  c = sdk.Client.connect(storePath);
+  const infoBefore = c.info();
+
+  t = performance.now();
+  const r = await c.commitWorkspace(ws.id);
+  const commitMs = performance.now() - t;
+
+  const filesLive = storeFiles(storePath);
+  const infoAfter = c.info();
+  if (r.outcome !== 'Created') throw new Error(`commitWorkspace: outcome ${r.outcome}, expected Created (${JSON.stringify(r).slice(0, 300)})`);
+  // Read back: the Branch head must hold the edited bytes.
+  for (const e of edits) {
+    const want = fs.readFileSync(path.join(wsDir, e.relPath));
+    const got = c.cat(branch.name, e.relPath);
+    if (!want.equals(got)) throw new Error(`after commit, ${e.relPath} in Branch ${branch.name} differs from the Workspace (${got.length} vs ${want.length} bytes)`);
+  }
+  await c.close();
+  const filesAfter = storeFiles(storePath);
+
+  const semantic = r.bytesInserted ?? r.semanticGrowth;
+  const allocated = r.allocatedGrowth;
+  emit({
+    cell: CELL,
+    tier,
+    ms: round1(commitMs),
+    receiptMs: round1(r.ms),
+    initMs: round1(initMs),
+    materializeMs: round1(materializeMs),
+    commitPerInit: Math.round((commitMs / initMs) * 10000) / 10000,
+    files: Number(a.files),
+    editedFiles: edits.length,
+    changedBytes,
+    editBytes,
+    changedPaths: r.changedPaths,
+    objectsInserted: r.objectsInserted,
+    objectsReused: r.objectsReused,
+    bytesInserted: r.bytesInserted,
+    semanticGrowth: semantic,
+    allocatedGrowth: allocated,
+    semanticBeyondChanged: semantic !== undefined ? semantic - changedBytes : undefined,
+    allocatedBeyondChanged: allocated !== undefined ? allocated - changedBytes : undefined,
+    // Store + WAL right after the commit (WAL not checkpointed) and after close (checkpointed).
+    fileGrowthLive: filesLive.bytes - filesBefore.bytes,
+    fileGrowth: filesAfter.bytes - filesBefore.bytes,
+    fileBeyondChanged: filesAfter.bytes - filesBefore.bytes - changedBytes,
+    walBytesLive: filesLive.walBytes,
+    objects: infoAfter.objects,
+    objectsAdded: infoAfter.objects - infoBefore.objects,
+    storeBytes: filesAfter.bytes,
+  });
+} catch (err) {
+  fail(CELL, tier, err);
+}

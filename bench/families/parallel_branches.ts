@@ -1,0 +1,91 @@
+// Family parallel_branches: 4 Branches of one Layer, each with its own Workspace, 25 small
+// commits each, interleaved round-robin in one process. How fast do commits go, and does the
+// Store grow by what changed (plus page overhead) and not more?
+
+import { countLabel, DASH, fmtBytes, fmtInt, fmtMiB, fmtMs, fmtRate } from '../lib/format.js';
+import { firstLine } from '../lib/table.js';
+import { warmCache } from '../lib/warm.js';
+import { ensureTree } from '../fixtures/tree.js';
+import type { Family, Row, Table } from '../lib/types.js';
+
+const BRANCHES = 4;
+const COMMITS = 25;
+
+function num(x: unknown): number | undefined {
+  return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
+}
+
+/** Signed byte counts (a checkpoint can leave the file smaller than before). */
+function fmtSigned(b: number | undefined): string {
+  if (b === undefined) return DASH;
+  return b < 0 ? `−${fmtBytes(-b)}` : fmtBytes(b);
+}
+
+function fmtX(r: number | undefined): string {
+  return r === undefined ? DASH : `${r.toFixed(2)}×`;
+}
+
+const family: Family = {
+  name: 'parallel_branches',
+  title: 'Parallel Branches, interleaved small commits',
+  description:
+    `One Layer (the 1,000-file tree), ${BRANCHES} Branches forked from it, one Workspace each (setup, ` +
+    `untimed); then ${COMMITS} rounds, round-robin over the Branches in one process: edit 1–3 files ` +
+    '(100–300 bytes each, mixed overwrite/insert/append, seeded per Branch and round) and ' +
+    '`commitWorkspace`. "commits" is the sum of the commit calls (edits excluded; "loop" includes ' +
+    'them); "changed" the full size of each edited file, summed over commits; "semantic" the sum of ' +
+    "the receipts' bytesInserted; \"pages\" the sum of their allocatedGrowth; \"file\" Store file + WAL " +
+    'after minus before, both after a close (WAL checkpointed). Goal: semantic / changed ≈ 1 plus ' +
+    'page overhead.',
+  order: 32,
+  charts: false,
+  tiers: () => [1_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  run(tier, ctx) {
+    const fx = ensureTree(tier.value);
+    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
+    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    warmCache(fx.dir);
+    const row = ctx.runCell({
+      tier,
+      tool: 'layerfs',
+      script: 'layerfs-parallel-branches.ts',
+      args: ['--dir', fx.dir, '--files', String(tier.value), '--branches', String(BRANCHES), '--commits', String(COMMITS)],
+    });
+    return [row];
+  },
+  table(rows: Row[]): Table {
+    const notes: string[] = [];
+    const headers = [
+      'tier', 'branches × commits', 'commits', 'loop', 'commits/s', 'median', 'p90', `round 1 → ${COMMITS}`,
+      'changed', 'semantic', 'semantic / changed', 'pages', 'pages / changed', 'file', 'file / changed', 'peak RSS',
+    ];
+    const out = rows.map((r) => {
+      if (r.status !== 'ok') {
+        notes.push(`${r.tool} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
+        return [r.tier, `${r.status} [${notes.length}]`, ...Array<string>(headers.length - 2).fill(DASH)];
+      }
+      const x = r.extra;
+      return [
+        r.tier,
+        `${fmtInt(num(x.branches))} × ${fmtInt((num(x.commits) ?? 0) / (num(x.branches) ?? 1))}`,
+        fmtMs(r.ms),
+        fmtMs(num(x.loopMs)),
+        fmtRate(num(x.commitsPerS)),
+        fmtMs(num(x.medianCommitMs)),
+        fmtMs(num(x.p90CommitMs)),
+        `${fmtMs(num(x.firstRoundMedianMs))} → ${fmtMs(num(x.lastRoundMedianMs))}`,
+        fmtBytes(num(x.changedBytes)),
+        fmtBytes(num(x.bytesInserted)),
+        fmtX(num(x.semanticPerChanged)),
+        fmtSigned(num(x.allocatedGrowth)),
+        fmtX(num(x.allocatedPerChanged)),
+        fmtSigned(num(x.fileGrowth)),
+        fmtX(num(x.filePerChanged)),
+        fmtMiB(r.maxRssMiB),
+      ];
+    });
+    return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
+  },
+};
+
+export default family;

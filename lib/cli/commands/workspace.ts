@@ -1,0 +1,96 @@
+/** workspace create | status | exec | output | stop | commit | end */
+import type { Command } from 'commander';
+import type { Runner } from '../main.js';
+import { withClient } from './db.js';
+
+const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+
+export function registerWorkspaceCommands(program: Command, run: Runner, state: { code: number }): void {
+  const ws = program.command('workspace').description('Workspaces: ephemeral writable views of a Branch head');
+  ws.command('create <branch>')
+    .description('create a Workspace of the Branch head in a new or empty directory')
+    .requiredOption('--at <dir>', 'the Workspace directory (must be empty or absent)')
+    .option('--projection <kind>', 'materialize (write files into the directory)', 'materialize')
+    .action((branch: string, opts: { at: string; projection: 'materialize' | 'fuse' }) =>
+      run(async (out, g) => {
+        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection: opts.projection }));
+        out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path}`);
+      })(),
+    );
+  ws.command('status <workspace>')
+    .description('what changed since the Workspace last matched its Branch, like git status')
+    .action((ref: string) =>
+      run(async (out, g) => {
+        const s = await withClient(g.store, (c) => c.workspaceStatus(ref), true);
+        const letter = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
+        out.result(s, () => (s.clean ? ['clean'] : s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${e.oldPath} -> ` : ''}${e.path}`)));
+      })(),
+    );
+  ws.command('exec <workspace> <command...>')
+    .description('run a command in the Workspace (write -- before the command); exits with its exit code')
+    .option('--detach', 'run in the background and print an execution id')
+    .action((ref: string, command: string[], opts: { detach?: boolean }) =>
+      run(async (out, g) => {
+        if (opts.detach) {
+          const e = await withClient(g.store, (c) => c.execDetached(ref, command));
+          out.result({ outcome: 'Started', execution: e }, () => e.id);
+          return;
+        }
+        const e = await withClient(g.store, (c) => c.exec(ref, command));
+        if (g.json) out.result({ outcome: 'Exited', execution: e }, () => []);
+        state.code = e.exitCode ?? 128 + 15;
+      })(),
+    );
+  ws.command('output <execution>')
+    .description("print an execution's stdout and stderr")
+    .option('--follow', 'keep printing until it ends')
+    .action((id: string, opts: { follow?: boolean }) =>
+      run(async (out, g) => {
+        const chunks: Buffer[] = [];
+        const info = await withClient(
+          g.store,
+          (c) => c.executionOutput(id, { follow: opts.follow, write: (b) => (g.json ? chunks.push(b) : process.stdout.write(b)) }),
+          true,
+        );
+        if (g.json) out.result({ execution: info, output: Buffer.concat(chunks).toString('utf8') }, () => []);
+      })(),
+    );
+  ws.command('stop <execution>')
+    .description('stop a running execution (SIGTERM, then SIGKILL)')
+    .action((id: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.stopExecution(id), true);
+        out.result(r, () => `${r.outcome === 'Stopped' ? 'STOPPED' : 'ALREADY_ENDED'} ${r.info.id}`);
+      })(),
+    );
+  ws.command('commit <workspace>')
+    .description('commit the Workspace (Created | UpToDate | Busy | HeadMoved); it continues from the new Commit')
+    .action((ref: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.commitWorkspace(ref));
+        out.result(r, () => {
+          switch (r.outcome) {
+            case 'Created':
+              return `CREATED commit ${r.commit.id} previous=${short(r.previousHead)} (${r.changedPaths} paths, ${r.objectsInserted} objects stored, ${(r.ms / 1000).toFixed(3)} s)`;
+            case 'UpToDate':
+              return `UP_TO_DATE ${short(r.head)}`;
+            case 'Busy':
+              return `BUSY executions still running: ${r.executions.join(', ')}`;
+            default:
+              return `HEAD_MOVED expected=${short(r.expected)} actual=${short(r.actual)}`;
+          }
+        });
+        if (r.outcome === 'Busy' || r.outcome === 'HeadMoved') state.code = 3;
+      })(),
+    );
+  ws.command('end <workspace>')
+    .description('end the Workspace and remove its files; never commits')
+    .option('--discard', 'drop uncommitted changes (and stop running executions)')
+    .action((ref: string, opts: { discard?: boolean }) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.endWorkspace(ref, { discard: opts.discard }));
+        out.result(r, () => (r.outcome === 'Ended' ? `ENDED discarded=${r.discarded}` : r.outcome === 'Dirty' ? `DIRTY ${r.changes} changes: ${r.reason}` : `BUSY executions still running: ${r.executions.join(', ')}`));
+        if (r.outcome !== 'Ended') state.code = 3;
+      })(),
+    );
+}

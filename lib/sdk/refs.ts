@@ -1,0 +1,38 @@
+/**
+ * State references: what users type where a state is expected — a Layer id or prefix, a
+ * Commit id or prefix, a Branch name or id (its current state), or a LayerStack name (its head).
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { branchRoot, getLayer, resolveBranch, resolveCommit, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import type { Store } from '../store/index.js';
+
+export interface ResolvedState {
+  kind: 'layer' | 'commit' | 'branch';
+  id: Buffer;
+  rootId: Buffer;
+}
+
+export function resolveState(store: Store, ref: string): ResolvedState {
+  if (typeof ref !== 'string' || ref.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a state reference must be a non-empty string');
+  const layerId = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
+  const commit = resolveCommit(store, ref);
+  if (layerId && commit) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} matches both a Layer and a Commit`, { id: ref, hint: 'give more hex digits' });
+  if (layerId) return { kind: 'layer', id: layerId, rootId: getLayer(store, layerId)!.rootId };
+  if (commit) return { kind: 'commit', id: commit.id, rootId: commit.rootId };
+  const stackHead = store.db.prepare('SELECT head_layer_id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
+  let branch: BranchRow | undefined;
+  try {
+    branch = resolveBranch(store, ref);
+  } catch (e) {
+    if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND')) throw e;
+  }
+  if (branch && stackHead) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} names both a LayerStack and a Branch`, { id: ref, hint: 'give the Layer or Commit id instead' });
+  if (branch) return { kind: 'branch', id: branch.id, rootId: branchRoot(store, branch) };
+  if (stackHead) return { kind: 'layer', id: stackHead, rootId: getLayer(store, stackHead)!.rootId };
+  throw new LayerFsError('ERR_NOT_FOUND', `no Layer, Commit, Branch or LayerStack matches ${JSON.stringify(ref)}`, { id: ref, hint: 'see `layerfs query layers|commits|branches`' });
+}
+
+export function describeState(s: ResolvedState): string {
+  return `${s.kind}:${toHex(s.id)}`;
+}

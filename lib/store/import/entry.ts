@@ -1,0 +1,52 @@
+/**
+ * One scanned path → one inode record, storing its content. Shared by import and by commits
+ * of materialized Workspaces, so both record exactly the same facts.
+ */
+import type { ScanEntryOk } from '../../native/index.js';
+import { ObjectKind, type ObjectWriter } from '../objects.js';
+import { ContentForm, InodeKind, type Inode } from '../tree/inode.js';
+import { storeFileContent } from './import.js';
+
+export const SCAN_KINDS: Record<string, InodeKind | undefined> = {
+  file: InodeKind.File,
+  dir: InodeKind.Dir,
+  symlink: InodeKind.Symlink,
+  fifo: InodeKind.Fifo,
+  chardev: InodeKind.CharDev,
+  blockdev: InodeKind.BlockDev,
+};
+
+/** Returns null for what a state cannot hold (sockets). Directory content is left to the caller. */
+export function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter): Inode | null {
+  const kind = SCAN_KINDS[e.kind];
+  if (kind === undefined) return null;
+  const inode: Inode = {
+    kind,
+    mode: e.mode,
+    uid: e.uid,
+    gid: e.gid,
+    mtimeNs: e.mtimeNs,
+    size: 0,
+    nlink: 1,
+    form: ContentForm.None,
+    content: null,
+    xattrs: e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
+  };
+  if (kind === InodeKind.File) {
+    const c = storeFileContent(e, path, w, (node) => w.add(ObjectKind.Extents, node));
+    inode.size = e.size;
+    inode.form = c.form;
+    inode.content = c.content;
+  } else if (kind === InodeKind.Symlink) {
+    inode.target = e.linkTarget ?? Buffer.alloc(0);
+    inode.size = inode.target.length;
+  } else if (kind !== InodeKind.Dir) {
+    inode.rdev = e.rdev;
+  }
+  return inode;
+}
+
+/** The stat signature a Workspace's cache compares: any change means re-read. */
+export function statSignature(kind: string, ino: bigint, size: number | bigint, mtimeNs: bigint, ctimeNs: bigint, mode: number): string {
+  return `${kind}:${ino}:${size}:${mtimeNs}:${ctimeNs}:${mode}`;
+}

@@ -1,0 +1,69 @@
+/**
+ * Edits a state incrementally: changed inode records, name changes per directory, deleted
+ * serials. `finish()` rewrites only the touched directory trees and inode-table paths, so a
+ * new state costs what changed, not the size of the tree.
+ */
+import { ObjectKind, type ObjectWriter } from '../objects.js';
+import type { PageStore } from '../page-io.js';
+import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
+import { TreeKind, updateTree, type Mutation } from './pages.js';
+import { encodeRoot } from './root.js';
+import type { FsView } from './view.js';
+
+export class NamespaceEditor {
+  private readonly records = new Map<number, Inode | null>();
+  private readonly names = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
+
+  constructor(
+    private readonly base: FsView | null,
+    private readonly pages: PageStore,
+    private readonly w: ObjectWriter,
+  ) {}
+
+  setInode(serial: number, inode: Inode): void {
+    this.records.set(serial, inode);
+  }
+
+  deleteInode(serial: number): void {
+    this.records.set(serial, null);
+  }
+
+  /** Binds `name` in directory `dir` to `serial`, or removes it when serial is null. */
+  setName(dir: number, name: Buffer, serial: number | null): void {
+    let m = this.names.get(dir);
+    if (!m) this.names.set(dir, (m = new Map()));
+    m.set(name.toString('latin1'), { name, serial });
+  }
+
+  get changed(): boolean {
+    return this.records.size > 0 || this.names.size > 0;
+  }
+
+  /** Writes the touched pages and the new root object; returns the root id. */
+  finish(): Buffer {
+    for (const [dir, m] of this.names) {
+      let rec = this.records.get(dir);
+      if (rec === null) continue;
+      if (rec === undefined) {
+        rec = { ...this.base!.inode(dir) };
+        this.records.set(dir, rec);
+      }
+      const muts: Mutation[] = [...m.values()]
+        .sort((a, b) => Buffer.compare(a.name, b.name))
+        .map((x) => ({ key: x.name, value: x.serial === null ? null : encodeSerial(x.serial) }));
+      const root = updateTree(TreeKind.Directory, this.pages, rec.form === ContentForm.None ? null : rec.content, muts);
+      rec.form = root ? ContentForm.Whole : ContentForm.None;
+      rec.content = root;
+    }
+    const muts: Mutation[] = [...this.records.entries()]
+      .sort((a, b) => a[0] - b[0])
+      .map(([serial, rec]) => ({ key: serialKey(serial), value: rec === null ? null : encodeInode(normalize(rec)) }));
+    const table = updateTree(TreeKind.Inodes, this.pages, this.base ? this.base.inodesRoot : null, muts);
+    return this.w.add(ObjectKind.Root, encodeRoot({ inodes: table! }));
+  }
+}
+
+function normalize(n: Inode): Inode {
+  if (n.kind !== InodeKind.Dir) n.nlink = Math.max(1, n.parents?.length ?? 1);
+  return n;
+}

@@ -1,0 +1,527 @@
+/**
+ * Process execution in a Workspace: `workspace exec` (foreground), `exec --detach`, `output`,
+ * `stop`, and the Busy check a commit makes. The CLI is stateless between invocations, so every
+ * execution is a directory of files under a state directory the caller passes (see
+ * exec-records.ts for the layout); any later process can find, follow or stop it.
+ *
+ * Liveness. An execution without exit.json is 'running' while its owner (the detached
+ * supervisor, or the process that called runExecution) or its command is alive, and 'lost'
+ * once both are gone: whoever should have recorded the exit died first (SIGKILL, reboot), so the
+ * exit status is unknown. A recorded pid only counts while its /proc start time and the boot id
+ * match what was recorded, so a reused pid does not keep a dead execution running.
+ *
+ * States. 'exited': the command exited on its own. 'killed': it ended by a signal, or after a
+ * stopExecution request (even if it then exited with a status of its own). 'lost': see above.
+ *
+ * A program that cannot be found is refused before anything is recorded or started, the same
+ * way in both modes: runExecution rejects and startDetached throws ERR_NOT_FOUND naming it
+ * (looked up like execvp does, on the request's PATH, relative paths against the cwd). If the
+ * program still fails to start (it vanished after that check, or is not executable), the
+ * execution is recorded as ended with the shell's status, 127 (or 126 when not executable),
+ * and the reason is written to output.log (detached) or to this process's stderr (foreground).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { delimiter, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { LayerFsError, invalidArgument } from '../errors.js';
+import {
+  ENV,
+  EXIT,
+  ID_RE,
+  META,
+  OUTPUT,
+  STOP,
+  createJsonOnce,
+  exists,
+  exitRecord,
+  groupAlive,
+  inTerminalForeground,
+  isAlive,
+  newExecutionId,
+  processRef,
+  readJson,
+  sendSignal,
+  spawnFailureCode,
+  writeJsonAtomic,
+  type ExecutionState,
+  type ExitRecord,
+  type MetaRecord,
+} from './exec-records.js';
+
+export interface ExecutionInfo {
+  /** 32 hex digits; a UUIDv7-style time prefix makes ids sort by start. */
+  id: string;
+  workspaceId: string;
+  argv: string[];
+  cwd: string;
+  /** The command's pid; null until it has started (a detached one starts shortly after startDetached returns). */
+  pid: number | null;
+  /** The pid of the process that waits for the command and records its exit: the supervisor (detached) or the caller (foreground). */
+  ownerPid: number;
+  detached: boolean;
+  startedAt: string;
+  state: ExecutionState;
+  exitCode: number | null;
+  signal: string | null;
+  endedAt: string | null;
+}
+
+export interface ExecRequest {
+  /** Where execution records live (`<store path>.d/executions/`); created when missing. */
+  stateDir: string;
+  workspaceId: string;
+  /** The Workspace directory; the command's working directory. */
+  cwd: string;
+  /** Program and arguments; the program is looked up on PATH unless it contains a slash. */
+  argv: string[];
+  /** The command's whole environment; process.env when omitted. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface ReadOutputOptions {
+  /** Keep writing what is appended until the execution ends. */
+  follow?: boolean;
+  /** Receives the output in order; a returned promise is awaited before the next chunk (backpressure). */
+  write: (chunk: Buffer) => void | Promise<void>;
+  /** Stops following; readOutput then resolves with the execution as it is at that moment. */
+  signal?: AbortSignal;
+}
+
+const FOLLOW_POLL_MS = 100;
+const STOP_POLL_MS = 25;
+/** How long stopExecution waits for an exit after SIGKILL before it reports what it sees. */
+const AFTER_KILL_MS = 5000;
+const CHUNK = 64 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+interface Checked {
+  stateDir: string;
+  workspaceId: string;
+  cwd: string;
+  argv: string[];
+  env: NodeJS.ProcessEnv;
+}
+
+function check(req: ExecRequest): Checked {
+  if (req === null || typeof req !== 'object') throw invalidArgument('an execution request must be an object');
+  const { stateDir, workspaceId, cwd, argv } = req;
+  if (typeof stateDir !== 'string' || stateDir === '') throw invalidArgument('stateDir must be a non-empty string');
+  if (typeof workspaceId !== 'string' || workspaceId === '') throw invalidArgument('workspaceId must be a non-empty string');
+  if (!Array.isArray(argv) || argv.length === 0) throw invalidArgument('argv must be a non-empty array of strings', { hint: 'give the command to run' });
+  for (const a of argv as unknown[]) {
+    if (typeof a !== 'string') throw invalidArgument('argv must be a non-empty array of strings');
+    if (a.includes('\0')) throw invalidArgument('command arguments may not contain NUL characters');
+  }
+  if (argv[0] === '') throw invalidArgument('the program name (argv[0]) is empty');
+  if (typeof cwd !== 'string' || cwd === '') throw invalidArgument('cwd must be a non-empty string');
+  const dir = resolve(cwd);
+  let st;
+  try {
+    st = statSync(dir);
+  } catch (e) {
+    throw new LayerFsError('ERR_NOT_FOUND', `Workspace directory ${dir} does not exist`, {
+      path: dir,
+      errno: (e as NodeJS.ErrnoException).code,
+      hint: 'is the Workspace still materialized?',
+    });
+  }
+  if (!st.isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `Workspace path ${dir} is not a directory`, { path: dir });
+  const env = req.env ?? process.env;
+  if (env === null || typeof env !== 'object') throw invalidArgument('env must be an object of strings');
+  findProgram(argv[0]!, dir, env);
+  return { stateDir: resolve(stateDir), workspaceId, cwd: dir, argv: [...argv], env };
+}
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!statSync(path).isFile()) return false;
+    accessSync(path, constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Refuses a program that execvp would not find; execvp itself still decides (see the header). */
+function findProgram(program: string, cwd: string, env: NodeJS.ProcessEnv): void {
+  if (program.includes('/')) {
+    const path = resolve(cwd, program);
+    if (!existsSync(path)) throw new LayerFsError('ERR_NOT_FOUND', `program ${program} not found`, { path, hint: 'relative paths are taken from the Workspace directory' });
+    return;
+  }
+  const searchPath = env.PATH ?? '/usr/bin:/bin';
+  for (const d of searchPath.split(delimiter)) {
+    if (isExecutableFile(resolve(cwd, d === '' ? '.' : d, program))) return;
+  }
+  throw new LayerFsError('ERR_NOT_FOUND', `program ${program} not found on PATH`, { path: program, hint: 'check the command name, or give its path' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Records
+
+function newRecordDir(stateDir: string): { id: string; dir: string } {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  for (;;) {
+    const id = newExecutionId();
+    const dir = join(stateDir, id);
+    try {
+      mkdirSync(dir, { mode: 0o700 });
+      return { id, dir };
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    }
+  }
+}
+
+function readMeta(dir: string): MetaRecord {
+  const meta = readJson<MetaRecord>(dir, META);
+  if (meta === null) throw new LayerFsError('ERR_NOT_FOUND', `execution record ${dir} has no ${META}`, { path: dir });
+  return meta;
+}
+
+function ended(meta: MetaRecord, exit: ExitRecord): ExecutionInfo {
+  return { ...base(meta), state: exit.state, exitCode: exit.exitCode, signal: exit.signal, endedAt: exit.endedAt };
+}
+
+function base(meta: MetaRecord): Omit<ExecutionInfo, 'state' | 'exitCode' | 'signal' | 'endedAt'> {
+  return {
+    id: meta.id,
+    workspaceId: meta.workspaceId,
+    argv: meta.argv,
+    cwd: meta.cwd,
+    pid: meta.command?.pid ?? null,
+    ownerPid: meta.owner.pid,
+    detached: meta.detached,
+    startedAt: meta.startedAt,
+  };
+}
+
+function commandAlive(meta: MetaRecord): boolean {
+  return meta.command !== null && isAlive(meta.command);
+}
+
+function infoOf(dir: string, meta: MetaRecord = readMeta(dir)): ExecutionInfo {
+  const exit = readJson<ExitRecord>(dir, EXIT);
+  if (exit !== null) return ended(meta, exit);
+  if (isAlive(meta.owner) || commandAlive(meta)) return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };
+  // The owner may have written exit.json and exited between the first look and now.
+  const late = readJson<ExitRecord>(dir, EXIT);
+  if (late !== null) return ended(meta, late);
+  return { ...base(meta), state: 'lost', exitCode: null, signal: null, endedAt: null };
+}
+
+/** Ids of complete records (a directory gets its meta.json right after it is made). */
+function recordIds(stateDir: string): string[] {
+  let names: string[];
+  try {
+    names = readdirSync(stateDir);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot list executions in ${stateDir}`, { path: stateDir, errno: (e as NodeJS.ErrnoException).code, cause: e });
+  }
+  return names.filter((n) => ID_RE.test(n) && exists(join(stateDir, n), META)).sort();
+}
+
+function resolveRecord(stateDir: string, id: string): string {
+  if (typeof id !== 'string' || !/^[0-9a-fA-F]{4,32}$/.test(id)) {
+    throw invalidArgument(`${JSON.stringify(id)} is not an execution id`, { id: String(id), hint: 'give at least 4 hex digits' });
+  }
+  const want = id.toLowerCase();
+  const matches = recordIds(resolve(stateDir)).filter((n) => n.startsWith(want));
+  if (matches.length === 0) throw new LayerFsError('ERR_NOT_FOUND', `no execution ${id}`, { id, hint: 'list executions to see their ids' });
+  if (matches.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `execution id prefix ${id} matches several executions`, { id, hint: 'give more hex digits' });
+  return join(resolve(stateDir), matches[0]!);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Queries
+
+export function getExecution(stateDir: string, id: string): ExecutionInfo {
+  return infoOf(resolveRecord(stateDir, id));
+}
+
+/** Every recorded execution (of one Workspace, when given), oldest first. */
+export function listExecutions(stateDir: string, workspaceId?: string): ExecutionInfo[] {
+  const root = resolve(stateDir);
+  const out: ExecutionInfo[] = [];
+  for (const id of recordIds(root)) {
+    const dir = join(root, id);
+    const meta = readJson<MetaRecord>(dir, META);
+    if (meta === null) continue; // forgotten meanwhile
+    if (workspaceId !== undefined && meta.workspaceId !== workspaceId) continue;
+    out.push(infoOf(dir, meta));
+  }
+  return out;
+}
+
+/** The Workspace's executions still running: a commit of it must answer Busy while there are any. */
+export function runningExecutions(stateDir: string, workspaceId: string): ExecutionInfo[] {
+  return listExecutions(stateDir, workspaceId).filter((e) => e.state === 'running');
+}
+
+/** Removes the records of a Workspace's ended executions; running ones stay. */
+export function forgetExecutions(stateDir: string, workspaceId: string): void {
+  const root = resolve(stateDir);
+  for (const info of listExecutions(root, workspaceId)) {
+    if (info.state !== 'running') rmSync(join(root, info.id), { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Foreground
+
+/**
+ * Runs the command with this process's stdio, in the Workspace directory, and resolves when it
+ * ends. It is recorded as running meanwhile (owned by this process), so other processes see the
+ * Workspace Busy. SIGINT and SIGTERM this process receives go to the command, except a SIGINT
+ * while this process is in its terminal's foreground process group: the terminal has delivered
+ * that one to the command already. Killing this process does not kill the command; the
+ * execution then stays 'running' while the command lives and is 'lost' after.
+ */
+export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
+  const r = check(req);
+  const { id, dir } = newRecordDir(r.stateDir);
+  const [program, ...args] = r.argv as [string, ...string[]];
+  let child: ChildProcess;
+  try {
+    child = spawn(program, args, { cwd: r.cwd, env: r.env, stdio: 'inherit' });
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw invalidArgument(`cannot run ${program}: ${(e as Error).message}`, { cause: e });
+  }
+  const outcome = new Promise<{ code: number | null; signal: NodeJS.Signals | null } | { error: NodeJS.ErrnoException }>((resolve) => {
+    child.once('error', (error: NodeJS.ErrnoException) => resolve({ error }));
+    child.once('exit', (code, signal) => resolve({ code, signal }));
+  });
+  const pid = child.pid;
+  const meta: MetaRecord = {
+    version: 1,
+    id,
+    workspaceId: r.workspaceId,
+    argv: r.argv,
+    cwd: r.cwd,
+    detached: false,
+    startedAt: new Date().toISOString(),
+    owner: processRef(process.pid),
+    command: pid === undefined ? null : processRef(pid),
+    pgid: null,
+  };
+  writeJsonAtomic(dir, META, meta);
+
+  const handlers: [NodeJS.Signals, () => void][] = (['SIGINT', 'SIGTERM'] as const).map((sig) => [
+    sig,
+    () => {
+      if (pid === undefined) return;
+      if (sig === 'SIGINT' && inTerminalForeground()) return;
+      sendSignal(pid, sig, false);
+    },
+  ]);
+  for (const [sig, h] of handlers) process.on(sig, h);
+  let result;
+  try {
+    result = await outcome;
+  } finally {
+    for (const [sig, h] of handlers) process.off(sig, h);
+  }
+  if ('error' in result) {
+    const message = `cannot run ${program}: ${result.error.code ?? result.error.message}`;
+    process.stderr.write(`layerfs: ${message}\n`);
+    createJsonOnce(dir, EXIT, exitRecord(spawnFailureCode(result.error.code), null, false, message));
+  } else {
+    createJsonOnce(dir, EXIT, exitRecord(result.code, result.signal, exists(dir, STOP)));
+  }
+  return infoOf(dir);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Detached
+
+/** The supervisor entry: supervisor.js beside this file in dist/, supervisor.ts under tsx. */
+function supervisorPath(): string {
+  for (const ext of ['.js', '.ts']) {
+    const p = fileURLToPath(new URL(`./supervisor${ext}`, import.meta.url));
+    if (existsSync(p)) return p;
+  }
+  throw new LayerFsError('ERR_NOT_FOUND', 'the execution supervisor is missing beside exec.js', { path: fileURLToPath(new URL('./', import.meta.url)), hint: 'reinstall layerfs' });
+}
+
+const VALUE_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader', '--conditions', '-C']);
+const PLAIN_FLAGS = new Set(['--enable-source-maps', '--no-warnings', '--no-deprecation', '--preserve-symlinks', '--preserve-symlinks-main']);
+
+/**
+ * The flags of this process that the supervisor needs to load the same way (`--import tsx` when
+ * running from sources), without those that would change what it runs (-e, --test, --inspect…).
+ * tsx's preflight is left out: it connects back to the tsx CLI that started this process to relay
+ * signals, which a process meant to outlive it must not do.
+ */
+function loaderFlags(): string[] {
+  const out: string[] = [];
+  const argv = process.execArgv;
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i]!;
+    const eq = a.indexOf('=');
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    if (VALUE_FLAGS.has(name)) {
+      const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (value === undefined) break;
+      if ((name === '--require' || name === '-r') && /[\\/]tsx[\\/]dist[\\/]preflight\.cjs$/.test(value)) continue;
+      out.push(`${name}=${value}`);
+    } else if (PLAIN_FLAGS.has(name) || /^--(no-)?experimental-/.test(name)) {
+      out.push(a);
+    }
+  }
+  // -r and -C take no `=`: spell them long.
+  return out.map((f) => f.replace(/^-r=/, '--require=').replace(/^-C=/, '--conditions='));
+}
+
+/**
+ * Starts the command in the background under a supervisor process and returns at once, with the
+ * execution 'running' (its pid is null until the supervisor has started it). Output goes to the
+ * execution's log (readOutput); stdin is /dev/null. The command leads its own process group, which
+ * stopExecution signals as a whole.
+ */
+export function startDetached(req: ExecRequest): ExecutionInfo {
+  const r = check(req);
+  const entry = supervisorPath();
+  const { id, dir } = newRecordDir(r.stateDir);
+  try {
+    writeFileSync(join(dir, ENV), JSON.stringify(r.env), { mode: 0o600, flag: 'wx' });
+    writeFileSync(join(dir, OUTPUT), '', { mode: 0o600, flag: 'wx' });
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot create execution record in ${dir}`, { path: dir, errno: (e as NodeJS.ErrnoException).code, cause: e });
+  }
+  const child = spawn(process.execPath, [...loaderFlags(), entry, dir], { detached: true, stdio: 'ignore', cwd: process.cwd(), env: process.env });
+  child.on('error', () => {
+    // reported below through the missing pid
+  });
+  child.unref();
+  if (child.pid === undefined) {
+    rmSync(dir, { recursive: true, force: true });
+    throw new LayerFsError('ERR_NATIVE', 'cannot start the execution supervisor', { path: process.execPath });
+  }
+  const meta: MetaRecord = {
+    version: 1,
+    id,
+    workspaceId: r.workspaceId,
+    argv: r.argv,
+    cwd: r.cwd,
+    detached: true,
+    startedAt: new Date().toISOString(),
+    owner: processRef(child.pid),
+    command: null,
+    pgid: null,
+  };
+  writeJsonAtomic(dir, META, meta);
+  return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output and stop
+
+/**
+ * Writes what the execution has logged so far (a foreground execution logs nothing: its output
+ * went to its terminal). With `follow`, keeps writing until the execution ends, then writes the
+ * rest and resolves with its final info; output written right before the exit is never missed,
+ * because the log is read to its end after the end was seen.
+ */
+export async function readOutput(stateDir: string, id: string, opts: ReadOutputOptions): Promise<ExecutionInfo> {
+  const dir = resolveRecord(stateDir, id);
+  const path = join(dir, OUTPUT);
+  let fh: FileHandle | null = null;
+  let pos = 0;
+  const drain = async (): Promise<void> => {
+    if (fh === null) {
+      try {
+        fh = await open(path, 'r');
+      } catch (e) {
+        if ((e as NodeJS.ErrnoException).code === 'ENOENT') return;
+        throw new LayerFsError('ERR_NATIVE_IO', `cannot read ${path}`, { path, errno: (e as NodeJS.ErrnoException).code, cause: e });
+      }
+    }
+    for (;;) {
+      const buf = Buffer.allocUnsafe(CHUNK);
+      const { bytesRead } = await fh.read(buf, 0, CHUNK, pos);
+      if (bytesRead === 0) return;
+      pos += bytesRead;
+      await opts.write(buf.subarray(0, bytesRead));
+    }
+  };
+  try {
+    for (;;) {
+      const info = infoOf(dir);
+      await drain();
+      if (!opts.follow || info.state !== 'running') return info;
+      if (opts.signal?.aborted) return infoOf(dir);
+      try {
+        await sleep(FOLLOW_POLL_MS, undefined, opts.signal ? { signal: opts.signal } : {});
+      } catch {
+        return infoOf(dir); // aborted
+      }
+    }
+  } finally {
+    await (fh as FileHandle | null)?.close();
+  }
+}
+
+/**
+ * Stops a running execution: SIGTERM to the command's process group (to the command alone for a
+ * foreground one, whose group is its caller's), SIGKILL after `graceMs` (default 3000) if it is
+ * still there, and SIGKILL to what is left of a detached group when the grace ends. Resolves
+ * when its exit is recorded, with state 'killed'. When its owner has died, the exit is recorded
+ * here, with an unknown status. 'AlreadyEnded' when it had ended before the stop reached it.
+ */
+export async function stopExecution(stateDir: string, id: string, opts: { graceMs?: number } = {}): Promise<{ outcome: 'Stopped' | 'AlreadyEnded'; info: ExecutionInfo }> {
+  const graceMs = opts.graceMs ?? 3000;
+  if (typeof graceMs !== 'number' || !Number.isFinite(graceMs) || graceMs < 0) throw invalidArgument('graceMs must be a non-negative number of milliseconds');
+  const dir = resolveRecord(stateDir, id);
+  const first = infoOf(dir);
+  if (first.state !== 'running') return { outcome: 'AlreadyEnded', info: first };
+  createJsonOnce(dir, STOP, { requestedAt: new Date().toISOString(), by: processRef(process.pid) });
+
+  const graceEnds = Date.now() + graceMs;
+  let giveUpAt = Infinity;
+  let sent: NodeJS.Signals | null = null;
+  let pgid: number | null = null;
+  for (;;) {
+    const meta = readMeta(dir);
+    pgid = meta.pgid;
+    if (exists(dir, EXIT)) {
+      if (sent === null) return { outcome: 'AlreadyEnded', info: infoOf(dir, meta) };
+      break;
+    }
+    const alive = commandAlive(meta);
+    if (!alive && !isAlive(meta.owner)) {
+      // Nobody is left to record the exit (the owner died): record it, status unknown.
+      createJsonOnce(dir, EXIT, { ...exitRecord(null, sent, true, 'stopped after its owner had died; exit status unknown') });
+      break;
+    }
+    if (alive && meta.command !== null) {
+      const target = meta.pgid ?? meta.command.pid;
+      if (sent === null) {
+        sendSignal(target, 'SIGTERM', meta.pgid !== null);
+        sent = 'SIGTERM';
+      } else if (sent === 'SIGTERM' && Date.now() >= graceEnds) {
+        sendSignal(target, 'SIGKILL', meta.pgid !== null);
+        sent = 'SIGKILL';
+        giveUpAt = Date.now() + AFTER_KILL_MS;
+      }
+    } else if (meta.command === null && giveUpAt === Infinity) {
+      // Not started yet: the supervisor sees stop.json and does not start it.
+      giveUpAt = graceEnds + AFTER_KILL_MS;
+    }
+    if (Date.now() > giveUpAt) break;
+    await sleep(STOP_POLL_MS);
+  }
+  // What the command left in its group (background children) gets the rest of the grace, then SIGKILL.
+  if (pgid !== null) {
+    while (groupAlive(pgid) && Date.now() < graceEnds) await sleep(STOP_POLL_MS);
+    if (groupAlive(pgid)) sendSignal(pgid, 'SIGKILL', true);
+  }
+  return { outcome: 'Stopped', info: infoOf(dir) };
+}

@@ -1,0 +1,191 @@
+/**
+ * The Workspace lifecycle: create (materialize a Branch head), status, commit (publish by
+ * compare-and-swap on the Branch head), end (remove the projection; never commits).
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { branchRoot, getBranch, publishCommit, uuidv7, type BranchRow, type CommitRow } from '../history/index.js';
+import { ContentForm, InodeKind, inodeFromScan, NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
+import { scanPathsOrThrow } from '../native/index.js';
+import { loadCache, writeCache, type CacheUpdate } from './cache.js';
+import { computeChanges, type ChangeSet } from './changes.js';
+import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
+import { materialize, removeProjection } from './materialize.js';
+import { getWorkspace, type Projection, type WorkspaceRow } from './rows.js';
+
+export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize'): WorkspaceRow {
+  if (projection !== 'materialize') {
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${projection} projection is not available yet`, { hint: 'use --projection materialize' });
+  }
+  const dir = resolve(at);
+  if (existsSync(dir)) {
+    let entries: string[];
+    try {
+      entries = readdirSync(dir);
+    } catch {
+      throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${dir} exists and is not a directory`, { path: dir });
+    }
+    if (entries.length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${dir} is not empty`, { path: dir, hint: '--at must name an empty or absent directory' });
+  }
+  if (store.db.prepare('SELECT 1 FROM workspaces WHERE path = ?').get(dir)) {
+    throw new LayerFsError('ERR_EXISTS', `a Workspace already uses ${dir}`, { path: dir });
+  }
+  const { head, base, root } = store.read(() => {
+    const b = getBranch(store, branch.id)!;
+    return { head: b.headCommitId, base: b.baseLayerId, root: branchRoot(store, b) };
+  });
+  const cache = materialize(store, root, dir);
+  const id = uuidv7();
+  try {
+    store.writeSync(() => {
+      store.db
+        .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+        .run(id, branch.id, dir, projection, root, head, base, 'active', Date.now());
+      writeCache(store, id, cache);
+    });
+  } catch (e) {
+    removeProjection(dir);
+    throw e;
+  }
+  return getWorkspace(store, id)!;
+}
+
+export type StatusChange = 'added' | 'deleted' | 'modified' | 'renamed';
+
+export interface StatusEntry {
+  change: StatusChange;
+  path: Buffer;
+  oldPath?: Buffer;
+  kind: string;
+}
+
+/** What changed since the Workspace last matched a stored state, like `git status`. */
+export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: StatusEntry[]; skipped: string[] } {
+  const cache = loadCache(store, ws.id);
+  const cs = computeChanges(ws.path, cache);
+  return { entries: statusEntries(cs, cache), skipped: cs.skipped };
+}
+
+function statusEntries(cs: ChangeSet, cache: Map<string, { serial: number }>): StatusEntry[] {
+  const out: StatusEntry[] = [];
+  const oldPathOf = new Map<number, Buffer>();
+  for (const [key, row] of cache) oldPathOf.set(row.serial, Buffer.from(key, 'latin1'));
+  const renamedFrom = new Set<string>();
+  for (const p of cs.paths) {
+    if (!p.changed || p.rel.length === 0) continue;
+    const cached = cache.get(p.rel.toString('latin1'));
+    const old = oldPathOf.get(p.serial);
+    if (cached && cached.serial === p.serial) out.push({ change: 'modified', path: p.rel, kind: p.kind });
+    else if (old && !old.equals(p.rel) && !cs.paths.some((q) => q.serial === p.serial && q.rel.equals(old))) {
+      out.push({ change: 'renamed', path: p.rel, oldPath: old, kind: p.kind });
+      renamedFrom.add(old.toString('latin1'));
+    } else if (cached) out.push({ change: 'modified', path: p.rel, kind: p.kind });
+    else out.push({ change: 'added', path: p.rel, kind: p.kind });
+  }
+  for (const d of cs.deletedPaths) if (!renamedFrom.has(d.toString('latin1'))) out.push({ change: 'deleted', path: d, kind: '' });
+  return out.sort((a, b) => Buffer.compare(a.path, b.path));
+}
+
+export type CommitOutcome =
+  | { outcome: 'Created'; commit: CommitRow; previousHead: Buffer | null; changedPaths: number; write: WriteStats }
+  | { outcome: 'UpToDate'; head: Buffer | null }
+  | { outcome: 'Busy'; executions: string[] }
+  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null };
+
+class RollBack {
+  constructor(readonly outcome: CommitOutcome) {}
+}
+
+const SCAN_BATCH = 256;
+
+export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): Promise<CommitOutcome> {
+  const running = runningExecutions(stateDir, toHex(ws.id));
+  if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
+  const cache = loadCache(store, ws.id);
+  const cs = computeChanges(ws.path, cache);
+  if (cs.clean) {
+    const b = getBranch(store, ws.branchId);
+    const head = b?.headCommitId ?? null;
+    const same = (head === null && ws.expectedHeadId === null) || (head !== null && ws.expectedHeadId !== null && head.equals(ws.expectedHeadId));
+    if (!same) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
+    return { outcome: 'UpToDate', head };
+  }
+  const changed = [...cs.changedSerials.values()];
+  try {
+    return await store.write(async (w) => {
+      const base = store.view(ws.baseRootId);
+      const editor = new NamespaceEditor(base, store.pages, w);
+      const updates: CacheUpdate[] = [];
+      for (let i = 0; i < changed.length; i += SCAN_BATCH) {
+        const batch = changed.slice(i, i + SCAN_BATCH);
+        const scanned = await scanPathsOrThrow(batch.map((c) => c.path.abs), { readData: true });
+        for (let j = 0; j < batch.length; j++) {
+          const { path, parents } = batch[j]!;
+          const e = scanned[j]!;
+          const inode = inodeFromScan(e, path.abs, w);
+          if (!inode) continue;
+          if (inode.kind === InodeKind.Dir) {
+            const old = safeInode(base, path.serial);
+            if (old && old.kind === InodeKind.Dir) {
+              inode.form = old.form;
+              inode.content = old.content;
+            } else {
+              inode.form = ContentForm.None;
+              inode.content = null;
+            }
+          }
+          inode.parents = parents;
+          editor.setInode(path.serial, inode);
+        }
+      }
+      for (const s of cs.deletedSerials) editor.deleteInode(s);
+      for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
+      const root = editor.finish();
+      const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId);
+      if (published.outcome === 'HeadMoved') throw new RollBack(published);
+      for (const p of cs.paths) if (p.changed) updates.push({ path: p.rel, row: { serial: p.serial, parentSerial: p.parentSerial, ino: p.sig.split(':')[1]!, sig: p.sig } });
+      for (const d of cs.deletedPaths) updates.push({ path: d, row: null });
+      writeCache(store, ws.id, updates);
+      const head = published.outcome === 'Created' ? published.commit.id : published.head;
+      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, ws.id);
+      if (published.outcome === 'UpToDate') return published;
+      return { ...published, changedPaths: updates.length, write: { ...w.stats } };
+    });
+  } catch (e) {
+    if (e instanceof RollBack) return e.outcome;
+    throw e;
+  }
+}
+
+function safeInode(view: ReturnType<Store['view']>, serial: number) {
+  try {
+    return view.inode(serial);
+  } catch (e) {
+    if (e instanceof LayerFsError && e.code === 'ERR_CORRUPT') return undefined;
+    throw e;
+  }
+}
+
+export type EndOutcome = { outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
+
+export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { discard?: boolean }, stateDir: string): Promise<EndOutcome> {
+  const running = runningExecutions(stateDir, toHex(ws.id));
+  if (running.length > 0) {
+    if (!opts.discard) return { outcome: 'Busy', executions: running.map((e) => e.id) };
+    for (const e of running) await stopExecution(stateDir, e.id);
+  }
+  if (!opts.discard) {
+    if (!existsSync(ws.path)) return { outcome: 'Dirty', changes: 0, reason: 'the Workspace directory is gone; use --discard to end it' };
+    const { entries } = workspaceStatus(store, ws);
+    if (entries.length > 0) return { outcome: 'Dirty', changes: entries.length, reason: 'uncommitted changes; commit them or end with --discard' };
+  }
+  removeProjection(ws.path);
+  store.writeSync(() => {
+    store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ?').run(ws.id);
+    store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
+  });
+  forgetExecutions(stateDir, toHex(ws.id));
+  return { outcome: 'Ended', discarded: Boolean(opts.discard) };
+}

@@ -1,0 +1,42 @@
+/** Workspace rows: the Store records every Workspace so any process can commit or end it. */
+import { LayerFsError } from '../errors.js';
+import { uniqueByPrefix } from '../history/index.js';
+import type { Store } from '../store/index.js';
+import { resolve } from 'node:path';
+
+export type Projection = 'materialize' | 'fuse';
+
+export interface WorkspaceRow {
+  id: Buffer;
+  branchId: Buffer;
+  path: string;
+  projection: Projection;
+  /** The root the Workspace's files matched when created or last committed. */
+  baseRootId: Buffer;
+  expectedHeadId: Buffer | null;
+  expectedBaseId: Buffer;
+  state: string;
+  createdMs: number;
+}
+
+export const WORKSPACE_COLUMNS =
+  'id, branch_id AS branchId, path, projection, base_root_id AS baseRootId, expected_head_id AS expectedHeadId, expected_base_id AS expectedBaseId, state, created_ms AS createdMs';
+
+export function getWorkspace(store: Store, id: Buffer): WorkspaceRow | undefined {
+  return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE id = ?`).get(id) as WorkspaceRow | undefined;
+}
+
+export function listWorkspaces(store: Store, branchId?: Buffer): WorkspaceRow[] {
+  if (branchId) return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE branch_id = ? ORDER BY created_ms`).all(branchId) as WorkspaceRow[];
+  return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces ORDER BY created_ms`).all() as WorkspaceRow[];
+}
+
+/** A Workspace by id (or unambiguous prefix) or by its directory. */
+export function resolveWorkspace(store: Store, ref: string): WorkspaceRow {
+  const byPath = store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(resolve(ref)) as WorkspaceRow | undefined;
+  if (byPath) return byPath;
+  const id = uniqueByPrefix(store.db, 'workspaces', ref, 16, 'Workspace');
+  const row = id && getWorkspace(store, id);
+  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no Workspace with id or directory ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query workspaces`' });
+  return row;
+}
