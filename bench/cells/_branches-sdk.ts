@@ -47,6 +47,7 @@ export interface BranchClient {
   createWorkspace(branch: string, opts: { at: string }): WorkspaceInfoShape;
   commitWorkspace(ref: string): Promise<CommitReceiptShape>;
   endWorkspace(ref: string, opts?: { discard?: boolean }): Promise<unknown>;
+  add(branch: string): { outcome: string; [more: string]: unknown };
   log(branch: string, opts?: { limit?: number }): { id: string }[];
   cat(ref: string, path: string): Buffer;
   info(): InfoShape;

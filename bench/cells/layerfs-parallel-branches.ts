@@ -1,8 +1,9 @@
 // Cell: several Branches of one Layer developed side by side. Setup (untimed): import the tree,
 // fork --branches Branches from the genesis Layer, one Workspace each. Then --commits rounds,
 // round-robin over the Branches in this one process: apply a small deterministic edit (1–3 files,
-// 100–300 bytes each, seeded per Branch and round) and commitWorkspace. `ms` is the sum of the
-// commitWorkspace calls; loopMs also counts the edits. Growth: receipts (bytesInserted =
+// 100–300 bytes each, seeded per Branch and round) and commitWorkspace. Before the loop the client
+// is closed (checkpointing the WAL) and reconnected, and warmed by one no-op commit per clean
+// Workspace (UpToDate; noopCommitMs). `ms` is the sum of the commitWorkspace calls; loopMs also counts the edits. Growth: receipts (bytesInserted =
 // semantic, allocatedGrowth = pages) summed, and Store + WAL bytes before/after, both taken after
 // a close (which checkpoints the WAL). Afterwards every Branch's log and last edits are checked.
 //   node --import tsx bench/cells/layerfs-parallel-branches.ts --dir FIXTURE --tmp SCRATCH --tier 1000 \
@@ -50,8 +51,9 @@ try {
   const storePath = path.join(tmp, 'bench.layerfs');
   const sdk = await loadBranchSdk();
 
-  let c = sdk.Client.create(storePath);
+  // initMs covers Client.create + initLayerStack, as in init_namespace.
   let t = performance.now();
+  let c = sdk.Client.create(storePath);
   const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
   const initMs = performance.now() - t;
   t = performance.now();
@@ -67,6 +69,16 @@ try {
   const filesBefore = storeFiles(storePath);
   c = sdk.Client.connect(storePath);
   const objectsBefore = c.info().objects;
+  // Warm the new connection with a no-op commit per clean Workspace (UpToDate, writes nothing), so
+  // round 1 is not a cold start and "round 1 → last" shows how commits age with history.
+  const noopMs: number[] = [];
+  for (const w of wss) {
+    t = performance.now();
+    const rc = await c.commitWorkspace(w.id);
+    noopMs.push(performance.now() - t);
+    if (rc.outcome !== 'UpToDate') throw new Error(`no-op commit of clean Workspace ${w.path}: outcome ${rc.outcome}, expected UpToDate`);
+  }
+  const filesNoop = storeFiles(storePath);
 
   const commitMs: number[] = [];
   const roundMs: number[][] = Array.from({ length: rounds }, () => []);
@@ -117,6 +129,41 @@ try {
   await c.close();
   const filesAfter = storeFiles(storePath);
 
+  // Untimed checks of the rest of the Branch API, after every figure above is taken: each records
+  // what happened instead of throwing, so a surprise shows up in the table without losing the row.
+  const apiChecks: Record<string, string> = {};
+  const check = async (name: string, fn: () => Promise<string> | string) => {
+    try {
+      apiChecks[name] = await fn();
+    } catch (err) {
+      apiChecks[name] = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+    }
+  };
+  c = sdk.Client.connect(storePath);
+  await check('forkFromCommit', () => {
+    const log = c.log(names[0]!);
+    const mid = log[Math.floor(log.length / 2)]!;
+    const br = c.forkBranch({ name: 'from-commit', branch: names[0]!, commit: mid.id });
+    return br.headCommitId === mid.id ? 'ok' : `FAILED: head ${String(br.headCommitId)}, expected ${mid.id}`;
+  });
+  await check('addFirst', () => {
+    const r = c.add(names[0]!);
+    return r.outcome === 'Added' ? 'ok' : `FAILED: outcome ${r.outcome}, expected Added`;
+  });
+  await check('addSecond', () => {
+    // Branch 1 is based on the genesis Layer, which is no longer the head: a refusal is expected.
+    const r = c.add(names[1]!);
+    return r.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `FAILED: outcome ${r.outcome}, expected HeadMoved`;
+  });
+  for (let b = 0; b < nBranches; b++) {
+    await check(`endWorkspace${b}`, async () => {
+      const r = (await c.endWorkspace(wss[b]!.id, { discard: true })) as { outcome?: string };
+      if (r.outcome !== 'Ended') return `FAILED: outcome ${String(r.outcome)}, expected Ended`;
+      return fs.existsSync(wss[b]!.path) ? `FAILED: ${wss[b]!.path} still exists` : 'ok';
+    });
+  }
+  await c.close();
+
   const commits = commitMs.length;
   const totalCommitMs = commitMs.reduce((s, x) => s + x, 0);
   const fileGrowth = filesAfter.bytes - filesBefore.bytes;
@@ -133,6 +180,8 @@ try {
     maxCommitMs: round1(Math.max(...commitMs)),
     firstRoundMedianMs: round1(median(roundMs[0]!)),
     lastRoundMedianMs: round1(median(roundMs[rounds - 1]!)),
+    noopCommitMs: round1(median(noopMs)),
+    noopFileGrowth: filesNoop.bytes - filesBefore.bytes,
     initMs: round1(initMs),
     setupMs: round1(setupMs),
     files,
@@ -151,6 +200,7 @@ try {
     objects: objectsAfter,
     objectsAdded: objectsAfter - objectsBefore,
     storeBytes: filesAfter.bytes,
+    apiChecks,
   });
 } catch (err) {
   fail(CELL, tier, err);

@@ -30,13 +30,17 @@ const family: Family = {
   title: 'Parallel Branches, interleaved small commits',
   description:
     `One Layer (the 1,000-file tree), ${BRANCHES} Branches forked from it, one Workspace each (setup, ` +
-    `untimed); then ${COMMITS} rounds, round-robin over the Branches in one process: edit 1–3 files ` +
+    'untimed), close and reconnect (checkpoints the WAL), one no-op `commitWorkspace` per clean ' +
+    `Workspace (warms the connection; "no-op" is their median); then ${COMMITS} rounds, ` +
+    'round-robin over the Branches in one process: edit 1–3 files ' +
     '(100–300 bytes each, mixed overwrite/insert/append, seeded per Branch and round) and ' +
     '`commitWorkspace`. "commits" is the sum of the commit calls (edits excluded; "loop" includes ' +
     'them); "changed" the full size of each edited file, summed over commits; "semantic" the sum of ' +
     "the receipts' bytesInserted; \"pages\" the sum of their allocatedGrowth; \"file\" Store file + WAL " +
     'after minus before, both after a close (WAL checkpointed). Goal: semantic / changed ≈ 1 plus ' +
-    'page overhead.',
+    'page overhead. Afterwards (untimed, figures already taken) the rest of the Branch API is ' +
+    'exercised — fork from a Commit, Add, Add of a stale Branch (HeadMoved expected), endWorkspace ' +
+    '— and any surprise is listed under the table.',
   order: 32,
   charts: false,
   tiers: () => [1_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
@@ -56,7 +60,7 @@ const family: Family = {
   table(rows: Row[]): Table {
     const notes: string[] = [];
     const headers = [
-      'tier', 'branches × commits', 'commits', 'loop', 'commits/s', 'median', 'p90', `round 1 → ${COMMITS}`,
+      'tier', 'branches × commits', 'commits', 'loop', 'commits/s', 'median', 'p90', 'no-op', `round 1 → ${COMMITS}`,
       'changed', 'semantic', 'semantic / changed', 'pages', 'pages / changed', 'file', 'file / changed', 'peak RSS',
     ];
     const out = rows.map((r) => {
@@ -65,6 +69,8 @@ const family: Family = {
         return [r.tier, `${r.status} [${notes.length}]`, ...Array<string>(headers.length - 2).fill(DASH)];
       }
       const x = r.extra;
+      const checks = x.apiChecks !== null && typeof x.apiChecks === 'object' ? (x.apiChecks as Record<string, unknown>) : {};
+      for (const [k, v] of Object.entries(checks)) if (!String(v).startsWith('ok')) notes.push(`${r.tier}: API check ${k}: ${String(v)}`);
       return [
         r.tier,
         `${fmtInt(num(x.branches))} × ${fmtInt((num(x.commits) ?? 0) / (num(x.branches) ?? 1))}`,
@@ -73,6 +79,7 @@ const family: Family = {
         fmtRate(num(x.commitsPerS)),
         fmtMs(num(x.medianCommitMs)),
         fmtMs(num(x.p90CommitMs)),
+        fmtMs(num(x.noopCommitMs)),
         `${fmtMs(num(x.firstRoundMedianMs))} → ${fmtMs(num(x.lastRoundMedianMs))}`,
         fmtBytes(num(x.changedBytes)),
         fmtBytes(num(x.bytesInserted)),

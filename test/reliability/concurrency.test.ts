@@ -15,7 +15,7 @@ import { assertIntact } from '../helpers/integrity.js';
 
 const worker = fileURLToPath(new URL('./concurrency-worker.ts', import.meta.url));
 const PROCS = Number(process.env.LAYERFS_CONCURRENCY_PROCS ?? 8);
-const COMMITS = Number(process.env.LAYERFS_CONCURRENCY_COMMITS ?? 12);
+const COMMITS = Number(process.env.LAYERFS_CONCURRENCY_COMMITS ?? 50);
 
 test(`${PROCS} processes × ${COMMITS} commits on one Branch`, { timeout: 600_000 }, async () => {
   const dir = tempDir();
