@@ -257,8 +257,9 @@ export class Client {
       if (!commit) throw new LayerFsError('ERR_NOT_FOUND', `no Commit ${JSON.stringify(opts.commit)}`, { id: opts.commit, hint: 'see `layerfs log BRANCH`' });
       source = { branch, commit: commit.id };
     }
+    const a0 = this.store.allocatedBytes();
     const b = forkBranch(this.store, opts.name, source);
-    this.monitor.record(this.receipt('branch.fork', 'Created', t0, 0, null));
+    this.monitor.record(this.receipt('branch.fork', 'Created', t0, a0, null));
     return this.branchInfoOf(b);
   }
 
@@ -332,8 +333,12 @@ export class Client {
   }
 
   createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' }): WorkspaceInfo {
+    const t0 = performance.now();
+    const a0 = this.store.allocatedBytes();
     const b = resolveBranch(this.store, branch);
-    return this.workspaceInfoOf(createWorkspace(this.store, b, opts.at, opts.projection ?? 'materialize'));
+    const w = createWorkspace(this.store, b, opts.at, opts.projection ?? 'materialize');
+    this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
+    return this.workspaceInfoOf(w);
   }
 
   workspace(ref: string): WorkspaceInfo {
@@ -386,9 +391,10 @@ export class Client {
   /** Ends a Workspace and removes its files. Never commits; a clean end refuses changes. */
   async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
     const t0 = performance.now();
+    const a0 = this.store.allocatedBytes();
     const w = resolveWorkspace(this.store, ref);
     const r = await endWorkspace(this.store, w, opts, this.stateDir);
-    return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, 0, null), ...r } as EndResult) as EndResult;
+    return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

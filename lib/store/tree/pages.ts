@@ -14,9 +14,15 @@ export enum TreeKind {
   Directory = 2,
 }
 
-/** One in 2^BOUNDARY_BITS keys ends a page: pages average 64 entries. */
-const BOUNDARY_BITS = 6;
-const BOUNDARY_MASK = (1 << BOUNDARY_BITS) - 1;
+/**
+ * One key in (mask + 1) ends a page. Inode-table pages average 16 records (about 1.5 KB), so an
+ * edit rewrites little beyond the file itself; directory pages average 64 names, which keeps
+ * big directories shallow.
+ */
+const BOUNDARY_MASKS: Record<TreeKind, number> = {
+  [TreeKind.Inodes]: 15,
+  [TreeKind.Directory]: 63,
+};
 
 export interface TreeNode {
   level: number;
@@ -26,7 +32,7 @@ export interface TreeNode {
 }
 
 /** FNV-1a over the key, salted by level, then the murmur3 finalizer: cheap and well mixed. */
-export function isBoundary(level: number, key: Uint8Array): boolean {
+export function isBoundary(kind: TreeKind, level: number, key: Uint8Array): boolean {
   let h = 0x811c9dc5 ^ Math.imul(level + 1, 0x9e3779b9);
   for (let i = 0; i < key.length; i++) {
     h ^= key[i]!;
@@ -37,7 +43,7 @@ export function isBoundary(level: number, key: Uint8Array): boolean {
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
-  return (h & BOUNDARY_MASK) === 0;
+  return (h & BOUNDARY_MASKS[kind]) === 0;
 }
 
 export function encodeNode(kind: TreeKind, node: TreeNode): Buffer {
@@ -97,7 +103,7 @@ export class TreeBuilder {
     const p = this.level(l);
     p.keys.push(key);
     p.vals.push(val);
-    if (isBoundary(l, key)) this.emit(l);
+    if (isBoundary(this.kind, l, key)) this.emit(l);
   }
 
   private emit(l: number): Buffer {
