@@ -10,6 +10,7 @@ import { registerStoreCommands } from './commands/db.js';
 import { registerStateCommands } from './commands/state.js';
 import { registerBranchCommands } from './commands/branch.js';
 import { registerWorkspaceCommands } from './commands/workspace.js';
+import { registerMonitorCommands } from './commands/monitor.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -50,6 +51,7 @@ export function buildProgram(state: { code: number }): Command {
   registerStateCommands(program, run, state);
   registerBranchCommands(program, run, state);
   registerWorkspaceCommands(program, run, state);
+  registerMonitorCommands(program, run);
   return program;
 }
 

@@ -3,6 +3,9 @@
  * canonical bytes a new state needed) is kept apart from allocated growth (what the Store file
  * grew by), because existing free pages can absorb new objects and WAL checkpoints lag.
  */
+import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+
 export interface Receipt {
   operation: string;
   outcome: string;
@@ -18,18 +21,117 @@ export interface Receipt {
   allocatedGrowth: number;
 }
 
+export interface OperationSummary {
+  operation: string;
+  count: number;
+  outcomes: Record<string, number>;
+  msTotal: number;
+  msMedian: number;
+  msP90: number;
+  msMax: number;
+  objectsInserted: number;
+  objectsReused: number;
+  bytesInserted: number;
+  bytesReused: number;
+  semanticGrowth: number;
+  allocatedGrowth: number;
+}
+
+export interface MonitorSnapshot {
+  receipts: number;
+  since: string | null;
+  operations: OperationSummary[];
+}
+
+/** The journal is trimmed to its newer half past this size. */
+const JOURNAL_LIMIT = 4 * 1024 * 1024;
+
+/**
+ * Keeps the recent receipts of a Client. With a journal path, receipts are also appended there
+ * (one JSON line each, never inside the Store), so a stateless CLI can summarise recent work.
+ */
 export class Monitor {
-  private readonly recent: Receipt[] = [];
+  private readonly recent: (Receipt & { at: string })[] = [];
 
-  constructor(private readonly keep = 256) {}
+  constructor(
+    private readonly journal?: string,
+    private readonly keep = 256,
+  ) {}
 
-  record(r: Receipt): Receipt {
-    this.recent.push(r);
+  record<R extends Receipt>(r: R): R {
+    const entry = { ...r, at: new Date().toISOString() };
+    this.recent.push(entry);
     if (this.recent.length > this.keep) this.recent.shift();
+    if (this.journal) this.append(entry);
     return r;
+  }
+
+  private append(entry: Receipt & { at: string }): void {
+    const line = JSON.stringify({ at: entry.at, operation: entry.operation, outcome: entry.outcome, ms: entry.ms, phases: entry.phases, objectsInserted: entry.objectsInserted, objectsReused: entry.objectsReused, bytesInserted: entry.bytesInserted, bytesReused: entry.bytesReused, semanticGrowth: entry.semanticGrowth, allocatedGrowth: entry.allocatedGrowth }) + '\n';
+    try {
+      mkdirSync(dirname(this.journal!), { recursive: true, mode: 0o700 });
+      appendFileSync(this.journal!, line, { mode: 0o600 });
+      if (statSync(this.journal!).size > JOURNAL_LIMIT) {
+        const text = readFileSync(this.journal!, 'utf8');
+        const tmp = `${this.journal}.${process.pid}.tmp`;
+        appendFileSync(tmp, text.slice(text.indexOf('\n', text.length / 2) + 1), { mode: 0o600 });
+        renameSync(tmp, this.journal!);
+      }
+    } catch {
+      // Metrics must never fail an operation.
+    }
   }
 
   receipts(): readonly Receipt[] {
     return this.recent;
+  }
+
+  /** Summary of the journal (or of this Client's receipts when there is no journal). */
+  snapshot(): MonitorSnapshot {
+    let all: (Receipt & { at: string })[] = this.recent;
+    if (this.journal) {
+      try {
+        all = readFileSync(this.journal, 'utf8')
+          .split('\n')
+          .filter((l) => l.trim())
+          .flatMap((l) => {
+            try {
+              return [JSON.parse(l) as Receipt & { at: string }];
+            } catch {
+              return [];
+            }
+          });
+      } catch {
+        all = this.recent;
+      }
+    }
+    const by = new Map<string, (Receipt & { at: string })[]>();
+    for (const r of all) {
+      const list = by.get(r.operation);
+      if (list) list.push(r);
+      else by.set(r.operation, [r]);
+    }
+    const operations = [...by.entries()].map(([operation, rs]): OperationSummary => {
+      const ms = rs.map((r) => r.ms).sort((a, b) => a - b);
+      const sum = (f: (r: Receipt) => number) => rs.reduce((a, r) => a + (f(r) || 0), 0);
+      const outcomes: Record<string, number> = {};
+      for (const r of rs) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      return {
+        operation,
+        count: rs.length,
+        outcomes,
+        msTotal: sum((r) => r.ms),
+        msMedian: ms[Math.floor((ms.length - 1) / 2)] ?? 0,
+        msP90: ms[Math.floor((ms.length - 1) * 0.9)] ?? 0,
+        msMax: ms[ms.length - 1] ?? 0,
+        objectsInserted: sum((r) => r.objectsInserted),
+        objectsReused: sum((r) => r.objectsReused),
+        bytesInserted: sum((r) => r.bytesInserted),
+        bytesReused: sum((r) => r.bytesReused),
+        semanticGrowth: sum((r) => r.semanticGrowth),
+        allocatedGrowth: sum((r) => r.allocatedGrowth),
+      };
+    });
+    return { receipts: all.length, since: all[0]?.at ?? null, operations };
   }
 }

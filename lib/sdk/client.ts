@@ -26,8 +26,8 @@ import {
   resolveLayerStack,
   type LayerRow,
 } from '../history/index.js';
-import { Monitor, type Receipt } from '../monitor/receipt.js';
-import { exportTree, InodeKind, Store, verifyStore, type ImportProgress, type WriteStats } from '../store/index.js';
+import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
+import { analyzeDedup, exportTree, InodeKind, Store, verifyStore, type ImportProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -49,6 +49,7 @@ import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
   AddResult,
+  DedupAnalysis,
   BranchInfo,
   CommitInfo,
   CommitResult,
@@ -80,9 +81,11 @@ export type StateRef = string;
 
 
 export class Client {
-  readonly monitor = new Monitor();
+  readonly monitor: Monitor;
 
-  private constructor(private readonly store: Store) {}
+  private constructor(private readonly store: Store) {
+    this.monitor = new Monitor(`${store.path}.d/receipts.jsonl`);
+  }
 
   /** Creates a new Store file (refusing an existing path) and connects to it. */
   static create(path: string): Client {
@@ -424,6 +427,52 @@ export class Client {
 
   stopExecution(id: string, opts: { graceMs?: number } = {}): Promise<{ outcome: 'Stopped' | 'AlreadyEnded'; info: ExecutionInfo }> {
     return stopExecution(this.stateDir, id, opts);
+  }
+
+  // ---- Monitor ----
+
+  /** A summary of recent receipts (this Store's receipt journal, kept beside the Store). */
+  monitorSnapshot(): MonitorSnapshot {
+    return this.monitor.snapshot();
+  }
+
+  /**
+   * Traverses every state (or those of one LayerStack and its Branches): logical bytes of each,
+   * the canonical bytes each added, Store-wide unique, stored and allocated bytes, the dedup
+   * ratio, and the largest contributors.
+   */
+  analyzeDedup(opts: { layerStack?: string; top?: number } = {}): DedupAnalysis {
+    return this.store.read(() => {
+      const stackId = opts.layerStack !== undefined ? resolveLayerStack(this.store, opts.layerStack).id : undefined;
+      const states: { kind: string; id: string; rootId: Buffer; label: string }[] = [];
+      const stacks = new Map(listLayerStacks(this.store).map((s) => [toHex(s.id), s.name]));
+      for (const l of listLayers(this.store, stackId)) states.push({ kind: 'layer', id: toHex(l.id), rootId: l.rootId, label: `${stacks.get(toHex(l.layerStackId))}#${l.seq}` });
+      for (const b of listBranches(this.store, stackId)) {
+        for (const c of branchLog(this.store, b).reverse()) states.push({ kind: 'commit', id: toHex(c.id), rootId: c.rootId, label: `${b.name}@${toHex(c.id).slice(0, 12)}` });
+      }
+      const byRoot = new Map<string, string>();
+      const r = analyzeDedup(this.store, states, this.info().fileBytes, opts.top ?? 10);
+      for (const s of states) byRoot.set(`${s.kind}:${s.id}`, s.label);
+      const perBranch = new Map<string, { logicalBytes: number; newBytes: number }>();
+      for (const u of r.states) {
+        const label = byRoot.get(`${u.kind}:${u.id}`) ?? '';
+        const branch = u.kind === 'commit' ? label.split('@')[0]! : `layerstack ${label.split('#')[0]}`;
+        const agg = perBranch.get(branch) ?? { logicalBytes: 0, newBytes: 0 };
+        agg.logicalBytes += u.logicalBytes;
+        agg.newBytes += u.newBytes;
+        perBranch.set(branch, agg);
+      }
+      const rootOf = new Map(states.map((s) => [`${s.kind}:${s.id}`, s.rootId]));
+      return {
+        ...r,
+        states: r.states.map((u) => ({ ...u, label: byRoot.get(`${u.kind}:${u.id}`) ?? '' })),
+        branches: [...perBranch.entries()].map(([name, v]) => ({ name, ...v, dedupRatio: v.newBytes ? v.logicalBytes / v.newBytes : 0 })),
+        largest: r.largest.map((c) => {
+          const path = this.store.view(rootOf.get(c.state)!).pathOf(c.serial);
+          return { ...c, label: byRoot.get(c.state) ?? '', path: path ? path.toString('utf8') : '' };
+        }),
+      };
+    });
   }
 
   close(): void {

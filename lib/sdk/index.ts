@@ -7,3 +7,4 @@ export { NAME_PATTERN } from '../format/names.js';
 export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
 export type { ExecutionInfo } from '../workspace/index.js';
+export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';

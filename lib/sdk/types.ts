@@ -138,3 +138,16 @@ export type AddResult = Receipt &
   );
 
 export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
+
+export interface DedupAnalysis {
+  states: { kind: string; id: string; label: string; logicalBytes: number; files: number; newBytes: number; newObjects: number; dedupRatio: number }[];
+  branches: { name: string; logicalBytes: number; newBytes: number; dedupRatio: number }[];
+  logicalBytes: number;
+  uniqueBytes: number;
+  uniqueObjects: number;
+  storedBytes: number;
+  allocatedBytes: number;
+  fileBytes: number;
+  dedupRatio: number;
+  largest: { state: string; label: string; serial: number; path: string; newBytes: number }[];
+}

@@ -14,3 +14,4 @@ export { encodeInode, decodeInode } from './tree/inode.js';
 export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
+export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';

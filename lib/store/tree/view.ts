@@ -67,6 +67,28 @@ export class FsView {
     return { serial, inode };
   }
 
+  /** One path of an inode (its first name), found through its parents; null for the root. */
+  pathOf(serial: number): Buffer | null {
+    const parts: Buffer[] = [];
+    let s = serial;
+    while (s !== ROOT_SERIAL) {
+      const parent = this.inode(s).parents?.[0];
+      if (parent === undefined) return null;
+      const dir = this.inode(parent);
+      let found: Buffer | undefined;
+      for (const e of this.readdir(dir)) {
+        if (e.serial === s) {
+          found = e.name;
+          break;
+        }
+      }
+      if (!found) throw new LayerFsError('ERR_CORRUPT', `inode ${s} is not named in its parent ${parent}`);
+      parts.unshift(found);
+      s = parent;
+    }
+    return parts.length ? Buffer.concat(parts.flatMap((p, i) => (i ? [Buffer.from('/'), p] : [p]))) : null;
+  }
+
   /** The content of a regular file, chunk by chunk, in order. */
   *content(file: Inode): Generator<Buffer> {
     if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');

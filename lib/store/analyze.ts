@@ -1,0 +1,133 @@
+/**
+ * Dedup analysis: for every state, its logical size (what a full copy would cost) and the
+ * canonical bytes it added beyond the states before it, plus Store-wide unique, stored and
+ * allocated bytes. Shared subtrees are walked once: a page's totals are memoized by id.
+ */
+import type { Store } from './handle.js';
+import { ObjectKind } from './objects.js';
+import { decodeExtentNode } from './tree/extents.js';
+import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
+import { decodeNode, TreeKind } from './tree/pages.js';
+import { decodeRoot } from './tree/root.js';
+
+export interface StateUsage {
+  kind: string;
+  id: string;
+  /** Sum of the sizes of every file (each name of a hard-linked file counted once per inode). */
+  logicalBytes: number;
+  files: number;
+  /** Canonical bytes of objects this state reaches that no earlier state reached. */
+  newBytes: number;
+  newObjects: number;
+  /** logicalBytes / newBytes (how many times over this state is shared). */
+  dedupRatio: number;
+}
+
+export interface Contributor {
+  state: string;
+  serial: number;
+  newBytes: number;
+}
+
+export interface DedupReport {
+  states: StateUsage[];
+  logicalBytes: number;
+  uniqueBytes: number;
+  uniqueObjects: number;
+  storedBytes: number;
+  allocatedBytes: number;
+  fileBytes: number;
+  dedupRatio: number;
+  largest: Contributor[];
+}
+
+interface Totals {
+  logical: number;
+  files: number;
+}
+
+export function analyzeDedup(store: Store, states: { kind: string; id: string; rootId: Buffer }[], fileBytes: number, top = 10): DedupReport {
+  const seen = new Set<string>();
+  const pageTotals = new Map<string, Totals>();
+  const contributors: Contributor[] = [];
+  let cur = { bytes: 0, objects: 0 };
+  const size = (id: Buffer, kind: ObjectKind): number => {
+    const key = id.toString('latin1');
+    if (seen.has(key)) return 0;
+    seen.add(key);
+    const loc = store.objects.locator(id);
+    const n = loc && loc.kind === kind ? loc.size : 0;
+    cur.bytes += n;
+    cur.objects++;
+    return n;
+  };
+  const extentBytes = (id: Buffer): number => {
+    if (seen.has(id.toString('latin1'))) return 0;
+    let n = size(id, ObjectKind.Extents);
+    const node = decodeExtentNode(store.objects.get(id, ObjectKind.Extents), 'extent node');
+    for (const c of node.ids) n += node.level === 0 ? size(c, ObjectKind.Chunk) : extentBytes(c);
+    return n;
+  };
+  const dirBytes = (id: Buffer): void => {
+    if (seen.has(id.toString('latin1'))) return;
+    size(id, ObjectKind.Page);
+    const node = decodeNode(TreeKind.Directory, store.objects.get(id, ObjectKind.Page), 'page');
+    if (node.level > 0) for (const c of node.vals) dirBytes(c);
+  };
+  const inodePage = (id: Buffer, state: string): Totals => {
+    const key = id.toString('latin1');
+    const known = pageTotals.get(key);
+    if (known) return known;
+    size(id, ObjectKind.Page);
+    const node = decodeNode(TreeKind.Inodes, store.objects.get(id, ObjectKind.Page), 'page');
+    const t: Totals = { logical: 0, files: 0 };
+    if (node.level > 0) {
+      for (const c of node.vals) {
+        const sub = inodePage(c, state);
+        t.logical += sub.logical;
+        t.files += sub.files;
+      }
+    } else {
+      node.keys.forEach((k, i) => {
+        const serial = Number(k.readBigUInt64BE(0));
+        const inode = decodeInode(node.vals[i]!, serial);
+        if (inode.kind === InodeKind.File) {
+          t.logical += inode.size;
+          t.files++;
+          if (inode.form === ContentForm.Whole) {
+            const n = size(inode.content!, ObjectKind.Blob);
+            if (n > 0) contributors.push({ state, serial, newBytes: n });
+          } else if (inode.form === ContentForm.Extents) {
+            const n = extentBytes(inode.content!);
+            if (n > 0) contributors.push({ state, serial, newBytes: n });
+          }
+        } else if (inode.kind === InodeKind.Dir && inode.form !== ContentForm.None) dirBytes(inode.content!);
+      });
+    }
+    pageTotals.set(key, t);
+    return t;
+  };
+  const usage: StateUsage[] = [];
+  for (const s of states) {
+    cur = { bytes: 0, objects: 0 };
+    const label = `${s.kind}:${s.id}`;
+    size(s.rootId, ObjectKind.Root);
+    const t = inodePage(decodeRoot(store.objects.get(s.rootId, ObjectKind.Root), 'root').inodes, label);
+    usage.push({ kind: s.kind, id: s.id, logicalBytes: t.logical, files: t.files, newBytes: cur.bytes, newObjects: cur.objects, dedupRatio: cur.bytes ? t.logical / cur.bytes : Infinity });
+  }
+  const agg = store.db.prepare('SELECT count(*) AS n, coalesce(sum(size), 0) AS unique_, coalesce(sum(length), 0) AS stored FROM objects').get() as { n: number; unique_: number; stored: number };
+  const logical = usage.reduce((a, u) => a + u.logicalBytes, 0);
+  contributors.sort((a, b) => b.newBytes - a.newBytes);
+  return {
+    states: usage,
+    logicalBytes: logical,
+    uniqueBytes: agg.unique_,
+    uniqueObjects: agg.n,
+    storedBytes: agg.stored,
+    allocatedBytes: store.allocatedBytes(),
+    fileBytes,
+    dedupRatio: agg.unique_ ? logical / agg.unique_ : 0,
+    largest: contributors.slice(0, top),
+  };
+}
+
