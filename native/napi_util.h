@@ -64,5 +64,6 @@ void InitHash(Napi::Env env, Napi::Object exports);
 void InitChunker(Napi::Env env, Napi::Object exports);
 void InitBatch(Napi::Env env, Napi::Object exports);
 void InitXattr(Napi::Env env, Napi::Object exports);
+void InitWalk(Napi::Env env, Napi::Object exports);
 
 }  // namespace layerfs

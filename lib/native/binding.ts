@@ -53,6 +53,20 @@ export interface RawScanEntry {
   data?: Buffer;
 }
 
+/** walkTree's result: typed arrays, one slot per entry (see lib/native/walk.ts). */
+export interface RawWalkResult {
+  count: number;
+  names: Buffer;
+  nameOffsets: Uint32Array;
+  parent: Int32Array;
+  kind: Uint8Array;
+  mode: Uint32Array;
+  ino: BigUint64Array;
+  size: BigInt64Array;
+  mtimeNs: BigInt64Array;
+  ctimeNs: BigInt64Array;
+}
+
 export interface RawHasher {
   update(data: Uint8Array): RawHasher;
   digest(length?: number): Buffer;
@@ -74,6 +88,8 @@ export interface NativeBinding {
   Chunker: new (params: RawParams | undefined) => RawChunker;
   hashBuffers(buffers: Uint8Array[], options: RawBatchOptions): Promise<(RawDigest & { length: number })[]>;
   scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanEntry[]>;
+  walkTree(root: Buffer, threads: number): Promise<RawWalkResult>;
+  walkTreeSync(root: Buffer, threads: number): RawWalkResult;
   setXattr(path: Buffer, name: string, value: Uint8Array): void;
   removeXattr(path: Buffer, name: string): void;
   setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): void;

@@ -19,5 +19,6 @@ export {
   type ScanError,
   type FileKind,
 } from './scan.js';
+export { walkTree, walkTreeSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult, type WalkOptions } from './walk.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';

@@ -87,13 +87,13 @@ CREATE TABLE workspaces (
 ) STRICT;
 
 -- The stat cache of a materialized Workspace: what each path looked like when the Workspace
--- last matched a stored state, so a commit re-reads only paths whose stat changed.
+-- last matched a stored state, so a commit re-reads only paths whose stat changed. One row per
+-- Workspace whose data packs all entries as arrays (layout in docs/FORMAT.md): one row per
+-- path cost more to load than the walk it is compared with.
 CREATE TABLE workspace_entries (
-  workspace_id  BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
-  path          BLOB NOT NULL,
-  serial        INTEGER NOT NULL,
-  parent_serial INTEGER NOT NULL,
-  sig           TEXT NOT NULL,
-  PRIMARY KEY (workspace_id, path)
-) STRICT, WITHOUT ROWID;
+  workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+  count        INTEGER NOT NULL,
+  max_serial   INTEGER NOT NULL,
+  data         BLOB NOT NULL
+) STRICT;
 `;
