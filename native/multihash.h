@@ -16,6 +16,10 @@ class MultiHasher {
  public:
   explicit MultiHasher(std::string prefix);
   // out[32*k..] = BLAKE3(prefix ‖ data[k][0..lens[k]))
+  // Requirement: the messages must be consecutive, in-order slices of ONE buffer (as the
+  // chunker produces them). BLAKE3's wide SIMD kernels read up to 48 bytes past an input's last
+  // block; within one buffer those bytes belong to the next message, but separate allocations
+  // would be read out of bounds (found by fuzz/multihash; see docs/FUZZING.md).
   void HashAll(const uint8_t* const* data, const size_t* lens, size_t count, uint8_t* out);
 
  private:

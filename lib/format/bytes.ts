@@ -114,6 +114,16 @@ export class ByteReader {
     return z & 1n ? -((z + 1n) >> 1n) : z >> 1n;
   }
 
+  /**
+   * A count of entries that each take at least `minBytes`: refused when the remaining bytes
+   * cannot hold that many, so damaged input cannot make a decoder allocate a huge array.
+   */
+  count(minBytes: number): number {
+    const n = this.uv();
+    if (n * minBytes > this.buf.length - this.pos) this.fail(`count ${n} exceeds the remaining bytes`);
+    return n;
+  }
+
   bytes(n: number): Buffer {
     if (this.pos + n > this.buf.length) this.fail('truncated');
     const out = this.buf.subarray(this.pos, this.pos + n);

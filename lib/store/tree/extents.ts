@@ -35,7 +35,7 @@ export function encodeExtentNode(n: ExtentNode): Buffer {
 export function decodeExtentNode(data: Buffer, what: string): ExtentNode {
   const r = new ByteReader(data, what);
   const level = r.u8();
-  const count = r.uv();
+  const count = r.count(33);
   if (count === 0) throw new LayerFsError('ERR_CORRUPT', `${what}: empty extent node`);
   const ids: Buffer[] = new Array(count);
   const lengths: number[] = new Array(count);

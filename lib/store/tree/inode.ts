@@ -91,16 +91,17 @@ export function decodeInode(data: Buffer, serial: number): Inode {
     content: null,
     xattrs: [],
   };
-  const parents: number[] = new Array(r.uv());
+  const parents: number[] = new Array(r.count(1));
   let prev = 0;
   for (let i = 0; i < parents.length; i++) parents[i] = prev += r.uv();
   n.parents = parents;
   n.nlink = kind === InodeKind.Dir ? 1 : Math.max(1, parents.length);
   n.form = r.u8() as ContentForm;
+  if (n.form > ContentForm.Extents) throw new LayerFsError('ERR_CORRUPT', `inode ${serial} has unknown content form ${n.form}`);
   if (n.form !== ContentForm.None) n.content = Buffer.from(r.bytes(32));
   if (kind === InodeKind.Symlink) n.target = Buffer.from(r.lbytes());
   if (kind === InodeKind.CharDev || kind === InodeKind.BlockDev) n.rdev = r.uv();
-  const count = r.uv();
+  const count = r.count(2);
   for (let i = 0; i < count; i++) n.xattrs.push({ name: Buffer.from(r.lbytes()), value: Buffer.from(r.lbytes()) });
   r.end();
   return n;

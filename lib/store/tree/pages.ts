@@ -64,12 +64,13 @@ export function decodeNode(kind: TreeKind, data: Buffer, what: string): TreeNode
   const k = r.u8();
   if (k !== kind) throw new LayerFsError('ERR_CORRUPT', `${what}: page of tree kind ${k}, expected ${kind}`);
   const level = r.u8();
-  const n = r.uv();
+  const n = r.count(level === 0 ? 2 : 33);
   const keys: Buffer[] = new Array(n);
   const vals: Buffer[] = new Array(n);
   for (let i = 0; i < n; i++) {
     keys[i] = r.lbytes();
     vals[i] = level === 0 ? r.lbytes() : r.bytes(32);
+    if (i > 0 && Buffer.compare(keys[i - 1]!, keys[i]!) >= 0) throw new LayerFsError('ERR_CORRUPT', `${what}: keys out of order`);
   }
   r.end();
   return { level, keys, vals };
