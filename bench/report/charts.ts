@@ -42,8 +42,13 @@ const COMMON = {
   config: { axis: { labelFontSize: 11, titleFontSize: 12 }, title: { fontSize: 14 } },
 };
 
+/** Ten distinct colours suffice for most charts; more series get twenty. */
+function palette(points: Point[]): unknown {
+  return new Set(points.map((p) => p.series)).size > 10 ? { scheme: 'tableau20' } : 'category';
+}
+
 /** Log–log lines, one per series (tool): how cost grows with the tier. */
-export function lineSpec(title: string, xTitle: string, yTitle: string, points: Point[]): unknown {
+export function lineSpec(title: string, xTitle: string, yTitle: string, points: Point[], legend = 'tool'): unknown {
   const values = [...points].sort((a, b) => a.x - b.x);
   const xs = [...new Set(values.map((p) => p.x))];
   return {
@@ -53,13 +58,13 @@ export function lineSpec(title: string, xTitle: string, yTitle: string, points: 
     scales: [
       { name: 'x', type: 'log', domain: { data: 'table', field: 'x' }, range: 'width', padding: 12 },
       { name: 'y', type: 'log', domain: { data: 'table', field: 'y' }, range: 'height', nice: true },
-      { name: 'color', type: 'ordinal', domain: { data: 'table', field: 'series' }, range: 'category' },
+      { name: 'color', type: 'ordinal', domain: { data: 'table', field: 'series' }, range: palette(values) },
     ],
     axes: [
       { orient: 'bottom', scale: 'x', title: xTitle, values: xs, format: ',' },
       { orient: 'left', scale: 'y', title: yTitle, grid: true, format: '~s', tickCount: 6 },
     ],
-    legends: [{ stroke: 'color', fill: 'color', title: 'tool', symbolType: 'circle' }],
+    legends: [{ stroke: 'color', fill: 'color', title: legend, symbolType: 'circle', labelLimit: 320 }],
     marks: [
       {
         type: 'group',
@@ -105,10 +110,10 @@ export function barSpec(title: string, xTitle: string, points: Point[]): unknown
     scales: [
       { name: 'y', type: 'band', domain: { data: 'table', field: 'series' }, range: 'height', padding: 0.2 },
       { name: 'x', type: 'linear', domain: { data: 'table', field: 'y' }, range: 'width', nice: true, zero: true },
-      { name: 'color', type: 'ordinal', domain: { data: 'table', field: 'series' }, range: 'category' },
+      { name: 'color', type: 'ordinal', domain: { data: 'table', field: 'series' }, range: palette(points) },
     ],
     axes: [
-      { orient: 'bottom', scale: 'x', title: xTitle, grid: true, format: ',~f', tickCount: 6 },
+      { orient: 'bottom', scale: 'x', title: xTitle, grid: true, format: '~s', tickCount: 6 },
       { orient: 'left', scale: 'y' },
     ],
     marks: [
@@ -145,8 +150,72 @@ export interface ChartPlan {
   spec: unknown;
 }
 
+/**
+ * A chart a family asks for instead of the default three (time, RSS, stored): one metric of its
+ * rows against the tier, one line per series. Families declare them as `chartDefs` (ChartHooks).
+ */
+export interface ChartDef {
+  /** File stem suffix: docs/bench/<family>-<stem>.svg. */
+  stem: string;
+  title: string;
+  /** y axis label, with its unit. */
+  y: string;
+  /** x axis label; default the tier unit. */
+  x?: string;
+  value?(r: Row): number | undefined;
+  /** Several points per row (e.g. a row's figure and its floor); used instead of value. */
+  values?(r: Row): { series: string; y: number | undefined }[];
+  /** Series name of a row; default its tool. */
+  series?(r: Row): string;
+  /** Which rows to draw; default every ok row. */
+  filter?(r: Row): boolean;
+  /** Legend title; default "series". */
+  legend?: string;
+  /** Several rows giving the same (series, tier): keep their median (default: keep all). */
+  median?: boolean;
+}
+
+function medianPoints(points: Point[]): Point[] {
+  const groups = new Map<string, Point[]>();
+  for (const p of points) {
+    const k = `${p.series}\u0000${p.x}`;
+    groups.set(k, [...(groups.get(k) ?? []), p]);
+  }
+  return [...groups.values()].map((g) => {
+    const ys = g.map((p) => p.y).sort((a, b) => a - b);
+    const m = Math.floor(ys.length / 2);
+    return { ...g[0]!, y: ys.length % 2 ? ys[m]! : (ys[m - 1]! + ys[m]!) / 2 };
+  });
+}
+
+export interface ChartHooks {
+  chartDefs?: ChartDef[];
+}
+
+export function planDefinedCharts(family: string, title: string, rows: Row[], defs: ChartDef[]): ChartPlan[] {
+  const ok = rows.filter((r) => r.status === 'ok');
+  const plans: ChartPlan[] = [];
+  for (const d of defs) {
+    const raw = ok
+      .filter((r) => d.filter?.(r) ?? true)
+      .flatMap((r) => (d.values ? d.values(r) : [{ y: d.value?.(r), series: d.series?.(r) ?? r.tool }]).map((p) => ({ x: r.tierValue, ...p })))
+      .filter((p): p is Point => typeof p.y === 'number' && Number.isFinite(p.y) && p.y > 0);
+    const points = d.median ? medianPoints(raw) : raw;
+    if (points.length === 0) continue;
+    const unit = d.x ?? ok[0]!.tierUnit;
+    const stem = `${family}-${d.stem}`;
+    if (new Set(points.map((p) => p.x)).size >= 2) {
+      plans.push({ stem, alt: `${title}: ${d.title}, ${d.y} vs ${unit}`, spec: lineSpec(d.title, unit, d.y, points, d.legend ?? 'series') });
+    } else {
+      plans.push({ stem, alt: `${title}: ${d.title} (${d.y})`, spec: barSpec(d.title, d.y, points) });
+    }
+  }
+  return plans;
+}
+
 /** The charts of one family: time, peak RSS and stored bytes against the tier. */
-export function planCharts(family: string, title: string, rows: Row[]): ChartPlan[] {
+export function planCharts(family: string, title: string, rows: Row[], defs?: ChartDef[]): ChartPlan[] {
+  if (defs !== undefined) return planDefinedCharts(family, title, rows, defs);
   const ok = rows.filter((r) => r.status === 'ok');
   if (ok.length === 0) return [];
   const tiers = new Set(ok.map((r) => r.tierValue));

@@ -447,8 +447,16 @@ export class Client {
       const states: { kind: string; id: string; rootId: Buffer; label: string }[] = [];
       const stacks = new Map(listLayerStacks(this.store).map((s) => [toHex(s.id), s.name]));
       for (const l of listLayers(this.store, stackId)) states.push({ kind: 'layer', id: toHex(l.id), rootId: l.rootId, label: `${stacks.get(toHex(l.layerStackId))}#${l.seq}` });
+      // A Commit shared by several Branches (forked from it) is one state, labelled by the
+      // Branch that made it first.
+      const seenCommits = new Set<string>();
       for (const b of listBranches(this.store, stackId)) {
-        for (const c of branchLog(this.store, b).reverse()) states.push({ kind: 'commit', id: toHex(c.id), rootId: c.rootId, label: `${b.name}@${toHex(c.id).slice(0, 12)}` });
+        for (const c of branchLog(this.store, b).reverse()) {
+          const id = toHex(c.id);
+          if (seenCommits.has(id)) continue;
+          seenCommits.add(id);
+          states.push({ kind: 'commit', id, rootId: c.rootId, label: `${b.name}@${id.slice(0, 12)}` });
+        }
       }
       const byRoot = new Map<string, string>();
       const r = analyzeDedup(this.store, states, this.info().fileBytes, opts.top ?? 10);

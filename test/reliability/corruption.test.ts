@@ -18,7 +18,8 @@ function flipObject(store: string, hexId: string, at = 0): void {
   try {
     const loc = db.prepare('SELECT pack, offset, length FROM objects WHERE id = ?').get(Buffer.from(hexId, 'hex')) as { pack: number; offset: number; length: number };
     const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
-    data[loc.offset + (at % loc.length)] ^= 0x40;
+    const i = loc.offset + (at % loc.length);
+    data[i] = data[i]! ^ 0x40;
     db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
   } finally {
     db.close();

@@ -1,0 +1,42 @@
+// Family dedup_cross_file: N files of 1 MiB (N = 10, 100; 10 quick) that are all identical, all
+// unique, half identical (mixed), or share their first half: whole-file and chunk-level dedup
+// across files, against git (which dedups identical blobs, and deltas only at gc).
+
+import { warmCache } from '../lib/warm.js';
+import { ensureCrossFileTree, XFILE_CASES } from '../cells/_campaign-fixtures.js';
+import { splitCases, type CampaignFamily } from './_campaign.js';
+import { dedupCharts, dedupTable } from './_dedup.js';
+
+const family: CampaignFamily = {
+  name: 'dedup_cross_file',
+  title: 'Cross-file dedup: N files of 1 MiB',
+  description:
+    'Fixture: N files of 1 MiB of seeded random bytes: identical (N copies of one file), unique (N ' +
+    'different files), mixed (even-numbered files are copies of one file, odd ones unique), ' +
+    'shared-half (every file has the same first 512 KiB and its own last 512 KiB). One fresh Store ' +
+    'per case: `initLayerStack` of the tree ("import"); "semantic / file" is the receipt\'s ' +
+    'bytesInserted / N (ideal: 1 MiB / N for identical, 1 MiB for unique, ≈ ½ MiB for mixed and ' +
+    'shared-half), "pages / file" its allocatedGrowth / N. git: `git add -A && git commit` ' +
+    '("import"; "git loose / file" is the .git growth / N), then `git gc` ("git gc\'d / file"). ' +
+    '"dedup ratio" is analyzeDedup\'s logical / unique bytes.',
+  order: 51,
+  peers: ['git'],
+  tiers: (quick) => (quick ? [10] : [10, 100]).map((n) => ({ label: `${n}`, value: n, unit: 'files' })),
+  run(tier, ctx) {
+    const args = ['--n', String(tier.value)];
+    for (const c of XFILE_CASES) {
+      const fx = ensureCrossFileTree(c, tier.value);
+      ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
+      if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+      warmCache(fx.dir);
+      args.push('--case', `${c}=${fx.dir}`);
+    }
+    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-dedup-trees.ts', args });
+    const g = ctx.runCell({ tier, tool: 'git', script: 'git-dedup-trees.ts', args });
+    return [...splitCases(l), ...splitCases(g)];
+  },
+  table: (rows) => dedupTable(rows, XFILE_CASES, 'file'),
+  chartDefs: dedupCharts('file'),
+};
+
+export default family;

@@ -1,0 +1,102 @@
+// Family payload_create_read: one random file of 1 / 10 / 100 / 500 MiB (1, 10 quick): import it,
+// read it back whole, then random 4 KiB reads — against git (import = add + commit, read =
+// cat-file) and, for random reads, pread(2) on the file itself.
+
+import { DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format.js';
+import { warmCache } from '../lib/warm.js';
+import { ensureLargeFile } from '../fixtures/tree.js';
+import type { Row, Table } from '../lib/types.js';
+import { failedCells, fmtFineMs, fmtMBps, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+
+const READS = 1000;
+
+const family: CampaignFamily = {
+  name: 'payload_create_read',
+  title: 'One large file: import, full read, random 4 KiB reads',
+  description:
+    'One file of seeded random (incompressible) bytes. layerfs: `Client.create` + `initLayerStack` ' +
+    '("import"), close and reconnect, then `readFile` streamed to the end ("full read"), then random ' +
+    `4 KiB reads at seeded offsets (${READS.toLocaleString('en-US')} asked). **The SDK has no range ` +
+    'read**: each random read is `readFile` streamed from the start until the 4 KiB are covered, then ' +
+    'the generator is closed, so its cost grows with the offset (≈ half the file per read; "streamed / ' +
+    'read" shows it). To bound run time the number of reads is capped so that at most 4 GiB (256 MiB ' +
+    'in quick runs) are streamed, with at least 20 reads; "reads" gives done / asked. "pread floor" is ' +
+    'the same offsets read with pread(2) from the fixture file in the page cache (no Store). git: ' +
+    '`git init && git add -A && git commit` ("import"), `git cat-file blob HEAD:large.bin | cat ' +
+    '>/dev/null` ("full read"); git has no range read either, so no random-read figure. "semantic" and ' +
+    '"pages" are the import receipt\'s bytesInserted and allocatedGrowth; "stored" is Store file + WAL ' +
+    'after close (`du -sb .git` for git). "peak RSS" is the cell process\'s after everything; "RSS ' +
+    'import / read" its peak so far after the import and after the full read.',
+  order: 40,
+  peers: ['git'],
+  tiers: (quick) => (quick ? [1, 10] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
+  run(tier, ctx) {
+    const fx = ensureLargeFile(tier.value);
+    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
+    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const rows: Row[] = [];
+    warmCache(fx.dir);
+    rows.push(
+      ctx.runCell({
+        tier,
+        tool: 'layerfs',
+        script: 'layerfs-payload.ts',
+        args: ['--dir', fx.dir, '--reads', String(READS), '--budget-mib', ctx.quick ? '256' : '4096'],
+      }),
+    );
+    warmCache(fx.dir);
+    rows.push(ctx.runCell({ tier, tool: 'git', script: 'git-payload.ts', args: ['--dir', fx.dir] }));
+    return rows;
+  },
+  table(rows: Row[]): Table {
+    const notes: string[] = [];
+    const headers = [
+      'tier', 'tool', 'import', 'import MB/s', 'import ×git', 'full read', 'read MB/s', 'read ×git',
+      'reads', 'random read median', 'p90', 'streamed / read', 'pread floor', 'semantic', 'pages', 'stored', 'peak RSS',
+      'RSS import / read',
+    ];
+    const out = rows.map((r) => {
+      const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
+      if (bad) return bad;
+      const git = r.tool === 'git' ? undefined : peerOf(rows, r, 'git');
+      const isL = r.tool === 'layerfs';
+      return [
+        r.tier,
+        r.tool,
+        fmtMs(r.ms),
+        fmtMBps(x(r, 'importMBps')),
+        git ? fmtX(ratio(r.ms, git.ms)) : DASH,
+        fmtMs(x(r, 'readMs')),
+        fmtMBps(x(r, 'readMBps')),
+        git ? fmtX(ratio(x(r, 'readMs'), x(git, 'readMs'))) : DASH,
+        isL ? `${fmtInt(x(r, 'randomReads'))} / ${fmtInt(x(r, 'randomAsked'))}` : DASH,
+        isL ? fmtFineMs(x(r, 'randomMedianMs')) : DASH,
+        isL ? fmtFineMs(x(r, 'randomP90Ms')) : DASH,
+        isL ? fmtBytes(x(r, 'streamedPerRead')) : DASH,
+        isL ? fmtFineMs(x(r, 'floorMedianMs')) : DASH,
+        isL ? fmtBytes(x(r, 'semanticGrowth')) : DASH,
+        isL ? fmtSigned(x(r, 'allocatedGrowth')) : DASH,
+        fmtBytes(r.storeBytes),
+        fmtMiB(r.maxRssMiB),
+        isL && x(r, 'rssAfterImportMiB') !== undefined ? `${fmtMiB(x(r, 'rssAfterImportMiB'))} / ${fmtMiB(x(r, 'rssAfterReadMiB'))}` : DASH,
+      ];
+    });
+    return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
+  },
+  chartDefs: [
+    { stem: 'import', title: 'Import one file: wall time', y: 'ms', value: (r) => r.ms, legend: 'tool' },
+    { stem: 'read', title: 'Full read (stream): wall time', y: 'ms', value: (r) => x(r, 'readMs'), legend: 'tool' },
+    {
+      stem: 'random',
+      title: 'Random 4 KiB read (SDK: stream from start)',
+      y: 'ms per read',
+      values: (r) => [
+        { series: 'layerfs readFile', y: x(r, 'randomMedianMs') },
+        { series: 'pread floor', y: x(r, 'floorMedianMs') },
+      ],
+      filter: (r) => r.tool === 'layerfs',
+    },
+  ],
+};
+
+export default family;

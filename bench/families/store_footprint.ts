@@ -1,0 +1,103 @@
+// Family store_footprint: the on-disk cost of 100,000 unique small files (10,000 quick; the init
+// fixture): Store bytes against the canonical bytes it holds, and against a git repository of
+// the same tree after `git gc`.
+
+import { countLabel, DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format.js';
+import { warmCache } from '../lib/warm.js';
+import { ensureTree } from '../fixtures/tree.js';
+import type { Row, Table } from '../lib/types.js';
+import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+
+const family: CampaignFamily = {
+  name: 'store_footprint',
+  title: 'Store footprint of unique small files',
+  description:
+    'The init fixture (N unique files, half text / half random, log-normal sizes, median 2 KiB): ' +
+    '100,000 files, 10,000 in quick runs. layerfs: `Client.create` + `initLayerStack` ("import"), ' +
+    'close (WAL checkpointed), then "stored" = Store file + WAL and `analyzeDedup` ("analyze"): ' +
+    '"content" is the files\' bytes (logical), "canonical" the unique canonical bytes of every object ' +
+    'the state reaches (chunks and blobs plus namespace and extent records). git: `git init && git add ' +
+    '-A && git commit` ("import"; loose objects, "git loose" = `du -sb .git`), then `git gc` ("git ' +
+    'gc"; "git gc\'d" = `du -sb .git` after). Ratios: "stored / content", "stored / canonical" (page ' +
+    'and index overhead of SQLite), and "stored / git gc\'d" (below 1× is smaller than a packed git ' +
+    'repository; git\'s packs are zlib-compressed and delta-encoded, the Store is not compressed).',
+  order: 52,
+  peers: ['git'],
+  tiers: (quick) => [quick ? 10_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  run(tier, ctx) {
+    const fx = ensureTree(tier.value);
+    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
+    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    warmCache(fx.dir);
+    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir] });
+    warmCache(fx.dir);
+    const g = ctx.runCell({ tier, tool: 'git', script: 'git-init.ts', args: ['--dir', fx.dir, '--gc'] });
+    for (const r of [l, g]) {
+      r.files ??= fx.manifest.files;
+      r.bytes ??= fx.manifest.bytes;
+    }
+    return [l, g];
+  },
+  table(rows: Row[]): Table {
+    const notes: string[] = [];
+    const headers = [
+      'tier', 'tool', 'import', '×git', 'content', 'canonical', 'stored', 'allocated', 'stored / content', 'stored / canonical',
+      'git loose', 'git gc\'d', 'stored / git gc\'d', 'git gc', 'analyze', 'objects', 'peak RSS',
+    ];
+    const out = rows.map((r) => {
+      const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
+      if (bad) return bad;
+      const isL = r.tool === 'layerfs';
+      const git = isL ? peerOf(rows, r, 'git') : undefined;
+      const packed = isL ? x(git, 'packedBytes') : x(r, 'packedBytes');
+      return [
+        r.tier,
+        r.tool,
+        fmtMs(r.ms),
+        git ? fmtX(ratio(r.ms, git.ms)) : DASH,
+        fmtBytes(r.bytes),
+        isL ? fmtBytes(x(r, 'uniqueBytes')) : DASH,
+        isL ? fmtBytes(r.storeBytes) : DASH,
+        fmtBytes(x(r, 'allocatedBytes')),
+        isL ? fmtX(ratio(r.storeBytes, r.bytes), 3) : fmtX(ratio(packed, r.bytes), 3),
+        isL ? fmtX(ratio(r.storeBytes, x(r, 'uniqueBytes')), 3) : DASH,
+        isL ? DASH : fmtBytes(r.storeBytes),
+        isL ? fmtBytes(packed) : fmtBytes(packed),
+        isL ? fmtX(ratio(r.storeBytes, packed), 3) : DASH,
+        isL ? DASH : fmtMs(x(r, 'gcMs')),
+        isL ? fmtMs(x(r, 'analyzeMs')) : DASH,
+        fmtInt(r.objects),
+        fmtMiB(r.maxRssMiB),
+      ];
+    });
+    const l = rows.find((r) => r.tool === 'layerfs' && r.status === 'ok');
+    const g = l ? peerOf(rows, l, 'git') : undefined;
+    if (l) {
+      notes.push(
+        `at ${l.tier} files: Store / canonical ${fmtX(ratio(l.storeBytes, x(l, 'uniqueBytes')), 3)}, Store / git gc'd ${fmtX(ratio(l.storeBytes, x(g, 'packedBytes')), 3)} ` +
+          '(for git, "stored / content" is its gc\'d repository over the content)',
+      );
+    }
+    return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
+  },
+  chartDefs: [
+    {
+      stem: 'bytes',
+      title: 'On-disk bytes of the tree',
+      y: 'bytes',
+      values: (r) =>
+        r.tool === 'layerfs'
+          ? [
+              { series: 'content (logical)', y: r.bytes },
+              { series: 'layerfs canonical', y: x(r, 'uniqueBytes') },
+              { series: 'layerfs Store file', y: r.storeBytes },
+            ]
+          : [
+              { series: 'git loose (.git)', y: r.storeBytes },
+              { series: "git gc'd (.git)", y: x(r, 'packedBytes') },
+            ],
+    },
+  ],
+};
+
+export default family;
