@@ -1,0 +1,630 @@
+/**
+ * The mount daemon: one process per Store serving every mounted Workspace of that Store.
+ *
+ * Start: take the per-Store lock (an abstract-namespace Unix socket, released by the kernel when
+ * the process dies, even by SIGKILL), detach the stale mounts a dead predecessor left
+ * (recorded in mounts.json) and report which Workspaces lost uncommitted work, then listen on
+ * `<store>.d/daemon.sock` (0600) with a fresh random token in `<store>.d/daemon.token` (0600).
+ *
+ * Requests are JSON lines carrying the token. A bad request gets an error answer; nothing a
+ * client sends can stop the daemon except `stop`. The daemon exits when its last mount ends
+ * (or when nothing was mounted within IDLE_MS of its start).
+ *
+ * Rule: this process serves FUSE mounts from its event loop, so it never makes a synchronous
+ * file system call that could reach one of them (it would deadlock). Mount points are only
+ * touched with async calls; synchronous I/O is limited to `<store>.d` and the Store file,
+ * which a mount may never contain.
+ */
+import { execFile } from 'node:child_process';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { createServer, type Server, type Socket } from 'node:net';
+import { isAbsolute, sep } from 'node:path';
+import { LayerFsError, isLayerFsError } from '../errors.js';
+import { getBranch } from '../history/index.js';
+import { Store } from '../store/index.js';
+import { ContentCache } from './content.js';
+import type { FuseMount } from './fuse.js';
+import { KernelMount, kernelBackendUsable } from './kernel.js';
+import { Overlay } from './overlay.js';
+import { wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
+import {
+  daemonPaths,
+  MAX_LINE,
+  PROTOCOL_VERSION,
+  type Backend,
+  type DaemonPaths,
+  type DaemonStatus,
+  type MountRecord,
+  type MountRequest,
+  type MountStatus,
+  type MountedCommitOutcome,
+  type RecoveryReport,
+  type Request,
+  type Response,
+  type StopOutcome,
+  type UnmountOutcome,
+  type WireError,
+} from './protocol.js';
+
+/** A daemon started on demand exits if nothing gets mounted this soon. */
+const IDLE_MS = 30_000;
+
+/** One served Workspace, whatever the backend. */
+interface WorkspaceServer {
+  mount(): Promise<void>;
+  unmount(): Promise<void>;
+  commit(): Promise<ServedCommit>;
+  state(): Promise<ServedState>;
+  dispose(): void;
+}
+
+/** fuse-native: the overlay lives on this thread, beside libfuse's callbacks. */
+class InProcessServer implements WorkspaceServer {
+  constructor(
+    private readonly overlay: Overlay,
+    private readonly fuse: FuseMount,
+  ) {}
+
+  mount(): Promise<void> {
+    return this.fuse.mount();
+  }
+
+  unmount(): Promise<void> {
+    return this.fuse.unmount();
+  }
+
+  async commit(): Promise<ServedCommit> {
+    const out = await this.overlay.commit();
+    return { outcome: wireOutcome(out), changed: this.overlay.changed };
+  }
+
+  async state(): Promise<ServedState> {
+    return { changed: this.overlay.changed, pending: this.overlay.pending(), openHandles: this.overlay.openHandles, committing: this.overlay.busy };
+  }
+
+  dispose(): void {
+    this.overlay.dispose();
+  }
+}
+
+/** The kernel backend: the overlay lives in the mount's serving thread (kernel-worker.ts). */
+class WorkerServer implements WorkspaceServer {
+  constructor(private readonly k: KernelMount) {}
+
+  mount(): Promise<void> {
+    return this.k.mount();
+  }
+
+  unmount(): Promise<void> {
+    return this.k.unmount();
+  }
+
+  commit(): Promise<ServedCommit> {
+    return this.k.commit();
+  }
+
+  async state(): Promise<ServedState> {
+    return this.k.state();
+  }
+
+  dispose(): void {}
+}
+
+interface Entry {
+  record: MountRecord;
+  server: WorkspaceServer;
+  /** The real path of the mount point. */
+  real: string;
+  committing: Promise<unknown> | null;
+}
+
+function bad(message: string, details: Record<string, unknown> = {}): LayerFsError {
+  return new LayerFsError('ERR_INVALID_ARGUMENT', message, details);
+}
+
+function hexArg(v: unknown, bytes: number, what: string, nullable = false): string | null {
+  if (nullable && v === null) return null;
+  if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} must be ${bytes * 2} lowercase hex digits`);
+  return v;
+}
+
+function execFileP(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
+  return new Promise((resolve) => execFile(cmd, args, { timeout: 30_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}`.trim() })));
+}
+
+function unescapeMountinfo(s: string): string {
+  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+}
+
+/** Mount points of this mount namespace with their file system types. */
+async function mountTable(): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  let text = '';
+  try {
+    text = await readFile('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    const dash = f.indexOf('-');
+    if (f.length < 5 || dash < 0) continue;
+    out.set(unescapeMountinfo(f[4]!), f[dash + 1] ?? '');
+  }
+  return out;
+}
+
+/** Detaches a mount point (lazily: a stale FUSE mount cannot be unmounted otherwise). */
+async function detach(path: string): Promise<boolean> {
+  for (const [cmd, args] of [
+    ['fusermount', ['-uz', path]],
+    ['fusermount3', ['-uz', path]],
+    ['umount', ['-l', path]],
+  ] as [string, string[]][]) {
+    if ((await execFileP(cmd, args)).ok) return true;
+  }
+  return false;
+}
+
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
+}
+
+export class Daemon {
+  private readonly paths: DaemonPaths;
+  private store!: Store;
+  private cache!: ContentCache;
+  private readonly mounts = new Map<string, Entry>();
+  private server: Server | null = null;
+  private lock: Server | null = null;
+  private token!: Buffer;
+  private recovered: RecoveryReport | null = null;
+  private readonly startedAt = new Date().toISOString();
+  /** Commits run one at a time: a Store handle holds one write transaction. */
+  private commitChain: Promise<unknown> = Promise.resolve();
+  private idleTimer: NodeJS.Timeout | null = null;
+  private stopping = false;
+  /** Mount paths being set up (their records are not in `mounts` yet). */
+  private readonly pendingPaths = new Set<string>();
+
+  constructor(storePath: string) {
+    this.paths = daemonPaths(storePath);
+  }
+
+  log(message: string): void {
+    process.stderr.write(`${new Date().toISOString()} [${process.pid}] ${message}\n`);
+  }
+
+  /** Returns false when another daemon already serves this Store. */
+  async start(): Promise<boolean> {
+    const p = this.paths;
+    mkdirSync(p.dir, { recursive: true, mode: 0o700 });
+    const st = lstatSync(p.dir);
+    if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
+      throw new LayerFsError('ERR_UNSAFE_PATH', `${p.dir} must be a directory owned by this user and writable only by it`, { path: p.dir });
+    }
+    if (!(await this.takeLock())) return false;
+    this.store = Store.open(p.store);
+    this.cache = new ContentCache(this.store.objects);
+    await this.recover();
+    await this.listen();
+    this.idleTimer = setTimeout(() => {
+      if (this.mounts.size === 0 && this.pendingPaths.size === 0) void this.shutdown('idle');
+    }, IDLE_MS);
+    for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => void this.shutdown(sig));
+    process.on('SIGHUP', () => {});
+    this.log(`serving ${p.store}`);
+    return true;
+  }
+
+  /** Takes the per-Store lock, waiting a little for a predecessor that is on its way out. */
+  private async takeLock(waitMs = 5000): Promise<boolean> {
+    const deadline = Date.now() + waitMs;
+    for (;;) {
+      const got = await new Promise<boolean>((resolve, reject) => {
+        const s = createServer((c) => c.destroy());
+        s.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(false) : reject(e)));
+        s.listen(this.paths.lockName, () => {
+          this.lock = s;
+          resolve(true);
+        });
+      });
+      if (got || Date.now() > deadline) return got;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
+  /** Cleans what a dead predecessor left: stale mounts, spools, the old socket. */
+  private async recover(): Promise<void> {
+    const p = this.paths;
+    let previous: MountRecord[] = [];
+    try {
+      const j = JSON.parse(readFileSync(p.mounts, 'utf8')) as { mounts?: MountRecord[] };
+      if (Array.isArray(j.mounts)) previous = j.mounts.filter((m) => m && typeof m.path === 'string' && typeof m.workspaceId === 'string');
+    } catch {
+      /* none, or unreadable: nothing to recover */
+    }
+    const report: RecoveryReport = { at: new Date().toISOString(), cleaned: [], lostUncommitted: [], ended: [] };
+    if (previous.length > 0) {
+      const table = await mountTable();
+      for (const m of previous) {
+        let stale = false;
+        try {
+          await stat(m.path);
+        } catch (e) {
+          stale = (e as NodeJS.ErrnoException).code === 'ENOTCONN';
+        }
+        const type = table.get(m.path);
+        if (stale || (type !== undefined && type.startsWith('fuse'))) {
+          if (await detach(m.path)) report.cleaned.push(m.path);
+          else this.log(`could not detach the stale mount ${m.path}`);
+        }
+        report.ended.push({ workspaceId: m.workspaceId, path: m.path });
+        if (m.dirty) report.lostUncommitted.push({ workspaceId: m.workspaceId, path: m.path, branchId: m.branchId });
+      }
+      this.recovered = report;
+      this.writeJson(p.recovery, report);
+      this.log(`recovered: ${report.cleaned.length} stale mount(s) detached, ${report.lostUncommitted.length} Workspace(s) lost uncommitted work`);
+    }
+    rmSync(p.spool, { recursive: true, force: true });
+    mkdirSync(p.spool, { recursive: true, mode: 0o700 });
+    this.saveMounts();
+  }
+
+  private writeJson(path: string, value: unknown): void {
+    const tmp = `${path}.${process.pid}.tmp`;
+    writeFileSync(tmp, JSON.stringify(value, null, 2) + '\n', { mode: 0o600 });
+    renameSync(tmp, path);
+  }
+
+  private saveMounts(): void {
+    this.writeJson(this.paths.mounts, { version: 1, pid: process.pid, startedAt: this.startedAt, mounts: [...this.mounts.values()].map((e) => e.record) });
+  }
+
+  private async listen(): Promise<void> {
+    const p = this.paths;
+    if (Buffer.byteLength(p.socket) > 107) throw new LayerFsError('ERR_INVALID_ARGUMENT', `the daemon socket path is too long for a Unix socket: ${p.socket}`, { path: p.socket, hint: 'use a shorter Store path' });
+    try {
+      unlinkSync(p.socket);
+    } catch {
+      /* none */
+    }
+    this.token = randomBytes(32);
+    const tmp = `${p.token}.${process.pid}.tmp`;
+    const fd = openSync(tmp, 'wx', 0o600);
+    try {
+      writeFileSync(fd, this.token.toString('hex'));
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(tmp, p.token);
+    const server = createServer({ allowHalfOpen: true }, (c) => this.connection(c));
+    const oldMask = process.umask(0o177);
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(p.socket, () => resolve());
+      });
+    } finally {
+      process.umask(oldMask);
+    }
+    chmodSync(p.socket, 0o600);
+    server.on('error', (e) => this.log(`socket error: ${e.message}`));
+    this.server = server;
+  }
+
+  private connection(c: Socket): void {
+    let buf = '';
+    let pending = 0;
+    let ended = false;
+    // Answers in request order; the connection closes once the client has ended and all are sent.
+    let chain: Promise<void> = Promise.resolve();
+    const maybeEnd = () => {
+      if (ended && pending === 0 && !c.destroyed) c.end();
+    };
+    c.setEncoding('utf8');
+    c.on('error', () => {});
+    c.on('end', () => {
+      ended = true;
+      maybeEnd();
+    });
+    c.on('data', (chunk: string) => {
+      buf += chunk;
+      if (buf.length > MAX_LINE && !buf.slice(0, MAX_LINE).includes('\n')) {
+        c.end(JSON.stringify({ ok: false, error: { code: 'ERR_INVALID_ARGUMENT', message: `request line longer than ${MAX_LINE} bytes` } }) + '\n');
+        c.destroy();
+        return;
+      }
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        pending++;
+        const answer = this.answer(line);
+        chain = chain.then(async () => {
+          const r = await answer;
+          if (!c.destroyed) c.write(JSON.stringify(r) + '\n');
+          pending--;
+          maybeEnd();
+        });
+      }
+    });
+  }
+
+  private checkToken(t: unknown): void {
+    const given = typeof t === 'string' && /^[0-9a-f]{64}$/.test(t) ? Buffer.from(t, 'hex') : Buffer.alloc(32);
+    if (!timingSafeEqual(given, this.token) || typeof t !== 'string') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'bad or missing daemon token', { hint: `read it from ${this.paths.token}` });
+  }
+
+  async answer(line: string): Promise<Response> {
+    try {
+      let req: unknown;
+      try {
+        req = JSON.parse(line);
+      } catch {
+        throw bad('the request is not JSON');
+      }
+      if (req === null || typeof req !== 'object' || Array.isArray(req)) throw bad('the request must be a JSON object');
+      const r = req as Record<string, unknown>;
+      this.checkToken(r.token);
+      if (this.stopping) throw new LayerFsError('ERR_BUSY', 'the daemon is stopping', { stopping: true });
+      const result = await this.dispatch(r as unknown as Request);
+      return { ok: true, result };
+    } catch (e) {
+      if (isLayerFsError(e)) return { ok: false, error: e.toJSON() as WireError };
+      this.log(`request failed: ${(e as Error)?.stack ?? String(e)}`);
+      return { ok: false, error: { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) } };
+    }
+  }
+
+  private async dispatch(r: Request): Promise<unknown> {
+    switch (r.op) {
+      case 'mount':
+        return this.mount(r);
+      case 'commit':
+        return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')));
+      case 'unmount':
+        return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true);
+      case 'status':
+        return this.status();
+      case 'stop':
+        return this.stop(r.discard === true);
+      default:
+        throw bad(`unknown op ${JSON.stringify((r as { op?: unknown }).op)}`, { hint: 'mount, commit, unmount, status or stop' });
+    }
+  }
+
+  private async stateOf(e: Entry): Promise<ServedState> {
+    if (e.committing) return { changed: e.record.dirty, pending: { records: 0, deleted: 0, directories: 0 }, openHandles: 0, committing: true };
+    try {
+      return await e.server.state();
+    } catch {
+      return { changed: e.record.dirty, pending: { records: 0, deleted: 0, directories: 0 }, openHandles: 0, committing: false };
+    }
+  }
+
+  async status(): Promise<DaemonStatus> {
+    const mounts: MountStatus[] = [];
+    for (const e of [...this.mounts.values()]) {
+      const st = await this.stateOf(e);
+      mounts.push({ ...e.record, pending: st.pending, openHandles: st.openHandles, committing: st.committing, ...(st.requests ? { requests: st.requests } : {}) });
+    }
+    return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered };
+  }
+
+  private async checkMountPoint(path: string): Promise<string> {
+    if (typeof path !== 'string' || !isAbsolute(path) || path.includes('\0')) throw bad('path must be an absolute path');
+    let real: string;
+    try {
+      real = await realpath(path);
+    } catch (e) {
+      throw new LayerFsError('ERR_NOT_FOUND', `the mount point ${path} does not exist`, { path, errno: (e as NodeJS.ErrnoException).code, hint: 'create an empty directory first' });
+    }
+    const st = await stat(real);
+    if (!st.isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${path} is not a directory`, { path });
+    if ((await readdir(real)).length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${path} is not empty`, { path, hint: 'mount on an empty directory' });
+    for (const e of this.mounts.values()) {
+      if (within(real, e.real)) throw new LayerFsError('ERR_UNSAFE_PATH', `${path} is inside the mounted Workspace ${e.record.workspaceId}`, { path });
+    }
+    for (const pending of this.pendingPaths) if (within(real, pending) || within(pending, real)) throw new LayerFsError('ERR_BUSY', `${path} is being mounted already`, { path });
+    const storeDir = await realpath(this.paths.dir);
+    const storeFile = await realpath(this.paths.store);
+    if (within(storeDir, real) || within(storeFile, real)) throw new LayerFsError('ERR_UNSAFE_PATH', `a mount at ${path} would hide the Store or its state directory`, { path });
+    const table = await mountTable();
+    if (table.has(real)) throw new LayerFsError('ERR_BUSY', `something is already mounted at ${path}`, { path });
+    return real;
+  }
+
+  private async mount(r: MountRequest): Promise<{ workspaceId: string; path: string; rootId: string; backend: Backend }> {
+    const workspaceId = hexArg(r.workspaceId, 16, 'workspaceId')!;
+    const branchId = hexArg(r.branchId, 16, 'branchId')!;
+    const expectedHead = hexArg(r.expectedHead, 32, 'expectedHead', true);
+    const expectedBase = hexArg(r.expectedBase, 32, 'expectedBase')!;
+    const rootId = hexArg(r.rootId, 32, 'rootId')!;
+    const backend = this.backendFor(r.backend);
+    if (this.mounts.has(workspaceId)) throw new LayerFsError('ERR_EXISTS', `Workspace ${workspaceId} is mounted already`, { id: workspaceId });
+    const real = await this.checkMountPoint(r.path);
+    if (this.mounts.has(workspaceId)) throw new LayerFsError('ERR_EXISTS', `Workspace ${workspaceId} is mounted already`, { id: workspaceId });
+    this.pendingPaths.add(real);
+    const spoolDir = `${this.paths.spool}/${workspaceId}`;
+    let server: WorkspaceServer | null = null;
+    try {
+      if (r.allowOther !== undefined && typeof r.allowOther !== 'boolean') throw bad('allowOther must be a boolean');
+      const branchBuf = Buffer.from(branchId, 'hex');
+      if (!getBranch(this.store, branchBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no Branch ${branchId}`, { id: branchId });
+      const rootBuf = Buffer.from(rootId, 'hex');
+      if (!this.store.objects.has(rootBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no state ${rootId} in this Store`, { id: rootId });
+      const wsBuf = Buffer.from(workspaceId, 'hex');
+      const hasRow = this.store.db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(wsBuf) !== undefined;
+      rmSync(spoolDir, { recursive: true, force: true });
+      mkdirSync(spoolDir, { recursive: true, mode: 0o700 });
+      const record: MountRecord = { workspaceId, branchId, path: r.path, expectedHead, expectedBase, rootId, backend, allowOther: r.allowOther === true, mountedAt: new Date().toISOString(), dirty: false };
+      const entry: Entry = { record, server: null as unknown as WorkspaceServer, real, committing: null };
+      const onChange = () => {
+        if (!entry.record.dirty) {
+          entry.record.dirty = true;
+          if (this.mounts.get(workspaceId) === entry) this.saveMounts();
+        }
+      };
+      const mountOpts = { fsname: `layerfs:${workspaceId.slice(0, 12)}`, allowOther: r.allowOther === true, log: (m: string) => this.log(`${workspaceId.slice(0, 8)}: ${m}`) };
+      if (backend === 'kernel') {
+        const params = { storePath: this.paths.store, spoolDir, rootId, branchId, expectedHead, expectedBase, workspaceId: hasRow ? workspaceId : null, protocol: {} };
+        server = new WorkerServer(new KernelMount(r.path, params, mountOpts, onChange));
+      } else {
+        const overlay = new Overlay(
+          this.store,
+          rootBuf,
+          { branchId: branchBuf, expectedHead: expectedHead ? Buffer.from(expectedHead, 'hex') : null, expectedBase: Buffer.from(expectedBase, 'hex'), workspaceId: hasRow ? wsBuf : null },
+          { spoolDir, cache: this.cache, onChange },
+        );
+        // Loaded on first use: fuse-native's binding needs libfuse 2, which the kernel backend does not.
+        const { FuseMount } = await import('./fuse.js');
+        server = new InProcessServer(overlay, new FuseMount(r.path, overlay, mountOpts));
+      }
+      entry.server = server;
+      // Recorded before mounting, so a crash in between still gets cleaned up next start.
+      this.mounts.set(workspaceId, entry);
+      this.saveMounts();
+      try {
+        await server.mount();
+      } catch (e) {
+        this.mounts.delete(workspaceId);
+        this.saveMounts();
+        throw new LayerFsError('ERR_NATIVE', `cannot mount at ${r.path}: ${(e as Error).message}`, { path: r.path, hint: 'is /dev/fuse usable and fusermount installed?' });
+      }
+      if (this.idleTimer) clearTimeout(this.idleTimer);
+      this.log(`mounted ${workspaceId} at ${r.path} (${backend})`);
+      return { workspaceId, path: r.path, rootId, backend };
+    } catch (e) {
+      if (!this.mounts.has(workspaceId)) {
+        server?.dispose();
+        rmSync(spoolDir, { recursive: true, force: true });
+      }
+      throw e;
+    } finally {
+      this.pendingPaths.delete(real);
+    }
+  }
+
+  private backendFor(asked: unknown): Backend {
+    const want = asked ?? process.env.LAYERFS_FUSE_BACKEND ?? 'auto';
+    if (want !== 'auto' && want !== 'kernel' && want !== 'fuse-native') throw bad(`backend must be 'kernel' or 'fuse-native'`);
+    if (want === 'fuse-native') return 'fuse-native';
+    if (kernelBackendUsable()) return 'kernel';
+    if (want === 'kernel') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the kernel backend needs root and /dev/fuse', { hint: "use backend 'fuse-native'" });
+    return 'fuse-native';
+  }
+
+  private entry(workspaceId: string): Entry {
+    const e = this.mounts.get(workspaceId);
+    if (!e) throw new LayerFsError('ERR_NOT_FOUND', `Workspace ${workspaceId} is not mounted by this daemon`, { id: workspaceId });
+    return e;
+  }
+
+  private async commit(workspaceId: string): Promise<MountedCommitOutcome> {
+    const e = this.entry(workspaceId);
+    const run = this.commitChain.then(() => e.server.commit());
+    this.commitChain = run.catch(() => {});
+    e.committing = run;
+    let served: ServedCommit;
+    try {
+      served = await run;
+    } finally {
+      e.committing = null;
+    }
+    const out = served.outcome;
+    if (out.outcome === 'HeadMoved') return out;
+    e.record.expectedHead = out.outcome === 'Created' ? out.commitId : out.head;
+    e.record.rootId = out.rootId;
+    e.record.dirty = served.changed;
+    this.saveMounts();
+    if (out.outcome === 'Created') this.log(`committed ${workspaceId}: ${out.commitId} (${out.objectsInserted} objects, ${out.bytesInserted} bytes, ${out.ms} ms)`);
+    return out;
+  }
+
+  private async unmount(workspaceId: string, discard: boolean): Promise<UnmountOutcome> {
+    const e = this.entry(workspaceId);
+    if (e.committing) await e.committing.catch(() => {});
+    const st = await this.stateOf(e);
+    if (st.changed && !discard) return { outcome: 'Dirty', pending: st.pending };
+    await this.detachEntry(e);
+    const last = this.mounts.size === 0;
+    if (last) setImmediate(() => void this.shutdown('last mount ended'));
+    return { outcome: 'Unmounted', discarded: discard && e.record.dirty };
+  }
+
+  private async detachEntry(e: Entry): Promise<void> {
+    try {
+      await e.server.unmount();
+    } catch (err) {
+      this.log(`unmount of ${e.record.path} failed (${(err as Error).message}); detaching lazily`);
+      await detach(e.record.path);
+    }
+    e.server.dispose();
+    rmSync(`${this.paths.spool}/${e.record.workspaceId}`, { recursive: true, force: true });
+    this.mounts.delete(e.record.workspaceId);
+    this.saveMounts();
+    this.log(`unmounted ${e.record.workspaceId} from ${e.record.path}`);
+  }
+
+  private async stop(discard: boolean): Promise<StopOutcome> {
+    const dirty: string[] = [];
+    for (const e of [...this.mounts.values()]) {
+      if (e.committing) await e.committing.catch(() => {});
+      if ((await this.stateOf(e)).changed) dirty.push(e.record.workspaceId);
+    }
+    if (dirty.length > 0 && !discard) return { outcome: 'Dirty', workspaces: dirty };
+    const unmounted = [...this.mounts.keys()];
+    setImmediate(() => void this.shutdown('stop requested'));
+    return { outcome: 'Stopped', unmounted };
+  }
+
+  async shutdown(why: string): Promise<void> {
+    if (this.stopping) return;
+    this.stopping = true;
+    this.log(`stopping: ${why}`);
+    for (const e of [...this.mounts.values()]) {
+      if (e.committing) await e.committing.catch(() => {});
+      await this.detachEntry(e).catch((err) => this.log(`detach failed: ${(err as Error).message}`));
+    }
+    const p = this.paths;
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    for (const f of [p.socket, p.token, p.mounts]) {
+      try {
+        unlinkSync(f);
+      } catch {
+        /* gone */
+      }
+    }
+    rmSync(p.spool, { recursive: true, force: true });
+    try {
+      this.store?.close();
+    } catch {
+      /* closing anyway */
+    }
+    this.lock?.close();
+    // fuse-native keeps no handle open that would hold the loop, but be sure.
+    setTimeout(() => process.exit(0), 50).unref();
+  }
+}
+
+/** Runs a daemon for the Store at `storePath` in this process until it stops. */
+export async function runDaemon(storePath: string): Promise<void> {
+  const d = new Daemon(storePath);
+  process.on('uncaughtException', (e) => d.log(`uncaught: ${e?.stack ?? String(e)}`));
+  process.on('unhandledRejection', (e) => d.log(`unhandled rejection: ${(e as Error)?.stack ?? String(e)}`));
+  let started: boolean;
+  try {
+    started = await d.start();
+  } catch (e) {
+    d.log(`cannot start: ${(e as Error)?.stack ?? String(e)}`);
+    process.exitCode = 1;
+    return;
+  }
+  if (!started) {
+    d.log('another daemon already serves this Store');
+    return;
+  }
+}

@@ -1,0 +1,27 @@
+// The part of fuse-native 2.2.6 (CommonJS, untyped) that lib/mount/fuse.ts uses.
+declare module 'fuse-native' {
+  type Cb = (code: number, ...values: unknown[]) => void;
+
+  interface FuseOptions {
+    timeout?: number | false;
+    force?: boolean;
+    mkdir?: boolean;
+    debug?: boolean;
+    [option: string]: unknown;
+  }
+
+  class Fuse {
+    constructor(mnt: string, ops: Record<string, (...args: any[]) => void>, opts?: FuseOptions);
+    readonly mnt: string;
+    mount(cb: (err: Error | null) => void): void;
+    unmount(cb: (err: Error | null) => void): void;
+    static unmount(mnt: string, cb: (err: Error | null) => void): void;
+    _fuseOptions(): string;
+    _op_fgetattr(signal: Cb, path: string, fd: number): void;
+    _op_getxattr(signal: Cb, path: string, name: string, valueBuf: Buffer, position: number): void;
+    _op_listxattr(signal: Cb, path: string, listBuf: Buffer): void;
+    _op_readdir(signal: Cb, path: string): void;
+  }
+
+  export = Fuse;
+}

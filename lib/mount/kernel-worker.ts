@@ -1,0 +1,105 @@
+/**
+ * The serving thread of one kernel-backend mount (see kernel.ts): it owns the Workspace's
+ * Overlay and its own Store connection, and loops: read one request from /dev/fuse (blocking
+ * this thread only), answer it. Messages from the daemon (commit, state) are taken between two
+ * requests, so a commit is a consistent cut and requests that arrive meanwhile wait in the
+ * kernel's queue. Never touches a mount synchronously except by serving it.
+ */
+import { readSync, writeSync } from 'node:fs';
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { LayerFsError } from '../errors.js';
+import { Store } from '../store/index.js';
+import { ContentCache } from './content.js';
+import { KernelProtocol, type FromWorker, type KernelWorkerParams, type ToWorker } from './kernel.js';
+import { wireOutcome } from './outcome.js';
+import { Overlay } from './overlay.js';
+
+const { fd, params } = workerData as { fd: number; params: KernelWorkerParams };
+const port = parentPort!;
+const post = (m: FromWorker) => port.postMessage(m);
+const log = (message: string) => post({ type: 'log', message });
+const hex = (h: string) => Buffer.from(h, 'hex');
+
+function serve(): void {
+  const store = Store.open(params.storePath);
+  let proto: KernelProtocol | null = null;
+  const overlay = new Overlay(
+    store,
+    hex(params.rootId),
+    { branchId: hex(params.branchId), expectedHead: params.expectedHead ? hex(params.expectedHead) : null, expectedBase: hex(params.expectedBase), workspaceId: params.workspaceId ? hex(params.workspaceId) : null },
+    {
+      spoolDir: params.spoolDir,
+      cache: new ContentCache(store.objects),
+      ...(params.memoryBudget === undefined ? {} : { memoryBudget: params.memoryBudget }),
+      onChange: () => post({ type: 'dirty' }),
+      retain: (serial) => proto?.retains(serial) ?? false,
+    },
+  );
+  const send = (b: Buffer, len: number): void => {
+    try {
+      writeSync(fd, b, 0, len);
+    } catch (e) {
+      // ENOENT: the request was interrupted and is gone.
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log(`reply to /dev/fuse failed: ${(e as Error).message}`);
+    }
+  };
+  proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
+  const messages = (): void => {
+    for (;;) {
+      const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
+      if (!m) return;
+      try {
+        let value: unknown;
+        if (m.type === 'commit') {
+          const out = overlay.commitSync();
+          value = { outcome: wireOutcome(out), changed: overlay.changed };
+        } else {
+          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests: proto!.requestCounts() };
+        }
+        post({ type: 'result', id: m.id, ok: true, value });
+      } catch (e) {
+        const err = e instanceof LayerFsError ? { code: e.code, message: e.message, details: e.toJSON() } : { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) };
+        if (!(e instanceof LayerFsError)) log(`${m.type} failed: ${(e as Error)?.stack ?? String(e)}`);
+        post({ type: 'result', id: m.id, ok: false, error: err });
+      }
+    }
+  };
+  const buf = Buffer.allocUnsafeSlow((1 << 20) + 8192);
+  try {
+    for (;;) {
+      let n: number;
+      try {
+        n = readSync(fd, buf, 0, buf.length, null);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'EINTR' || code === 'EAGAIN' || code === 'ENOENT') continue;
+        if (code !== 'ENODEV' && code !== 'EBADF') log(`read from /dev/fuse failed: ${(e as Error).message}`);
+        break; // the connection is gone (unmounted or aborted)
+      }
+      messages();
+      if (n <= 0) continue;
+      const req = buf.subarray(0, n);
+      if (KernelProtocol.isWake(req, n)) {
+        proto.wakeReply(req);
+        continue;
+      }
+      proto.handle(req);
+      if (!proto.initialized) continue;
+      if (!ready) {
+        ready = true;
+        post({ type: 'ready' });
+      }
+    }
+  } finally {
+    overlay.dispose();
+    store.close();
+  }
+}
+
+let ready = false;
+try {
+  serve();
+  post({ type: 'ended' });
+} catch (e) {
+  post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
+}

@@ -1,0 +1,143 @@
+/**
+ * The daemon's files and wire format, shared by daemon.ts and client.ts.
+ *
+ *   <store>.d/daemon.sock       Unix socket, mode 0600, JSON lines: one request, one response
+ *   <store>.d/daemon.token      random token every request must carry (0600)
+ *   <store>.d/mounts.json       what the daemon serves (to clean up after a crash)
+ *   <store>.d/daemon-recovery.json  what the last start found (stale mounts, lost work)
+ *   <store>.d/daemon.log        the daemon's stderr
+ *   <store>.d/spool/<ws>/       private spool of each mounted Workspace
+ */
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
+
+export const PROTOCOL_VERSION = 1;
+/** A request line longer than this is refused. */
+export const MAX_LINE = 1 << 20;
+
+export interface DaemonPaths {
+  store: string;
+  dir: string;
+  socket: string;
+  token: string;
+  mounts: string;
+  recovery: string;
+  log: string;
+  spool: string;
+  /** Abstract-namespace socket name held while a daemon runs: the kernel frees it when the process dies, even by SIGKILL. */
+  lockName: string;
+}
+
+export function daemonPaths(storePath: string): DaemonPaths {
+  const store = resolve(storePath);
+  const dir = `${store}.d`;
+  return {
+    store,
+    dir,
+    socket: join(dir, 'daemon.sock'),
+    token: join(dir, 'daemon.token'),
+    mounts: join(dir, 'mounts.json'),
+    recovery: join(dir, 'daemon-recovery.json'),
+    log: join(dir, 'daemon.log'),
+    spool: join(dir, 'spool'),
+    lockName: `\0layerfs-daemon-${createHash('sha256').update(store).digest('hex').slice(0, 32)}`,
+  };
+}
+
+export interface MountRequest {
+  /** 32 hex digits. */
+  workspaceId: string;
+  /** 32 hex digits. */
+  branchId: string;
+  /** Absolute path of an empty directory. */
+  path: string;
+  /** The Branch head the Workspace starts from (64 hex digits), null before the first Commit. */
+  expectedHead: string | null;
+  /** The Branch's base Layer (64 hex digits). */
+  expectedBase: string;
+  /** The state to mount (64 hex digits). */
+  rootId: string;
+  /**
+   * How the mount is served: 'kernel' speaks the FUSE protocol over /dev/fuse itself (root only;
+   * the default when usable), 'fuse-native' goes through libfuse 2. See docs/FUSE.md.
+   */
+  backend?: Backend;
+  /** Let other users in (permissions are then checked against each inode's mode); default false: only the mounting user. */
+  allowOther?: boolean;
+}
+
+export type Backend = 'kernel' | 'fuse-native';
+
+export interface MountRecord extends MountRequest {
+  backend: Backend;
+  mountedAt: string;
+  /** Uncommitted changes exist (set on the first change after mount or commit). */
+  dirty: boolean;
+}
+
+export interface MountStatus extends MountRecord {
+  /** What a commit now would write. */
+  pending: { records: number; deleted: number; directories: number };
+  openHandles: number;
+  committing: boolean;
+  /** Kernel requests served, by operation (kernel backend). */
+  requests?: Record<string, number>;
+}
+
+export interface RecoveryReport {
+  at: string;
+  /** Mount points of a previous daemon that were still attached (stale) and got detached. */
+  cleaned: string[];
+  /** Workspaces whose uncommitted changes died with the previous daemon. */
+  lostUncommitted: { workspaceId: string; path: string; branchId: string }[];
+  /** Workspaces the previous daemon served (their mounts are gone either way). */
+  ended: { workspaceId: string; path: string }[];
+}
+
+export interface DaemonStatus {
+  protocol: number;
+  pid: number;
+  storePath: string;
+  startedAt: string;
+  mounts: MountStatus[];
+  recovered: RecoveryReport | null;
+}
+
+export type MountedCommitOutcome =
+  | {
+      outcome: 'Created';
+      commitId: string;
+      rootId: string;
+      previousHead: string | null;
+      ms: number;
+      objectsInserted: number;
+      objectsReused: number;
+      bytesInserted: number;
+      bytesReused: number;
+      recordsWritten: number;
+      deleted: number;
+      namesChanged: number;
+      bytesRead: number;
+      chunksHashed: number;
+    }
+  | { outcome: 'UpToDate'; head: string | null; rootId: string; ms: number }
+  | { outcome: 'HeadMoved'; expected: string | null; actual: string | null; ms: number };
+
+export type UnmountOutcome = { outcome: 'Unmounted'; discarded: boolean } | { outcome: 'Dirty'; pending: MountStatus['pending'] };
+
+export type StopOutcome = { outcome: 'Stopped'; unmounted: string[] } | { outcome: 'Dirty'; workspaces: string[] };
+
+export type Request =
+  | ({ op: 'mount' } & MountRequest)
+  | { op: 'commit'; workspaceId: string }
+  | { op: 'unmount'; workspaceId: string; discard?: boolean }
+  | { op: 'status' }
+  | { op: 'stop'; discard?: boolean };
+
+export interface WireError {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+export type Response = { ok: true; result: unknown } | { ok: false; error: WireError };
