@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "digest.h"
+#include "napi_env.h"
+#include "napi_scan_results.h"
 #include "napi_util.h"
 #include "pool.h"
 #include "scan.h"
@@ -22,15 +24,7 @@ namespace {
 std::mutex g_env_mu;
 int g_env_count = 0;
 
-class Job;
-
-// Per-env list of jobs in flight, so env teardown can cancel them before joining the pool.
-struct EnvState {
-  std::vector<std::weak_ptr<Job>> jobs;
-  bool closing = false;
-};
-
-class Job : public std::enable_shared_from_this<Job> {
+class Job : public Cancellable, public std::enable_shared_from_this<Job> {
  public:
   explicit Job(size_t count) : count_(count) {}
   virtual ~Job() = default;
@@ -53,7 +47,7 @@ class Job : public std::enable_shared_from_this<Job> {
       NAPI_THROW_IF_FAILED(env, s, Napi::Value());
     }
     env_state_ = std::move(state);
-    env_state_->jobs.push_back(weak_from_this());
+    env_state_->work.push_back(weak_from_this());
     const size_t runners = threads < count_ ? threads : count_;
     Pool::Get().Ensure(threads);
     for (size_t r = 0; r < runners; r++) {
@@ -62,7 +56,7 @@ class Job : public std::enable_shared_from_this<Job> {
     return Napi::Value(env, promise);
   }
 
-  void Cancel() {
+  void Cancel() override {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
     cancel_flag_.store(true, std::memory_order_relaxed);
@@ -140,17 +134,7 @@ class Job : public std::enable_shared_from_this<Job> {
       job->cv_.wait(lock, [job] { return job->in_flight_ == 0; });
     }
     job->ReleaseJs();
-    if (job->env_state_) {
-      auto& v = job->env_state_->jobs;
-      for (size_t i = 0; i < v.size(); i++) {
-        auto sp = v[i].lock();
-        if (!sp || sp.get() == job) {
-          v[i] = v.back();
-          v.pop_back();
-          i--;
-        }
-      }
-    }
+    if (job->env_state_) job->env_state_->Forget(job);
     delete holder;
   }
 
@@ -189,6 +173,29 @@ BatchOptions GetBatchOptions(const Napi::Env& env, const Napi::Value& v) {
   }
   b.scan.digest.small_threshold = static_cast<uint64_t>(td);
   b.scan.read_data = o.Get("readData").ToBoolean().Value();
+  // Both optional here (older callers omit them): no limit, and oversize files digested.
+  Napi::Value m = o.Get("maxDataSize");
+  if (!m.IsUndefined()) {
+    if (!m.IsNumber()) throw Napi::TypeError::New(env, "maxDataSize must be a number");
+    const double md = m.As<Napi::Number>().DoubleValue();
+    if (!(md >= 0 && md <= 9007199254740991.0)) throw Napi::RangeError::New(env, "maxDataSize out of range");
+    b.scan.max_data_size = static_cast<uint64_t>(md);
+  }
+  Napi::Value mb = o.Get("maxBatchData");
+  if (!mb.IsUndefined()) {
+    if (!mb.IsNumber()) throw Napi::TypeError::New(env, "maxBatchData must be a number");
+    const double x = mb.As<Napi::Number>().DoubleValue();
+    if (!(x >= 0 && x <= 9007199254740991.0)) throw Napi::RangeError::New(env, "maxBatchData out of range");
+    b.scan.max_batch_data = static_cast<uint64_t>(x);
+  }
+  Napi::Value arena = o.Get("dataArena");
+  if (!arena.IsUndefined()) {
+    Bytes a = GetBytes(env, arena, "dataArena");
+    b.scan.arena = const_cast<uint8_t*>(a.data);
+    b.scan.arena_size = a.size;
+  }
+  Napi::Value dov = o.Get("digestOversize");
+  b.scan.digest_oversize = dov.IsUndefined() || dov.ToBoolean().Value();
   b.scan.xattrs = o.Get("xattrs").ToBoolean().Value();
   const uint32_t retries = GetU32Field(env, o, "retries");
   b.scan.retries = retries > 100 ? 100 : static_cast<int>(retries);
@@ -241,24 +248,6 @@ class HashJob : public Job {
   std::vector<Digest> results_;
 };
 
-const char* KindName(mode_t m) {
-  switch (m & S_IFMT) {
-    case S_IFREG: return "file";
-    case S_IFDIR: return "dir";
-    case S_IFLNK: return "symlink";
-    case S_IFIFO: return "fifo";
-    case S_IFCHR: return "chardev";
-    case S_IFBLK: return "blockdev";
-    case S_IFSOCK: return "socket";
-    default: return "unknown";
-  }
-}
-
-Napi::BigInt Nanos(Napi::Env env, const struct timespec& t) {
-  const int64_t ns = static_cast<int64_t>(t.tv_sec) * 1000000000 + static_cast<int64_t>(t.tv_nsec);
-  return Napi::BigInt::New(env, ns);
-}
-
 class ScanJob : public Job {
  public:
   ScanJob(std::vector<std::string> paths, const ScanOptions& opts)
@@ -267,80 +256,21 @@ class ScanJob : public Job {
  protected:
   void RunItem(size_t i) override {
     results_[i].reset(new ScanResult());
-    ScanPath(paths_[i], opts_, &cancel_flag_, results_[i].get());
+    ScanPath(paths_[i], opts_, &cancel_flag_, &batch_data_, results_[i].get());
   }
 
-  Napi::Value Build(Napi::Env env) override {
-    Napi::Array out = Napi::Array::New(env, count_);
-    for (size_t i = 0; i < count_; i++) out.Set(static_cast<uint32_t>(i), Entry(env, *results_[i]));
-    return out;
-  }
+  Napi::Value Build(Napi::Env env) override { return ScanResultsObject(env, results_, opts_.xattrs); }
+  void ReleaseJs() override { arena_ref.Reset(); }
+
+ public:
+  Napi::Reference<Napi::Value> arena_ref;
 
  private:
-  Napi::Object Entry(Napi::Env env, ScanResult& r) {
-    Napi::Object o = Napi::Object::New(env);
-    if (r.error_code) {
-      Napi::Object e = Napi::Object::New(env);
-      e.Set("code", r.error_code);
-      if (r.error_errno) e.Set("errno", ErrnoName(r.error_errno));
-      e.Set("message", r.error_message);
-      o.Set("error", e);
-      return o;
-    }
-    const struct stat& st = r.st;
-    o.Set("kind", KindName(st.st_mode));
-    o.Set("mode", Napi::Number::New(env, st.st_mode & 07777));
-    o.Set("uid", Napi::Number::New(env, st.st_uid));
-    o.Set("gid", Napi::Number::New(env, st.st_gid));
-    o.Set("size", Napi::Number::New(env, static_cast<double>(st.st_size)));
-    o.Set("mtimeNs", Nanos(env, st.st_mtim));
-    o.Set("ctimeNs", Nanos(env, st.st_ctim));
-    o.Set("ino", Napi::BigInt::New(env, static_cast<uint64_t>(st.st_ino)));
-    o.Set("dev", Napi::BigInt::New(env, static_cast<uint64_t>(st.st_dev)));
-    o.Set("nlink", Napi::Number::New(env, static_cast<double>(st.st_nlink)));
-    o.Set("rdev", Napi::Number::New(env, static_cast<double>(st.st_rdev)));
-    if (opts_.xattrs) {
-      Napi::Array xs = Napi::Array::New(env, r.xattrs.size());
-      for (size_t k = 0; k < r.xattrs.size(); k++) {
-        Napi::Object x = Napi::Object::New(env);
-        x.Set("name", r.xattrs[k].name);
-        x.Set("value", Napi::Buffer<uint8_t>::Copy(env, r.xattrs[k].value.data(),
-                                                   r.xattrs[k].value.size()));
-        xs.Set(static_cast<uint32_t>(k), x);
-      }
-      o.Set("xattrs", xs);
-    }
-    if (r.has_link) {
-      o.Set("linkTarget",
-            Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(r.link_target.data()),
-                                        r.link_target.size()));
-    }
-    if (r.has_digest) {
-      o.Set("digest", DigestObject(env, r.digest));
-      if (opts_.read_data) {
-        if (r.data_len == 0) {
-          o.Set("data", Napi::Buffer<uint8_t>::New(env, 0));
-        } else {
-          uint8_t* data = r.data;
-          const size_t len = r.data_len;
-          Napi::Buffer<uint8_t> b =
-              Napi::Buffer<uint8_t>::New(env, data, len, [](Napi::Env, uint8_t* p) { free(p); });
-          r.data = nullptr;  // owned by the Buffer now
-          o.Set("data", b);
-        }
-      }
-    }
-    return o;
-  }
-
   std::vector<std::string> paths_;
   ScanOptions opts_;
+  std::atomic<uint64_t> batch_data_{0};
   std::vector<std::unique_ptr<ScanResult>> results_;
 };
-
-std::shared_ptr<EnvState>& StateOf(Napi::Env env) {
-  return *env.GetInstanceData<std::shared_ptr<EnvState>>();
-}
 
 // hashBuffers(buffers: Uint8Array[], options)
 Napi::Value HashBuffers(const Napi::CallbackInfo& info) {
@@ -371,6 +301,8 @@ Napi::Value ScanPaths(const Napi::CallbackInfo& info) {
   paths.reserve(arr.Length());
   for (uint32_t i = 0; i < arr.Length(); i++) paths.push_back(GetPath(env, arr.Get(i), "paths[i]"));
   auto job = std::make_shared<ScanJob>(std::move(paths), opts.scan);
+  // Keeps the arena alive (and unmoved) while workers write into it.
+  if (opts.scan.arena) job->arena_ref = Napi::Reference<Napi::Value>::New(info[1].As<Napi::Object>().Get("dataArena"), 1);
   return job->Start(env, StateOf(env), opts.threads);
 }
 
@@ -387,6 +319,10 @@ void OnEnvCleanup(void*) {
 
 }  // namespace
 
+std::shared_ptr<EnvState>& StateOf(Napi::Env env) {
+  return *env.GetInstanceData<std::shared_ptr<EnvState>>();
+}
+
 void InitBatch(Napi::Env env, Napi::Object exports) {
   auto shared = std::make_shared<EnvState>();
   env.SetInstanceData<std::shared_ptr<EnvState>>(new std::shared_ptr<EnvState>(shared));
@@ -400,7 +336,7 @@ void InitBatch(Napi::Env env, Napi::Object exports) {
       [](void* arg) {
         auto* st = static_cast<std::shared_ptr<EnvState>*>(arg);
         (*st)->closing = true;
-        for (auto& w : (*st)->jobs) {
+        for (auto& w : (*st)->work) {
           if (auto j = w.lock()) j->Cancel();
         }
         delete st;

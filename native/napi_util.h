@@ -65,5 +65,6 @@ void InitChunker(Napi::Env env, Napi::Object exports);
 void InitBatch(Napi::Env env, Napi::Object exports);
 void InitXattr(Napi::Env env, Napi::Object exports);
 void InitWalk(Napi::Env env, Napi::Object exports);
+void InitStream(Napi::Env env, Napi::Object exports);
 
 }  // namespace layerfs

@@ -13,7 +13,8 @@ namespace layerfs {
 namespace {
 
 // Whole-file reads are issued in pieces of this size so a cancelled job stops promptly; streamed
-// reads (readData=false) use a per-thread buffer of the same size, bounding memory per worker.
+// reads (readData=false, or a file over maxDataSize) use a per-thread buffer of kStreamPiece,
+// bounding memory per worker.
 constexpr size_t kPiece = 8u << 20;
 constexpr size_t kStreamPiece = 1u << 20;
 // Node 20's buffer.constants.MAX_LENGTH.
@@ -162,9 +163,50 @@ class Fd {
   int fd_;
 };
 
+// A share of the batch's data budget, given back unless the bytes end up in the result.
+class Reservation {
+ public:
+  Reservation(std::atomic<uint64_t>* pool, uint64_t limit, uint64_t n) {
+    if (limit == UINT64_MAX || !pool) {
+      ok_ = true;
+      return;
+    }
+    const uint64_t before = pool->fetch_add(n, std::memory_order_relaxed);
+    if (before + n <= limit && before + n >= before) {
+      ok_ = true;
+      pool_ = pool;
+      n_ = n;
+    } else {
+      pool->fetch_sub(n, std::memory_order_relaxed);
+    }
+  }
+  ~Reservation() {
+    if (pool_) pool_->fetch_sub(n_, std::memory_order_relaxed);
+  }
+  bool ok() const { return ok_; }
+  void Commit() { pool_ = nullptr; }
+
+ private:
+  bool ok_ = false;
+  std::atomic<uint64_t>* pool_ = nullptr;
+  uint64_t n_ = 0;
+};
+
+// Arena mode: claims `n` bytes of the arena for good (a failed attempt leaves a hole rather than
+// hand back a range another worker may be writing after). Returns false if they do not fit.
+bool ClaimArena(std::atomic<uint64_t>* fill, size_t arena_size, size_t n, size_t* offset) {
+  uint64_t cur = fill->load(std::memory_order_relaxed);
+  do {
+    if (n > arena_size || cur > arena_size - n) return false;
+  } while (!fill->compare_exchange_weak(cur, cur + n, std::memory_order_relaxed));
+  *offset = static_cast<size_t>(cur);
+  return true;
+}
+
 // One attempt at a regular file. Returns false if it changed and should be retried.
 bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOptions& opts,
-                 const std::atomic<bool>* cancel, ScanResult* out) {
+                 const std::atomic<bool>* cancel, std::atomic<uint64_t>* batch_data,
+                 ScanResult* out) {
   Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
   if (fd.get() < 0) {
     // ELOOP: replaced by a symlink since lstat; ENOENT: removed since lstat. Both are a change.
@@ -181,17 +223,38 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
 
   const size_t size = static_cast<size_t>(st1.st_size);
   const bool chunked = size >= opts.digest.small_threshold;
-  if (opts.read_data && size > kMaxDataLen) {
+  const bool fits = opts.read_data && size <= opts.max_data_size;
+  const bool arena = opts.arena != nullptr;
+  Reservation budget(arena ? nullptr : batch_data, opts.max_batch_data, fits && !arena ? size : 0);
+  size_t arena_offset = 0;
+  const bool keep = fits && (arena ? ClaimArena(batch_data, opts.arena_size, size, &arena_offset) : budget.ok());
+  if (opts.read_data && !keep && !opts.digest_oversize) {
+    // Metadata only: the caller reads this file itself (e.g. with readChunks, which checks that it
+    // is still the file described here).
+    if (opts.xattrs) {
+      const int xe = FdXattrs(fd.get(), &out->xattrs);
+      if (xe != 0) {
+        Fail(out, "flistxattr", xe);
+        return true;
+      }
+    }
+    out->st = st1;
+    return true;
+  }
+  if (keep && size > kMaxDataLen) {
     // A JS Buffer cannot hold it; failing this entry beats failing the whole batch later.
     Fail(out, "read", EFBIG);
-    out->error_message += " (larger than a Buffer can hold; scan it with readData: false)";
+    out->error_message += " (larger than a Buffer can hold; scan it with readData: false or maxDataSize)";
     return true;
   }
   int err = 0;
   ReadOutcome outcome;
   uint8_t* data = nullptr;
   Digest digest;
-  if (opts.read_data) {
+  if (keep && arena) {
+    outcome = ReadFile(fd.get(), size, kPiece, opts.arena + arena_offset, true, cancel, &err,
+                       [](const uint8_t*, size_t) {});
+  } else if (keep) {
     data = static_cast<uint8_t*>(std::malloc(size > 0 ? size : 1));
     if (!data) {
       Fail(out, "malloc", ENOMEM);
@@ -224,11 +287,14 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
     }
     return true;
   }
-  if (opts.read_data) {
+  if (keep) {
     // Hash only a stable read: a retry would throw the work away.
-    DigestBuffer(opts.digest, data, size, &digest);
+    DigestBuffer(opts.digest, arena ? opts.arena + arena_offset : data, size, &digest);
+    out->has_data = true;
     out->data = data;
     out->data_len = size;
+    out->arena_offset = arena_offset;
+    budget.Commit();
   }
   if (opts.xattrs) {
     const int xe = FdXattrs(fd.get(), &out->xattrs);
@@ -266,7 +332,7 @@ int ListAllXattrNames(const char* path, std::vector<std::string>* out) {
 }
 
 void ScanPath(const std::string& path, const ScanOptions& opts, const std::atomic<bool>* cancel,
-              ScanResult* out) {
+              std::atomic<uint64_t>* batch_data, ScanResult* out) {
   for (int attempt = 0; attempt <= opts.retries; attempt++) {
     if (cancel && cancel->load(std::memory_order_relaxed)) {
       out->error_code = "ERR_NATIVE";
@@ -279,7 +345,7 @@ void ScanPath(const std::string& path, const ScanOptions& opts, const std::atomi
       return;
     }
     if (S_ISREG(lst.st_mode)) {
-      if (ScanRegular(path, lst, opts, cancel, out)) return;
+      if (ScanRegular(path, lst, opts, cancel, batch_data, out)) return;
       out->xattrs.clear();
       continue;
     }

@@ -15,6 +15,17 @@ namespace layerfs {
 struct ScanOptions {
   DigestOptions digest;
   bool read_data = true;
+  // With read_data, files larger than this are not returned whole: they are digested by streaming
+  // (digest_oversize) or not read at all, so one huge file cannot make a batch huge.
+  uint64_t max_data_size = UINT64_MAX;
+  // With read_data, the bytes kept by one batch in total; a file that would go over is handled
+  // like one over max_data_size. Bounds a batch's memory whatever its files' sizes.
+  uint64_t max_batch_data = UINT64_MAX;
+  // When set, kept files are read into this caller-owned arena instead of a malloc'd block each:
+  // a file that no longer fits is handled like one over max_data_size.
+  uint8_t* arena = nullptr;
+  size_t arena_size = 0;
+  bool digest_oversize = true;
   bool xattrs = true;
   int retries = 2;
 };
@@ -36,8 +47,10 @@ struct ScanResult {
   std::string link_target;
   bool has_digest = false;
   Digest digest;
-  uint8_t* data = nullptr;  // malloc'd, handed to JS without a copy
+  bool has_data = false;    // the file was read whole (read_data, not over max_data_size)
+  uint8_t* data = nullptr;  // malloc'd, handed to JS without a copy; null in arena mode
   size_t data_len = 0;
+  size_t arena_offset = 0;  // arena mode: where the bytes are
 
   ScanResult() = default;
   ScanResult(const ScanResult&) = delete;
@@ -45,9 +58,11 @@ struct ScanResult {
   ~ScanResult();
 };
 
-// Reads give up between pieces when *cancel becomes true (the env is going away).
+// Reads give up between pieces when *cancel becomes true (the env is going away). `batch_data`
+// counts the bytes kept by the whole batch (for max_batch_data, or the arena's fill level);
+// shared by its workers.
 void ScanPath(const std::string& path, const ScanOptions& opts, const std::atomic<bool>* cancel,
-              ScanResult* out);
+              std::atomic<uint64_t>* batch_data, ScanResult* out);
 
 // Linux errno name ("ENOENT"), or "E<number>" when unknown.
 std::string ErrnoName(int err);

@@ -38,7 +38,17 @@ export function toContentDigest(d: RawDigest): ContentDigest {
   return { chunked: d.chunked, contentId: d.contentId, chunks: toChunkRefs(d.chunkLengths, d.chunkIds) };
 }
 
-export function resolveBatchOptions(opts: unknown, extra: { readData?: unknown; xattrs?: unknown; retries?: unknown } = {}): RawBatchOptions {
+export interface ScanExtras {
+  readData?: unknown;
+  maxDataSize?: unknown;
+  maxBatchData?: unknown;
+  dataArena?: unknown;
+  digestOversize?: unknown;
+  xattrs?: unknown;
+  retries?: unknown;
+}
+
+export function resolveBatchOptions(opts: unknown, extra: ScanExtras = {}): RawBatchOptions {
   if (opts !== undefined && (opts === null || typeof opts !== 'object')) {
     throw invalidArgument('options must be an object', { argument: 'options' });
   }
@@ -48,9 +58,18 @@ export function resolveBatchOptions(opts: unknown, extra: { readData?: unknown; 
     threads: optionalInt(o.threads, 'options.threads', 1, MAX_THREADS, native.defaultThreads),
     smallFileThreshold: optionalInt(o.smallFileThreshold, 'options.smallFileThreshold', 0, Number.MAX_SAFE_INTEGER, DEFAULT_SMALL_FILE_THRESHOLD),
     readData: optionalBool(extra.readData, 'options.readData', true),
+    maxDataSize: optionalInt(extra.maxDataSize, 'options.maxDataSize', 0, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    maxBatchData: optionalInt(extra.maxBatchData, 'options.maxBatchData', 0, Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    ...(extra.dataArena === undefined ? {} : { dataArena: checkArena(extra.dataArena) }),
+    digestOversize: optionalBool(extra.digestOversize, 'options.digestOversize', true),
     xattrs: optionalBool(extra.xattrs, 'options.xattrs', true),
     retries: optionalInt(extra.retries, 'options.retries', 0, 100, 2),
   };
+}
+
+function checkArena(value: unknown): Uint8Array {
+  checkBytes(value, 'options.dataArena');
+  return value;
 }
 
 /**

@@ -23,6 +23,10 @@ export interface RawBatchOptions {
   threads: number;
   smallFileThreshold: number;
   readData: boolean;
+  maxDataSize: number;
+  maxBatchData: number;
+  dataArena?: Uint8Array;
+  digestOversize: boolean;
   xattrs: boolean;
   retries: number;
 }
@@ -34,23 +38,41 @@ export interface RawDigest {
   chunkIds: Buffer;
 }
 
-export interface RawScanEntry {
-  error?: { code: string; errno?: string; message: string };
-  kind?: string;
-  mode?: number;
-  uid?: number;
-  gid?: number;
-  size?: number;
-  mtimeNs?: bigint;
-  ctimeNs?: bigint;
-  ino?: bigint;
-  dev?: bigint;
-  nlink?: number;
-  rdev?: number;
-  xattrs?: { name: string; value: Buffer }[];
-  linkTarget?: Buffer;
-  digest?: RawDigest;
-  data?: Buffer;
+/**
+ * A scanPaths batch as columns (native/napi_scan_results.cc): entry i's fields are element i of
+ * each typed array; kind 0 marks a failed entry, listed in `errors`. Xattrs and link targets are
+ * flat lists tagged with their entry index; chunk lists are concatenated in entry order.
+ */
+export interface RawScanBatch {
+  kind: Uint8Array;
+  mode: Uint32Array;
+  uid: Uint32Array;
+  gid: Uint32Array;
+  size: Float64Array;
+  nlink: Float64Array;
+  rdev: Float64Array;
+  mtimeNs: BigInt64Array;
+  ctimeNs: BigInt64Array;
+  ino: BigUint64Array;
+  dev: BigUint64Array;
+  /** [index, code, errno | undefined, message] */
+  errors: [number, string, string | undefined, string][];
+  xattrIndex: Uint32Array;
+  xattrNames: string[];
+  xattrValues: Buffer;
+  xattrEnds: Uint32Array;
+  linkIndex: Uint32Array;
+  linkTargets: Buffer;
+  linkEnds: Uint32Array;
+  /** 0 no digest, 1 blob, 2 chunked */
+  digestKind: Uint8Array;
+  contentIds: Buffer;
+  chunkCounts: Uint32Array;
+  chunkLengths: Uint32Array;
+  chunkIds: Buffer;
+  data: (Buffer | undefined)[];
+  /** With options.dataArena: where entry i's bytes are in the arena (-1: none). */
+  arenaOffset: Float64Array;
 }
 
 /** walkTree's result: typed arrays, one slot per entry (see lib/native/walk.ts). */
@@ -78,6 +100,18 @@ export interface RawChunker {
   finish(): Uint32Array;
 }
 
+export interface RawChunkStream {
+  size: number;
+  dev: bigint;
+  ino: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  blocksAllocated: number;
+  next(): Promise<{ offset: number; data: Buffer; lengths: Uint32Array; ids: Buffer } | null>;
+  release(data: Uint8Array): boolean;
+  close(): void;
+}
+
 export interface NativeBinding {
   blake3(data: Uint8Array, out?: Buffer): Buffer;
   objectIdInto(out: Buffer | undefined, domainTag: string, ...parts: Uint8Array[]): Buffer;
@@ -87,9 +121,13 @@ export interface NativeBinding {
   gearTable(): BigUint64Array;
   Chunker: new (params: RawParams | undefined) => RawChunker;
   hashBuffers(buffers: Uint8Array[], options: RawBatchOptions): Promise<(RawDigest & { length: number })[]>;
-  scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanEntry[]>;
+  scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanBatch>;
   walkTree(root: Buffer, threads: number): Promise<RawWalkResult>;
   walkTreeSync(root: Buffer, threads: number): RawWalkResult;
+  ChunkStream: new (
+    path: Buffer,
+    options: { params: RawParams | undefined; pieceSize: number; readAhead: number; expect: { dev: bigint; ino: bigint; size: number; mtimeNs: bigint; ctimeNs: bigint } | undefined },
+  ) => RawChunkStream;
   setXattr(path: Buffer, name: string, value: Uint8Array): void;
   removeXattr(path: Buffer, name: string): void;
   setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): void;

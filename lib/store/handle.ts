@@ -3,17 +3,22 @@
  * which objects land first and history rows last.
  */
 import { LayerFsError } from '../errors.js';
+import { Checkpointer } from './checkpointer.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store.js';
 import { FsView } from './tree/view.js';
 
+/** Transactions that stored at least this much leave their checkpoint to the background. */
+const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
+
 export class Store {
   readonly objects: ObjectReader;
   readonly pages: PageStore;
   private writing = false;
   private closed = false;
+  private checkpointer: Checkpointer | undefined;
 
   private constructor(
     readonly db: Db,
@@ -78,7 +83,7 @@ export class Store {
       try {
         result = await fn(w);
         w.flush();
-        this.exec('COMMIT');
+        this.commit(w);
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         this.objects.reset();
@@ -104,7 +109,7 @@ export class Store {
       try {
         const result = fn(w);
         w.flush();
-        this.exec('COMMIT');
+        this.commit(w);
         return result;
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -133,9 +138,36 @@ export class Store {
     this.db.exec(sql);
   }
 
+  /**
+   * COMMIT. After a large transaction the WAL is large too, and copying it into the database is
+   * left to the background checkpointer instead of being done inside COMMIT (checkpointer.ts);
+   * small commits keep SQLite's automatic checkpoint.
+   */
+  private commit(w: ObjectWriter): void {
+    if (w.stats.bytesInserted < BACKGROUND_CHECKPOINT_BYTES) {
+      this.exec('COMMIT');
+      return;
+    }
+    const pages = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;
+    this.db.pragma('wal_autocheckpoint = 0');
+    try {
+      this.exec('COMMIT');
+    } finally {
+      this.db.pragma(`wal_autocheckpoint = ${pages}`);
+    }
+    try {
+      (this.checkpointer ??= new Checkpointer(this.path)).request();
+    } catch {
+      // No worker (out of threads or memory): the commit stands; checkpoint here instead.
+      this.db.pragma('wal_checkpoint(PASSIVE)');
+    }
+  }
+
   close(): void {
     if (this.closed) return;
     this.closed = true;
+    // Its connection closes first, so ours is the last one and SQLite removes the WAL.
+    this.checkpointer?.close();
     this.db.close();
   }
 }

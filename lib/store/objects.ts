@@ -6,7 +6,7 @@
 import { objectId } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { PACK_TARGET } from './schema.js';
+import { CHUNK_PACK_TARGET, PACK_TARGET } from './schema.js';
 import type { Db } from './store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -60,16 +60,27 @@ interface Pending {
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
  * Duplicates (already stored, or already written by this writer) cost one index probe and no
- * payload bytes.
+ * payload bytes. Two kinds of pack rows: small objects accumulate into rows of about
+ * PACK_TARGET bytes; the chunks of a large file go to rows of their own of about
+ * CHUNK_PACK_TARGET bytes (putChunks), so a large file reads back from few rows while a small
+ * file's read stays one small row.
  */
 export class ObjectWriter {
   private readonly exists;
   private readonly insertPack;
   private readonly insertObject;
-  private parts: Buffer[] = [];
-  private partsBytes = 0;
+  /**
+   * The open pack, assembled in a buffer this writer owns and reuses: put() copies the object
+   * in, so callers may reuse their buffers at once (the import recycles its read arenas).
+   */
+  private pack = Buffer.allocUnsafe(PACK_TARGET + 128 * 1024);
+  private packBytes = 0;
   private pending: Pending[] = [];
-  private readonly seen = new Set<string>();
+  /**
+   * Objects of the open pack by id (latin1): the only ones a probe of the index cannot see yet.
+   * Flushed objects are found by the probe, so this never holds more than one pack.
+   */
+  private readonly open = new Map<string, Pending>();
   readonly stats: WriteStats = emptyWriteStats();
 
   constructor(
@@ -84,18 +95,24 @@ export class ObjectWriter {
   /** Stores `data` under `id` unless present; returns whether it was new. */
   put(kind: ObjectKind, id: Buffer, data: Uint8Array): boolean {
     const key = id.toString('latin1');
-    if (this.seen.has(key) || this.exists.get(id) !== undefined) {
+    if (this.open.has(key) || this.stored(id)) {
       this.stats.objectsReused++;
       this.stats.bytesReused += data.length;
       return false;
     }
-    this.seen.add(key);
-    this.pending.push({ id, kind, offset: this.partsBytes, length: data.length });
-    this.parts.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-    this.partsBytes += data.length;
+    if (this.packBytes + data.length > this.pack.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(2 * this.pack.length, this.packBytes + data.length));
+      this.pack.copy(bigger, 0, 0, this.packBytes);
+      this.pack = bigger;
+    }
+    this.pack.set(data, this.packBytes);
+    const p: Pending = { id, kind, offset: this.packBytes, length: data.length };
+    this.open.set(key, p);
+    this.pending.push(p);
+    this.packBytes += data.length;
     this.stats.objectsInserted++;
     this.stats.bytesInserted += data.length;
-    if (this.partsBytes >= PACK_TARGET) this.flush();
+    if (this.packBytes >= PACK_TARGET) this.flush();
     return true;
   }
 
@@ -106,18 +123,95 @@ export class ObjectWriter {
     return id;
   }
 
+  /** A copy of an object written by this writer but not flushed yet, if it is one. */
+  unflushed(id: Buffer): Buffer | undefined {
+    const p = this.open.get(id.toString('latin1'));
+    // A copy: the pack buffer is reused once flushed.
+    return p && Buffer.from(this.pack.subarray(p.offset, p.offset + p.length));
+  }
+
+  /**
+   * Stores consecutive chunks of one file: `data` holds them back to back, `lengths` their
+   * sizes and `ids` their ids (32 bytes each). New chunks go to rows of their own, split into
+   * rows of about CHUNK_PACK_TARGET bytes; a run of new chunks is written straight from `data`.
+   * Nothing refers to `data` once this returns.
+   */
+  putChunks(data: Buffer, lengths: ArrayLike<number>, ids: Buffer): void {
+    const fresh: Pending[] = [];
+    let freshBytes = 0;
+    // Repeats inside this call: not in the index until the rows below are written.
+    const here = new Set<string>();
+    let offset = 0;
+    for (let i = 0; i < lengths.length; i++) {
+      const length = lengths[i]!;
+      const id = ids.subarray(i * 32, i * 32 + 32);
+      const key = id.toString('latin1');
+      if (here.has(key) || this.open.has(key) || this.stored(id)) {
+        this.stats.objectsReused++;
+        this.stats.bytesReused += length;
+      } else {
+        here.add(key);
+        fresh.push({ id, kind: ObjectKind.Chunk, offset, length });
+        freshBytes += length;
+      }
+      offset += length;
+    }
+    if (fresh.length === 0) return;
+    const rows = Math.max(1, Math.round(freshBytes / CHUNK_PACK_TARGET));
+    const rowTarget = freshBytes / rows;
+    let start = 0;
+    let bytes = 0;
+    for (let i = 0; i < fresh.length; i++) {
+      bytes += fresh[i]!.length;
+      if (bytes >= rowTarget || i === fresh.length - 1) {
+        this.writeChunkRow(data, fresh, start, i + 1, bytes);
+        start = i + 1;
+        bytes = 0;
+      }
+    }
+  }
+
+  private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number): void {
+    const first = chunks[from]!;
+    const last = chunks[to - 1]!;
+    const contiguous = last.offset + last.length - first.offset === bytes;
+    const row = contiguous ? data.subarray(first.offset, first.offset + bytes) : Buffer.concat(chunks.slice(from, to).map((c) => data.subarray(c.offset, c.offset + c.length)), bytes);
+    try {
+      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+      let at = 0;
+      for (let i = from; i < to; i++) {
+        const c = chunks[i]!;
+        this.insertObject.run(c.id, c.kind, c.length, Codec.Raw, pack, at, c.length);
+        at += c.length;
+      }
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    this.stats.objectsInserted += to - from;
+    this.stats.bytesInserted += bytes;
+  }
+
+  private stored(id: Buffer): boolean {
+    try {
+      return this.exists.get(id) !== undefined;
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+  }
+
   /** Writes the open pack. Call before committing the transaction. */
   flush(): void {
     if (this.pending.length === 0) return;
     try {
-      const pack = Number(this.insertPack.run(this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.partsBytes)).lastInsertRowid);
+      // SQLite copies the bound bytes, so the buffer is free again after this.
+      const pack = Number(this.insertPack.run(this.pack.subarray(0, this.packBytes)).lastInsertRowid);
       for (const p of this.pending) this.insertObject.run(p.id, p.kind, p.length, Codec.Raw, pack, p.offset, p.length);
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
-    this.parts = [];
-    this.partsBytes = 0;
+    this.packBytes = 0;
     this.pending = [];
+    this.open.clear();
   }
 }
 

@@ -10,9 +10,8 @@ import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pa
 
 export class PageStore implements PageIO {
   private readonly cache = new Map<string, TreeNode>();
+  /** While set, pages are saved through it; pages it has not flushed yet are read from it. */
   writer: ObjectWriter | null = null;
-  /** Pages saved by this writer but possibly not yet committed; readable before commit. */
-  private readonly fresh = new Map<string, Buffer>();
 
   constructor(
     private readonly reader: ObjectReader,
@@ -28,7 +27,8 @@ export class PageStore implements PageIO {
       this.cache.set(key, hit);
       return hit;
     }
-    const data = this.fresh.get(key) ?? this.reader.get(id, ObjectKind.Page);
+    // Flushed pages are in the index already (uncommitted rows are visible to this connection).
+    const data = this.writer?.unflushed(id) ?? this.reader.get(id, ObjectKind.Page);
     const node = decodeNode(kind, data, `page ${toHex(id)}`);
     this.cache.set(key, node);
     if (this.cache.size > this.limit) this.cache.delete(this.cache.keys().next().value!);
@@ -38,13 +38,12 @@ export class PageStore implements PageIO {
   save(_kind: TreeKind, data: Buffer): Buffer {
     if (!this.writer) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'page save outside a write transaction');
     const id = idOf(ObjectKind.Page, data);
-    if (this.writer.put(ObjectKind.Page, id, data)) this.fresh.set(id.toString('latin1'), data);
+    this.writer.put(ObjectKind.Page, id, data);
     return id;
   }
 
   /** Ends a write phase; pages it wrote are now read from the Store (or gone after a rollback). */
   endWrite(): void {
     this.writer = null;
-    this.fresh.clear();
   }
 }

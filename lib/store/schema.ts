@@ -7,10 +7,19 @@
 /** 'LFSJ': marks a SQLite file as a LayerFS Store (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c46534a;
 export const FORMAT_VERSION = 1;
-/** A pack row is closed once its payload reaches this many bytes. */
-export const PACK_TARGET = 64 * 1024;
-/** SQLite page size of new Stores: measured best write throughput for 64 KiB packs. */
-export const PAGE_SIZE = 16384;
+/**
+ * A pack row of small objects is closed once its payload reaches this many bytes: with 64 KiB
+ * pages SQLite keeps ~8 KiB of such a row in the table leaf and the rest in one full overflow
+ * page, where a 64 KiB row wasted most of a second one (docs/DESIGN.md).
+ */
+export const PACK_TARGET = 72 * 1024;
+/** The chunks of one file are packed into rows of about this many bytes (docs/FORMAT.md). */
+export const CHUNK_PACK_TARGET = 1024 * 1024;
+/**
+ * SQLite page size of new Stores. SQLite's write cost is per page (a WAL frame is two pwrites and
+ * a checksum): 64 KiB pages wrote large rows about twice as fast as 16 KiB ones.
+ */
+export const PAGE_SIZE = 65536;
 
 export const SCHEMA = `
 CREATE TABLE meta (
@@ -87,13 +96,20 @@ CREATE TABLE workspaces (
 ) STRICT;
 
 -- The stat cache of a materialized Workspace: what each path looked like when the Workspace
--- last matched a stored state, so a commit re-reads only paths whose stat changed. One row per
--- Workspace whose data packs all entries as arrays (layout in docs/FORMAT.md): one row per
--- path cost more to load than the walk it is compared with.
-CREATE TABLE workspace_entries (
+-- last matched a stored state, so a commit re-reads only paths whose stat changed. Entries are
+-- packed into segments of about 640 (layout in docs/FORMAT.md); one row per path cost more to
+-- load than the walk it is compared with, and one blob for all would be rewritten per commit.
+CREATE TABLE workspace_caches (
   workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
   count        INTEGER NOT NULL,
   max_serial   INTEGER NOT NULL,
-  data         BLOB NOT NULL
+  segments     BLOB NOT NULL
+) STRICT;
+
+CREATE TABLE workspace_entries (
+  workspace_id BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  id           BLOB NOT NULL CHECK (length(id) = 16),
+  data         BLOB NOT NULL,
+  PRIMARY KEY (workspace_id, id)
 ) STRICT;
 `;

@@ -27,7 +27,7 @@ function applyPragmas(db: Db): void {
   db.pragma('synchronous = NORMAL');
   db.pragma('foreign_keys = ON');
   db.pragma('busy_timeout = 30000');
-  db.pragma('cache_size = -65536');
+  db.pragma('cache_size = -16384');
   db.pragma('temp_store = MEMORY');
 }
 

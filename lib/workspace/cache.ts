@@ -1,12 +1,14 @@
 /**
- * The stat cache of a materialized Workspace (table workspace_entries): what every path looked
- * like when the Workspace last matched a stored state, with its serial. One row per Workspace
- * holding packed arrays (docs/FORMAT.md): loading 100,000 entries is one row read and a few
- * typed-array views, where one row per path cost ~360 ms (measured; docs/DESIGN.md).
+ * The stat cache of a materialized Workspace: what every path looked like when the Workspace
+ * last matched a stored state, with its serial. Stored as packed segments of entries
+ * (docs/FORMAT.md, tables workspace_caches and workspace_entries), not one row per path:
+ * loading 100,000 entries is ~200 rows and a few byte copies (one row per path cost ~360 ms),
+ * and a commit rewrites only the segments whose entries changed (one blob of all entries cost
+ * ~30 ms and 5.6 MB of WAL per commit at 100,000 paths). Measurements: docs/DESIGN.md.
  */
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
-import type { WalkResult } from '../native/index.js';
+import { objectId, WalkKind, type WalkResult } from '../native/index.js';
 import type { Store } from '../store/index.js';
 
 /** A walk (lib/native walkTree: same order, same arrays) plus the serial of every entry. */
@@ -14,107 +16,278 @@ export interface StatCache extends WalkResult {
   serial: Uint32Array;
   /** High-water mark: no serial above it was ever used by this Workspace; new inodes get more. */
   maxSerial: number;
+  /** As stored (set by loadCache): segment ends and ids, and each directory's entry count. */
+  stored?: { ends: number[]; ids: Buffer[]; children: Uint32Array };
 }
+
+/** How a new cache relates to the stored one (from diffWalk), so unchanged segments are reused. */
+export interface CacheLineage {
+  old: StatCache;
+  /** Per new entry: the old entry at the same path, or -1. */
+  oldIndex: Int32Array;
+  /** Per new entry: 1 when anything recorded about it differs from the old entry. */
+  changed: Uint8Array;
+}
+
+/** Domain tag of segment ids (the first 16 bytes of the object id of the segment's bytes). */
+export const SEGMENT_TAG = 'layerfs/workspace-cache/v1';
+/** Segment boundaries: at least MIN entries, then an entry whose inode hash has the low 9 bits set ends it, at most MAX. */
+export const SEGMENT_MIN = 128;
+export const SEGMENT_MASK = 511;
+export const SEGMENT_MAX = 4096;
+/** Bytes per entry in a segment, names apart: ino, size, mtime, ctime (8 each), serial, children, mode, name end (4 each), kind. */
+const ENTRY_BYTES = 8 * 4 + 4 * 4 + 1;
 
 const LE = endianness() === 'LE';
+const LO = LE ? 0 : 1;
+const HI = LE ? 1 : 0;
 
-/**
- * The sections of the `data` blob, in order. Widest first, so every section is naturally
- * aligned when the blob is; all integers little-endian.
- */
-const SECTIONS = [
-  { key: 'ino', bytes: 8, extra: 0 },
-  { key: 'size', bytes: 8, extra: 0 },
-  { key: 'mtimeNs', bytes: 8, extra: 0 },
-  { key: 'ctimeNs', bytes: 8, extra: 0 },
-  { key: 'serial', bytes: 4, extra: 0 },
-  { key: 'parent', bytes: 4, extra: 0 },
-  { key: 'mode', bytes: 4, extra: 0 },
-  { key: 'nameOffsets', bytes: 4, extra: 1 },
-  { key: 'kind', bytes: 1, extra: 0 },
-] as const;
+const bytesOf = (a: ArrayBufferView): Buffer => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
-type ArrayKey = (typeof SECTIONS)[number]['key'];
-type Arrays = Pick<StatCache, ArrayKey>;
-
-function view(key: ArrayKey, buf: ArrayBuffer, off: number, n: number): Arrays[ArrayKey] {
-  switch (key) {
-    case 'ino':
-      return new BigUint64Array(buf, off, n);
-    case 'size':
-    case 'mtimeNs':
-    case 'ctimeNs':
-      return new BigInt64Array(buf, off, n);
-    case 'serial':
-    case 'mode':
-    case 'nameOffsets':
-      return new Uint32Array(buf, off, n);
-    case 'parent':
-      return new Int32Array(buf, off, n);
-    case 'kind':
-      return new Uint8Array(buf, off, n);
-  }
+function fmix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  h ^= h >>> 16;
+  return h >>> 0;
 }
 
-function swap(b: Buffer, bytes: number): void {
-  if (bytes === 8) b.swap64();
-  else if (bytes === 4) b.swap32();
+/** Exclusive ends of the segments of `c`: a function of each entry's inode and the previous end. */
+export function segmentEnds(c: Pick<WalkResult, 'count' | 'ino'>): number[] {
+  const ino = new Uint32Array(c.ino.buffer, c.ino.byteOffset, c.count * 2);
+  const ends: number[] = [];
+  let start = 0;
+  for (let i = 0; i < c.count; i++) {
+    const len = i + 1 - start;
+    if (len >= SEGMENT_MAX || (len >= SEGMENT_MIN && (fmix32(ino[2 * i + LO]! ^ fmix32(ino[2 * i + HI]! ^ 0x9e3779b9)) & SEGMENT_MASK) === SEGMENT_MASK)) {
+      ends.push(i + 1);
+      start = i + 1;
+    }
+  }
+  if (start < c.count) ends.push(c.count);
+  return ends;
 }
 
-export function encodeCache(c: StatCache): Buffer {
-  let total = 0;
-  for (const s of SECTIONS) total += (c.count + s.extra) * s.bytes;
-  total += c.names.length;
-  const out = Buffer.allocUnsafeSlow(total);
-  let off = 0;
-  for (const s of SECTIONS) {
-    const a = c[s.key];
-    const src = Buffer.from(a.buffer, a.byteOffset, a.byteLength);
-    src.copy(out, off);
-    if (!LE) swap(out.subarray(off, off + src.length), s.bytes);
-    off += src.length;
-  }
-  c.names.copy(out, off);
+/** Byte-swaps the integer sections of a segment of k entries (big-endian hosts only). */
+function swapSegment(seg: Buffer, k: number): void {
+  seg.subarray(4, 4 + 32 * k).swap64();
+  seg.subarray(4 + 32 * k, 4 + 48 * k).swap32();
+}
+
+/** Number of entries listed under each directory (0 for everything else). */
+function childCounts(c: StatCache): Uint32Array {
+  const children = new Uint32Array(c.count);
+  for (let i = 1; i < c.count; i++) children[c.parent[i]!]!++;
+  return children;
+}
+
+export function encodeSegment(c: StatCache, children: Uint32Array, s: number, e: number, swap = !LE): Buffer {
+  const k = e - s;
+  const nameStart = c.nameOffsets[s]!;
+  const nameBytes = c.nameOffsets[e]! - nameStart;
+  const out = Buffer.allocUnsafe(4 + k * ENTRY_BYTES + nameBytes);
+  out.writeUInt32LE(k, 0);
+  let off = 4;
+  for (const a of [c.ino, c.size, c.mtimeNs, c.ctimeNs]) off += bytesOf(a).copy(out, off, s * 8, e * 8);
+  for (const a of [c.serial, children, c.mode]) off += bytesOf(a).copy(out, off, s * 4, e * 4);
+  const ends = new Uint32Array(k);
+  for (let i = 0; i < k; i++) ends[i] = c.nameOffsets[s + i + 1]! - nameStart;
+  off += bytesOf(ends).copy(out, off);
+  off += bytesOf(c.kind).copy(out, off, s, e);
+  c.names.copy(out, off, nameStart, nameStart + nameBytes);
+  if (swap) swapSegment(out, k);
   return out;
 }
 
-export function decodeCache(count: number, maxSerial: number, data: Buffer): StatCache {
-  // Views need aligned memory of our own: copy unless the blob is already both.
-  let buf = data;
-  if (buf.byteOffset % 8 !== 0 || !LE) {
-    buf = Buffer.allocUnsafeSlow(data.length);
-    data.copy(buf);
-  }
-  const arrays = {} as Record<ArrayKey, Arrays[ArrayKey]>;
-  let off = 0;
-  for (const s of SECTIONS) {
-    const n = count + s.extra;
-    if (off + n * s.bytes > buf.length) throw corrupt();
-    if (!LE) swap(buf.subarray(off, off + n * s.bytes), s.bytes);
-    arrays[s.key] = view(s.key, buf.buffer as ArrayBuffer, buf.byteOffset + off, n);
-    off += n * s.bytes;
-  }
-  const a = arrays as Arrays;
-  const names = buf.subarray(off);
-  if (count < 1 || a.nameOffsets[0] !== 0 || a.nameOffsets[count] !== names.length || a.parent[0] !== -1) throw corrupt();
-  return { count, names, ...a, maxSerial };
+function corrupt(why: string): LayerFsError {
+  return new LayerFsError('ERR_CORRUPT', `the stat cache of this Workspace is damaged: ${why}`, {
+    hint: 'end the Workspace (after copying out any changes) and create it again',
+  });
 }
 
-function corrupt(): LayerFsError {
-  return new LayerFsError('ERR_CORRUPT', 'the stat cache of this Workspace is damaged', { hint: 'end the Workspace (commit first if it has changes) and create it again' });
+/** Rebuilds the cache from its segments, in order; checks that they form one walk. */
+export function decodeSegments(count: number, maxSerial: number, segments: Buffer[], swap = !LE): StatCache {
+  let total = 0;
+  let nameTotal = 0;
+  for (const seg of segments) {
+    if (seg.length < 4) throw corrupt('short segment');
+    const k = seg.readUInt32LE(0);
+    if (k === 0 || seg.length < 4 + k * ENTRY_BYTES) throw corrupt('short segment');
+    total += k;
+    nameTotal += seg.length - 4 - k * ENTRY_BYTES;
+  }
+  if (total !== count || count < 1) throw corrupt(`${total} entries where ${count} were recorded`);
+  const c: StatCache = {
+    count,
+    names: Buffer.allocUnsafe(nameTotal),
+    nameOffsets: new Uint32Array(count + 1),
+    parent: new Int32Array(count),
+    kind: new Uint8Array(count),
+    mode: new Uint32Array(count),
+    ino: new BigUint64Array(count),
+    size: new BigInt64Array(count),
+    mtimeNs: new BigInt64Array(count),
+    ctimeNs: new BigInt64Array(count),
+    serial: new Uint32Array(count),
+    maxSerial,
+  };
+  const children = new Uint32Array(count);
+  const ends = new Uint32Array(SEGMENT_MAX);
+  const wide = [c.ino, c.size, c.mtimeNs, c.ctimeNs].map(bytesOf);
+  const narrow = [c.serial, children, c.mode].map(bytesOf);
+  const kinds = bytesOf(c.kind);
+  let pos = 0;
+  let namePos = 0;
+  for (let seg of segments) {
+    const k = seg.readUInt32LE(0);
+    if (k > SEGMENT_MAX) throw corrupt('oversized segment');
+    if (swap) {
+      seg = Buffer.from(seg);
+      swapSegment(seg, k);
+    }
+    let off = 4;
+    for (const w of wide) off += seg.copy(w, pos * 8, off, off + k * 8);
+    for (const w of narrow) off += seg.copy(w, pos * 4, off, off + k * 4);
+    off += seg.copy(bytesOf(ends), 0, off, off + k * 4);
+    off += seg.copy(kinds, pos, off, off + k);
+    const nameBytes = seg.length - off;
+    if (ends[k - 1] !== nameBytes) throw corrupt('names do not fit');
+    let prev = 0;
+    for (let i = 0; i < k; i++) {
+      const end = ends[i]!;
+      if (end < prev) throw corrupt('names do not fit');
+      c.nameOffsets[pos + i + 1] = namePos + end;
+      prev = end;
+    }
+    seg.copy(c.names, namePos, off);
+    namePos += nameBytes;
+    pos += k;
+  }
+  // Parents, from each directory's number of entries, replaying the walk order: visit a
+  // directory, list all its entries, then visit its subdirectories, the first one next.
+  if (c.kind[0] !== WalkKind.Dir || c.nameOffsets[1] !== 0) throw corrupt('bad root');
+  c.parent[0] = -1;
+  let next = 1;
+  const stack = [0];
+  while (stack.length > 0) {
+    const d = stack.pop()!;
+    const first = next;
+    next += children[d]!;
+    if (next > count) throw corrupt('entries missing');
+    for (let i = first; i < next; i++) c.parent[i] = d;
+    for (let i = next - 1; i >= first; i--) if (c.kind[i] === WalkKind.Dir) stack.push(i);
+  }
+  if (next !== count) throw corrupt('entries outside the tree');
+  if (!(maxSerial >= 1 && maxSerial <= 0xffffffff)) throw corrupt('bad serial high-water mark');
+  for (let i = 0; i < count; i++) if (c.serial[i]! < 1 || c.serial[i]! > maxSerial) throw corrupt('a serial above the high-water mark');
+  for (let i = 0; i < count; i++) if (children[i]! > 0 && c.kind[i] !== WalkKind.Dir) throw corrupt('entries under a non-directory');
+  const segEnds: number[] = [];
+  let end = 0;
+  for (const seg of segments) segEnds.push((end += seg.readUInt32LE(0)));
+  c.stored = { ends: segEnds, ids: [], children };
+  return c;
 }
+
+const segmentId = (seg: Buffer): Buffer => objectId(SEGMENT_TAG, seg).subarray(0, 16);
 
 export function loadCache(store: Store, workspaceId: Buffer): StatCache {
-  const row = store.db.prepare('SELECT count, max_serial AS maxSerial, data FROM workspace_entries WHERE workspace_id = ?').get(workspaceId) as
-    | { count: number; maxSerial: number; data: Buffer }
-    | undefined;
-  if (!row) throw corrupt();
-  return decodeCache(row.count, row.maxSerial, row.data);
+  return store.read(() => {
+    const head = store.db.prepare('SELECT count, max_serial AS maxSerial, segments FROM workspace_caches WHERE workspace_id = ?').get(workspaceId) as
+      | { count: number; maxSerial: number; segments: Buffer }
+      | undefined;
+    if (!head || head.segments.length % 16 !== 0) throw corrupt('no segment list');
+    const rows = store.db.prepare('SELECT id, data FROM workspace_entries WHERE workspace_id = ?').raw().all(workspaceId) as [Buffer, Buffer][];
+    const byId = new Map<string, Buffer>();
+    for (const [id, data] of rows) byId.set(id.toString('latin1'), data);
+    const segments: Buffer[] = [];
+    for (let o = 0; o < head.segments.length; o += 16) {
+      const id = head.segments.subarray(o, o + 16);
+      const data = byId.get(id.toString('latin1'));
+      if (!data) throw corrupt('a segment is missing');
+      if (!segmentId(data).equals(id)) throw corrupt('a segment does not match its id');
+      segments.push(data);
+    }
+    const c = decodeSegments(head.count, head.maxSerial, segments);
+    for (let o = 0; o < head.segments.length; o += 16) c.stored!.ids.push(head.segments.subarray(o, o + 16));
+    return c;
+  });
 }
 
-/** Replaces the Workspace's cache, inside the caller's transaction. */
-export function saveCache(store: Store, workspaceId: Buffer, c: StatCache): void {
+/**
+ * The id of new segment [s, e) when its bytes are those of a stored segment: same boundaries,
+ * every entry unchanged at the same place, same entry counts. Saves encoding and hashing it.
+ */
+function reusedId(lin: CacheLineage, children: Uint32Array, s: number, e: number, startOf: Map<number, number>): Buffer | undefined {
+  const os = lin.oldIndex[s]!;
+  const k = startOf.get(os);
+  if (k === undefined) return undefined;
+  const st = lin.old.stored!;
+  if (st.ends[k]! - os !== e - s) return undefined;
+  const oldChildren = st.children;
+  for (let i = s; i < e; i++) {
+    if (lin.changed[i] || lin.oldIndex[i] !== os + (i - s) || children[i] !== oldChildren[os + (i - s)]) return undefined;
+  }
+  return st.ids[k];
+}
+
+/**
+ * Replaces the Workspace's cache, inside the caller's write transaction: writes the segments
+ * not stored yet and deletes the ones no longer listed, so an unchanged stretch of the tree
+ * costs nothing. With `lineage`, segments provably equal to stored ones are not even encoded.
+ */
+export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, lineage?: CacheLineage): { segments: number; encoded: number; written: number } {
+  const children = childCounts(c);
+  const ids: Buffer[] = [];
+  // id → its bytes, or where to encode them from when the id was reused.
+  const fresh = new Map<string, Buffer | [number, number]>();
+  // Stored segment start → its index, when the stored layout is known.
+  const startOf = new Map<number, number>();
+  if (lineage?.old.stored && lineage.old.stored.ids.length === lineage.old.stored.ends.length) {
+    let start = 0;
+    lineage.old.stored.ends.forEach((end, k) => {
+      startOf.set(start, k);
+      start = end;
+    });
+  }
+  let s = 0;
+  let encoded = 0;
+  for (const e of segmentEnds(c)) {
+    let id = lineage && startOf.size > 0 ? reusedId(lineage, children, s, e, startOf) : undefined;
+    let seg: Buffer | null = null;
+    if (!id) {
+      seg = encodeSegment(c, children, s, e);
+      id = segmentId(seg);
+      encoded++;
+    }
+    ids.push(id);
+    const key = id.toString('latin1');
+    if (seg || !fresh.has(key)) fresh.set(key, seg ?? [s, e]);
+    s = e;
+  }
+  const stored = store.db.prepare('SELECT id FROM workspace_entries WHERE workspace_id = ?').pluck().all(workspaceId) as Buffer[];
+  const del = store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ? AND id = ?');
+  for (const id of stored) {
+    const key = id.toString('latin1');
+    if (fresh.has(key)) fresh.delete(key);
+    else del.run(workspaceId, id);
+  }
+  const put = store.db.prepare('INSERT INTO workspace_entries (workspace_id, id, data) VALUES (?, ?, ?)');
+  let written = 0;
+  for (const [key, v] of fresh) {
+    // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.
+    const seg = Buffer.isBuffer(v) ? v : encodeSegment(c, children, v[0], v[1]);
+    put.run(workspaceId, Buffer.from(key, 'latin1'), seg);
+    written++;
+  }
   store.db
-    .prepare('INSERT OR REPLACE INTO workspace_entries (workspace_id, count, max_serial, data) VALUES (?, ?, ?, ?)')
-    .run(workspaceId, c.count, c.maxSerial, encodeCache(c));
+    .prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)')
+    .run(workspaceId, c.count, c.maxSerial, Buffer.concat(ids));
+  return { segments: ids.length, encoded, written };
+}
+
+/** Deletes a Workspace's cache, inside the caller's write transaction. */
+export function dropCache(store: Store, workspaceId: Buffer): void {
+  store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ?').run(workspaceId);
+  store.db.prepare('DELETE FROM workspace_caches WHERE workspace_id = ?').run(workspaceId);
 }

@@ -1,189 +1,359 @@
 /**
- * What changed in a materialized Workspace since it last matched a stored state: a walk plus
- * lstat of every path, compared with the stat cache. Only paths whose stat changed are re-read
- * later. Serials follow inodes, so a rename keeps its serial and shows as a rename.
+ * What changed in a materialized Workspace since it last matched a stored state: a native walk
+ * plus lstat of every path (lib/native walkTree), compared with the stat cache. Only paths whose
+ * stat changed are re-read later. Serials follow inodes, so a rename keeps its serial and shows
+ * as a rename, and every name of one inode (hard links) shares one serial.
+ *
+ * Walk and cache share one order (each directory's children contiguous and sorted by name
+ * bytes), so paths are matched by merging sibling lists, and stats are compared field by field
+ * on typed arrays: no per-path strings or objects unless something changed.
  */
-import { lstatSync, type BigIntStats } from 'node:fs';
+import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
-import { statSignature, walkTree, ROOT_SERIAL } from '../store/index.js';
-import type { CacheRow } from './cache.js';
-
-export interface ScannedPath {
-  rel: Buffer;
-  abs: Buffer;
-  name: Buffer;
-  kind: string;
-  serial: number;
-  parentSerial: number;
-  sig: string;
-  changed: boolean;
-}
+import { walkTree, walkTreeSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult } from '../native/index.js';
+import { ROOT_SERIAL } from '../store/index.js';
+import type { StatCache } from './cache.js';
 
 export interface ChangeSet {
-  paths: ScannedPath[];
-  /** Serials whose record must be rewritten, with the current parents of each. */
-  changedSerials: Map<number, { path: ScannedPath; parents: number[] }>;
+  /** The Workspace now (the walk without skipped entries) with its serials: the next cache. */
+  now: StatCache;
+  /** Per entry of `now`: the cache entry at the same path, or -1. */
+  oldIndex: Int32Array;
+  /** Per entry of `now`: 1 when its stat, serial or parent differs from the cache (or it is new). */
+  changed: Uint8Array;
+  /** Serials whose record must be rewritten: the first changed entry, and the current parents. */
+  changedSerials: Map<number, { index: number; parents: number[] }>;
   deletedSerials: number[];
   /** Per directory serial: name → serial (null = removed). */
   names: Map<number, Map<string, { name: Buffer; serial: number | null }>>;
-  deletedPaths: Buffer[];
+  /** Cache entries whose path is gone. */
+  deletedPaths: number[];
+  /** Paths a state cannot hold (sockets), as text. */
   skipped: string[];
-  get clean(): boolean;
+  readonly clean: boolean;
+  /** Entry i of `now`: path relative to the Workspace, and absolute. */
+  relPath(i: number): Buffer;
+  absPath(i: number): Buffer;
 }
 
-export function kindOfStats(st: BigIntStats): string {
-  if (st.isFile()) return 'file';
-  if (st.isDirectory()) return 'dir';
-  if (st.isSymbolicLink()) return 'symlink';
-  if (st.isFIFO()) return 'fifo';
-  if (st.isCharacterDevice()) return 'chardev';
-  if (st.isBlockDevice()) return 'blockdev';
-  return 'socket';
+export const kindName = (code: number): string => WALK_KIND_NAMES[code] ?? 'unknown';
+
+function gone(dir: string, e: unknown): unknown {
+  if (e instanceof LayerFsError && e.details.errno === 'ENOENT') {
+    return new LayerFsError('ERR_NOT_FOUND', `the Workspace directory is gone: ${dir}`, { path: dir, hint: 'end the Workspace with --discard' });
+  }
+  return e;
 }
 
-export function signatureOf(st: BigIntStats): string {
-  return statSignature(kindOfStats(st), st.ino, st.size, st.mtimeNs, st.ctimeNs, Number(st.mode & 0o7777n));
-}
-
-const kindOfSig = (sig: string) => sig.slice(0, sig.indexOf(':'));
-
-export function computeChanges(dir: string, cache: Map<string, CacheRow>): ChangeSet {
-  let walk;
+export async function computeChanges(dir: string, cache: StatCache): Promise<ChangeSet> {
+  let walk: WalkResult;
   try {
-    walk = walkTree(dir);
+    walk = await walkTree(dir);
   } catch (e) {
-    if (e instanceof LayerFsError && e.details.errno === 'ENOENT') {
-      throw new LayerFsError('ERR_NOT_FOUND', `the Workspace directory is gone: ${dir}`, { path: dir, hint: 'end the Workspace with --discard' });
-    }
-    throw e;
+    throw gone(dir, e);
   }
-  const prefix = Buffer.byteLength(dir) + 1;
+  return diffWalk(dir, walk, cache);
+}
+
+export function computeChangesSync(dir: string, cache: StatCache): ChangeSet {
+  let walk: WalkResult;
+  try {
+    walk = walkTreeSync(dir);
+  } catch (e) {
+    throw gone(dir, e);
+  }
+  return diffWalk(dir, walk, cache);
+}
+
+const LE = endianness() === 'LE';
+const LO = LE ? 0 : 1;
+const HI = LE ? 1 : 0;
+
+const words = (a: BigInt64Array | BigUint64Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
+
+/** Drops entries with keep[i] = 0 and everything below them; returns the walk and new → old indices. */
+export function compactWalk(w: WalkResult, keep: Uint8Array): { walk: WalkResult; from: Int32Array } {
+  const n = w.count;
+  const to = new Int32Array(n).fill(-1);
+  let count = 0;
+  let nameBytes = 0;
+  for (let i = 0; i < n; i++) {
+    if (!keep[i] || (i > 0 && to[w.parent[i]!]! < 0)) continue;
+    to[i] = count++;
+    nameBytes += w.nameOffsets[i + 1]! - w.nameOffsets[i]!;
+  }
+  const from = new Int32Array(count);
+  const out: WalkResult = {
+    count,
+    names: Buffer.allocUnsafe(nameBytes),
+    nameOffsets: new Uint32Array(count + 1),
+    parent: new Int32Array(count),
+    kind: new Uint8Array(count),
+    mode: new Uint32Array(count),
+    ino: new BigUint64Array(count),
+    size: new BigInt64Array(count),
+    mtimeNs: new BigInt64Array(count),
+    ctimeNs: new BigInt64Array(count),
+  };
+  let off = 0;
+  for (let i = 0; i < n; i++) {
+    const k = to[i]!;
+    if (k < 0) continue;
+    from[k] = i;
+    off += w.names.copy(out.names, off, w.nameOffsets[i]!, w.nameOffsets[i + 1]!);
+    out.nameOffsets[k + 1] = off;
+    out.parent[k] = i === 0 ? -1 : to[w.parent[i]!]!;
+    out.kind[k] = w.kind[i]!;
+    out.mode[k] = w.mode[i]!;
+    out.ino[k] = w.ino[i]!;
+    out.size[k] = w.size[i]!;
+    out.mtimeNs[k] = w.mtimeNs[i]!;
+    out.ctimeNs[k] = w.ctimeNs[i]!;
+  }
+  return { walk: out, from };
+}
+
+/** [start, end) of each directory's children (contiguous in walk order); empty when none. */
+function childRanges(w: WalkResult): { start: Int32Array; end: Int32Array } {
+  const start = new Int32Array(w.count);
+  const end = new Int32Array(w.count);
+  const parent = w.parent;
+  for (let i = 1; i < w.count; i++) {
+    const p = parent[i]!;
+    if (end[p] === 0) start[p] = i;
+    end[p] = i + 1;
+  }
+  return { start, end };
+}
+
+/** Buffer.compare order of name i of a and name j of b. */
+function compareNames(a: WalkResult, i: number, b: WalkResult, j: number): number {
+  const an = a.names;
+  const bn = b.names;
+  let x = a.nameOffsets[i]!;
+  let y = b.nameOffsets[j]!;
+  const lx = a.nameOffsets[i + 1]! - x;
+  const ly = b.nameOffsets[j + 1]! - y;
+  const end = x + (lx < ly ? lx : ly);
+  for (; x < end; x++, y++) {
+    const d = an[x]! - bn[y]!;
+    if (d !== 0) return d;
+  }
+  return lx - ly;
+}
+
+/** For each entry of `now`, the entry of `old` at the same path, or -1: a merge of sibling lists. */
+export function matchPaths(now: WalkResult, old: WalkResult): Int32Array {
+  const match = new Int32Array(now.count).fill(-1);
+  if (old.count === 0) return match;
+  const a = childRanges(now);
+  const b = childRanges(old);
+  match[0] = 0;
+  for (let d = 0; d < now.count; d++) {
+    const od = match[d]!;
+    if (od < 0 || now.kind[d] !== WalkKind.Dir) continue;
+    let i = a.start[d]!;
+    const ie = a.end[d]!;
+    let j = b.start[od]!;
+    const je = b.end[od]!;
+    while (i < ie && j < je) {
+      const c = compareNames(now, i, old, j);
+      if (c === 0) match[i++] = j++;
+      else if (c < 0) i++;
+      else j++;
+    }
+  }
+  return match;
+}
+
+/** A Map key for (kind, inode): a number while it fits, text beyond 2^50. */
+function inoKey(kind: number, lo: number, hi: number): number | string {
+  return hi < 0x40000 ? (hi * 0x100000000 + lo) * 8 + kind : `${kind}:${hi}:${lo}`;
+}
+
+export function diffWalk(dir: string, walk: WalkResult, cache: StatCache): ChangeSet {
+  const root = Buffer.from(dir);
   const skipped: string[] = [];
-  const stats: (BigIntStats | undefined)[] = walk.map((w) => lstatSync(w.path, { bigint: true, throwIfNoEntry: false }));
-  // Serials by inode, from the cache: same inode → same serial (unchanged, edited, renamed, linked).
-  const byIno = new Map<string, number>();
-  let maxSerial = ROOT_SERIAL;
-  for (const row of cache.values()) {
-    byIno.set(`${kindOfSig(row.sig)}:${row.ino}`, row.serial);
-    if (row.serial > maxSerial) maxSerial = row.serial;
-  }
-  const serialOf = new Int32Array(walk.length);
-  const claimed = new Set<number>();
-  for (let i = 0; i < walk.length; i++) {
-    const st = stats[i];
-    if (!st) continue;
-    if (i === 0) {
-      serialOf[0] = ROOT_SERIAL;
-      claimed.add(ROOT_SERIAL);
-      continue;
-    }
-    const s = byIno.get(`${kindOfStats(st)}:${st.ino}`);
-    if (s !== undefined && s !== ROOT_SERIAL && !(kindOfStats(st) === 'dir' && claimed.has(s))) {
-      serialOf[i] = s;
-      claimed.add(s);
+  let now = walk;
+  {
+    let bad = 0;
+    for (let i = 1; i < walk.count; i++) if (walk.kind[i] === WalkKind.Socket || walk.kind[i] === WalkKind.Unknown) bad++;
+    if (bad > 0) {
+      const keep = new Uint8Array(walk.count).fill(1);
+      for (let i = 1; i < walk.count; i++) {
+        if (walk.kind[i] !== WalkKind.Socket && walk.kind[i] !== WalkKind.Unknown) continue;
+        keep[i] = 0;
+        skipped.push(Buffer.concat([root, SLASH, walkRelPath(walk, i)]).toString());
+      }
+      now = compactWalk(walk, keep).walk;
     }
   }
-  const paths: ScannedPath[] = [];
-  const fresh = new Map<string, number>();
-  const indexPath: (ScannedPath | undefined)[] = new Array(walk.length);
-  for (let i = 0; i < walk.length; i++) {
-    const st = stats[i];
-    const w = walk[i]!;
-    // Gone since the walk listed it, or inside something gone: it is simply not there.
-    if (!st || (w.parent >= 0 && !indexPath[w.parent])) continue;
-    const kind = kindOfStats(st);
-    const rel = i === 0 ? Buffer.alloc(0) : w.path.subarray(prefix);
-    if (kind === 'socket') {
-      skipped.push(w.path.toString());
-      continue;
+  const n = now.count;
+  const m = cache.count;
+  const oldIndex = matchPaths(now, cache);
+
+  let hwm = Math.max(cache.maxSerial, ROOT_SERIAL);
+  for (let j = 0; j < m; j++) if (cache.serial[j]! > hwm) hwm = cache.serial[j]!;
+  const cap = hwm + n + 2;
+  const nIno = words(now.ino);
+  const oIno = words(cache.ino);
+
+  // Serials by inode: same inode → same serial (unchanged, edited, renamed, linked). The inode
+  // map of the whole cache is built only when some path does not keep its own inode.
+  const serial = new Uint32Array(n);
+  const claimed = new Uint8Array(cap);
+  serial[0] = ROOT_SERIAL;
+  claimed[ROOT_SERIAL] = 1;
+  let byIno: Map<number | string, number> | null = null;
+  for (let i = 1; i < n; i++) {
+    const k = now.kind[i]!;
+    const j = oldIndex[i]!;
+    let s: number | undefined;
+    if (j >= 0 && cache.kind[j] === k && oIno[2 * j] === nIno[2 * i] && oIno[2 * j + 1] === nIno[2 * i + 1]) {
+      s = cache.serial[j]!;
+    } else {
+      if (!byIno) {
+        byIno = new Map();
+        for (let q = 0; q < m; q++) byIno.set(inoKey(cache.kind[q]!, oIno[2 * q + LO]!, oIno[2 * q + HI]!), cache.serial[q]!);
+      }
+      s = byIno.get(inoKey(k, nIno[2 * i + LO]!, nIno[2 * i + HI]!));
     }
-    const key = rel.toString('latin1');
-    const cached = cache.get(key);
-    if (serialOf[i] === 0) {
-      const inoKey = `${kind}:${st.ino}`;
-      const linked = kind === 'dir' ? undefined : fresh.get(inoKey);
-      if (linked !== undefined) serialOf[i] = linked;
-      else if (cached && kindOfSig(cached.sig) === kind && !claimed.has(cached.serial)) serialOf[i] = cached.serial;
-      else serialOf[i] = ++maxSerial;
-      // Further names of the same new inode are hard links: one serial.
-      fresh.set(inoKey, serialOf[i]!);
-      claimed.add(serialOf[i]!);
+    if (s !== undefined && s !== ROOT_SERIAL && !(k === WalkKind.Dir && claimed[s])) {
+      serial[i] = s;
+      claimed[s] = 1;
     }
-    const parentSerial = w.parent >= 0 ? indexPath[w.parent]!.serial : 0;
-    const sig = signatureOf(st);
-    const p: ScannedPath = {
-      rel,
-      abs: w.path,
-      name: w.name,
-      kind,
-      serial: serialOf[i]!,
-      parentSerial,
-      sig,
-      changed: !cached || cached.serial !== serialOf[i] || cached.sig !== sig || cached.parentSerial !== parentSerial,
-    };
-    indexPath[i] = p;
-    paths.push(p);
+  }
+  // New inodes: further names of one new inode are hard links (one serial); a replaced file keeps
+  // its path's serial; anything else gets a serial above every serial this Workspace has used.
+  let fresh: Map<number | string, number> | null = null;
+  for (let i = 1; i < n; i++) {
+    if (serial[i] !== 0) continue;
+    const k = now.kind[i]!;
+    const j = oldIndex[i]!;
+    const key = inoKey(k, nIno[2 * i + LO]!, nIno[2 * i + HI]!);
+    const linked = k === WalkKind.Dir ? undefined : fresh?.get(key);
+    let s: number;
+    if (linked !== undefined) s = linked;
+    else if (j >= 0 && cache.kind[j] === k && !claimed[cache.serial[j]!]) s = cache.serial[j]!;
+    else s = ++hwm;
+    (fresh ??= new Map()).set(key, s);
+    claimed[s] = 1;
+    serial[i] = s;
   }
 
-  const current = new Set<number>();
-  const parentsOf = new Map<number, number[]>();
-  for (const p of paths) {
-    current.add(p.serial);
-    if (p.parentSerial) {
-      const list = parentsOf.get(p.serial);
-      if (list) list.push(p.parentSerial);
-      else parentsOf.set(p.serial, [p.parentSerial]);
+  // Changed entries: stat fields compared as 32-bit words, serial and parent serial.
+  const nSize = words(now.size);
+  const oSize = words(cache.size);
+  const nMt = words(now.mtimeNs);
+  const oMt = words(cache.mtimeNs);
+  const nCt = words(now.ctimeNs);
+  const oCt = words(cache.ctimeNs);
+  const parentSerialOf = (i: number) => (i === 0 ? 0 : serial[now.parent[i]!]!);
+  const oldParentSerialOf = (j: number) => (j === 0 ? 0 : cache.serial[cache.parent[j]!]!);
+  const changed = new Uint8Array(n);
+  const changedSerials = new Map<number, { index: number; parents: number[] }>();
+  const isChanged = new Uint8Array(cap);
+  for (let i = 0; i < n; i++) {
+    const j = oldIndex[i]!;
+    const a = 2 * i;
+    const b = 2 * j;
+    const same =
+      j >= 0 &&
+      cache.serial[j] === serial[i] &&
+      cache.kind[j] === now.kind[i] &&
+      cache.mode[j] === now.mode[i] &&
+      oIno[b] === nIno[a] &&
+      oIno[b + 1] === nIno[a + 1] &&
+      oSize[b] === nSize[a] &&
+      oSize[b + 1] === nSize[a + 1] &&
+      oMt[b] === nMt[a] &&
+      oMt[b + 1] === nMt[a + 1] &&
+      oCt[b] === nCt[a] &&
+      oCt[b + 1] === nCt[a + 1] &&
+      oldParentSerialOf(j) === parentSerialOf(i);
+    if (same) continue;
+    changed[i] = 1;
+    const s = serial[i]!;
+    if (!isChanged[s]) {
+      isChanged[s] = 1;
+      changedSerials.set(s, { index: i, parents: [] });
     }
   }
-  const changedSerials = new Map<number, { path: ScannedPath; parents: number[] }>();
-  for (const p of paths) {
-    if (p.changed && !changedSerials.has(p.serial)) changedSerials.set(p.serial, { path: p, parents: (parentsOf.get(p.serial) ?? []).sort((a, b) => a - b) });
+  // Every name of a changed serial (hard links too) is one parent of its record.
+  if (changedSerials.size > 0) {
+    for (let i = 1; i < n; i++) if (isChanged[serial[i]!]) changedSerials.get(serial[i]!)!.parents.push(parentSerialOf(i));
+    for (const c of changedSerials.values()) c.parents.sort((x, y) => x - y);
   }
-  // A hard link whose other name changed: every name of a changed serial shares its record.
-  const deletedPaths: Buffer[] = [];
-  const oldNames = new Map<string, number>();
-  const deleted = new Set<number>();
-  for (const [key, row] of cache) {
-    if (!current.has(row.serial)) deleted.add(row.serial);
-    if (key.length === 0) continue;
-    const rel = Buffer.from(key, 'latin1');
-    oldNames.set(`${row.parentSerial}/${nameOf(rel).toString('latin1')}`, row.serial);
+
+  const isCurrent = new Uint8Array(cap);
+  for (let i = 0; i < n; i++) isCurrent[serial[i]!] = 1;
+  const deletedSerials: number[] = [];
+  const isDeleted = new Uint8Array(cap);
+  for (let j = 0; j < m; j++) {
+    const s = cache.serial[j]!;
+    if (!isCurrent[s] && !isDeleted[s]) {
+      isDeleted[s] = 1;
+      deletedSerials.push(s);
+    }
   }
+
+  // Name bindings (directory serial, name) → serial. A path found at the same place under the
+  // same parent serial has the same binding key in the cache; only the rest need keyed maps.
   const names = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
-  const setName = (dir: number, name: Buffer, serial: number | null) => {
-    let m = names.get(dir);
-    if (!m) names.set(dir, (m = new Map()));
-    m.set(name.toString('latin1'), { name, serial });
+  const setName = (d: number, name: Buffer, s: number | null) => {
+    let mm = names.get(d);
+    if (!mm) names.set(d, (mm = new Map()));
+    mm.set(name.toString('latin1'), { name, serial: s });
   };
-  const curNames = new Set<string>();
-  for (const p of paths) {
-    if (!p.parentSerial) continue;
-    const k = `${p.parentSerial}/${p.name.toString('latin1')}`;
-    curNames.add(k);
-    if (oldNames.get(k) !== p.serial) setName(p.parentSerial, p.name, p.serial);
+  const aligned = new Uint8Array(m);
+  const restNow: number[] = [];
+  for (let i = 1; i < n; i++) {
+    const j = oldIndex[i]!;
+    const p = parentSerialOf(i);
+    if (j >= 0 && oldParentSerialOf(j) === p) {
+      aligned[j] = 1;
+      if (cache.serial[j] !== serial[i]) setName(p, walkName(now, i), serial[i]!);
+    } else restNow.push(i);
   }
-  const currentKeys = new Set(paths.map((p) => p.rel.toString('latin1')));
-  for (const [key, row] of cache) {
-    if (key.length === 0) continue;
-    const rel = Buffer.from(key, 'latin1');
-    const k = `${row.parentSerial}/${nameOf(rel).toString('latin1')}`;
-    if (!curNames.has(k) && current.has(row.parentSerial) && !deleted.has(row.parentSerial)) setName(row.parentSerial, nameOf(rel), null);
-    if (!currentKeys.has(key)) deletedPaths.push(rel);
+  const restOld: number[] = [];
+  for (let j = 1; j < m; j++) if (!aligned[j]) restOld.push(j);
+  if (restNow.length > 0 || restOld.length > 0) {
+    const key = (d: number, name: Buffer) => `${d}/${name.toString('latin1')}`;
+    const oldBinding = new Map<string, number>();
+    for (const j of restOld) oldBinding.set(key(oldParentSerialOf(j), walkName(cache, j)), cache.serial[j]!);
+    const nowKeys = new Set<string>();
+    for (const i of restNow) {
+      const name = walkName(now, i);
+      const k = key(parentSerialOf(i), name);
+      nowKeys.add(k);
+      if (oldBinding.get(k) !== serial[i]) setName(parentSerialOf(i), name, serial[i]!);
+    }
+    for (const j of restOld) {
+      const d = oldParentSerialOf(j);
+      const name = walkName(cache, j);
+      if (!nowKeys.has(key(d, name)) && isCurrent[d]) setName(d, name, null);
+    }
   }
+
+  const matched = new Uint8Array(m);
+  for (let i = 0; i < n; i++) if (oldIndex[i]! >= 0) matched[oldIndex[i]!] = 1;
+  const deletedPaths: number[] = [];
+  for (let j = 1; j < m; j++) if (!matched[j]) deletedPaths.push(j);
+
+  const nowCache: StatCache = { ...now, serial, maxSerial: hwm };
   return {
-    paths,
+    now: nowCache,
+    oldIndex,
+    changed,
     changedSerials,
-    deletedSerials: [...deleted],
+    deletedSerials,
     names,
     deletedPaths,
     skipped,
-    get clean() {
-      return changedSerials.size === 0 && deleted.size === 0 && names.size === 0;
-    },
+    clean: changedSerials.size === 0 && deletedSerials.length === 0 && names.size === 0,
+    relPath: (i) => walkRelPath(now, i),
+    absPath: (i) => (i === 0 ? root : Buffer.concat([root, SLASH, walkRelPath(now, i)])),
   };
 }
 
-function nameOf(rel: Buffer): Buffer {
-  const i = rel.lastIndexOf(0x2f);
-  return i < 0 ? rel : rel.subarray(i + 1);
-}
+const SLASH = Buffer.from('/');

@@ -8,9 +8,9 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, publishCommit, uuidv7, type BranchRow, type CommitRow } from '../history/index.js';
 import { ContentForm, InodeKind, inodeFromScan, NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
-import { scanPathsOrThrow } from '../native/index.js';
-import { loadCache, writeCache, type CacheUpdate } from './cache.js';
-import { computeChanges, type ChangeSet } from './changes.js';
+import { scanPathsOrThrow, walkRelPath } from '../native/index.js';
+import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
+import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { materialize, removeProjection } from './materialize.js';
 import { getWorkspace, type Projection, type WorkspaceRow } from './rows.js';
@@ -43,7 +43,7 @@ export function createWorkspace(store: Store, branch: BranchRow, at: string, pro
       store.db
         .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
         .run(id, branch.id, dir, projection, root, head, base, 'active', Date.now());
-      writeCache(store, id, cache);
+      saveCache(store, id, cache);
     });
   } catch (e) {
     removeProjection(dir);
@@ -64,27 +64,46 @@ export interface StatusEntry {
 /** What changed since the Workspace last matched a stored state, like `git status`. */
 export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: StatusEntry[]; skipped: string[] } {
   const cache = loadCache(store, ws.id);
-  const cs = computeChanges(ws.path, cache);
+  const cs = computeChangesSync(ws.path, cache);
   return { entries: statusEntries(cs, cache), skipped: cs.skipped };
 }
 
-function statusEntries(cs: ChangeSet, cache: Map<string, { serial: number }>): StatusEntry[] {
+function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
   const out: StatusEntry[] = [];
-  const oldPathOf = new Map<number, Buffer>();
-  for (const [key, row] of cache) oldPathOf.set(row.serial, Buffer.from(key, 'latin1'));
-  const renamedFrom = new Set<string>();
-  for (const p of cs.paths) {
-    if (!p.changed || p.rel.length === 0) continue;
-    const cached = cache.get(p.rel.toString('latin1'));
-    const old = oldPathOf.get(p.serial);
-    if (cached && cached.serial === p.serial) out.push({ change: 'modified', path: p.rel, kind: p.kind });
-    else if (old && !old.equals(p.rel) && !cs.paths.some((q) => q.serial === p.serial && q.rel.equals(old))) {
-      out.push({ change: 'renamed', path: p.rel, oldPath: old, kind: p.kind });
-      renamedFrom.add(old.toString('latin1'));
-    } else if (cached) out.push({ change: 'modified', path: p.rel, kind: p.kind });
-    else out.push({ change: 'added', path: p.rel, kind: p.kind });
+  const { now, oldIndex } = cs;
+  // Old entry → the entry now at its path, to tell whether an old path still holds its serial.
+  let nowAt: Int32Array | null = null;
+  // Rename sources: per changed serial, an old path of it that no longer holds it.
+  let sourceOf: Map<number, number> | null = null;
+  const renamedFrom = new Set<number>();
+  for (let i = 1; i < now.count; i++) {
+    if (!cs.changed[i]) continue;
+    const rel = cs.relPath(i);
+    const kind = kindName(now.kind[i]!);
+    const s = now.serial[i]!;
+    const j = oldIndex[i]!;
+    if (j >= 0 && cache.serial[j] === s) {
+      out.push({ change: 'modified', path: rel, kind });
+      continue;
+    }
+    if (!sourceOf) {
+      nowAt = new Int32Array(cache.count).fill(-1);
+      for (let k = 0; k < now.count; k++) if (oldIndex[k]! >= 0) nowAt[oldIndex[k]!] = k;
+      sourceOf = new Map();
+      for (let q = 1; q < cache.count; q++) {
+        const qs = cache.serial[q]!;
+        if (!cs.changedSerials.has(qs) || sourceOf.has(qs)) continue;
+        const k = nowAt[q]!;
+        if (k < 0 || now.serial[k] !== qs) sourceOf.set(qs, q);
+      }
+    }
+    const from = sourceOf.get(s);
+    if (from !== undefined) {
+      out.push({ change: 'renamed', path: rel, oldPath: walkRelPath(cache, from), kind });
+      renamedFrom.add(from);
+    } else out.push({ change: j >= 0 ? 'modified' : 'added', path: rel, kind });
   }
-  for (const d of cs.deletedPaths) if (!renamedFrom.has(d.toString('latin1'))) out.push({ change: 'deleted', path: d, kind: '' });
+  for (const d of cs.deletedPaths) if (!renamedFrom.has(d)) out.push({ change: 'deleted', path: walkRelPath(cache, d), kind: '' });
   return out.sort((a, b) => Buffer.compare(a.path, b.path));
 }
 
@@ -104,7 +123,7 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   const cache = loadCache(store, ws.id);
-  const cs = computeChanges(ws.path, cache);
+  const cs = await computeChanges(ws.path, cache);
   if (cs.clean) {
     const b = getBranch(store, ws.branchId);
     const head = b?.headCommitId ?? null;
@@ -112,22 +131,22 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
     if (!same) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
     return { outcome: 'UpToDate', head };
   }
-  const changed = [...cs.changedSerials.values()];
+  const changed = [...cs.changedSerials];
   try {
     return await store.write(async (w) => {
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      const updates: CacheUpdate[] = [];
       for (let i = 0; i < changed.length; i += SCAN_BATCH) {
         const batch = changed.slice(i, i + SCAN_BATCH);
-        const scanned = await scanPathsOrThrow(batch.map((c) => c.path.abs), { readData: true });
+        const paths = batch.map(([, c]) => cs.absPath(c.index));
+        const scanned = await scanPathsOrThrow(paths, { readData: true });
         for (let j = 0; j < batch.length; j++) {
-          const { path, parents } = batch[j]!;
+          const [serial, { parents }] = batch[j]!;
           const e = scanned[j]!;
-          const inode = inodeFromScan(e, path.abs, w);
+          const inode = inodeFromScan(e, paths[j]!, w);
           if (!inode) continue;
           if (inode.kind === InodeKind.Dir) {
-            const old = safeInode(base, path.serial);
+            const old = safeInode(base, serial);
             if (old && old.kind === InodeKind.Dir) {
               inode.form = old.form;
               inode.content = old.content;
@@ -137,7 +156,7 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
             }
           }
           inode.parents = parents;
-          editor.setInode(path.serial, inode);
+          editor.setInode(serial, inode);
         }
       }
       for (const s of cs.deletedSerials) editor.deleteInode(s);
@@ -145,13 +164,13 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
       const root = editor.finish();
       const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId);
       if (published.outcome === 'HeadMoved') throw new RollBack(published);
-      for (const p of cs.paths) if (p.changed) updates.push({ path: p.rel, row: { serial: p.serial, parentSerial: p.parentSerial, ino: p.sig.split(':')[1]!, sig: p.sig } });
-      for (const d of cs.deletedPaths) updates.push({ path: d, row: null });
-      writeCache(store, ws.id, updates);
+      saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
       const head = published.outcome === 'Created' ? published.commit.id : published.head;
       store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, ws.id);
       if (published.outcome === 'UpToDate') return published;
-      return { ...published, changedPaths: updates.length, write: { ...w.stats } };
+      let changedPaths = cs.deletedPaths.length;
+      for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;
+      return { ...published, changedPaths, write: { ...w.stats } };
     });
   } catch (e) {
     if (e instanceof RollBack) return e.outcome;
@@ -183,7 +202,7 @@ export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { disca
   }
   removeProjection(ws.path);
   store.writeSync(() => {
-    store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ?').run(ws.id);
+    dropCache(store, ws.id);
     store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
   });
   forgetExecutions(stateDir, toHex(ws.id));

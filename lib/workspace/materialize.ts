@@ -2,29 +2,57 @@
  * Materialize projection: writes a state into the Workspace directory and records the stat
  * cache that later commits compare against.
  */
-import { lstatSync, rmSync } from 'node:fs';
+import { rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { exportTree, type Store } from '../store/index.js';
-import type { CacheRow, CacheUpdate } from './cache.js';
-import { signatureOf } from './changes.js';
+import { walkName, walkTreeSync } from '../native/index.js';
+import { exportTree, ROOT_SERIAL, type Store } from '../store/index.js';
+import type { StatCache } from './cache.js';
+import { compactWalk } from './changes.js';
 
-/** Writes `rootId` into `dir` (absent or empty) and returns the cache rows for it. */
-export function materialize(store: Store, rootId: Buffer, dir: string): CacheUpdate[] {
+/** Writes `rootId` into `dir` (absent or empty) and returns the stat cache for it. */
+export function materialize(store: Store, rootId: Buffer, dir: string): StatCache {
   const abs = resolve(dir);
-  const written: { rel: Buffer; serial: number; parentSerial: number }[] = [];
+  // (parent serial, name) → serial of every entry written.
+  const written = new Map<string, number>();
+  let maxSerial = ROOT_SERIAL;
   try {
-    store.read(() => exportTree(store.view(rootId), abs, { onEntry: (rel, serial, parentSerial) => written.push({ rel: Buffer.from(rel), serial, parentSerial }) }));
+    store.read(() =>
+      exportTree(store.view(rootId), abs, {
+        onEntry: (rel, serial, parentSerial) => {
+          if (rel.length === 0) return;
+          written.set(`${parentSerial}/${rel.toString('latin1', rel.lastIndexOf(0x2f) + 1)}`, serial);
+          if (serial > maxSerial) maxSerial = serial;
+        },
+      }),
+    );
   } catch (e) {
     if (!(e instanceof LayerFsError && (e.code === 'ERR_NOT_EMPTY' || e.code === 'ERR_NOT_A_DIRECTORY'))) removeProjection(abs);
     throw e;
   }
   // Stat after everything is written: directory mtimes are restored last.
-  return written.map(({ rel, serial, parentSerial }): CacheUpdate => {
-    const st = lstatSync(rel.length ? Buffer.concat([Buffer.from(abs + '/'), rel]) : abs, { bigint: true });
-    const row: CacheRow = { serial, parentSerial, ino: st.ino.toString(), sig: signatureOf(st) };
-    return { path: rel, row };
-  });
+  let walk;
+  try {
+    walk = walkTreeSync(abs);
+  } catch (e) {
+    removeProjection(abs);
+    throw e;
+  }
+  const serial = new Uint32Array(walk.count);
+  serial[0] = ROOT_SERIAL;
+  let foreign = false;
+  for (let i = 1; i < walk.count; i++) {
+    const s = written.get(`${serial[walk.parent[i]!]}/${walkName(walk, i).toString('latin1')}`);
+    if (s === undefined) foreign = true;
+    else serial[i] = s;
+  }
+  if (!foreign) return { ...walk, serial, maxSerial };
+  // Something appeared that the state does not hold (another process wrote into the directory):
+  // leave it out of the cache, so the next commit sees it as new.
+  const keep = new Uint8Array(walk.count);
+  for (let i = 0; i < walk.count; i++) keep[i] = serial[i] === 0 ? 0 : 1;
+  const { walk: kept, from } = compactWalk(walk, keep);
+  return { ...kept, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial };
 }
 
 /** Removes a Workspace directory; never follows symlinks out of it. */

@@ -85,6 +85,10 @@ describe('argument checks', () => {
     await assert.rejects(scanPaths(['/etc'], { retries: -1 }), invalid('options.retries'));
     await assert.rejects(scanPaths(['/etc'], { readData: 'yes' as never }), invalid('options.readData'));
     await assert.rejects(scanPaths(['/etc'], { xattrs: 1 as never }), invalid('options.xattrs'));
+    await assert.rejects(scanPaths(['/etc'], { maxDataSize: -1 }), invalid('options.maxDataSize'));
+    await assert.rejects(scanPaths(['/etc'], { maxDataSize: 1.5 }), invalid('options.maxDataSize'));
+    await assert.rejects(scanPaths(['/etc'], { digestOversize: 'no' as never }), invalid('options.digestOversize'));
+    await assert.rejects(scanPaths(['/etc'], { maxBatchData: -5 }), invalid('options.maxBatchData'));
   });
 
   test('xattr helpers check arguments', () => {

@@ -91,6 +91,76 @@ describe('scanPaths: regular files', () => {
     }
   });
 
+  test('maxDataSize: larger files are digested by streaming and returned without data', async () => {
+    const bytes = fs.readFileSync(p('large.bin'));
+    const limit = 1024 * 1024;
+    const [big, small, exact] = (await scanPaths([p('large.bin'), p('small.txt'), p('large.bin')], { maxDataSize: limit })).map(ok);
+    assert.equal(big!.data, undefined);
+    assert.equal(big!.size, bytes.length);
+    assert.deepEqual(big!.digest?.contentId, objectId(DOMAIN.content, bytes));
+    assert.deepEqual(
+      big!.digest?.chunks.map((c) => [c.length, c.id.toString('hex')]),
+      chunkAndHash(bytes).map((c) => [c.length, c.id.toString('hex')]),
+    );
+    assert.deepEqual(small!.data, Buffer.from('hello layerfs\n'));
+    assert.equal(exact!.data, undefined);
+    // The limit is inclusive: a file of exactly maxDataSize bytes is still returned whole.
+    const [at] = await scanPaths([p('large.bin')], { maxDataSize: bytes.length });
+    assert.deepEqual(ok(at).data, bytes);
+    const [zero] = await scanPaths([p('empty')], { maxDataSize: 0 });
+    assert.deepEqual(ok(zero).data, Buffer.alloc(0));
+  });
+
+  test('maxDataSize with digestOversize: false reports metadata only', async () => {
+    const st = fs.statSync(p('large.bin'), { bigint: true });
+    const [big, small] = (await scanPaths([p('large.bin'), p('small.txt')], { maxDataSize: 4096, digestOversize: false })).map(ok);
+    assert.equal(big!.kind, 'file');
+    assert.equal(big!.size, Number(st.size));
+    assert.equal(big!.ino, st.ino);
+    assert.equal(big!.mtimeNs, st.mtimeNs);
+    assert.equal(big!.digest, undefined);
+    assert.equal(big!.data, undefined);
+    assert.ok(small!.digest && small!.data);
+    // Without readData every file is streamed: maxDataSize changes nothing.
+    const [streamed] = await scanPaths([p('large.bin')], { readData: false, maxDataSize: 4096, digestOversize: false });
+    assert.ok(ok(streamed).digest?.chunked);
+  });
+
+  test('maxBatchData bounds the bytes a batch returns; the rest are streamed', async () => {
+    const bytes = fs.readFileSync(p('large.bin'));
+    const paths = Array.from({ length: 6 }, () => p('large.bin'));
+    const entries = (await scanPaths(paths, { maxBatchData: 2 * bytes.length, threads: 2 })).map(ok);
+    assert.equal(entries.filter((e) => e.data).length, 2);
+    for (const e of entries) {
+      assert.deepEqual(e.digest?.contentId, objectId(DOMAIN.content, bytes));
+      if (e.data) assert.deepEqual(e.data, bytes);
+    }
+    const lean = (await scanPaths(paths, { maxBatchData: bytes.length, digestOversize: false })).map(ok);
+    assert.equal(lean.filter((e) => e.data).length, 1);
+    assert.equal(lean.filter((e) => e.digest).length, 1);
+    // Small files still fit next to each other.
+    const smalls = (await scanPaths(Array.from({ length: 10 }, () => p('small.txt')), { maxBatchData: 140 })).map(ok);
+    assert.equal(smalls.filter((e) => e.data).length, 10);
+  });
+
+  test('dataArena: files are read into the caller\'s Buffer; what does not fit is streamed', async () => {
+    const bytes = fs.readFileSync(p('large.bin'));
+    const arena = Buffer.alloc(bytes.length + 100);
+    const paths = [p('small.txt'), p('large.bin'), p('large.bin'), p('empty'), p('small.txt')];
+    const entries = (await scanPaths(paths, { dataArena: arena, threads: 2 })).map(ok);
+    const kept = entries.filter((e) => e.data && e.size > 0);
+    assert.equal(kept.length, 3, 'both small files and one of the large ones');
+    for (const e of kept) {
+      assert.equal(e.data!.buffer, arena.buffer, 'a view of the arena');
+      assert.deepEqual(e.data, e.size === bytes.length ? bytes : Buffer.from('hello layerfs\n'));
+    }
+    const ranges = kept.map((e) => [e.data!.byteOffset - arena.byteOffset, e.data!.byteOffset - arena.byteOffset + e.size]).sort((a, b) => a[0]! - b[0]!);
+    for (let i = 1; i < ranges.length; i++) assert.ok(ranges[i]![0]! >= ranges[i - 1]![1]!, 'no overlap');
+    const streamed = entries.find((e) => e.size === bytes.length && !e.data)!;
+    assert.deepEqual(streamed.digest?.contentId, objectId(DOMAIN.content, bytes));
+    assert.deepEqual(entries[3]!.data, Buffer.alloc(0));
+  });
+
   test('smallFileThreshold and params are honoured', async () => {
     const bytes = fs.readFileSync(p('large.bin'));
     const params = { minSize: 1024, avgSize: 4096, maxSize: 16384 };

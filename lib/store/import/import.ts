@@ -1,26 +1,33 @@
 /**
  * Import of a directory tree as one complete filesystem state. Reading, chunking and hashing run
  * on the addon's thread pool a few batches ahead while this thread stores finished batches, so
- * the two overlap. Memory is bounded by the batches in flight plus one inode record per file.
+ * the two overlap; a file over MAX_DATA_SIZE (or that no longer fits in its batch's arena) is
+ * streamed the same way, a few pieces ahead. Memory is bounded by design: BATCHES_IN_FLIGHT + 1
+ * arenas of file data, a few pieces of a large file, and a few dozen bytes per entry (walk
+ * table, encoded inode records); directory trees are written as they complete.
  */
-import { closeSync, fstatSync, openSync, readSync, realpathSync, statSync, constants as fsc } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { sep } from 'node:path';
-import { Chunker, scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.js';
+import { scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
-import { buildExtentTree, type Extent } from '../tree/extents.js';
 import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from '../tree/inode.js';
 import { TreeBuilder, TreeKind } from '../tree/pages.js';
 import { encodeRoot, ROOT_SERIAL } from '../tree/root.js';
-import { idOf } from '../objects.js';
-import { walkTree, type WalkEntry } from './walk.js';
+import { SMALL_FILE_THRESHOLD, storeContent, storeInMemory } from './content.js';
+import { NamespaceBuilder } from './namespace.js';
+import { walkTable } from './walk.js';
 
-/** Files below this many bytes are one blob object; larger ones are chunked. */
-export const SMALL_FILE_THRESHOLD = 128 * 1024;
-/** Files above this are streamed in pieces instead of being read whole into a batch. */
-const STREAM_THRESHOLD = 8 * 1024 * 1024;
-const STREAM_PIECE = 4 * 1024 * 1024;
+export { SMALL_FILE_THRESHOLD, storeFileContent } from './content.js';
+
+/** Files larger than this are streamed one at a time instead of being read whole into a batch. */
+const MAX_DATA_SIZE = 1024 * 1024;
+/**
+ * Each batch reads its files into an arena of this size, reused batch after batch, so file data
+ * costs no allocation and leaves no garbage; files that do not fit are streamed like large ones.
+ */
+const ARENA_BYTES = 6 * 1024 * 1024;
 const BATCH_ENTRIES = 512;
 const BATCHES_IN_FLIGHT = 3;
 
@@ -93,136 +100,83 @@ function scanError(e: ScanEntry & { error: NonNullable<ScanEntry['error']> }): L
 }
 
 /**
- * Stores a large file by streaming it through the chunker; the file is never held whole.
- * Detects a file that changes while it is read (size, mtime or ctime moved) and fails.
- */
-function streamLargeFile(path: Buffer, expect: ScanEntryOk, w: ObjectWriter, save: (node: Buffer) => Buffer): Buffer {
-  const display = path.toString();
-  let fd: number;
-  try {
-    fd = openSync(path, fsc.O_RDONLY | fsc.O_NOFOLLOW);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new LayerFsError('ERR_NATIVE_IO', `cannot open ${display}: ${code}`, { path: display, errno: code });
-  }
-  try {
-    const before = fstatSync(fd, { bigint: true });
-    const chunker = new Chunker();
-    const extents: Extent[] = [];
-    // Chunk bytes not yet cut: at most one maximum chunk plus one piece.
-    let carry = Buffer.alloc(0);
-    let total = 0;
-    const piece = Buffer.allocUnsafe(STREAM_PIECE);
-    const emit = (lengths: number[]): void => {
-      let off = 0;
-      for (const len of lengths) {
-        const bytes = carry.subarray(off, off + len);
-        const id = idOf(ObjectKind.Chunk, bytes);
-        w.put(ObjectKind.Chunk, id, Buffer.from(bytes));
-        extents.push({ id, length: len });
-        off += len;
-      }
-      carry = carry.subarray(off);
-    };
-    for (;;) {
-      const n = readSync(fd, piece, 0, STREAM_PIECE, null);
-      if (n === 0) break;
-      total += n;
-      const chunk = piece.subarray(0, n);
-      carry = carry.length === 0 ? Buffer.from(chunk) : Buffer.concat([carry, chunk]);
-      emit(chunker.push(chunk));
-    }
-    emit(chunker.finish());
-    const after = fstatSync(fd, { bigint: true });
-    if (total !== Number(before.size) || after.size !== before.size || after.mtimeNs !== before.mtimeNs || after.ctimeNs !== before.ctimeNs || before.size !== BigInt(expect.size)) {
-      throw new LayerFsError('ERR_FILE_CHANGED', `${display} changed while it was read`, { path: display, hint: 'retry when the file is quiet' });
-    }
-    return buildExtentTree(extents, save);
-  } finally {
-    closeSync(fd);
-  }
-}
-
-export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter, save: (node: Buffer) => Buffer): { form: ContentForm; content: Buffer | null } {
-  if (e.size === 0) return { form: ContentForm.None, content: null };
-  const d = e.digest;
-  if (!e.data || !d) return { form: ContentForm.Extents, content: streamLargeFile(path, e, w, save) };
-  if (!d.chunked) {
-    w.put(ObjectKind.Blob, d.contentId, e.data);
-    return { form: ContentForm.Whole, content: d.contentId };
-  }
-  for (const c of d.chunks) w.put(ObjectKind.Chunk, c.id, e.data.subarray(c.offset, c.offset + c.length));
-  return { form: ContentForm.Extents, content: buildExtentTree(d.chunks.map((c) => ({ id: Buffer.from(c.id), length: c.length })), save) };
-}
-
-/**
  * Imports `source` into the open write transaction and returns the new root id. The caller
  * commits (making it visible by pointing history at it) or rolls back.
  */
 export async function importTree(source: string, w: ObjectWriter, pages: PageStore, opts: ImportOptions): Promise<{ rootId: Buffer; stats: ImportStats }> {
   const t0 = performance.now();
   const real = checkSource(source, opts.forbidden);
-  const forbiddenIds = new Set<string>();
+  const forbiddenIds: { dev: bigint; ino: bigint }[] = [];
   for (const f of opts.forbidden) {
     try {
       const s = statSync(f, { bigint: true });
-      forbiddenIds.add(`${s.dev}:${s.ino}`);
+      forbiddenIds.push({ dev: s.dev, ino: s.ino });
     } catch {
       /* not created yet */
     }
   }
-  const walk: WalkEntry[] = walkTree(real);
+  const walk = walkTable(real);
   const t1 = performance.now();
   const stats: ImportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0, skipped: [], phases: { walkMs: t1 - t0, readHashMs: 0, writeMs: 0, treeMs: 0 } };
 
-  const serialOf = new Int32Array(walk.length);
-  const inodes = new Map<number, Inode>();
-  const children = new Map<number, { name: Buffer; serial: number }[]>();
+  // By walk index: the entry's serial, and whether it turned out to be a directory.
+  const serialOf = new Int32Array(walk.count);
+  const isDir = new Uint8Array(walk.count);
   const linkGroups = new Map<string, number>();
+  const ns = new NamespaceBuilder(w, pages);
   let nextSerial = ROOT_SERIAL;
-  const save = (node: Buffer): Buffer => w.add(ObjectKind.Extents, node);
 
-  const batches: Promise<ScanEntry[]>[] = [];
+  // One arena per batch in flight, plus the one whose entries are being stored.
+  const arenas: Buffer[] = Array.from({ length: BATCHES_IN_FLIGHT + 1 }, () => Buffer.allocUnsafeSlow(ARENA_BYTES));
+  const batches: { results: Promise<ScanEntry[]>; arena: Buffer }[] = [];
   let launched = 0;
   const launch = (): void => {
-    if (launched >= walk.length) return;
-    const end = Math.min(walk.length, launched + BATCH_ENTRIES);
-    const paths = walk.slice(launched, end).map((x) => x.path);
-    batches.push(scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: STREAM_THRESHOLD } as Parameters<typeof scanPaths>[1]));
+    if (launched >= walk.count) return;
+    const end = Math.min(walk.count, launched + BATCH_ENTRIES);
+    const paths: Buffer[] = [];
+    for (let i = launched; i < end; i++) paths.push(walk.path(i));
+    const arena = arenas.pop()!;
+    // Files not read here (too large, or no room left in the arena) come back with metadata only.
+    batches.push({ arena, results: scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false }) });
     launched = end;
   };
   for (let i = 0; i < BATCHES_IN_FLIGHT; i++) launch();
 
   let index = 0;
-  let waitMs = 0;
+  const clock = { waitMs: 0 };
   try {
     while (batches.length > 0) {
       const tw = performance.now();
-      const results = await batches.shift()!;
-      waitMs += performance.now() - tw;
+      const batch = batches.shift()!;
+      const results = await batch.results;
+      clock.waitMs += performance.now() - tw;
       launch();
       for (const r of results) {
-        const entry = walk[index]!;
         const i = index++;
         if (r.error) throw scanError(r as ScanEntry & { error: NonNullable<ScanEntry['error']> });
         const e = r as ScanEntryOk;
-        if (forbiddenIds.has(`${e.dev}:${e.ino}`)) {
-          throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: entry.path.toString(), hint: 'keep the Store outside the imported tree' });
+        if (forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
+          throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
         }
         const kind = KINDS[e.kind];
         if (i === 0 && kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `not a directory: ${source}`, { path: source });
         if (kind === undefined) {
-          stats.skipped.push(entry.path.toString());
+          stats.skipped.push(walk.path(i).toString());
           continue;
         }
-        const parentSerial = entry.parent >= 0 ? serialOf[entry.parent]! : 0;
+        const parent = walk.parent(i);
+        if (i > 0 && !isDir[parent]) {
+          // Listed as a directory by the walk, something else when scanned.
+          throw new LayerFsError('ERR_FILE_CHANGED', `${walk.path(parent).toString()} changed while it was read`, { path: walk.path(parent).toString(), hint: 'retry when the tree is quiet' });
+        }
+        const parentSerial = i > 0 ? serialOf[parent]! : 0;
         if (kind === InodeKind.File && e.nlink > 1) {
           const key = `${e.dev}:${e.ino}`;
           const existing = linkGroups.get(key);
           if (existing !== undefined) {
             serialOf[i] = existing;
-            inodes.get(existing)!.nlink++;
-            children.get(parentSerial)!.push({ name: entry.name, serial: existing });
+            ns.addParent(existing, parentSerial);
+            ns.addName(parentSerial, walk.name(i), existing);
             stats.hardLinks++;
             continue;
           }
@@ -230,7 +184,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
         }
         const serial = nextSerial++;
         serialOf[i] = serial;
-        if (i > 0) children.get(parentSerial)!.push({ name: entry.name, serial });
+        if (i > 0) ns.addName(parentSerial, walk.name(i), serial);
         const inode: Inode = {
           kind,
           mode: e.mode,
@@ -239,13 +193,14 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
           mtimeNs: e.mtimeNs,
           size: 0,
           nlink: 1,
+          parents: i > 0 ? [parentSerial] : [],
           form: ContentForm.None,
           content: null,
           xattrs: e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
         };
         switch (kind) {
           case InodeKind.File: {
-            const c = storeFileContent(e, entry.path, w, save);
+            const c = e.data || e.size === 0 ? storeInMemory(e, w) : await storeContent(e, walk.path(i), w, clock);
             inode.size = e.size;
             inode.form = c.form;
             inode.content = c.content;
@@ -254,7 +209,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
             break;
           }
           case InodeKind.Dir:
-            children.set(serial, []);
+            isDir[i] = 1;
             stats.directories++;
             break;
           case InodeKind.Symlink:
@@ -266,19 +221,23 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
             inode.rdev = e.rdev;
             stats.specials++;
         }
-        inodes.set(serial, inode);
+        // Directories get their content, and files with other names more parents, later.
+        if (kind === InodeKind.Dir || (kind === InodeKind.File && e.nlink > 1)) ns.setOpen(serial, inode);
+        else ns.setFinal(serial, inode);
       }
-      opts.onProgress?.({ files: index, totalEntries: walk.length, bytes: stats.bytes });
+      // Everything of this batch is copied into packs now: its arena can take another batch.
+      arenas.push(batch.arena);
+      opts.onProgress?.({ files: index, totalEntries: walk.count, bytes: stats.bytes });
     }
   } catch (e) {
     // Let in-flight batches settle so no worker writes into buffers we are about to drop.
-    await Promise.allSettled(batches);
+    await Promise.allSettled(batches.map((b) => b.results));
     throw e;
   }
   const t2 = performance.now();
-  stats.phases.readHashMs = waitMs;
-  stats.phases.writeMs = t2 - t1 - waitMs;
-  const rootId = buildNamespace(inodes, children, w, pages);
+  stats.phases.readHashMs = clock.waitMs;
+  stats.phases.writeMs = t2 - t1 - clock.waitMs;
+  const rootId = ns.finish();
   stats.phases.treeMs = performance.now() - t2;
   return { rootId, stats };
 }

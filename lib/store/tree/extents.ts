@@ -47,27 +47,71 @@ export function decodeExtentNode(data: Buffer, what: string): ExtentNode {
   return { level, ids, lengths };
 }
 
-/** Builds the tree bottom-up; `save` stores a node and returns its id. Returns the root id. */
-export function buildExtentTree(extents: Extent[], save: (node: Buffer) => Buffer): Buffer {
-  if (extents.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an extent tree needs at least one extent');
-  let level = 0;
-  let ids = extents.map((e) => e.id);
-  let lengths = extents.map((e) => e.length);
-  for (;;) {
-    const nextIds: Buffer[] = [];
-    const nextLengths: number[] = [];
-    let start = 0;
-    for (let i = 0; i < ids.length; i++) {
-      if (boundary(level, ids[i]!) || i === ids.length - 1) {
-        const node = { level, ids: ids.slice(start, i + 1), lengths: lengths.slice(start, i + 1) };
-        nextIds.push(save(encodeExtentNode(node)));
-        nextLengths.push(node.lengths.reduce((a, b) => a + b, 0));
-        start = i + 1;
-      }
-    }
-    if (nextIds.length === 1) return nextIds[0]!;
-    ids = nextIds;
-    lengths = nextLengths;
-    level++;
+interface Level {
+  ids: Buffer[];
+  lengths: number[];
+  /** Nodes closed at this level so far. */
+  nodes: number;
+  /** The first node, held back until a second one shows this level is not the top. */
+  first: { id: Buffer; length: number } | null;
+}
+
+/**
+ * Builds an extent tree while the extents arrive, holding only each level's open node, so memory
+ * does not grow with the file. Nodes and root are exactly those of building the whole list level
+ * by level: a node ends after a boundary id or at the end of its level, and the top is the first
+ * level with a single node (which is why a level's first node is only passed up once a second
+ * exists).
+ */
+export class ExtentTreeBuilder {
+  private readonly levels: Level[] = [];
+
+  /** `save` stores an encoded node and returns its id. */
+  constructor(private readonly save: (node: Buffer) => Buffer) {}
+
+  push(id: Buffer, length: number): void {
+    this.add(0, id, length);
   }
+
+  /** Closes every level and returns the root id. */
+  finish(): Buffer {
+    if (this.levels.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an extent tree needs at least one extent');
+    for (let level = 0; ; level++) {
+      const l = this.levels[level]!;
+      if (l.ids.length > 0) this.close(level);
+      if (l.nodes === 1) return l.first!.id;
+    }
+  }
+
+  private add(level: number, id: Buffer, length: number): void {
+    let l = this.levels[level];
+    if (!l) this.levels.push((l = { ids: [], lengths: [], nodes: 0, first: null }));
+    l.ids.push(id);
+    l.lengths.push(length);
+    if (boundary(level, id)) this.close(level);
+  }
+
+  private close(level: number): void {
+    const l = this.levels[level]!;
+    const id = this.save(encodeExtentNode({ level, ids: l.ids, lengths: l.lengths }));
+    const length = l.lengths.reduce((a, b) => a + b, 0);
+    l.ids = [];
+    l.lengths = [];
+    if (++l.nodes === 1) {
+      l.first = { id, length };
+      return;
+    }
+    if (l.first) {
+      this.add(level + 1, l.first.id, l.first.length);
+      l.first = null;
+    }
+    this.add(level + 1, id, length);
+  }
+}
+
+/** Builds the tree of a whole extent list; `save` stores a node and returns its id. Returns the root id. */
+export function buildExtentTree(extents: Extent[], save: (node: Buffer) => Buffer): Buffer {
+  const b = new ExtentTreeBuilder(save);
+  for (const e of extents) b.push(e.id, e.length);
+  return b.finish();
 }

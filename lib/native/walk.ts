@@ -1,0 +1,110 @@
+/**
+ * walkTree: readdir + lstat of a whole tree on the addon's thread pool, as typed arrays (one
+ * slot per entry) instead of one object per path.
+ *
+ * Order (the same as lib/store/import/walk.ts): entry 0 is the root; a directory's children are
+ * listed contiguously, sorted by name bytes, and directories are visited depth-first in that
+ * order, so a parent always precedes its children and the order depends only on the tree.
+ * Symlinks are never followed (a root that is not a directory is ENOTDIR). Entries that vanish
+ * while the walk runs are simply absent. An unreadable directory fails the whole walk with
+ * LayerFsError ERR_NATIVE_IO (details: path, errno, syscall).
+ */
+import { invalidArgument } from '../errors.js';
+import { native, type RawWalkResult } from './binding.js';
+import { MAX_THREADS } from './batch.js';
+import { optionalInt, toPathBuffer } from './params.js';
+import { fromNative } from './wrap.js';
+
+/** Kind codes of walk entries: the inode kinds of docs/FORMAT.md, plus socket and unknown. */
+export const WalkKind = {
+  Unknown: 0,
+  File: 1,
+  Dir: 2,
+  Symlink: 3,
+  Fifo: 4,
+  CharDev: 5,
+  BlockDev: 6,
+  Socket: 7,
+} as const;
+export type WalkKind = (typeof WalkKind)[keyof typeof WalkKind];
+
+export const WALK_KIND_NAMES = ['unknown', 'file', 'dir', 'symlink', 'fifo', 'chardev', 'blockdev', 'socket'] as const;
+
+export interface WalkResult extends RawWalkResult {
+  /** Number of entries, the root included. */
+  count: number;
+  /** Every name, concatenated (the root's is empty): name i is names[nameOffsets[i], nameOffsets[i + 1]). */
+  names: Buffer;
+  nameOffsets: Uint32Array;
+  /** Index of the parent directory's entry; -1 for the root. */
+  parent: Int32Array;
+  /** WalkKind codes. */
+  kind: Uint8Array;
+  /** st_mode & 0o7777. */
+  mode: Uint32Array;
+  ino: BigUint64Array;
+  size: BigInt64Array;
+  mtimeNs: BigInt64Array;
+  ctimeNs: BigInt64Array;
+}
+
+export interface WalkOptions {
+  /** Threads reading directories at once, 1..64 (default: the core count). */
+  threads?: number;
+}
+
+function prepare(root: string | Buffer, opts: WalkOptions | undefined): { path: Buffer; threads: number } {
+  if (opts !== undefined && (opts === null || typeof opts !== 'object')) throw invalidArgument('options must be an object', { argument: 'options' });
+  let path = toPathBuffer(root, 'root');
+  // No trailing slash (but keep "/"), so every path the walk builds is canonical.
+  let end = path.length;
+  while (end > 1 && path[end - 1] === 0x2f) end--;
+  if (end !== path.length) path = path.subarray(0, end);
+  return { path, threads: optionalInt(opts?.threads, 'options.threads', 1, MAX_THREADS, native.defaultThreads) };
+}
+
+function wrapError(e: unknown): Error {
+  const path = (e as { path?: unknown })?.path;
+  return fromNative(e, typeof path === 'string' ? { path } : {});
+}
+
+export async function walkTree(root: string | Buffer, opts?: WalkOptions): Promise<WalkResult> {
+  const { path, threads } = prepare(root, opts);
+  let r: RawWalkResult;
+  try {
+    r = await native.walkTree(path, threads);
+  } catch (e) {
+    throw wrapError(e);
+  }
+  return r;
+}
+
+/** The same walk, blocking the calling thread (which works too) until it is done. */
+export function walkTreeSync(root: string | Buffer, opts?: WalkOptions): WalkResult {
+  const { path, threads } = prepare(root, opts);
+  try {
+    return native.walkTreeSync(path, threads);
+  } catch (e) {
+    throw wrapError(e);
+  }
+}
+
+/** Entry i's name (a view into w.names, not a copy). */
+export function walkName(w: Pick<WalkResult, 'names' | 'nameOffsets'>, i: number): Buffer {
+  return w.names.subarray(w.nameOffsets[i]!, w.nameOffsets[i + 1]!);
+}
+
+/** Entry i's path relative to the root (empty for the root). */
+export function walkRelPath(w: Pick<WalkResult, 'names' | 'nameOffsets' | 'parent'>, i: number): Buffer {
+  const parts: Buffer[] = [];
+  for (let k = i; k > 0; k = w.parent[k]!) parts.push(walkName(w, k));
+  if (parts.length <= 1) return parts.length === 0 ? Buffer.alloc(0) : Buffer.from(parts[0]!);
+  const out: Buffer[] = [];
+  for (let k = parts.length - 1; k >= 0; k--) {
+    out.push(parts[k]!);
+    if (k > 0) out.push(SLASH);
+  }
+  return Buffer.concat(out);
+}
+
+const SLASH = Buffer.from('/');

@@ -1,0 +1,72 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { importTree, Store } from '../../lib/store/index.js';
+import { seededBytes, tempDir } from '../helpers/tmp.js';
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+
+function bigTree(dir: string): { src: string; bytes: Buffer } {
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const bytes = seededBytes(3, 40 * 1024 * 1024);
+  writeFileSync(join(src, 'big'), bytes);
+  writeFileSync(join(src, 'small'), 'small');
+  return { src, bytes };
+}
+
+const walBytes = (path: string): number => (existsSync(`${path}-wal`) ? statSync(`${path}-wal`).size : 0);
+
+test('a large commit returns before its checkpoint; other connections see it; close leaves no WAL', async () => {
+  const dir = tempDir();
+  const { src, bytes } = bigTree(dir);
+  const path = join(dir, 's.db');
+  const store = Store.create(path);
+  const rootId = await store.write(async (w) => (await importTree(src, w, store.pages, { forbidden: store.files })).rootId);
+  // The frames are committed in the WAL; copying them into the database is left to the background.
+  assert.ok(walBytes(path) > bytes.length, `WAL of ${walBytes(path)} bytes`);
+  const other = Store.open(path);
+  try {
+    const view = other.view(rootId);
+    assert.ok(view.readFile(view.resolve([Buffer.from('big')], 'big').inode).equals(bytes));
+  } finally {
+    other.close();
+  }
+  // Small commits afterwards keep working while (or after) the checkpoint runs.
+  await store.write((w) => w.put(2, Buffer.alloc(32, 1), Buffer.from('x')));
+  store.close();
+  assert.equal(existsSync(`${path}-wal`), false, 'the last close checkpoints and removes the WAL');
+  const again = Store.open(path);
+  try {
+    assert.equal(again.db.pragma('quick_check', { simple: true }), 'ok');
+    const view = again.view(rootId);
+    assert.ok(view.readFile(view.resolve([Buffer.from('big')], 'big').inode).equals(bytes));
+  } finally {
+    again.close();
+  }
+});
+
+test('a process that exits without closing after a large commit loses nothing', () => {
+  const dir = tempDir();
+  const { src, bytes } = bigTree(dir);
+  const path = join(dir, 's.db');
+  const code =
+    `import { importTree, Store } from './lib/store/index.ts';` +
+    `const s = Store.create(${JSON.stringify(path)});` +
+    `const id = await s.write(async (w) => (await importTree(${JSON.stringify(src)}, w, s.pages, { forbidden: s.files })).rootId);` +
+    `console.log(id.toString('hex'));`;
+  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  assert.equal(r.status, 0, r.stderr);
+  const rootId = Buffer.from(r.stdout.trim(), 'hex');
+  const store = Store.open(path);
+  try {
+    assert.equal(store.db.pragma('quick_check', { simple: true }), 'ok');
+    const view = store.view(rootId);
+    assert.ok(view.readFile(view.resolve([Buffer.from('big')], 'big').inode).equals(bytes));
+  } finally {
+    store.close();
+  }
+});
