@@ -5,7 +5,7 @@
 import type { ScanEntryOk } from '../../native/index.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import { ContentForm, InodeKind, type Inode } from '../tree/inode.js';
-import { storeFileContent } from './import.js';
+import { storeFileContent } from './content.js';
 
 export const SCAN_KINDS: Record<string, InodeKind | undefined> = {
   file: InodeKind.File,
@@ -16,11 +16,9 @@ export const SCAN_KINDS: Record<string, InodeKind | undefined> = {
   blockdev: InodeKind.BlockDev,
 };
 
-/** Returns null for what a state cannot hold (sockets). Directory content is left to the caller. */
-export function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter): Inode | null {
-  const kind = SCAN_KINDS[e.kind];
-  if (kind === undefined) return null;
-  const inode: Inode = {
+/** The record of a scanned path before its content, target or device number is filled in. */
+export function inodeMetadata(e: ScanEntryOk, kind: InodeKind): Inode {
+  return {
     kind,
     mode: e.mode,
     uid: e.uid,
@@ -32,6 +30,13 @@ export function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter): In
     content: null,
     xattrs: e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
   };
+}
+
+/** Returns null for what a state cannot hold (sockets). Directory content is left to the caller. */
+export function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter): Inode | null {
+  const kind = SCAN_KINDS[e.kind];
+  if (kind === undefined) return null;
+  const inode = inodeMetadata(e, kind);
   if (kind === InodeKind.File) {
     const c = storeFileContent(e, path, w, (node) => w.add(ObjectKind.Extents, node));
     inode.size = e.size;

@@ -7,6 +7,7 @@
  * table, encoded inode records); directory trees are written as they complete.
  */
 import { realpathSync, statSync } from 'node:fs';
+import { inodeMetadata, SCAN_KINDS } from './entry.js';
 import { sep } from 'node:path';
 import { scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.js';
 import { LayerFsError } from '../../errors.js';
@@ -54,15 +55,6 @@ export interface ImportOptions {
   forbidden: string[];
   onProgress?: (p: ImportProgress) => void;
 }
-
-const KINDS: Record<string, InodeKind | undefined> = {
-  file: InodeKind.File,
-  dir: InodeKind.Dir,
-  symlink: InodeKind.Symlink,
-  fifo: InodeKind.Fifo,
-  chardev: InodeKind.CharDev,
-  blockdev: InodeKind.BlockDev,
-};
 
 function checkSource(source: string, forbidden: string[]): string {
   let real: string;
@@ -158,7 +150,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
         if (forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
           throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
         }
-        const kind = KINDS[e.kind];
+        const kind = SCAN_KINDS[e.kind];
         if (i === 0 && kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `not a directory: ${source}`, { path: source });
         if (kind === undefined) {
           stats.skipped.push(walk.path(i).toString());
@@ -185,19 +177,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
         const serial = nextSerial++;
         serialOf[i] = serial;
         if (i > 0) ns.addName(parentSerial, walk.name(i), serial);
-        const inode: Inode = {
-          kind,
-          mode: e.mode,
-          uid: e.uid,
-          gid: e.gid,
-          mtimeNs: e.mtimeNs,
-          size: 0,
-          nlink: 1,
-          parents: i > 0 ? [parentSerial] : [],
-          form: ContentForm.None,
-          content: null,
-          xattrs: e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
-        };
+        const inode: Inode = { ...inodeMetadata(e, kind), parents: i > 0 ? [parentSerial] : [] };
         switch (kind) {
           case InodeKind.File: {
             const c = e.data || e.size === 0 ? storeInMemory(e, w) : await storeContent(e, walk.path(i), w, clock);
