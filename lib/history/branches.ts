@@ -26,9 +26,10 @@ export function listBranches(store: Store, layerStackId?: Buffer): BranchRow[] {
 
 /** A Branch by name (unique per LayerStack; ambiguous across stacks) or by id prefix. */
 export function resolveBranch(store: Store, ref: string): BranchRow {
-  const byName = store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE name = ? LIMIT 2`).all(ref) as BranchRow[];
+  const byName = store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE name = ? ORDER BY id`).all(ref) as BranchRow[];
   if (byName.length > 1) {
-    throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks have a Branch named ${ref}`, { name: ref, hint: 'give the Branch id (or a prefix) instead' });
+    const candidates = byName.map((b) => toHex(b.id));
+    throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks have a Branch named ${ref}: ${candidates.join(', ')}`, { name: ref, candidates, hint: 'give the Branch id (or a prefix) instead' });
   }
   if (byName[0]) return byName[0];
   const id = uniqueByPrefix(store.db, 'branches', ref, 16, 'Branch');

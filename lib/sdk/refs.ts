@@ -17,7 +17,13 @@ export function resolveState(store: Store, ref: string): ResolvedState {
   if (typeof ref !== 'string' || ref.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a state reference must be a non-empty string');
   const layerId = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   const commit = resolveCommit(store, ref);
-  if (layerId && commit) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} matches both a Layer and a Commit`, { id: ref, hint: 'give more hex digits' });
+  if (layerId && commit) {
+    throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} matches both a Layer and a Commit`, {
+      id: ref,
+      candidates: [`layer:${toHex(layerId)}`, `commit:${toHex(commit.id)}`],
+      hint: 'give more hex digits',
+    });
+  }
   if (layerId) return { kind: 'layer', id: layerId, rootId: getLayer(store, layerId)!.rootId };
   if (commit) return { kind: 'commit', id: commit.id, rootId: commit.rootId };
   const stackHead = store.db.prepare('SELECT head_layer_id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
@@ -27,7 +33,13 @@ export function resolveState(store: Store, ref: string): ResolvedState {
   } catch (e) {
     if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND')) throw e;
   }
-  if (branch && stackHead) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} names both a LayerStack and a Branch`, { id: ref, hint: 'give the Layer or Commit id instead' });
+  if (branch && stackHead) {
+    throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} names both a LayerStack and a Branch`, {
+      id: ref,
+      candidates: [`layer:${toHex(stackHead)}`, `branch:${toHex(branch.id)}`],
+      hint: 'give the Layer or Commit id instead',
+    });
+  }
   if (branch) return { kind: 'branch', id: branch.id, rootId: branchRoot(store, branch) };
   if (stackHead) return { kind: 'layer', id: stackHead, rootId: getLayer(store, stackHead)!.rootId };
   throw new LayerFsError('ERR_NOT_FOUND', `no Layer, Commit, Branch or LayerStack matches ${JSON.stringify(ref)}`, { id: ref, hint: 'see `layerfs query layers|commits|branches`' });

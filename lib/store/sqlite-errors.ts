@@ -20,6 +20,11 @@ export function mapSqliteError(e: unknown, path: string): unknown {
   if (code === 'SQLITE_BUSY' || code.startsWith('SQLITE_BUSY') || code === 'SQLITE_LOCKED') {
     return new LayerFsError('ERR_BUSY', `the Store is busy`, { path, hint: 'another process holds the write lock; retry', cause: e });
   }
+  // A short read means the file ends before the pages SQLite expects: a truncated Store, which
+  // is damage to the file (ERR_CORRUPT), not a failing device.
+  if (code === 'SQLITE_IOERR_SHORT_READ') {
+    return new LayerFsError('ERR_CORRUPT', `the Store file is damaged: it is shorter than its pages (truncated?)`, { path, cause: e });
+  }
   if (code === 'SQLITE_IOERR' || code.startsWith('SQLITE_IOERR')) {
     return new LayerFsError('ERR_NATIVE_IO', `I/O error on the Store: ${message}`, { path, cause: e });
   }

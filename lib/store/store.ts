@@ -3,7 +3,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { closeSync, constants, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { APPLICATION_ID, FORMAT_VERSION, PAGE_SIZE, SCHEMA } from './schema.js';
@@ -90,7 +90,9 @@ export function createStoreFile(path: string): StoreInfo {
 function checkHeader(abs: string): void {
   let fd: number;
   try {
-    fd = openSync(abs, 'r');
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+    // file type is checked right after. It changes nothing for regular files.
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new LayerFsError('ERR_NOT_FOUND', `no Store at this path`, { path: abs, hint: 'create one with `layerfs db create PATH`' });

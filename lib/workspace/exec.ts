@@ -234,7 +234,9 @@ function resolveRecord(stateDir: string, id: string): string {
   const want = id.toLowerCase();
   const matches = recordIds(resolve(stateDir)).filter((n) => n.startsWith(want));
   if (matches.length === 0) throw new LayerFsError('ERR_NOT_FOUND', `no execution ${id}`, { id, hint: 'list executions to see their ids' });
-  if (matches.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `execution id prefix ${id} matches several executions`, { id, hint: 'give more hex digits' });
+  if (matches.length > 1) {
+    throw new LayerFsError('ERR_AMBIGUOUS_ID', `execution id prefix ${id} matches several executions`, { id, candidates: matches.slice(0, 10), hint: 'give more hex digits' });
+  }
   return join(resolve(stateDir), matches[0]!);
 }
 
