@@ -10,6 +10,10 @@ export interface Receipt {
   operation: string;
   outcome: string;
   ms: number;
+  /**
+   * Wall time (ms) by phase, for import (layerstack.init) and workspace.commit: walkRead,
+   * chunkHash, write, publish — they add up to `ms`. Empty for other operations.
+   */
   phases: Record<string, number>;
   objectsInserted: number;
   objectsReused: number;
@@ -17,7 +21,12 @@ export interface Receipt {
   bytesReused: number;
   /** Canonical bytes this operation added to the Store. */
   semanticGrowth: number;
-  /** Growth of the Store file (database pages in use, in bytes). */
+  /**
+   * Growth of the database pages in use (page_count × page_size − free pages), in bytes, taken
+   * inside the operation's own write transactions (after BEGIN IMMEDIATE, before COMMIT), so
+   * other processes' writes are never counted. Can differ from semanticGrowth both ways: free
+   * pages absorb new objects, and page headers and indexes add to them.
+   */
   allocatedGrowth: number;
 }
 
@@ -29,6 +38,8 @@ export interface OperationSummary {
   msMedian: number;
   msP90: number;
   msMax: number;
+  /** Wall time by phase (walkRead, chunkHash, write, publish), summed over the receipts that have it. */
+  phasesMs: Record<string, number>;
   objectsInserted: number;
   objectsReused: number;
   bytesInserted: number;
@@ -115,7 +126,11 @@ export class Monitor {
       const ms = rs.map((r) => r.ms).sort((a, b) => a - b);
       const sum = (f: (r: Receipt) => number) => rs.reduce((a, r) => a + (f(r) || 0), 0);
       const outcomes: Record<string, number> = {};
-      for (const r of rs) outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+      const phasesMs: Record<string, number> = {};
+      for (const r of rs) {
+        outcomes[r.outcome] = (outcomes[r.outcome] ?? 0) + 1;
+        for (const [k, v] of Object.entries(r.phases ?? {})) if (typeof v === 'number') phasesMs[k] = (phasesMs[k] ?? 0) + v;
+      }
       return {
         operation,
         count: rs.length,
@@ -124,6 +139,7 @@ export class Monitor {
         msMedian: ms[Math.floor((ms.length - 1) / 2)] ?? 0,
         msP90: ms[Math.floor((ms.length - 1) * 0.9)] ?? 0,
         msMax: ms[ms.length - 1] ?? 0,
+        phasesMs,
         objectsInserted: sum((r) => r.objectsInserted),
         objectsReused: sum((r) => r.objectsReused),
         bytesInserted: sum((r) => r.bytesInserted),

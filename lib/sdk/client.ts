@@ -123,16 +123,23 @@ export class Client {
     };
   }
 
-  private receipt(operation: string, outcome: string, t0: number, allocated0: number, w: WriteStats | null, phases: Record<string, number> = {}): Receipt {
+  /**
+   * `allocated0` is `store.meter.allocatedGrowth` before the operation: allocated growth is
+   * summed over this handle's own write transactions, each measured under its write lock.
+   * Given `phases` (walkRead, chunkHash, write), publish is the rest of the wall time, so the
+   * four phases add up to `ms`.
+   */
+  private receipt(operation: string, outcome: string, t0: number, allocated0: number, w: WriteStats | null, phases?: { walkRead: number; chunkHash: number; write: number }): Receipt {
     const s = w ?? { objectsInserted: 0, objectsReused: 0, bytesInserted: 0, bytesReused: 0 };
+    const ms = performance.now() - t0;
     return {
       operation,
       outcome,
-      ms: performance.now() - t0,
-      phases,
+      ms,
+      phases: phases ? { ...phases, publish: Math.max(0, ms - phases.walkRead - phases.chunkHash - phases.write) } : {},
       ...s,
       semanticGrowth: s.bytesInserted,
-      allocatedGrowth: this.store.allocatedBytes() - allocated0,
+      allocatedGrowth: this.store.meter.allocatedGrowth - allocated0,
     };
   }
 
@@ -140,10 +147,10 @@ export class Client {
     if (opts.source !== undefined && opts.empty) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give either a source directory or empty, not both');
     if (opts.source === undefined && opts.empty === false) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give a source directory, or empty: true');
     const t0 = performance.now();
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const r = await initLayerStack(this.store, { name: opts.name, source: opts.source, onProgress: opts.onProgress });
     const im = r.import;
-    const base = this.receipt('layerstack.init', 'Created', t0, a0, r.write, im ? { ...im.phases } : {});
+    const base = this.receipt('layerstack.init', 'Created', t0, a0, r.write, im ? im.phases : { walkRead: 0, chunkHash: 0, write: 0 });
     return this.monitor.record({
       ...base,
       outcome: 'Created',
@@ -226,7 +233,7 @@ export class Client {
   export(ref: StateRef, target: string): ExportReceipt {
     const t0 = performance.now();
     const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target));
-    const base = this.receipt('export', 'Exported', t0, this.store.allocatedBytes(), null);
+    const base = this.receipt('export', 'Exported', t0, this.store.meter.allocatedGrowth, null);
     return this.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
   }
 
@@ -260,7 +267,7 @@ export class Client {
       if (!commit) throw new LayerFsError('ERR_NOT_FOUND', `no Commit ${JSON.stringify(opts.commit)}`, { id: opts.commit, hint: 'see `layerfs log BRANCH`' });
       source = { branch, commit: commit.id };
     }
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const b = forkBranch(this.store, opts.name, source);
     this.monitor.record(this.receipt('branch.fork', 'Created', t0, a0, null));
     return this.branchInfoOf(b);
@@ -295,7 +302,7 @@ export class Client {
   /** Publishes a Branch head as the next Layer of its LayerStack. */
   add(branch: string, opts: { expectedHead?: string } = {}): AddResult {
     const t0 = performance.now();
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     const expected = opts.expectedHead !== undefined ? this.layerRow(opts.expectedHead).id : undefined;
     const r = addBranch(this.store, b.id, { expectedHead: expected });
@@ -337,7 +344,7 @@ export class Client {
 
   createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' }): WorkspaceInfo {
     const t0 = performance.now();
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     const w = createWorkspace(this.store, b, opts.at, opts.projection ?? 'materialize');
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
@@ -370,10 +377,11 @@ export class Client {
   /** Commits the Workspace's changes: Created | UpToDate | Busy | HeadMoved. */
   async commitWorkspace(ref: string): Promise<CommitResult> {
     const t0 = performance.now();
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
-    const r = await commitWorkspace(this.store, w, this.stateDir);
-    const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null);
+    const phases = { walkRead: 0, chunkHash: 0, write: 0 };
+    const r = await commitWorkspace(this.store, w, this.stateDir, phases);
+    const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':
@@ -394,7 +402,7 @@ export class Client {
   /** Ends a Workspace and removes its files. Never commits; a clean end refuses changes. */
   async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
     const t0 = performance.now();
-    const a0 = this.store.allocatedBytes();
+    const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
     const r = await endWorkspace(this.store, w, opts, this.stateDir);
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;

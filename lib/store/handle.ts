@@ -19,6 +19,12 @@ export class Store {
   private writing = false;
   private closed = false;
   private checkpointer: Checkpointer | undefined;
+  /**
+   * Sums over this handle's write transactions, so a receipt can take differences. Allocated
+   * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
+   * the write lock is held, so other processes' writes can never be counted in it.
+   */
+  readonly meter = { allocatedGrowth: 0, transactions: 0 };
 
   private constructor(
     readonly db: Db,
@@ -78,12 +84,13 @@ export class Store {
     const w = new ObjectWriter(this.db, this.path);
     try {
       this.exec('BEGIN IMMEDIATE');
+      const a0 = this.allocatedBytes();
       this.pages.writer = w;
       let result: T;
       try {
         result = await fn(w);
         w.flush();
-        this.commit(w);
+        this.commit(w, a0);
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         this.objects.reset();
@@ -105,11 +112,12 @@ export class Store {
     const w = new ObjectWriter(this.db, this.path);
     try {
       this.exec('BEGIN IMMEDIATE');
+      const a0 = this.allocatedBytes();
       this.pages.writer = w;
       try {
         const result = fn(w);
         w.flush();
-        this.commit(w);
+        this.commit(w, a0);
         return result;
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
@@ -141,9 +149,17 @@ export class Store {
   /**
    * COMMIT. After a large transaction the WAL is large too, and copying it into the database is
    * left to the background checkpointer instead of being done inside COMMIT (checkpointer.ts);
-   * small commits keep SQLite's automatic checkpoint.
+   * small commits keep SQLite's automatic checkpoint. `allocated0` is allocatedBytes() taken
+   * right after BEGIN IMMEDIATE: the difference is this transaction's growth alone.
    */
-  private commit(w: ObjectWriter): void {
+  private commit(w: ObjectWriter, allocated0: number): void {
+    const growth = this.allocatedBytes() - allocated0;
+    this.commitSql(w);
+    this.meter.allocatedGrowth += growth;
+    this.meter.transactions++;
+  }
+
+  private commitSql(w: ObjectWriter): void {
     if (w.stats.bytesInserted < BACKGROUND_CHECKPOINT_BYTES) {
       this.exec('COMMIT');
       return;

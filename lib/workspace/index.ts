@@ -1,4 +1,4 @@
 /** lib/workspace: Workspaces (materialize projection), their changes, commits and executions. */
 export * from './rows.js';
-export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
+export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
