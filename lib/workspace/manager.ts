@@ -7,12 +7,13 @@ import { resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, publishCommit, uuidv7, type BranchRow, type CommitRow } from '../history/index.js';
-import { ContentForm, InodeKind, inodeFromScan, NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
-import { scanPathsOrThrow, walkRelPath } from '../native/index.js';
+import { NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
+import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { materialize, removeProjection } from './materialize.js';
+import { recordChanges, type RecordClock } from './record.js';
 import { getWorkspace, type Projection, type WorkspaceRow } from './rows.js';
 
 export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize'): WorkspaceRow {
@@ -117,27 +118,11 @@ class RollBack {
   constructor(readonly outcome: CommitOutcome) {}
 }
 
-const SCAN_BATCH = 256;
-
-/**
- * Wall time (ms) of a commit by phase: walkRead = stat cache load and the walk compared with it;
- * chunkHash = waiting for the addon to read, chunk and hash changed files; write = storing
- * objects and editing the trees. The caller counts the rest as publish (Commit row, stat cache
- * save, COMMIT).
- */
-export interface CommitPhases {
-  walkRead: number;
-  chunkHash: number;
-  write: number;
-}
-
-export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 }): Promise<CommitOutcome> {
+export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): Promise<CommitOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
-  let t = performance.now();
   const cache = loadCache(store, ws.id);
   const cs = await computeChanges(ws.path, cache);
-  phases.walkRead = performance.now() - t;
   if (cs.clean) {
     const b = getBranch(store, ws.branchId);
     const head = b?.headCommitId ?? null;
@@ -145,41 +130,15 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
     if (!same) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
     return { outcome: 'UpToDate', head };
   }
-  const changed = [...cs.changedSerials];
   try {
     return await store.write(async (w) => {
-      t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      for (let i = 0; i < changed.length; i += SCAN_BATCH) {
-        const batch = changed.slice(i, i + SCAN_BATCH);
-        const paths = batch.map(([, c]) => cs.absPath(c.index));
-        const ts = performance.now();
-        const scanned = await scanPathsOrThrow(paths, { readData: true });
-        phases.chunkHash += performance.now() - ts;
-        for (let j = 0; j < batch.length; j++) {
-          const [serial, { parents }] = batch[j]!;
-          const e = scanned[j]!;
-          const inode = inodeFromScan(e, paths[j]!, w);
-          if (!inode) continue;
-          if (inode.kind === InodeKind.Dir) {
-            const old = safeInode(base, serial);
-            if (old && old.kind === InodeKind.Dir) {
-              inode.form = old.form;
-              inode.content = old.content;
-            } else {
-              inode.form = ContentForm.None;
-              inode.content = null;
-            }
-          }
-          inode.parents = parents;
-          editor.setInode(serial, inode);
-        }
-      }
+      const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
+      await recordChanges(cs, base, editor, w, clock);
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
-      phases.write = performance.now() - t - phases.chunkHash;
       const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId);
       if (published.outcome === 'HeadMoved') throw new RollBack(published);
       saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
@@ -192,15 +151,6 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
     });
   } catch (e) {
     if (e instanceof RollBack) return e.outcome;
-    throw e;
-  }
-}
-
-function safeInode(view: ReturnType<Store['view']>, serial: number) {
-  try {
-    return view.inode(serial);
-  } catch (e) {
-    if (e instanceof LayerFsError && e.code === 'ERR_CORRUPT') return undefined;
     throw e;
   }
 }

@@ -9,6 +9,7 @@ import { walkName, walkTreeSync } from '../native/index.js';
 import { exportTree, ROOT_SERIAL, type Store } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { compactWalk } from './changes.js';
+import { racyWaitMs } from './record.js';
 
 /** Writes `rootId` into `dir` (absent or empty) and returns the stat cache for it. */
 export function materialize(store: Store, rootId: Buffer, dir: string): StatCache {
@@ -38,6 +39,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string): StatCach
     removeProjection(abs);
     throw e;
   }
+  waitPastTickSync(walk.ctimeNs);
   const serial = new Uint32Array(walk.count);
   serial[0] = ROOT_SERIAL;
   let foreign = false;
@@ -53,6 +55,17 @@ export function materialize(store: Store, rootId: Buffer, dir: string): StatCach
   for (let i = 0; i < walk.count; i++) keep[i] = serial[i] === 0 ? 0 : 1;
   const { walk: kept, from } = compactWalk(walk, keep);
   return { ...kept, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial };
+}
+
+/**
+ * Returns once the clock is a timestamp tick past the newest ctime: a write into the Workspace
+ * after create returns then changes the stat the cache records (record.ts, racy edits).
+ */
+function waitPastTickSync(ctimeNs: BigInt64Array): void {
+  let newest = 0n;
+  for (const c of ctimeNs) if (c > newest) newest = c;
+  const ms = racyWaitMs(newest, Date.now());
+  if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** Removes a Workspace directory; never follows symlinks out of it. */

@@ -1,11 +1,12 @@
 /**
  * One scanned path → one inode record, storing its content. Shared by import and by commits
- * of materialized Workspaces, so both record exactly the same facts.
+ * of materialized Workspaces, so both record exactly the same facts through one content path
+ * (storeContent: files the scan returned whole from memory, larger ones streamed).
  */
 import type { ScanEntryOk } from '../../native/index.js';
-import { ObjectKind, type ObjectWriter } from '../objects.js';
+import type { ObjectWriter } from '../objects.js';
 import { ContentForm, InodeKind, type Inode } from '../tree/inode.js';
-import { storeFileContent } from './content.js';
+import { storeContent } from './content.js';
 
 export const SCAN_KINDS: Record<string, InodeKind | undefined> = {
   file: InodeKind.File,
@@ -32,13 +33,16 @@ export function inodeMetadata(e: ScanEntryOk, kind: InodeKind): Inode {
   };
 }
 
-/** Returns null for what a state cannot hold (sockets). Directory content is left to the caller. */
-export function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter): Inode | null {
+/**
+ * Returns null for what a state cannot hold (sockets). Directory content is left to the caller.
+ * `clock.waitMs` accumulates the time spent waiting for the addon to read and hash.
+ */
+export async function inodeFromScan(e: ScanEntryOk, path: Buffer, w: ObjectWriter, clock?: { waitMs: number }): Promise<Inode | null> {
   const kind = SCAN_KINDS[e.kind];
   if (kind === undefined) return null;
   const inode = inodeMetadata(e, kind);
   if (kind === InodeKind.File) {
-    const c = storeFileContent(e, path, w, (node) => w.add(ObjectKind.Extents, node));
+    const c = await storeContent(e, path, w, clock);
     inode.size = e.size;
     inode.form = c.form;
     inode.content = c.content;
