@@ -118,11 +118,26 @@ class RollBack {
   constructor(readonly outcome: CommitOutcome) {}
 }
 
-export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): Promise<CommitOutcome> {
+/**
+ * Wall time (ms) of a commit by phase: walkRead = stat cache load and the walk compared with it;
+ * chunkHash = waiting for the addon to read, chunk and hash changed files (and for the racy
+ * timestamp tick before reading them, record.ts); write = storing
+ * objects and editing the trees. The caller counts the rest as publish (Commit row, stat cache
+ * save, COMMIT).
+ */
+export interface CommitPhases {
+  walkRead: number;
+  chunkHash: number;
+  write: number;
+}
+
+export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 }): Promise<CommitOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
+  let t = performance.now();
   const cache = loadCache(store, ws.id);
   const cs = await computeChanges(ws.path, cache);
+  phases.walkRead = performance.now() - t;
   if (cs.clean) {
     const b = getBranch(store, ws.branchId);
     const head = b?.headCommitId ?? null;
@@ -132,13 +147,16 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
   }
   try {
     return await store.write(async (w) => {
+      t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
       const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
       await recordChanges(cs, base, editor, w, clock);
+      phases.chunkHash += clock.waitMs + clock.racyWaitMs;
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
+      phases.write = performance.now() - t - phases.chunkHash;
       const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId);
       if (published.outcome === 'HeadMoved') throw new RollBack(published);
       saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
