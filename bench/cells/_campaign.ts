@@ -41,7 +41,7 @@ export interface AddShape {
   [more: string]: unknown;
 }
 export interface CampaignClient extends BranchClient {
-  readFile(ref: string, path: string): Generator<Buffer>;
+  readFile(ref: string, path: string, range?: { offset?: number; length?: number }): Generator<Buffer>;
   stat(ref: string, path?: string): EntryShape;
   analyzeDedup(opts?: { layerStack?: string; top?: number }): DedupShape;
   add(branch: string, opts?: { expectedHead?: string }): AddShape;

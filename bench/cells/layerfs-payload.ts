@@ -2,14 +2,11 @@
 //   import   Client.create + initLayerStack(FIXTURE)                      → ms (importMs)
 //   close    checkpoint; reconnect
 //   read     for (piece of client.readFile(layer, 'large.bin'))          → readMs
-//   random   --reads reads of 4 KiB at seeded offsets. The SDK has no range read, so each one is
-//            client.stat for the size (once), then readFile streamed from the start until the 4 KiB
-//            are covered, then the generator is closed: cost grows with the offset (about half the
-//            file per read). The count is capped so that the bytes streamed stay within
-//            --budget-mib; `randomReads` says how many were done of `randomAsked`.
+//   random   --reads range reads of 4 KiB at seeded offsets: client.readFile(layer, FILE, { offset,
+//            length: 4096 }), which loads only the chunks that overlap the range.
 //   floor    the same offsets read with pread(2) from the fixture file (page cache, no Store).
 // Every random read is checked against the fixture (untimed).
-//   node --import tsx bench/cells/layerfs-payload.ts --dir FIXTURE --tmp SCRATCH --tier "10 MiB" [--reads 1000 --budget-mib 512]
+//   node --import tsx bench/cells/layerfs-payload.ts --dir FIXTURE --tmp SCRATCH --tier "10 MiB" [--reads 1000]
 
 import fs from 'node:fs';
 import path from 'node:path';
@@ -28,7 +25,6 @@ const { values: a } = parseArgs({
     tmp: { type: 'string' },
     tier: { type: 'string', default: '?' },
     reads: { type: 'string', default: '1000' },
-    'budget-mib': { type: 'string', default: '512' },
   },
 });
 const tier = a.tier!;
@@ -61,14 +57,12 @@ try {
   const readMs = performance.now() - t;
   const rssAfterReadMiB = r1(selfMaxRssMiB());
 
-  // Random 4 KiB reads through the stream (no range API).
+  // Random 4 KiB range reads.
   t = performance.now();
   const size = c.stat(ref, FILE).size;
   const statMs = performance.now() - t;
   if (size !== readBytes) throw new Error(`stat says ${size} bytes, the full read gave ${readBytes}`);
-  const asked = Math.max(1, Number(a.reads));
-  const budget = Number(a['budget-mib']) * 1024 * 1024;
-  const reads = Math.min(asked, Math.max(20, Math.floor(budget / Math.max(1, size / 2))));
+  const reads = Math.max(1, Number(a.reads));
   const rng = new Rng(1, 0x4ead);
   const offsets = Array.from({ length: reads }, () => rng.below(size - READ + 1));
   const out = Buffer.alloc(READ);
@@ -79,18 +73,9 @@ try {
   try {
     for (const off of offsets) {
       const t1 = performance.now();
-      let pos = 0;
       let got = 0;
-      for (const piece of c.readFile(ref, FILE)) {
-        const end = pos + piece.length;
-        streamed += piece.length;
-        if (end > off + got) {
-          const from = off + got - pos;
-          got += piece.copy(out, got, from, Math.min(piece.length, from + READ - got));
-          if (got >= READ) break;
-        }
-        pos = end;
-      }
+      for (const piece of c.readFile(ref, FILE, { offset: off, length: READ })) got += piece.copy(out, got);
+      streamed += got;
       readMsEach.push(performance.now() - t1);
       fs.readSync(fd, want, 0, READ, off);
       if (got !== READ || !out.equals(want)) throw new Error(`random read at ${off}: ${got} bytes, ${out.equals(want) ? 'equal' : 'different'} content`);
@@ -114,7 +99,6 @@ try {
       readMBps: mbps(readBytes, readMs),
       readPieces: pieces,
       statMs: r3(statMs),
-      randomAsked: asked,
       randomReads: reads,
       randomTotalMs: r1(randomTotal),
       randomMedianMs: r3(median(readMsEach)),

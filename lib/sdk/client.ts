@@ -27,7 +27,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, InodeKind, Store, verifyStore, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -216,17 +216,22 @@ export class Client {
     });
   }
 
-  /** The content of a regular file of a state, piece by piece (bounded memory for large files). */
-  *readFile(ref: StateRef, path: string | Buffer): Generator<Buffer> {
+  /**
+   * The content of a regular file of a state, piece by piece (bounded memory for large files).
+   * With `{ offset, length }`, only that byte range (clamped to the file; past its end reads
+   * nothing), loading only the chunks that overlap it.
+   */
+  *readFile(ref: StateRef, path: string | Buffer, range?: ByteRange): Generator<Buffer> {
     const view = this.store.view(this.state(ref).rootId);
     const display = String(path);
     const { inode } = view.resolve(splitStatePath(path), display);
     if (inode.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${display} is not a regular file`, { path: display });
-    yield* view.content(inode);
+    if (range === undefined) yield* view.content(inode);
+    else yield* readRange(this.store.objects, inode, range);
   }
 
-  cat(ref: StateRef, path: string | Buffer): Buffer {
-    return Buffer.concat([...this.readFile(ref, path)]);
+  cat(ref: StateRef, path: string | Buffer, range?: ByteRange): Buffer {
+    return Buffer.concat([...this.readFile(ref, path, range)]);
   }
 
   /** Writes a state into a new (or empty) directory. */

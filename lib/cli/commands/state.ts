@@ -1,11 +1,20 @@
 /** layerstack, query, ls, cat and export commands. */
 import type { Command } from 'commander';
+import { LayerFsError } from '../../sdk/index.js';
 import { formatBytes, modeString } from '../output.js';
 import { importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
 
 const short = (id: string) => id.slice(0, 12);
+
+/** A --offset / --length value: a non-negative decimal integer. */
+function byteCount(v: string | undefined, flag: string): number | undefined {
+  if (v === undefined) return undefined;
+  const n = /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!Number.isSafeInteger(n)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${flag} must be a non-negative integer, got ${JSON.stringify(v)}`, { argument: flag });
+  return n;
+}
 
 export function registerStateCommands(program: Command, run: Runner, _state: { code: number }): void {
   const ls = program.command('layerstack').description('LayerStacks: shared, linear histories of Layers');
@@ -65,12 +74,15 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
   program
     .command('cat <state> <path>')
     .description("write a file's content from a state to stdout")
-    .action((state: string, path: string) =>
+    .option('--offset <n>', 'start at this byte (reads only the chunks that overlap the range)')
+    .option('--length <n>', 'at most this many bytes')
+    .action((state: string, path: string, opts: { offset?: string; length?: string }) =>
       run(async (_out, g) => {
+        const range = opts.offset !== undefined || opts.length !== undefined ? { offset: byteCount(opts.offset, '--offset'), length: byteCount(opts.length, '--length') } : undefined;
         await withClient(
           g.store,
           async (c) => {
-            for (const piece of c.readFile(state, path)) {
+            for (const piece of c.readFile(state, path, range)) {
               if (!process.stdout.write(piece)) await new Promise((r) => process.stdout.once('drain', r));
             }
           },
