@@ -262,4 +262,24 @@ void TreeWalk::Assemble(WalkResult* out) const {
   }
 }
 
+WalkMatch CompareWalk(const WalkResult& now, const WalkView& old, std::vector<uint32_t>* changed) {
+  const size_t n = now.count();
+  changed->clear();
+  if (n != old.count || now.names.size() != old.names_size) return WalkMatch::kDifferent;
+  auto same = [](const void* a, const void* b, size_t bytes) { return bytes == 0 || std::memcmp(a, b, bytes) == 0; };
+  if (!same(now.names.data(), old.names, old.names_size) ||
+      !same(now.name_offsets.data(), old.name_offsets, (n + 1) * sizeof(uint32_t)) ||
+      !same(now.parent.data(), old.parent, n * sizeof(int32_t)) ||
+      !same(now.kind.data(), old.kind, n) || !same(now.ino.data(), old.ino, n * sizeof(uint64_t))) {
+    return WalkMatch::kDifferent;
+  }
+  for (size_t i = 0; i < n; i++) {
+    if (now.mode[i] != old.mode[i] || now.size[i] != old.size[i] || now.mtime_ns[i] != old.mtime_ns[i] ||
+        now.ctime_ns[i] != old.ctime_ns[i]) {
+      changed->push_back(static_cast<uint32_t>(i));
+    }
+  }
+  return changed->empty() ? WalkMatch::kSame : WalkMatch::kStats;
+}
+
 }  // namespace layerfs

@@ -47,6 +47,32 @@ struct WalkResult {
   size_t count() const { return parent.size(); }
 };
 
+// A walk held elsewhere (the stat cache of a Workspace, lib/workspace/cache.ts): the same arrays
+// as a WalkResult, borrowed.
+struct WalkView {
+  const char* names;
+  size_t names_size;
+  const uint32_t* name_offsets;  // count + 1
+  const int32_t* parent;
+  const uint8_t* kind;
+  const uint32_t* mode;
+  const uint64_t* ino;
+  const int64_t* size;
+  const int64_t* mtime_ns;
+  const int64_t* ctime_ns;
+  size_t count;
+};
+
+enum class WalkMatch {
+  kSame,       // every entry and field equal: nothing changed
+  kStats,      // same paths, parents, kinds and inodes; some mode/size/times differ (*changed)
+  kDifferent,  // paths, kinds or inodes moved: the caller needs the whole walk
+};
+
+// Compares a finished walk with `old`, entry by entry (both are in walk order, so equal trees
+// give equal arrays). With kStats, *changed lists the entries whose mode, size or times differ.
+WalkMatch CompareWalk(const WalkResult& now, const WalkView& old, std::vector<uint32_t>* changed);
+
 struct WalkError {
   int err = 0;  // errno; 0 = no error
   std::string syscall;

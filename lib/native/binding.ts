@@ -89,6 +89,11 @@ export interface RawWalkResult {
   ctimeNs: BigInt64Array;
 }
 
+/** walkTree compared with a walk-shaped cache: `same`, or only the changed entries' new stats. */
+export type RawWalkAgainst =
+  | { count: number; same: true }
+  | { count: number; changed: Uint32Array; mode: Uint32Array; size: BigInt64Array; mtimeNs: BigInt64Array; ctimeNs: BigInt64Array };
+
 export interface RawHasher {
   update(data: Uint8Array): RawHasher;
   digest(length?: number): Buffer;
@@ -122,8 +127,8 @@ export interface NativeBinding {
   Chunker: new (params: RawParams | undefined) => RawChunker;
   hashBuffers(buffers: Uint8Array[], options: RawBatchOptions): Promise<(RawDigest & { length: number })[]>;
   scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanBatch>;
-  walkTree(root: Buffer, threads: number): Promise<RawWalkResult>;
-  walkTreeSync(root: Buffer, threads: number): RawWalkResult;
+  walkTree(root: Buffer, threads: number, against?: RawWalkResult): Promise<RawWalkResult | RawWalkAgainst>;
+  walkTreeSync(root: Buffer, threads: number, against?: RawWalkResult): RawWalkResult | RawWalkAgainst;
   ChunkStream: new (
     path: Buffer,
     options: { params: RawParams | undefined; pieceSize: number; readAhead: number; expect: { dev: bigint; ino: bigint; size: number; mtimeNs: bigint; ctimeNs: bigint } | undefined },

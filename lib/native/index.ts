@@ -19,7 +19,7 @@ export {
   type ScanError,
   type FileKind,
 } from './scan.js';
-export { walkTree, walkTreeSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult, type WalkOptions } from './walk.js';
+export { walkTree, walkTreeSync, walkTreeAgainst, walkTreeAgainstSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult, type WalkOptions, type WalkAgainst } from './walk.js';
 export { readChunks, ChunkStream, DEFAULT_PIECE_SIZE, type ChunkPiece, type FileIdentity, type ReadChunksOptions } from './stream.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';

@@ -10,7 +10,7 @@
  * LayerFsError ERR_NATIVE_IO (details: path, errno, syscall).
  */
 import { invalidArgument } from '../errors.js';
-import { native, type RawWalkResult } from './binding.js';
+import { native, type RawWalkAgainst, type RawWalkResult } from './binding.js';
 import { MAX_THREADS } from './batch.js';
 import { optionalInt, toPathBuffer } from './params.js';
 import { fromNative } from './wrap.js';
@@ -72,18 +72,55 @@ export async function walkTree(root: string | Buffer, opts?: WalkOptions): Promi
   const { path, threads } = prepare(root, opts);
   let r: RawWalkResult;
   try {
-    r = await native.walkTree(path, threads);
+    r = (await native.walkTree(path, threads)) as RawWalkResult;
   } catch (e) {
     throw wrapError(e);
   }
   return r;
 }
 
+/**
+ * The walk compared with an earlier one (a Workspace's stat cache) in native code, entry by
+ * entry in walk order:
+ * - `same`: every path, kind, inode, mode, size and time is unchanged; nothing is copied out;
+ * - `stats`: the same paths, kinds and inodes, and `changed` lists the entries (indices valid in
+ *   both) whose mode, size or times differ, with their new values;
+ * - `walk`: paths, kinds or inodes moved; the whole new walk.
+ */
+export type WalkAgainst =
+  | { kind: 'same'; count: number }
+  | { kind: 'stats'; count: number; changed: Uint32Array; mode: Uint32Array; size: BigInt64Array; mtimeNs: BigInt64Array; ctimeNs: BigInt64Array }
+  | { kind: 'walk'; walk: WalkResult };
+
+function against(r: RawWalkResult | RawWalkAgainst): WalkAgainst {
+  if ('same' in r) return { kind: 'same', count: r.count };
+  if ('changed' in r) return { kind: 'stats', ...r };
+  return { kind: 'walk', walk: r };
+}
+
+export async function walkTreeAgainst(root: string | Buffer, old: WalkResult, opts?: WalkOptions): Promise<WalkAgainst> {
+  const { path, threads } = prepare(root, opts);
+  try {
+    return against(await native.walkTree(path, threads, old));
+  } catch (e) {
+    throw wrapError(e);
+  }
+}
+
+export function walkTreeAgainstSync(root: string | Buffer, old: WalkResult, opts?: WalkOptions): WalkAgainst {
+  const { path, threads } = prepare(root, opts);
+  try {
+    return against(native.walkTreeSync(path, threads, old));
+  } catch (e) {
+    throw wrapError(e);
+  }
+}
+
 /** The same walk, blocking the calling thread (which works too) until it is done. */
 export function walkTreeSync(root: string | Buffer, opts?: WalkOptions): WalkResult {
   const { path, threads } = prepare(root, opts);
   try {
-    return native.walkTreeSync(path, threads);
+    return native.walkTreeSync(path, threads) as RawWalkResult;
   } catch (e) {
     throw wrapError(e);
   }

@@ -191,12 +191,35 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
 
 const segmentId = (seg: Buffer): Buffer => objectId(SEGMENT_TAG, seg).subarray(0, 16);
 
+/**
+ * Caches this process saved or loaded last, by Store file and Workspace, with the segment list
+ * they were stored under. The list names every segment by a hash of its bytes, so when the
+ * stored list still equals it the stored cache is this one, whoever wrote it since: loading is
+ * then one row read instead of all segments. A few Workspaces are kept (~60 bytes per path).
+ */
+const recent = new Map<string, { count: number; maxSerial: number; segments: Buffer; cache: StatCache }>();
+const RECENT_MAX = 8;
+
+function remember(store: Store, workspaceId: Buffer, entry: { count: number; maxSerial: number; segments: Buffer; cache: StatCache }): void {
+  const key = `${store.path}\0${workspaceId.toString('hex')}`;
+  recent.delete(key);
+  recent.set(key, entry);
+  if (recent.size > RECENT_MAX) recent.delete(recent.keys().next().value!);
+}
+
+/** Forgets the caches kept in memory: the next loads read the stored segments. */
+export function forgetRecentCaches(): void {
+  recent.clear();
+}
+
 export function loadCache(store: Store, workspaceId: Buffer): StatCache {
   return store.read(() => {
     const head = store.db.prepare('SELECT count, max_serial AS maxSerial, segments FROM workspace_caches WHERE workspace_id = ?').get(workspaceId) as
       | { count: number; maxSerial: number; segments: Buffer }
       | undefined;
     if (!head || head.segments.length % 16 !== 0) throw corrupt('no segment list');
+    const known = recent.get(`${store.path}\0${workspaceId.toString('hex')}`);
+    if (known && known.count === head.count && known.maxSerial === head.maxSerial && known.segments.equals(head.segments)) return known.cache;
     const rows = store.db.prepare('SELECT id, data FROM workspace_entries WHERE workspace_id = ?').raw().all(workspaceId) as [Buffer, Buffer][];
     const byId = new Map<string, Buffer>();
     for (const [id, data] of rows) byId.set(id.toString('latin1'), data);
@@ -210,6 +233,7 @@ export function loadCache(store: Store, workspaceId: Buffer): StatCache {
     }
     const c = decodeSegments(head.count, head.maxSerial, segments);
     for (let o = 0; o < head.segments.length; o += 16) c.stored!.ids.push(head.segments.subarray(o, o + 16));
+    remember(store, workspaceId, { count: head.count, maxSerial: head.maxSerial, segments: Buffer.from(head.segments), cache: c });
     return c;
   });
 }
@@ -252,7 +276,8 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
   }
   let s = 0;
   let encoded = 0;
-  for (const e of segmentEnds(c)) {
+  const ends = segmentEnds(c);
+  for (const e of ends) {
     let id = lineage && startOf.size > 0 ? reusedId(lineage, children, s, e, startOf) : undefined;
     let seg: Buffer | null = null;
     if (!id) {
@@ -280,14 +305,17 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
     put.run(workspaceId, Buffer.from(key, 'latin1'), seg);
     written++;
   }
-  store.db
-    .prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)')
-    .run(workspaceId, c.count, c.maxSerial, Buffer.concat(ids));
+  const list = Buffer.concat(ids);
+  store.db.prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
+  // If the transaction rolls back, the stored list differs and loadCache ignores this one.
+  const kept: StatCache = { ...c, stored: { ends, ids: ids.map((_, k) => list.subarray(16 * k, 16 * k + 16)), children } };
+  remember(store, workspaceId, { count: c.count, maxSerial: c.maxSerial, segments: list, cache: kept });
   return { segments: ids.length, encoded, written };
 }
 
 /** Deletes a Workspace's cache, inside the caller's write transaction. */
 export function dropCache(store: Store, workspaceId: Buffer): void {
+  recent.delete(`${store.path}\0${workspaceId.toString('hex')}`);
   store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ?').run(workspaceId);
   store.db.prepare('DELETE FROM workspace_caches WHERE workspace_id = ?').run(workspaceId);
 }

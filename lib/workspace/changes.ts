@@ -10,7 +10,7 @@
  */
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
-import { walkTree, walkTreeSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult } from '../native/index.js';
+import { walkName, walkRelPath, walkTreeAgainst, walkTreeAgainstSync, WalkKind, WALK_KIND_NAMES, type WalkAgainst, type WalkResult } from '../native/index.js';
 import { ROOT_SERIAL } from '../store/index.js';
 import type { StatCache } from './cache.js';
 
@@ -45,24 +45,97 @@ function gone(dir: string, e: unknown): unknown {
   return e;
 }
 
+/**
+ * The walk is compared with the cache in native code (walkTreeAgainst): when nothing moved, or
+ * only stats changed in place (edits, chmod, touch), no walk is copied out and the change set is
+ * built from the changed entries alone; otherwise the whole walk is diffed here (diffWalk).
+ */
 export async function computeChanges(dir: string, cache: StatCache): Promise<ChangeSet> {
-  let walk: WalkResult;
+  let r: WalkAgainst;
   try {
-    walk = await walkTree(dir);
+    r = await walkTreeAgainst(dir, cache);
   } catch (e) {
     throw gone(dir, e);
   }
-  return diffWalk(dir, walk, cache);
+  return changesFrom(dir, r, cache);
 }
 
 export function computeChangesSync(dir: string, cache: StatCache): ChangeSet {
-  let walk: WalkResult;
+  let r: WalkAgainst;
   try {
-    walk = walkTreeSync(dir);
+    r = walkTreeAgainstSync(dir, cache);
   } catch (e) {
     throw gone(dir, e);
   }
-  return diffWalk(dir, walk, cache);
+  return changesFrom(dir, r, cache);
+}
+
+function changesFrom(dir: string, r: WalkAgainst, cache: StatCache): ChangeSet {
+  if (r.kind === 'walk') return diffWalk(dir, r.walk, cache);
+  return statsChanged(dir, cache, r.kind === 'stats' ? r : null);
+}
+
+function highWaterMark(cache: StatCache): number {
+  let hwm = Math.max(cache.maxSerial, ROOT_SERIAL);
+  for (let j = 0; j < cache.count; j++) if (cache.serial[j]! > hwm) hwm = cache.serial[j]!;
+  return hwm;
+}
+
+/**
+ * The change set when the Workspace has the cache's paths, kinds and inodes, in the same order:
+ * every serial, parent and name binding stays; only the listed entries' stats differ (none when
+ * `r` is null). Gives what diffWalk gives for such a walk, in time linear in the changes plus
+ * a few array copies.
+ */
+export function statsChanged(
+  dir: string,
+  cache: StatCache,
+  r: { changed: Uint32Array; mode: Uint32Array; size: BigInt64Array; mtimeNs: BigInt64Array; ctimeNs: BigInt64Array } | null,
+): ChangeSet {
+  const root = Buffer.from(dir);
+  const n = cache.count;
+  const oldIndex = new Int32Array(n);
+  for (let i = 0; i < n; i++) oldIndex[i] = i;
+  const changed = new Uint8Array(n);
+  const changedSerials = new Map<number, { index: number; parents: number[] }>();
+  let now: StatCache = cache;
+  if (r && r.changed.length > 0) {
+    // Arrays that do not change are shared with the cache (caches are never modified in place).
+    now = { ...cache, mode: cache.mode.slice(), size: cache.size.slice(), mtimeNs: cache.mtimeNs.slice(), ctimeNs: cache.ctimeNs.slice(), maxSerial: highWaterMark(cache) };
+    delete now.stored;
+    const cap = now.maxSerial + 1;
+    const isChanged = new Uint8Array(cap);
+    for (let k = 0; k < r.changed.length; k++) {
+      const i = r.changed[k]!;
+      now.mode[i] = r.mode[k]!;
+      now.size[i] = r.size[k]!;
+      now.mtimeNs[i] = r.mtimeNs[k]!;
+      now.ctimeNs[i] = r.ctimeNs[k]!;
+      changed[i] = 1;
+      const s = cache.serial[i]!;
+      if (!isChanged[s]) {
+        isChanged[s] = 1;
+        changedSerials.set(s, { index: i, parents: [] });
+      }
+    }
+    // Every name of a changed serial (hard links too) is one parent of its record.
+    const serial = cache.serial;
+    for (let i = 1; i < n; i++) if (isChanged[serial[i]!]) changedSerials.get(serial[i]!)!.parents.push(serial[cache.parent[i]!]!);
+    for (const c of changedSerials.values()) c.parents.sort((x, y) => x - y);
+  }
+  return {
+    now,
+    oldIndex,
+    changed,
+    changedSerials,
+    deletedSerials: [],
+    names: new Map(),
+    deletedPaths: [],
+    skipped: [],
+    clean: changedSerials.size === 0,
+    relPath: (i) => walkRelPath(now, i),
+    absPath: (i) => (i === 0 ? root : Buffer.concat([root, SLASH, walkRelPath(now, i)])),
+  };
 }
 
 const LE = endianness() === 'LE';

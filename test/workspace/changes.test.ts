@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
 import { objectId, walkTreeSync, walkRelPath } from '../../lib/native/index.js';
-import { decodeSegments, encodeSegment, loadCache, segmentEnds, SEGMENT_MAX, SEGMENT_TAG, type StatCache } from '../../lib/workspace/cache.js';
+import { decodeSegments, encodeSegment, forgetRecentCaches, loadCache, segmentEnds, SEGMENT_MAX, SEGMENT_TAG, type StatCache } from '../../lib/workspace/cache.js';
 import { diffWalk } from '../../lib/workspace/changes.js';
 import { listWorkspaces } from '../../lib/workspace/index.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -227,6 +227,9 @@ test('the stat cache: segments round-trip (either byte order), a commit rewrites
     const data = store.db.prepare('SELECT data FROM workspace_entries WHERE workspace_id = ? AND id = ?').pluck().get(id, victim) as Buffer;
     data[data.length - 1]! ^= 1;
     store.db.prepare('UPDATE workspace_entries SET data = ? WHERE workspace_id = ? AND id = ?').run(data, id, victim);
+    // This process holds the cache it saved (the stored list still names it); a new process
+    // loads it from the segments.
+    forgetRecentCaches();
     assert.throws(() => client.workspaceStatus(ws.id), { code: 'ERR_CORRUPT' });
     await assert.rejects(client.commitWorkspace(ws.id), { code: 'ERR_CORRUPT' });
     assert.equal((await client.endWorkspace(ws.id, { discard: true })).outcome, 'Ended');
