@@ -44,7 +44,7 @@ export interface InfoShape {
 export interface BranchClient {
   initLayerStack(opts: { name: string; source: string }): Promise<InitReceiptShape>;
   forkBranch(opts: { name: string; layer: string } | { name: string; branch: string; commit: string }): BranchInfoShape;
-  createWorkspace(branch: string, opts: { at: string }): WorkspaceInfoShape;
+  createWorkspace(branch: string, opts: { at: string }): Promise<WorkspaceInfoShape> | WorkspaceInfoShape;
   commitWorkspace(ref: string): Promise<CommitReceiptShape>;
   endWorkspace(ref: string, opts?: { discard?: boolean }): Promise<unknown>;
   add(branch: string): { outcome: string; [more: string]: unknown };

@@ -51,7 +51,7 @@ try {
   const initMs = performance.now() - t;
   c.forkBranch({ name: 'trunk', layer: init.layer.id });
   t = performance.now();
-  const wsTrunk = c.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
+  const wsTrunk = await c.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
   const materializeMs = [performance.now() - t];
   await c.close();
   const filesBefore = storeFiles(storePath);
@@ -88,7 +88,7 @@ try {
     forkMs.push(performance.now() - t);
     if (br.headCommitId !== at.id) throw new Error(`fork ${name}: head ${String(br.headCommitId)}, expected ${at.id}`);
     t = performance.now();
-    wss[name] = c.createWorkspace(name, { at: path.join(tmp, name) });
+    wss[name] = await c.createWorkspace(name, { at: path.join(tmp, name) });
     materializeMs.push(performance.now() - t);
   }
   let lastA: Edit[] = [];

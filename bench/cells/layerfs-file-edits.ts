@@ -48,7 +48,7 @@ try {
   const initMs = performance.now() - t;
   const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
   t = performance.now();
-  const ws = c.createWorkspace(branch.name, { at: wsDir });
+  const ws = await c.createWorkspace(branch.name, { at: wsDir });
   const materializeMs = performance.now() - t;
   const rssBeforeCommitsMiB = r1(selfMaxRssMiB());
   await c.close();

@@ -42,7 +42,7 @@ try {
   const wss: { id: string; path: string }[] = [];
   for (let i = 0; i < n; i++) {
     c.forkBranch({ name: `w${i}`, layer: init.layer.id });
-    wss.push(c.createWorkspace(`w${i}`, { at: path.join(tmp, `ws${i}`) }));
+    wss.push(await c.createWorkspace(`w${i}`, { at: path.join(tmp, `ws${i}`) }));
   }
   const setupMs = performance.now() - t;
   await c.close();

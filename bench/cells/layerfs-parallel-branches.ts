@@ -62,7 +62,7 @@ try {
   for (let b = 0; b < nBranches; b++) {
     const br = c.forkBranch({ name: `agent-${b}`, layer: init.layer.id });
     names.push(br.name);
-    wss.push(c.createWorkspace(br.name, { at: path.join(tmp, `ws${b}`) }));
+    wss.push(await c.createWorkspace(br.name, { at: path.join(tmp, `ws${b}`) }));
   }
   const setupMs = performance.now() - t;
   await c.close();

@@ -57,7 +57,7 @@ try {
   const initMs = performance.now() - t;
   const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
   t = performance.now();
-  const ws = c.createWorkspace(branch.name, { at: wsDir });
+  const ws = await c.createWorkspace(branch.name, { at: wsDir });
   const materializeMs = performance.now() - t;
 
   // Close and reconnect: the close checkpoints the WAL, so Store + WAL sizes from here on are the

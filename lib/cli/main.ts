@@ -11,6 +11,7 @@ import { registerStateCommands } from './commands/state.js';
 import { registerBranchCommands } from './commands/branch.js';
 import { registerWorkspaceCommands } from './commands/workspace.js';
 import { registerMonitorCommands } from './commands/monitor.js';
+import { registerDaemonCommands } from './commands/daemon.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -52,6 +53,7 @@ export function buildProgram(state: { code: number }): Command {
   registerBranchCommands(program, run, state);
   registerWorkspaceCommands(program, run, state);
   registerMonitorCommands(program, run);
+  registerDaemonCommands(program, run, state);
   return program;
 }
 

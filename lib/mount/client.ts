@@ -7,9 +7,9 @@
  * can neither drive the daemon nor impersonate it. (Node exposes no SO_PEERCRED.)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, closeSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
-import { connect } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LayerFsError, type ErrorCode } from '../errors.js';
@@ -19,6 +19,7 @@ import {
   type DaemonPaths,
   type DaemonStatus,
   type MountRequest,
+  type MountedChanges,
   type MountedCommitOutcome,
   type Request,
   type Response,
@@ -70,43 +71,126 @@ async function readToken(paths: DaemonPaths): Promise<string> {
   }
 }
 
-/** Sends one request; throws the daemon's error as a LayerFsError. */
+interface Waiter {
+  resolve: (r: Response) => void;
+  reject: (e: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * One kept-open connection to a Store's daemon. Requests are answered in order on it, so a
+ * client that commits repeatedly pays the connect and token read once (a few ms each time
+ * otherwise). The socket is unref'd while idle: it never keeps a process alive. A closed or
+ * failed connection is dropped and the next request connects again (a new daemon, a new token).
+ */
+class DaemonConnection {
+  private sock: Socket | null = null;
+  private token: string | null = null;
+  private buf = '';
+  private readonly queue: Waiter[] = [];
+
+  constructor(private readonly paths: DaemonPaths) {}
+
+  private drop(err: unknown): void {
+    const s = this.sock;
+    this.sock = null;
+    this.token = null;
+    this.buf = '';
+    s?.destroy();
+    for (const w of this.queue.splice(0)) {
+      clearTimeout(w.timer);
+      w.reject(err);
+    }
+  }
+
+  private async open(): Promise<{ sock: Socket; token: string }> {
+    if (this.sock && this.token) return { sock: this.sock, token: this.token };
+    const token = await readToken(this.paths);
+    if (this.sock && this.token) return { sock: this.sock, token: this.token };
+    const sock = await new Promise<Socket>((resolve, reject) => {
+      const s = connect(this.paths.socket);
+      s.once('connect', () => resolve(s));
+      s.once('error', (e: NodeJS.ErrnoException) => {
+        if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT') reject(notRunning(this.paths, e.code));
+        else reject(new LayerFsError('ERR_NATIVE_IO', `cannot reach the mount daemon: ${e.message}`, { path: this.paths.socket, errno: e.code }));
+      });
+    });
+    sock.setEncoding('utf8');
+    sock.on('data', (d: string) => {
+      this.buf += d;
+      let nl: number;
+      while ((nl = this.buf.indexOf('\n')) >= 0) {
+        const line = this.buf.slice(0, nl);
+        this.buf = this.buf.slice(nl + 1);
+        const w = this.queue.shift();
+        if (!w) continue;
+        clearTimeout(w.timer);
+        try {
+          w.resolve(JSON.parse(line) as Response);
+        } catch {
+          w.reject(new LayerFsError('ERR_NATIVE', 'the mount daemon sent an unreadable answer', { path: this.paths.socket }));
+        }
+      }
+      if (this.queue.length === 0) sock.unref();
+    });
+    sock.on('error', () => {});
+    sock.on('close', () => {
+      if (this.sock === sock) this.drop(stopping(this.paths));
+    });
+    this.sock = sock;
+    this.token = token;
+    return { sock, token };
+  }
+
+  async send(req: Request, opts: RequestOptions): Promise<Response> {
+    const { sock, token } = await this.open();
+    const line = JSON.stringify({ ...req, token }) + '\n';
+    return new Promise<Response>((resolve, reject) => {
+      const timer = setTimeout(() => this.drop(new LayerFsError('ERR_BUSY', `the mount daemon did not answer ${req.op} in time`, { path: this.paths.socket })), opts.timeoutMs ?? 600_000);
+      timer.unref();
+      this.queue.push({ resolve, reject, timer });
+      sock.ref();
+      sock.write(line);
+    });
+  }
+
+  close(): void {
+    this.drop(stopping(this.paths));
+  }
+}
+
+const connections = new Map<string, DaemonConnection>();
+
+function connectionFor(paths: DaemonPaths): DaemonConnection {
+  let c = connections.get(paths.store);
+  if (!c) connections.set(paths.store, (c = new DaemonConnection(paths)));
+  return c;
+}
+
+/** Closes the kept-open connection to a Store's daemon (if any). */
+export function closeDaemonConnection(storePath: string): void {
+  const paths = daemonPaths(storePath);
+  connections.get(paths.store)?.close();
+  connections.delete(paths.store);
+}
+
+/** Sends one request on the Store's kept-open connection; throws the daemon's error as a LayerFsError. */
 export async function request<T>(storePath: string, req: Request, opts: RequestOptions = {}): Promise<T> {
   const paths = daemonPaths(storePath);
-  const token = await readToken(paths);
-  const line = JSON.stringify({ ...req, token }) + '\n';
-  const res = await new Promise<Response>((resolve, reject) => {
-    const sock = connect(paths.socket);
-    let buf = '';
-    const timer = setTimeout(() => {
-      sock.destroy();
-      reject(new LayerFsError('ERR_BUSY', `the mount daemon did not answer ${req.op} in time`, { path: paths.socket }));
-    }, opts.timeoutMs ?? 600_000);
-    sock.setEncoding('utf8');
-    sock.on('connect', () => sock.write(line));
-    sock.on('data', (d: string) => {
-      buf += d;
-      const nl = buf.indexOf('\n');
-      if (nl < 0) return;
-      clearTimeout(timer);
-      sock.end();
-      try {
-        resolve(JSON.parse(buf.slice(0, nl)) as Response);
-      } catch {
-        reject(new LayerFsError('ERR_NATIVE', 'the mount daemon sent an unreadable answer', { path: paths.socket }));
-      }
-    });
-    sock.on('error', (e: NodeJS.ErrnoException) => {
-      clearTimeout(timer);
-      if (e.code === 'ECONNREFUSED' || e.code === 'ENOENT') reject(notRunning(paths, e.code));
-      else if (e.code === 'ECONNRESET' || e.code === 'EPIPE') reject(stopping(paths));
-      else reject(new LayerFsError('ERR_NATIVE_IO', `cannot reach the mount daemon: ${e.message}`, { path: paths.socket, errno: e.code }));
-    });
-    sock.on('close', () => {
-      clearTimeout(timer);
-      if (!buf.includes('\n')) reject(stopping(paths));
-    });
-  });
+  const conn = connectionFor(paths);
+  let res: Response;
+  try {
+    res = await conn.send(req, opts);
+  } catch (e) {
+    // A kept connection to a daemon that has since stopped: try once more on a fresh one.
+    if (!isStopping(e)) throw e;
+    res = await conn.send(req, opts);
+  }
+  if (!res.ok && res.error.code === 'ERR_INVALID_ARGUMENT' && /daemon token/.test(res.error.message)) {
+    // A new daemon wrote a new token since this connection opened.
+    conn.close();
+    res = await conn.send(req, opts);
+  }
   if (res.ok) return res.result as T;
   const { code, message, ...details } = res.error;
   throw new LayerFsError(code as ErrorCode, message, details);
@@ -201,6 +285,11 @@ export async function mountWorkspace(storePath: string, opts: MountOptions): Pro
   return { ...r, daemonPid: st.pid };
 }
 
+/** What changed in a mounted Workspace, per path. */
+export function mountedChanges(storePath: string, workspaceId: string): Promise<MountedChanges> {
+  return request<MountedChanges>(storePath, { op: 'changes', workspaceId });
+}
+
 /** Commits a mounted Workspace while it stays mounted; it continues from the new Commit. */
 export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions = {}): Promise<MountedCommitOutcome> {
   return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId }, opts);
@@ -230,11 +319,44 @@ export async function stopDaemon(storePath: string, opts: { discard?: boolean; w
   return r;
 }
 
+/**
+ * Workspaces a live daemon of this Store serves right now, from its mounts.json (no request,
+ * no daemon start: cheap enough for listings). Empty when no daemon runs, including a killed
+ * one (its pid is gone or a zombie) whose file was left behind.
+ */
+export function servedWorkspaces(storePath: string): Set<string> {
+  const paths = daemonPaths(storePath);
+  let j: { pid?: unknown; mounts?: { workspaceId?: unknown }[] };
+  try {
+    j = JSON.parse(readFileSync(paths.mounts, 'utf8')) as typeof j;
+  } catch {
+    return new Set();
+  }
+  if (typeof j.pid !== 'number' || !alive(j.pid) || !isDaemon(j.pid)) return new Set();
+  return new Set((j.mounts ?? []).map((m) => m.workspaceId).filter((id): id is string => typeof id === 'string'));
+}
+
+/** The process runs our daemon entry (not an unrelated process that got a recycled pid). */
+function isDaemon(pid: number): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('daemon-main');
+  } catch {
+    return process.platform !== 'linux';
+  }
+}
+
+/** A process that runs (a zombie, e.g. a SIGKILLed daemon not yet reaped, counts as gone). */
 function alive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
+    if ((e as NodeJS.ErrnoException).code !== 'EPERM') return false;
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3);
+    return state !== 'Z' && state !== 'X';
+  } catch {
+    return process.platform !== 'linux';
   }
 }

@@ -15,10 +15,9 @@
  * touched with async calls; synchronous I/O is limited to `<store>.d` and the Store file,
  * which a mount may never contain.
  */
-import { execFile } from 'node:child_process';
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readdir, readFile, realpath, stat } from 'node:fs/promises';
+import { readdir, realpath, stat } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { isAbsolute, sep } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
@@ -27,8 +26,9 @@ import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import type { FuseMount } from './fuse.js';
 import { KernelMount, kernelBackendUsable } from './kernel.js';
+import { detach, mountTable } from './mounttab.js';
 import { Overlay } from './overlay.js';
-import { wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
+import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
 import {
   daemonPaths,
   MAX_LINE,
@@ -39,6 +39,7 @@ import {
   type MountRecord,
   type MountRequest,
   type MountStatus,
+  type MountedChanges,
   type MountedCommitOutcome,
   type RecoveryReport,
   type Request,
@@ -57,12 +58,14 @@ interface WorkspaceServer {
   unmount(): Promise<void>;
   commit(): Promise<ServedCommit>;
   state(): Promise<ServedState>;
+  changes(): Promise<MountedChanges>;
   dispose(): void;
 }
 
 /** fuse-native: the overlay lives on this thread, beside libfuse's callbacks. */
 class InProcessServer implements WorkspaceServer {
   constructor(
+    private readonly store: Store,
     private readonly overlay: Overlay,
     private readonly fuse: FuseMount,
   ) {}
@@ -76,12 +79,17 @@ class InProcessServer implements WorkspaceServer {
   }
 
   async commit(): Promise<ServedCommit> {
+    const a0 = this.store.meter.allocatedGrowth;
     const out = await this.overlay.commit();
-    return { outcome: wireOutcome(out), changed: this.overlay.changed };
+    return { outcome: wireOutcome(out, this.store.meter.allocatedGrowth - a0), changed: this.overlay.changed };
   }
 
   async state(): Promise<ServedState> {
     return { changed: this.overlay.changed, pending: this.overlay.pending(), openHandles: this.overlay.openHandles, committing: this.overlay.busy };
+  }
+
+  async changes(): Promise<MountedChanges> {
+    return wireChanges(this.overlay.changes());
   }
 
   dispose(): void {
@@ -109,6 +117,10 @@ class WorkerServer implements WorkspaceServer {
     return this.k.state();
   }
 
+  changes(): Promise<MountedChanges> {
+    return this.k.changes();
+  }
+
   dispose(): void {}
 }
 
@@ -128,44 +140,6 @@ function hexArg(v: unknown, bytes: number, what: string, nullable = false): stri
   if (nullable && v === null) return null;
   if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} must be ${bytes * 2} lowercase hex digits`);
   return v;
-}
-
-function execFileP(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
-  return new Promise((resolve) => execFile(cmd, args, { timeout: 30_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}`.trim() })));
-}
-
-function unescapeMountinfo(s: string): string {
-  return s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-}
-
-/** Mount points of this mount namespace with their file system types. */
-async function mountTable(): Promise<Map<string, string>> {
-  const out = new Map<string, string>();
-  let text = '';
-  try {
-    text = await readFile('/proc/self/mountinfo', 'utf8');
-  } catch {
-    return out;
-  }
-  for (const line of text.split('\n')) {
-    const f = line.split(' ');
-    const dash = f.indexOf('-');
-    if (f.length < 5 || dash < 0) continue;
-    out.set(unescapeMountinfo(f[4]!), f[dash + 1] ?? '');
-  }
-  return out;
-}
-
-/** Detaches a mount point (lazily: a stale FUSE mount cannot be unmounted otherwise). */
-async function detach(path: string): Promise<boolean> {
-  for (const [cmd, args] of [
-    ['fusermount', ['-uz', path]],
-    ['fusermount3', ['-uz', path]],
-    ['umount', ['-l', path]],
-  ] as [string, string[]][]) {
-    if ((await execFileP(cmd, args)).ok) return true;
-  }
-  return false;
 }
 
 function within(path: string, dir: string): boolean {
@@ -188,6 +162,8 @@ export class Daemon {
   private stopping = false;
   /** Mount paths being set up (their records are not in `mounts` yet). */
   private readonly pendingPaths = new Set<string>();
+  /** Client connections (kept open between requests): ended at shutdown so server.close() completes. */
+  private readonly conns = new Set<Socket>();
 
   constructor(storePath: string) {
     this.paths = daemonPaths(storePath);
@@ -324,6 +300,8 @@ export class Daemon {
     const maybeEnd = () => {
       if (ended && pending === 0 && !c.destroyed) c.end();
     };
+    this.conns.add(c);
+    c.on('close', () => this.conns.delete(c));
     c.setEncoding('utf8');
     c.on('error', () => {});
     c.on('end', () => {
@@ -387,12 +365,17 @@ export class Daemon {
         return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')));
       case 'unmount':
         return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true);
+      case 'changes': {
+        const e = this.entry(String(hexArg(r.workspaceId, 16, 'workspaceId')));
+        if (e.committing) await e.committing.catch(() => {});
+        return e.server.changes();
+      }
       case 'status':
         return this.status();
       case 'stop':
         return this.stop(r.discard === true);
       default:
-        throw bad(`unknown op ${JSON.stringify((r as { op?: unknown }).op)}`, { hint: 'mount, commit, unmount, status or stop' });
+        throw bad(`unknown op ${JSON.stringify((r as { op?: unknown }).op)}`, { hint: 'mount, commit, changes, unmount, status or stop' });
     }
   }
 
@@ -481,7 +464,7 @@ export class Daemon {
         );
         // Loaded on first use: fuse-native's binding needs libfuse 2, which the kernel backend does not.
         const { FuseMount } = await import('./fuse.js');
-        server = new InProcessServer(overlay, new FuseMount(r.path, overlay, mountOpts));
+        server = new InProcessServer(this.store, overlay, new FuseMount(r.path, overlay, mountOpts));
       }
       entry.server = server;
       // Recorded before mounting, so a crash in between still gets cleaned up next start.
@@ -590,7 +573,9 @@ export class Daemon {
       await this.detachEntry(e).catch((err) => this.log(`detach failed: ${(err as Error).message}`));
     }
     const p = this.paths;
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    const closed = new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    for (const c of this.conns) c.end();
+    await closed;
     for (const f of [p.socket, p.token, p.mounts]) {
       try {
         unlinkSync(f);

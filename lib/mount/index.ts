@@ -2,10 +2,11 @@
  * lib/mount: live FUSE Workspaces. A daemon per Store serves every mounted Workspace through
  * fuse-native (the only importer of it); this is the API the SDK and CLI call.
  */
-export { ensureDaemon, mountWorkspace, commitMounted, unmountWorkspace, daemonStatus, stopDaemon, request, type MountOptions, type RequestOptions } from './client.js';
-export { daemonPaths, type Backend, type DaemonPaths, type DaemonStatus, type MountStatus, type MountRecord, type MountRequest, type MountedCommitOutcome, type UnmountOutcome, type StopOutcome, type RecoveryReport } from './protocol.js';
+export { ensureDaemon, mountWorkspace, commitMounted, mountedChanges, unmountWorkspace, daemonStatus, stopDaemon, request, closeDaemonConnection, servedWorkspaces, type MountOptions, type RequestOptions } from './client.js';
+export { daemonPaths, type Backend, type DaemonPaths, type DaemonStatus, type MountStatus, type MountRecord, type MountRequest, type MountedCommitOutcome, type MountedChanges, type UnmountOutcome, type StopOutcome, type RecoveryReport } from './protocol.js';
 export { Overlay, type OverlayCommitOutcome, type CommitTarget, type Attr } from './overlay.js';
 export { FsError } from './errno.js';
+export { detachStale } from './mounttab.js';
 
 /** Whether this machine can serve FUSE mounts at all (a cheap check before choosing the projection). */
 export { fuseAvailable } from './probe.js';

@@ -11,7 +11,7 @@ import { LayerFsError } from '../errors.js';
 import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type KernelWorkerParams, type ToWorker } from './kernel.js';
-import { wireOutcome } from './outcome.js';
+import { wireChanges, wireOutcome } from './outcome.js';
 import { Overlay } from './overlay.js';
 
 const { fd, params } = workerData as { fd: number; params: KernelWorkerParams };
@@ -51,8 +51,11 @@ function serve(): void {
       try {
         let value: unknown;
         if (m.type === 'commit') {
+          const a0 = store.meter.allocatedGrowth;
           const out = overlay.commitSync();
-          value = { outcome: wireOutcome(out), changed: overlay.changed };
+          value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
+        } else if (m.type === 'changes') {
+          value = wireChanges(overlay.changes());
         } else {
           value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests: proto!.requestCounts() };
         }

@@ -23,14 +23,14 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
-import { lstat, stat } from 'node:fs/promises';
+import { lstat, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { LayerFsError, type ErrorCode } from '../errors.js';
 import { E, FsError, negErrno } from './errno.js';
 import { RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay, type Owner } from './overlay.js';
-import type { MountedCommitOutcome, MountStatus } from './protocol.js';
+import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
 
 const IN_HDR = 40;
 const OUT_HDR = 16;
@@ -696,7 +696,7 @@ export interface KernelWorkerParams {
   protocol: { entryTimeout?: number; attrTimeout?: number };
 }
 
-export type ToWorker = { id: number; type: 'commit' } | { id: number; type: 'state' };
+export type ToWorker = { id: number; type: 'commit' } | { id: number; type: 'state' } | { id: number; type: 'changes' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'dirty' }
@@ -723,6 +723,16 @@ function startWorker(workerData: unknown): Worker {
   }
   const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
   return new Worker(code, { eval: true, workerData });
+}
+
+/** A mount of this namespace uses FUSE connection `n` (device 0:n). */
+async function connectionMounted(n: number): Promise<boolean> {
+  try {
+    const text = await readFile('/proc/self/mountinfo', 'utf8');
+    return text.split('\n').some((l) => l.split(' ')[2] === `0:${n}`);
+  } catch {
+    return true; // unknown: do not abort
+  }
 }
 
 /** The controller of one kernel-backend mount (lives on the daemon's thread). */
@@ -849,12 +859,18 @@ export class KernelMount {
     return this.ask('state');
   }
 
+  changes(): Promise<MountedChanges> {
+    return this.ask('changes');
+  }
+
   /** Lazy unmount; the serving thread ends with the connection (a busy one is aborted after a grace period when fusectl allows). */
   async unmount(): Promise<void> {
     if (!this.isEnded) {
       if (!(await runCmd('umount', ['-l', this.mountpoint]))) await runCmd('fusermount', ['-uz', this.mountpoint]);
       const grace = new Promise<'late'>((res) => setTimeout(() => res('late'), 2000).unref());
-      if ((await Promise.race([this.ended.then(() => 'ended' as const), grace])) === 'late' && this.connection !== null) {
+      // Abort only a connection no live mount uses: once ours has ended its number can be reused
+      // by a new mount, which an abort would break (ECONNABORTED instead of a clean end).
+      if ((await Promise.race([this.ended.then(() => 'ended' as const), grace])) === 'late' && this.connection !== null && !this.isEnded && !(await connectionMounted(this.connection))) {
         try {
           writeFileSync(`/sys/fs/fuse/connections/${this.connection}/abort`, '1');
         } catch {

@@ -1,9 +1,9 @@
 /** Commit outcomes as the daemon reports them (hex ids, plain numbers). */
 import { toHex } from '../format/hex.js';
-import type { OverlayCommitOutcome } from './overlay.js';
-import type { MountedCommitOutcome } from './protocol.js';
+import type { OverlayChange, OverlayCommitOutcome } from './overlay.js';
+import type { MountedChanges, MountedCommitOutcome } from './protocol.js';
 
-export function wireOutcome(out: OverlayCommitOutcome): MountedCommitOutcome {
+export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): MountedCommitOutcome {
   const ms = Math.round(out.ms * 1000) / 1000;
   if (out.outcome === 'HeadMoved') return { outcome: 'HeadMoved', expected: out.expected && toHex(out.expected), actual: out.actual && toHex(out.actual), ms };
   if (out.outcome === 'UpToDate') return { outcome: 'UpToDate', head: out.head && toHex(out.head), rootId: toHex(out.rootId), ms };
@@ -12,6 +12,9 @@ export function wireOutcome(out: OverlayCommitOutcome): MountedCommitOutcome {
     commitId: toHex(out.commit.id),
     rootId: toHex(out.rootId),
     previousHead: out.previousHead && toHex(out.previousHead),
+    baseLayerId: toHex(out.commit.baseLayerId),
+    createdAt: new Date(out.commit.createdMs).toISOString(),
+    allocatedGrowth,
     ms,
     objectsInserted: out.write.objectsInserted,
     objectsReused: out.write.objectsReused,
@@ -38,4 +41,13 @@ export interface ServedState {
 export interface ServedCommit {
   outcome: MountedCommitOutcome;
   changed: boolean;
+}
+
+/** Changed paths as the daemon reports them (UTF-8 text, as `workspace status` prints). */
+export function wireChanges(r: { changes: OverlayChange[]; truncated: boolean }): MountedChanges {
+  const text = (b: Buffer) => b.toString('utf8');
+  return {
+    changes: r.changes.map((c) => ({ change: c.change, path: text(c.path), ...(c.oldPath ? { oldPath: text(c.oldPath) } : {}), kind: c.kind })),
+    truncated: r.truncated,
+  };
 }

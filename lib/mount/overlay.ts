@@ -155,6 +155,24 @@ function sameHead(a: Buffer | null, b: Buffer | null): boolean {
   return (a === null && b === null) || (a !== null && b !== null && a.equals(b));
 }
 
+/** One changed path of an overlay (Workspace status). */
+export interface OverlayChange {
+  change: 'added' | 'deleted' | 'modified' | 'renamed';
+  path: Buffer;
+  oldPath?: Buffer;
+  kind: string;
+}
+
+const SLASH = Buffer.from('/');
+const CHANGE_KIND_NAMES: Partial<Record<InodeKind, string>> = {
+  [InodeKind.File]: 'file',
+  [InodeKind.Dir]: 'dir',
+  [InodeKind.Symlink]: 'symlink',
+  [InodeKind.Fifo]: 'fifo',
+  [InodeKind.CharDev]: 'chardev',
+  [InodeKind.BlockDev]: 'blockdev',
+};
+
 export class Overlay {
   private view: FsView;
   private readonly nodes = new Map<number, Node>();
@@ -229,6 +247,59 @@ export class Overlay {
   /** Counts of what would be committed now. */
   pending(): { records: number; deleted: number; directories: number } {
     return { records: this.dirtyRecords.size, deleted: this.deleted.size, directories: this.nameEdits.size };
+  }
+
+  /**
+   * What changed since the base, per path, like a materialized Workspace's status: new inodes
+   * are `added`, base inodes whose first name moved are `renamed`, other changed records
+   * `modified`, and base inodes without a name left `deleted` (at their base path). The root is
+   * left out; at most `limit` entries (sorted by path), `truncated` says when more exist.
+   */
+  changes(limit = 100_000): { changes: OverlayChange[]; truncated: boolean } {
+    const out: OverlayChange[] = [];
+    const kindOf = (k: InodeKind) => CHANGE_KIND_NAMES[k] ?? 'unknown';
+    for (const serial of this.dirtyRecords) {
+      if (serial === ROOT_SERIAL) continue;
+      const n = this.nodes.get(serial);
+      if (!n || !this.alive(n)) continue;
+      const path = this.pathOf(n);
+      if (path === null) continue;
+      if (!n.inBase) {
+        out.push({ change: 'added', path, kind: kindOf(n.kind) });
+        continue;
+      }
+      const old = this.view.pathOf(serial);
+      if (old && !old.equals(path)) out.push({ change: 'renamed', path, oldPath: old, kind: kindOf(n.kind) });
+      else out.push({ change: 'modified', path, kind: kindOf(n.kind) });
+    }
+    for (const serial of this.deleted) {
+      const old = this.view.pathOf(serial);
+      if (old) out.push({ change: 'deleted', path: old, kind: '' });
+    }
+    out.sort((a, b) => Buffer.compare(a.path, b.path));
+    return { changes: out.slice(0, limit), truncated: out.length > limit };
+  }
+
+  /** The current path of a live inode through its first parent (null when unreachable). */
+  private pathOf(n: Node): Buffer | null {
+    const parts: Buffer[] = [];
+    let cur = n;
+    while (cur.serial !== ROOT_SERIAL) {
+      const p = cur.parents[0];
+      if (p === undefined) return null;
+      const d = this.node(p);
+      let name: string | undefined;
+      for (const [k, s] of this.children(d)) {
+        if (s === cur.serial) {
+          name = k;
+          break;
+        }
+      }
+      if (name === undefined) return null;
+      parts.push(Buffer.from(name, 'latin1'));
+      cur = d;
+    }
+    return Buffer.concat(parts.reverse().flatMap((b, i) => (i ? [SLASH, b] : [b])));
   }
 
   private touched(): void {

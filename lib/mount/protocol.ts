@@ -109,6 +109,11 @@ export type MountedCommitOutcome =
       commitId: string;
       rootId: string;
       previousHead: string | null;
+      /** The new Commit's base Layer and creation time: with commitId, rootId and previousHead, its whole row. */
+      baseLayerId: string;
+      createdAt: string;
+      /** SQLite pages the commit's write transaction allocated (bytes). */
+      allocatedGrowth: number;
       ms: number;
       objectsInserted: number;
       objectsReused: number;
@@ -131,8 +136,16 @@ export type Request =
   | ({ op: 'mount' } & MountRequest)
   | { op: 'commit'; workspaceId: string }
   | { op: 'unmount'; workspaceId: string; discard?: boolean }
+  | { op: 'changes'; workspaceId: string }
   | { op: 'status' }
   | { op: 'stop'; discard?: boolean };
+
+/** What changed in a mounted Workspace since its base, per path (sorted by path). */
+export interface MountedChanges {
+  changes: { change: 'added' | 'deleted' | 'modified' | 'renamed'; path: string; oldPath?: string; kind: string }[];
+  /** More changes exist than were listed. */
+  truncated: boolean;
+}
 
 export interface WireError {
   code: string;

@@ -45,6 +45,8 @@ import {
   type ExecutionInfo,
   type WorkspaceRow,
 } from '../workspace/index.js';
+import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
+import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
@@ -53,12 +55,14 @@ import type {
   BranchInfo,
   CommitInfo,
   CommitResult,
+  DaemonStatus,
   EndResult,
   EntryInfo,
   ExportReceipt,
   InitReceipt,
   LayerInfo,
   LayerStackInfo,
+  StopDaemonResult,
   StoreInfoResult,
   VerifyResult,
   WorkspaceInfo,
@@ -343,15 +347,21 @@ export class Client {
     return `${this.store.path}.d/executions`;
   }
 
-  private workspaceInfoOf(w: WorkspaceRow): WorkspaceInfo {
-    return workspaceInfo(w, getBranch(this.store, w.branchId)?.name ?? '');
+  private workspaceInfoOf(w: WorkspaceRow, state?: WorkspaceState): WorkspaceInfo {
+    return workspaceInfo(w, getBranch(this.store, w.branchId)?.name ?? '', state ?? workspaceStates(this.store.path, [w]).get(toHex(w.id))!);
   }
 
-  createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' }): WorkspaceInfo {
+  /**
+   * Creates a Workspace of the Branch head at `at`: `materialize` writes the files there, `fuse`
+   * mounts a live view served by the Store's daemon (started on demand), `auto` picks fuse when
+   * this machine can mount. Default: `$LAYERFS_PROJECTION`, else materialize.
+   */
+  async createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native' }): Promise<WorkspaceInfo> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
-    const w = createWorkspace(this.store, b, opts.at, opts.projection ?? 'materialize');
+    const projection = chooseProjection(opts.projection);
+    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
   }
@@ -361,14 +371,21 @@ export class Client {
   }
 
   workspaces(opts: { branch?: string } = {}): WorkspaceInfo[] {
-    return this.store.read(() => {
+    const rows = this.store.read(() => {
       const b = opts.branch !== undefined ? resolveBranch(this.store, opts.branch).id : undefined;
-      return listWorkspaces(this.store, b).map((w) => this.workspaceInfoOf(w));
+      return listWorkspaces(this.store, b);
     });
+    const states = workspaceStates(this.store.path, rows);
+    return rows.map((w) => this.workspaceInfoOf(w, states.get(toHex(w.id))));
   }
 
-  workspaceStatus(ref: string): WorkspaceStatus {
+  /** What changed in the Workspace, per path; a FUSE Workspace asks its daemon. */
+  async workspaceStatus(ref: string): Promise<WorkspaceStatus> {
     const w = resolveWorkspace(this.store, ref);
+    if (w.projection === 'fuse') {
+      const m = await mountedWorkspaceChanges(this.store, w);
+      return { workspace: this.workspaceInfoOf(w), clean: m.changes.length === 0, changes: m.changes, skipped: [], ...(m.truncated ? { truncated: true } : {}) };
+    }
     const s = workspaceStatus(this.store, w);
     const text = (b: Buffer) => b.toString('utf8');
     return {
@@ -384,6 +401,7 @@ export class Client {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
+    if (w.projection === 'fuse') return this.commitMounted(w, t0);
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
     const r = await commitWorkspace(this.store, w, this.stateDir, phases);
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
@@ -404,12 +422,43 @@ export class Client {
     return this.monitor.record(out) as CommitResult;
   }
 
-  /** Ends a Workspace and removes its files. Never commits; a clean end refuses changes. */
+  /**
+   * A FUSE Workspace's commit, run by the daemon: its reply carries the whole Commit row and the
+   * allocated growth of its own write transaction, so nothing is re-read here.
+   */
+  private async commitMounted(w: WorkspaceRow, t0: number): Promise<CommitResult> {
+    const r = await commitMountedWorkspace(this.store, w, this.stateDir);
+    const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
+    const base = { ...this.receipt('workspace.commit', r.outcome, t0, 0, write), allocatedGrowth: r.outcome === 'Created' ? r.allocatedGrowth : 0 };
+    let out: CommitResult;
+    switch (r.outcome) {
+      case 'Created':
+        out = {
+          ...base,
+          outcome: 'Created',
+          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt },
+          previousHead: r.previousHead,
+          changedPaths: r.recordsWritten + r.deleted,
+        };
+        break;
+      case 'UpToDate':
+        out = { ...base, outcome: 'UpToDate', head: r.head };
+        break;
+      case 'Busy':
+        out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      default:
+        out = { ...base, outcome: 'HeadMoved', expected: r.expected, actual: r.actual };
+    }
+    return this.monitor.record(out) as CommitResult;
+  }
+
+  /** Ends a Workspace and removes its files (a FUSE one is unmounted). Never commits; a clean end refuses changes. */
   async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
-    const r = await endWorkspace(this.store, w, opts, this.stateDir);
+    const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
   }
 
@@ -496,7 +545,20 @@ export class Client {
     });
   }
 
+  // ---- Mount daemon ----
+
+  /** The Store's mount daemon (pid, mounts with pending counts, what its start recovered), or null when none runs. */
+  daemonStatus(): Promise<DaemonStatus | null> {
+    return daemonStatus(this.store.path);
+  }
+
+  /** Stops the daemon, unmounting every FUSE Workspace (they become lost); refuses (Dirty) with uncommitted changes unless discard. */
+  stopDaemon(opts: { discard?: boolean } = {}): Promise<StopDaemonResult> {
+    return stopDaemon(this.store.path, opts);
+  }
+
   close(): void {
+    closeDaemonConnection(this.store.path);
     this.store.close();
   }
 }

@@ -69,13 +69,14 @@ export function commitInfo(r: CommitRow): CommitInfo {
   return { id: toHex(r.id), rootId: toHex(r.rootId), parentCommitId: hexOrNull(r.parentCommitId), baseLayerId: toHex(r.baseLayerId), createdAt: iso(r.createdMs) };
 }
 
-export function workspaceInfo(r: WorkspaceRow, branchName: string): WorkspaceInfo {
+export function workspaceInfo(r: WorkspaceRow, branchName: string, state: WorkspaceInfo['state']): WorkspaceInfo {
   return {
     id: toHex(r.id),
     branchId: toHex(r.branchId),
     branch: branchName,
     path: r.path,
     projection: r.projection,
+    state,
     baseRootId: toHex(r.baseRootId),
     expectedHeadId: hexOrNull(r.expectedHeadId),
     createdAt: iso(r.createdMs),

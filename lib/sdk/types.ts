@@ -52,6 +52,10 @@ export interface InitReceipt extends Receipt {
   skipped: string[];
 }
 
+export type { DaemonStatus, MountStatus as DaemonMount, RecoveryReport } from '../mount/index.js';
+
+export type StopDaemonResult = { outcome: 'Stopped'; unmounted: string[] } | { outcome: 'Dirty'; workspaces: string[] } | { outcome: 'NotRunning' };
+
 export interface StoreInfoResult {
   path: string;
   formatVersion: number;
@@ -109,6 +113,8 @@ export interface WorkspaceInfo {
   branch: string;
   path: string;
   projection: 'materialize' | 'fuse';
+  /** active: a materialized Workspace; mounted: a FUSE one its daemon serves; lost: a FUSE one whose mount is gone (end it with discard). */
+  state: 'active' | 'mounted' | 'lost';
   baseRootId: string;
   expectedHeadId: string | null;
   createdAt: string;
@@ -119,6 +125,8 @@ export interface WorkspaceStatus {
   clean: boolean;
   changes: { change: 'added' | 'deleted' | 'modified' | 'renamed'; path: string; oldPath?: string; kind: string }[];
   skipped: string[];
+  /** FUSE Workspaces: more changes exist than were listed (the daemon lists at most 100,000). */
+  truncated?: boolean;
 }
 
 export type CommitResult = Receipt &

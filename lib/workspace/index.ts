@@ -1,4 +1,5 @@
-/** lib/workspace: Workspaces (materialize projection), their changes, commits and executions. */
+/** lib/workspace: Workspaces (the materialize projection, and the rows of FUSE ones), their changes, commits and executions. */
 export * from './rows.js';
 export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
+export { recordMountedWorkspace, forgetMountedWorkspace } from './mounted.js';

@@ -17,7 +17,7 @@ test('monitor snapshot and analyze-dedup report receipts and sharing between sta
   const c = Client.create(store);
   const layer = (await c.initLayerStack({ name: 'p', source: src })).layer.id;
   c.forkBranch({ name: 'b', layer });
-  const ws = c.createWorkspace('b', { at: join(dir, 'ws') });
+  const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
   writeFileSync(join(ws.path, 'f0'), 'small change');
   assert.equal((await c.commitWorkspace(ws.id)).outcome, 'Created');
   c.close();

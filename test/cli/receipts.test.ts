@@ -29,7 +29,7 @@ test('import and commit receipts split wall time by phase; monitor snapshot sums
   assertPhases(init);
   assert.ok(init.allocatedGrowth >= 3 << 20, `allocated growth ${init.allocatedGrowth}`);
   c.forkBranch({ name: 'b', layer: init.layer.id });
-  const ws = c.createWorkspace('b', { at: join(dir, 'ws') });
+  const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
   writeFileSync(join(ws.path, 'f0'), 'changed');
   const commit = await c.commitWorkspace(ws.id);
   assert.equal(commit.outcome, 'Created');
@@ -54,7 +54,7 @@ test("allocatedGrowth counts only the operation's own write transaction, not ano
   const c = Client.create(path);
   const init = await c.initLayerStack({ name: 'p', source: src });
   c.forkBranch({ name: 'b', layer: init.layer.id });
-  const ws = c.createWorkspace('b', { at: join(dir, 'ws') });
+  const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
   writeFileSync(join(ws.path, 'f1'), 'a small edit');
   // The commit yields while it walks the Workspace; another connection stores 4 MiB meanwhile.
   const pending = c.commitWorkspace(ws.id);

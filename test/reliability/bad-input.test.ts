@@ -67,7 +67,7 @@ test('catalogue of bad input: typed errors, Store unchanged', async () => {
     assert.equal(fingerprint(c), before);
 
     // Stored symlinks pointing outside are recreated as symlinks; nothing is written through them.
-    const ws = c.createWorkspace('one', { at: join(dir, 'ws') });
+    const ws = await c.createWorkspace('one', { at: join(dir, 'ws') });
     assert.deepEqual(readdirSync(join(dir, 'ws')).length, odd.length + 2);
     assert.equal(existsSync(join(dir, 'ws-escape-check')), false);
     const out = join(dir, 'out');
@@ -262,7 +262,7 @@ test('a Workspace directory deleted behind the tool: status and commit ERR_NOT_F
   const c = Client.connect(store);
   try {
     c.forkBranch({ name: 'w', layer: c.layers()[0]!.id });
-    const ws = c.createWorkspace('w', { at: join(dir, 'ws') });
+    const ws = await c.createWorkspace('w', { at: join(dir, 'ws') });
     writeFileSync(join(ws.path, 'new.txt'), 'new');
     rmSync(ws.path, { recursive: true, force: true });
     const before = digest(store);
@@ -286,7 +286,7 @@ test('a Workspace directory deleted behind the tool: status and commit ERR_NOT_F
     assert.equal((await c.endWorkspace(ws.id, { discard: true })).outcome, 'Ended');
     assert.deepEqual(c.workspaces(), []);
     // The Branch is fine: a new Workspace commits normally.
-    const ws2 = c.createWorkspace('w', { at: join(dir, 'ws2') });
+    const ws2 = await c.createWorkspace('w', { at: join(dir, 'ws2') });
     writeFileSync(join(ws2.path, 'again.txt'), 'again');
     assert.equal((await c.commitWorkspace(ws2.id)).outcome, 'Created');
     assertIntact(c);

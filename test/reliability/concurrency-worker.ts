@@ -9,7 +9,7 @@ const created: string[] = [];
 let headMoved = 0;
 const errors: string[] = [];
 let gen = 0;
-let ws = c.createWorkspace(branch, { at: join(wsRoot, `${id}-${gen}`) });
+let ws = await c.createWorkspace(branch, { at: join(wsRoot, `${id}-${gen}`) });
 for (let i = 0; i < Number(count); i++) {
   try {
     writeFileSync(join(ws.path, `w${id}.txt`), `worker ${id} attempt ${i}\n`);
@@ -18,7 +18,7 @@ for (let i = 0; i < Number(count); i++) {
     else if (r.outcome === 'HeadMoved') {
       headMoved++;
       await c.endWorkspace(ws.id, { discard: true });
-      ws = c.createWorkspace(branch, { at: join(wsRoot, `${id}-${++gen}`) });
+      ws = await c.createWorkspace(branch, { at: join(wsRoot, `${id}-${++gen}`) });
     } else errors.push(`unexpected ${r.outcome}`);
   } catch (e) {
     errors.push(`${(e as { code?: string }).code ?? 'untyped'}: ${(e as Error).message}`);

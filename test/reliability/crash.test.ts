@@ -89,7 +89,7 @@ test('SIGKILL during commits, forks and adds: heads always point at complete sta
   const c0 = Client.create(store);
   const layer = (await c0.initLayerStack({ name: 'p', source: src })).layer.id;
   c0.forkBranch({ name: 'main', layer });
-  const ws = c0.createWorkspace('main', { at: join(dir, 'ws') });
+  const ws = await c0.createWorkspace('main', { at: join(dir, 'ws') });
   c0.close();
   const r = rng(11);
   let before = 0;

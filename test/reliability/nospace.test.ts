@@ -33,7 +33,7 @@ test('ERR_NO_SPACE mid-import and mid-commit leaves the Store valid; retry succe
       assertIntact(c);
 
       c.forkBranch({ name: 'b', layer: base.layer.id });
-      const ws = c.createWorkspace('b', { at: join(dir, 'ws') });
+      const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
       for (let i = 0; i < 30; i++) writeFileSync(join(ws.path, `n${i}.bin`), seededBytes(100 + i, 256 * 1024));
       await assert.rejects(c.commitWorkspace(ws.id), { code: 'ERR_NO_SPACE' });
       assert.deepEqual(c.log('b'), []);

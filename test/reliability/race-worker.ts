@@ -37,7 +37,7 @@ for await (const line of createInterface({ input: process.stdin })) {
       c ??= Client.connect(store);
       const head = c.layerStacks().find((s) => s.name === 'p')!.headLayerId;
       const branch = c.forkBranch({ name: `w${id}-r${round}`, layer: head });
-      const ws = c.createWorkspace(branch.id, { at: join(wsRoot, `w${id}-r${round}`) });
+      const ws = await c.createWorkspace(branch.id, { at: join(wsRoot, `w${id}-r${round}`) });
       writeFileSync(join(ws.path, `w${id}.txt`), `worker ${id} round ${round}\n`);
       const r = await c.commitWorkspace(ws.id);
       if (r.outcome !== 'Created') throw new Error(`commit ${r.outcome}`);

@@ -27,7 +27,7 @@ test(`${READERS} readers while a writer makes ${COMMITS} Commits: every state se
   const c = Client.create(store);
   const layer = (await c.initLayerStack({ name: 'p', source: src })).layer.id;
   c.forkBranch({ name: 'main', layer });
-  c.createWorkspace('main', { at: join(dir, 'ws') });
+  await c.createWorkspace('main', { at: join(dir, 'ws') });
   c.close();
   const stop = join(dir, 'stop');
   const run = promisify(execFile);

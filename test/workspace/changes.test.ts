@@ -25,7 +25,7 @@ async function workspaceOf(files: Record<string, string>) {
   const client = Client.create(storePath);
   const init = await client.initLayerStack({ name: 'p', source: src });
   client.forkBranch({ name: 'b', layer: init.layer.id });
-  const ws = client.createWorkspace('b', { at: join(dir, 'ws') });
+  const ws = await client.createWorkspace('b', { at: join(dir, 'ws') });
   return { dir, client, ws, at: ws.path, storePath };
 }
 
@@ -34,7 +34,7 @@ const serialOf = (client: Client, path: string) => client.stat('b', path).serial
 async function commit(client: Client, id: string) {
   const r = await client.commitWorkspace(id);
   assert.equal(r.outcome, 'Created');
-  assert.equal(client.workspaceStatus(id).clean, true);
+  assert.equal((await client.workspaceStatus(id)).clean, true);
   return r;
 }
 
@@ -48,7 +48,7 @@ test('serials: mv keeps one, ln shares one, an editor save keeps the path, new i
     fs.linkSync(join(at, 'dir/c.txt'), join(at, 'c-link'));
     fs.writeFileSync(join(at, 'b.tmp'), 'saved');
     fs.renameSync(join(at, 'b.tmp'), join(at, 'b.txt'));
-    const st = client.workspaceStatus(ws.id);
+    const st = await client.workspaceStatus(ws.id);
     const byPath = Object.fromEntries(st.changes.map((x) => [x.path, x]));
     assert.equal(byPath['moved.txt']?.change, 'renamed');
     assert.equal(byPath['moved.txt']?.oldPath, 'a.txt');
@@ -82,7 +82,7 @@ test('sockets are skipped; renaming a directory renames every path below it', as
     await new Promise<void>((resolve) => server.listen(join(at, 'lib/sock'), resolve));
     const lib = serialOf(client, 'lib');
     fs.renameSync(join(at, 'lib'), join(at, 'src'));
-    const st = client.workspaceStatus(ws.id);
+    const st = await client.workspaceStatus(ws.id);
     assert.deepEqual(st.skipped, [join(at, 'src/sock')]);
     const byPath = Object.fromEntries(st.changes.map((x) => [x.path, x]));
     assert.equal(byPath['src']?.change, 'renamed');
@@ -163,7 +163,7 @@ test('random edits over many commits: every Commit equals the directory, and sta
       }
       const r = await client.commitWorkspace(ws.id);
       assert.notEqual(r.outcome, 'HeadMoved');
-      assert.equal(client.workspaceStatus(ws.id).clean, true, `clean after commit ${round}`);
+      assert.equal((await client.workspaceStatus(ws.id)).clean, true, `clean after commit ${round}`);
       const out = join(dir, `export-${round}`);
       client.export('b', out);
       assert.deepEqual(walkForCompare(out).slice(1), walkForCompare(at).slice(1), `round ${round}`);
@@ -230,7 +230,7 @@ test('the stat cache: segments round-trip (either byte order), a commit rewrites
     // This process holds the cache it saved (the stored list still names it); a new process
     // loads it from the segments.
     forgetRecentCaches();
-    assert.throws(() => client.workspaceStatus(ws.id), { code: 'ERR_CORRUPT' });
+    await assert.rejects(async () => client.workspaceStatus(ws.id), { code: 'ERR_CORRUPT' });
     await assert.rejects(client.commitWorkspace(ws.id), { code: 'ERR_CORRUPT' });
     assert.equal((await client.endWorkspace(ws.id, { discard: true })).outcome, 'Ended');
     assert.equal(store.db.prepare('SELECT count(*) FROM workspace_entries').pluck().get(), 0);

@@ -27,9 +27,9 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     const b = client.forkBranch({ name: 'try-a', layer });
     assert.equal(b.headCommitId, null);
     const at = join(dir, 'ws-a');
-    const ws = client.createWorkspace('try-a', { at });
+    const ws = await client.createWorkspace('try-a', { at });
     assert.equal(readFileSync(join(at, 'lib/a.txt'), 'utf8'), 'a\n');
-    assert.equal(client.workspaceStatus(ws.id).clean, true);
+    assert.equal((await client.workspaceStatus(ws.id)).clean, true);
     assert.equal((await client.commitWorkspace(ws.id)).outcome, 'UpToDate');
 
     writeFileSync(join(at, 'lib/a.txt'), 'a changed\n');
@@ -41,7 +41,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     symlinkSync('new.txt', join(at, 'link'));
     mkdirSync(join(at, 'empty'));
     linkSync(join(at, 'new.txt'), join(at, 'lib/new-hard'));
-    const st = client.workspaceStatus(ws.id);
+    const st = await client.workspaceStatus(ws.id);
     const byPath = Object.fromEntries(st.changes.map((c) => [c.path, c.change]));
     assert.equal(byPath['lib/a.txt'], 'modified');
     assert.equal(byPath['new.txt'], 'added');
@@ -52,7 +52,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     const c1 = await client.commitWorkspace(at);
     assert.equal(c1.outcome, 'Created');
     if (c1.outcome !== 'Created') return;
-    assert.equal(client.workspaceStatus(ws.id).clean, true);
+    assert.equal((await client.workspaceStatus(ws.id)).clean, true);
     assert.equal((await client.commitWorkspace(ws.id)).outcome, 'UpToDate');
     // The committed state equals the directory, field by field.
     const out = join(dir, 'export-c1');
@@ -77,7 +77,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     assert.equal(client.add('try-a').outcome, 'UpToDate');
     // try-b forked before the Add from the same base: adding it would drop try-a's Layer.
     writeFileSync(join(dir, 'unused'), '');
-    const wsB = client.createWorkspace('try-b', { at: join(dir, 'ws-b') });
+    const wsB = await client.createWorkspace('try-b', { at: join(dir, 'ws-b') });
     writeFileSync(join(wsB.path, 'b-only'), 'b');
     assert.equal((await client.commitWorkspace(wsB.id)).outcome, 'Created');
     const moved = client.add('try-b');
@@ -102,8 +102,8 @@ test('two Workspaces on one Branch: the second commit gets HeadMoved and loses n
   const { dir, client, layer } = await setup();
   try {
     client.forkBranch({ name: 'shared', layer });
-    const w1 = client.createWorkspace('shared', { at: join(dir, 'w1') });
-    const w2 = client.createWorkspace('shared', { at: join(dir, 'w2') });
+    const w1 = await client.createWorkspace('shared', { at: join(dir, 'w1') });
+    const w2 = await client.createWorkspace('shared', { at: join(dir, 'w2') });
     writeFileSync(join(w1.path, 'one'), '1');
     writeFileSync(join(w2.path, 'two'), '2');
     const r1 = await client.commitWorkspace(w1.id);
@@ -116,7 +116,7 @@ test('two Workspaces on one Branch: the second commit gets HeadMoved and loses n
     }
     assert.equal(readFileSync(join(w2.path, 'two'), 'utf8'), '2');
     assert.equal(client.log('shared').length, 1);
-    assert.equal(client.workspaceStatus(w2.id).clean, false);
+    assert.equal((await client.workspaceStatus(w2.id)).clean, false);
     assertIntact(client);
   } finally {
     client.close();
@@ -127,12 +127,12 @@ test('a Workspace whose directory was deleted can still be ended with --discard'
   const { dir, client, layer } = await setup();
   try {
     client.forkBranch({ name: 'gone', layer });
-    const w = client.createWorkspace('gone', { at: join(dir, 'gone') });
+    const w = await client.createWorkspace('gone', { at: join(dir, 'gone') });
     rmSync(w.path, { recursive: true });
     assert.equal((await client.endWorkspace(w.id)).outcome, 'Dirty');
     await assert.rejects(client.commitWorkspace(w.id), { code: 'ERR_NOT_FOUND' });
     assert.equal((await client.endWorkspace(w.id, { discard: true })).outcome, 'Ended');
-    assert.throws(() => client.createWorkspace('gone', { at: join(dir, 'src') }), { code: 'ERR_NOT_EMPTY' });
+    await assert.rejects(async () => client.createWorkspace('gone', { at: join(dir, 'src') }), { code: 'ERR_NOT_EMPTY' });
     assert.throws(() => client.forkBranch({ name: 'gone', layer }), { code: 'ERR_NAME_TAKEN' });
     assert.throws(() => client.forkBranch({ name: 'Bad!', layer }), { code: 'ERR_INVALID_NAME' });
     assertIntact(client);

@@ -29,7 +29,7 @@ async function setup() {
   const init = await client.initLayerStack({ name: 'p', source: src });
   client.forkBranch({ name: 'b', layer: init.layer.id });
   const at = join(dir, 'ws');
-  const ws = client.createWorkspace('b', { at });
+  const ws = await client.createWorkspace('b', { at });
   return { client, at, ws };
 }
 
@@ -50,12 +50,12 @@ test('a same-size rewrite right after a commit is not cached as clean (racy edit
       assert.ok(Date.now() * 1e6 > Number(lstatSync(file, { bigint: true }).ctimeNs) + RACY_TICK_MS * 1e6);
       // Same size, at once: with a coarse clock this can share the first write's timestamps.
       writeFileSync(file, second);
-      assert.equal(client.workspaceStatus(ws.id).clean, false);
+      assert.equal((await client.workspaceStatus(ws.id)).clean, false);
       const c2 = await client.commitWorkspace(ws.id);
       assert.equal(c2.outcome, 'Created', `round ${round}: the second write was missed`);
       assert.equal(client.cat('b', 'd/racy.txt').toString(), second);
     }
-    assert.equal(client.workspaceStatus(ws.id).clean, true);
+    assert.equal((await client.workspaceStatus(ws.id)).clean, true);
     assertIntact(client);
   } finally {
     client.close();
@@ -75,7 +75,7 @@ test('a changed file over the in-memory limit is streamed and stored exactly', a
     assert.equal(r.outcome, 'Created');
     assert.ok(client.cat('b', 'big.bin').equals(grown));
     assert.equal(client.cat('b', 'd/racy.txt').toString(), 'small too');
-    assert.equal(client.workspaceStatus(ws.id).clean, true);
+    assert.equal((await client.workspaceStatus(ws.id)).clean, true);
     assertIntact(client);
   } finally {
     client.close();

@@ -131,7 +131,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
     .action((opts: { branch?: string }) =>
       run(async (out, g) => {
         const rows = await withClient(g.store, (c) => c.workspaces({ branch: opts.branch }), true);
-        out.result({ workspaces: rows }, () => rows.map((w) => `${w.id}\t${w.branch}\t${w.projection}\t${w.path}`));
+        out.result({ workspaces: rows }, () => rows.map((w) => `${w.id}\t${w.branch}\t${w.projection}\t${w.state}\t${w.path}`));
       })(),
     );
 }

@@ -10,11 +10,12 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
   ws.command('create <branch>')
     .description('create a Workspace of the Branch head in a new or empty directory')
     .requiredOption('--at <dir>', 'the Workspace directory (must be empty or absent)')
-    .option('--projection <kind>', 'materialize (write files into the directory)', 'materialize')
-    .action((branch: string, opts: { at: string; projection: 'materialize' | 'fuse' }) =>
+    .option('--projection <kind>', 'fuse (a live mount served by the Store\'s daemon), materialize (files written into the directory) or auto (fuse when this machine can mount); default $LAYERFS_PROJECTION, else auto')
+    .action((branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto' }) =>
       run(async (out, g) => {
-        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection: opts.projection }));
-        out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path}`);
+        const projection = opts.projection ?? ((process.env.LAYERFS_PROJECTION || 'auto') as 'materialize' | 'fuse' | 'auto');
+        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection }));
+        out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path} (${w.projection}${w.projection === 'fuse' ? `, ${w.state}` : ''})`);
       })(),
     );
   ws.command('status <workspace>')
@@ -23,7 +24,12 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
       run(async (out, g) => {
         const s = await withClient(g.store, (c) => c.workspaceStatus(ref), true);
         const letter = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
-        out.result(s, () => (s.clean ? ['clean'] : s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${e.oldPath} -> ` : ''}${e.path}`)));
+        out.result(s, () => {
+          if (s.clean) return ['clean'];
+          const lines = s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${e.oldPath} -> ` : ''}${e.path}`);
+          if (s.truncated) lines.push('… (more changes not listed)');
+          return lines;
+        });
       })(),
     );
   ws.command('exec <workspace> <command...>')
