@@ -1,5 +1,6 @@
 {
   "variables": {
+    "zstd_dir": "<!(node -p \"require('path').relative('.', require('path').join(require('path').dirname(require.resolve('zstd-napi/package.json')), 'deps', 'zstd', 'lib'))\")",
     "blake3_dir": "<!(node -p \"require('path').relative('.', require('path').join(require('path').dirname(require.resolve('@c4312/blake3-native/package.json')), 'c'))\")"
   },
   "targets": [
@@ -9,17 +10,20 @@
         "<!@(node -p \"require('fs').readdirSync('native').filter(f => f.endsWith('.cc')).sort().map(f => 'native/' + f).join(' ')\")",
         "<(blake3_dir)/blake3.c",
         "<(blake3_dir)/blake3_dispatch.c",
-        "<(blake3_dir)/blake3_portable.c"
+        "<(blake3_dir)/blake3_portable.c",
+        "<!@(node -p \"const p=require('path'),f=require('fs'),d=p.relative('.', p.join(p.dirname(require.resolve('zstd-napi/package.json')),'deps','zstd','lib'));['common','compress','decompress'].flatMap(s=>f.readdirSync(p.join(d,s)).filter(n=>n.endsWith('.c')).sort().map(n=>d+'/'+s+'/'+n)).join(' ')\")"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
-        "<(blake3_dir)"
+        "<(blake3_dir)",
+        "<(zstd_dir)"
       ],
       "defines": [
         "NAPI_VERSION=8",
         "NAPI_CPP_EXCEPTIONS",
         "NODE_ADDON_API_DISABLE_DEPRECATED",
-        "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS"
+        "NODE_API_SWALLOW_UNTHROWABLE_EXCEPTIONS",
+        "ZSTD_TRACE=0"
       ],
       "cflags!": ["-fno-exceptions", "-O2"],
       "cflags_cc!": ["-fno-exceptions", "-O2"],
@@ -31,7 +35,8 @@
             "<(blake3_dir)/blake3_sse2_x86-64_unix.S",
             "<(blake3_dir)/blake3_sse41_x86-64_unix.S",
             "<(blake3_dir)/blake3_avx2_x86-64_unix.S",
-            "<(blake3_dir)/blake3_avx512_x86-64_unix.S"
+            "<(blake3_dir)/blake3_avx512_x86-64_unix.S",
+            "<(zstd_dir)/decompress/huf_decompress_amd64.S"
           ]
         }, {
           "defines": [
@@ -39,7 +44,8 @@
             "BLAKE3_NO_SSE41",
             "BLAKE3_NO_AVX2",
             "BLAKE3_NO_AVX512",
-            "BLAKE3_USE_NEON=0"
+            "BLAKE3_USE_NEON=0",
+            "ZSTD_DISABLE_ASM"
           ]
         }]
       ]

@@ -66,5 +66,6 @@ void InitBatch(Napi::Env env, Napi::Object exports);
 void InitXattr(Napi::Env env, Napi::Object exports);
 void InitWalk(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
+void InitZstd(Napi::Env env, Napi::Object exports);
 
 }  // namespace layerfs

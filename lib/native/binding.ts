@@ -138,6 +138,9 @@ export interface NativeBinding {
   setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): void;
   getXattrs(path: Buffer): { name: string; value: Buffer }[];
   listXattrs(path: Buffer): string[];
+  zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
+  zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
+  zstdVersion: string;
   defaultThreads: number;
   simd: string;
   version: string;
