@@ -261,24 +261,33 @@ function reusedId(lin: CacheLineage, children: Uint32Array, s: number, e: number
  * costs nothing. With `lineage`, segments provably equal to stored ones are not even encoded.
  */
 export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, lineage?: CacheLineage): { segments: number; encoded: number; written: number } {
-  const children = childCounts(c);
+  const st = lineage?.old.stored && lineage.old.stored.ids.length === lineage.old.stored.ends.length ? lineage.old.stored : undefined;
+  // Same paths, parents and inodes as the stored cache (statsChanged shares those arrays):
+  // same segment boundaries and entry counts, so a segment is reused unless an entry in it changed.
+  const sameShape = st !== undefined && c.count === lineage!.old.count && c.ino === lineage!.old.ino && c.parent === lineage!.old.parent && c.names === lineage!.old.names;
+  const children = sameShape ? st.children : childCounts(c);
   const ids: Buffer[] = [];
   // id → its bytes, or where to encode them from when the id was reused.
   const fresh = new Map<string, Buffer | [number, number]>();
   // Stored segment start → its index, when the stored layout is known.
   const startOf = new Map<number, number>();
-  if (lineage?.old.stored && lineage.old.stored.ids.length === lineage.old.stored.ends.length) {
+  if (st && !sameShape) {
     let start = 0;
-    lineage.old.stored.ends.forEach((end, k) => {
+    st.ends.forEach((end, k) => {
       startOf.set(start, k);
       start = end;
     });
   }
   let s = 0;
   let encoded = 0;
-  const ends = segmentEnds(c);
-  for (const e of ends) {
-    let id = lineage && startOf.size > 0 ? reusedId(lineage, children, s, e, startOf) : undefined;
+  const ends = sameShape ? st.ends : segmentEnds(c);
+  for (let k = 0; k < ends.length; k++) {
+    const e = ends[k]!;
+    let id: Buffer | undefined;
+    if (sameShape) {
+      const hit = lineage!.changed.indexOf(1, s);
+      if (hit < 0 || hit >= e) id = st.ids[k];
+    } else if (lineage && startOf.size > 0) id = reusedId(lineage, children, s, e, startOf);
     let seg: Buffer | null = null;
     if (!id) {
       seg = encodeSegment(c, children, s, e);

@@ -75,12 +75,6 @@ function changesFrom(dir: string, r: WalkAgainst, cache: StatCache): ChangeSet {
   return statsChanged(dir, cache, r.kind === 'stats' ? r : null);
 }
 
-function highWaterMark(cache: StatCache): number {
-  let hwm = Math.max(cache.maxSerial, ROOT_SERIAL);
-  for (let j = 0; j < cache.count; j++) if (cache.serial[j]! > hwm) hwm = cache.serial[j]!;
-  return hwm;
-}
-
 /**
  * The change set when the Workspace has the cache's paths, kinds and inodes, in the same order:
  * every serial, parent and name binding stays; only the listed entries' stats differ (none when
@@ -101,7 +95,8 @@ export function statsChanged(
   let now: StatCache = cache;
   if (r && r.changed.length > 0) {
     // Arrays that do not change are shared with the cache (caches are never modified in place).
-    now = { ...cache, mode: cache.mode.slice(), size: cache.size.slice(), mtimeNs: cache.mtimeNs.slice(), ctimeNs: cache.ctimeNs.slice(), maxSerial: highWaterMark(cache) };
+    // No serial is above maxSerial (loadCache checks it; diffWalk and materialize set it so).
+    now = { ...cache, mode: cache.mode.slice(), size: cache.size.slice(), mtimeNs: cache.mtimeNs.slice(), ctimeNs: cache.ctimeNs.slice(), maxSerial: Math.max(cache.maxSerial, ROOT_SERIAL) };
     delete now.stored;
     const cap = now.maxSerial + 1;
     const isChanged = new Uint8Array(cap);
@@ -118,10 +113,13 @@ export function statsChanged(
         changedSerials.set(s, { index: i, parents: [] });
       }
     }
-    // Every name of a changed serial (hard links too) is one parent of its record.
+    // Every name of a changed serial (hard links too) is one parent of its record; indexOf
+    // searches natively, where a loop over every entry would run cold once per commit.
     const serial = cache.serial;
-    for (let i = 1; i < n; i++) if (isChanged[serial[i]!]) changedSerials.get(serial[i]!)!.parents.push(serial[cache.parent[i]!]!);
-    for (const c of changedSerials.values()) c.parents.sort((x, y) => x - y);
+    for (const [s, c] of changedSerials) {
+      for (let i = serial.indexOf(s, 1); i >= 0; i = serial.indexOf(s, i + 1)) c.parents.push(serial[cache.parent[i]!]!);
+      c.parents.sort((x, y) => x - y);
+    }
   }
   return {
     now,
