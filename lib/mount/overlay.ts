@@ -258,7 +258,10 @@ export class Overlay {
   changes(limit = 100_000): { changes: OverlayChange[]; truncated: boolean } {
     const out: OverlayChange[] = [];
     const kindOf = (k: InodeKind) => CHANGE_KIND_NAMES[k] ?? 'unknown';
-    for (const serial of this.dirtyRecords) {
+    // Changed records, and inodes that only got a new name (a rename keeps the record).
+    const serials = new Set(this.dirtyRecords);
+    for (const edits of this.nameEdits.values()) for (const e of edits.values()) if (e.serial !== null) serials.add(e.serial);
+    for (const serial of serials) {
       if (serial === ROOT_SERIAL) continue;
       const n = this.nodes.get(serial);
       if (!n || !this.alive(n)) continue;
@@ -270,7 +273,7 @@ export class Overlay {
       }
       const old = this.view.pathOf(serial);
       if (old && !old.equals(path)) out.push({ change: 'renamed', path, oldPath: old, kind: kindOf(n.kind) });
-      else out.push({ change: 'modified', path, kind: kindOf(n.kind) });
+      else if (this.dirtyRecords.has(serial)) out.push({ change: 'modified', path, kind: kindOf(n.kind) });
     }
     for (const serial of this.deleted) {
       const old = this.view.pathOf(serial);

@@ -45,8 +45,9 @@ test('SIGKILL of the daemon: the Store stays intact, the next start cleans the s
     assert.equal(st?.mounts[0]?.dirty, true);
     process.kill(m.daemonPid, 'SIGKILL');
     while (alive(m.daemonPid)) await sleep(20);
-    // The mount is stale now.
-    await assert.rejects(stat(join(m.path, 'README')), (e: NodeJS.ErrnoException) => e.code === 'ENOTCONN');
+    // The mount is stale now: ENOTCONN, or ECONNABORTED when something aborted the dead
+    // connection through fusectl meanwhile (another daemon's unmount of a lingering connection).
+    await assert.rejects(stat(join(m.path, 'README')), (e: NodeJS.ErrnoException) => e.code === 'ENOTCONN' || e.code === 'ECONNABORTED');
     assert.equal(await daemonStatus(s.storePath), null);
 
     // The next start (on demand) detaches it and reports the Workspace's lost changes.
