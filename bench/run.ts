@@ -8,7 +8,9 @@
 //   --reps N             run each cell N times, keep the median-time run (default 1); the
 //                        machine is shared, so use 3+ when comparing small differences
 //   --keep-tmp           keep each cell's scratch directory (for debugging)
+//   --tsx                run cells through tsx instead of precompiling them (lib/compile.ts)
 //
+// Exit status 1 when any cell failed (CI runs `--quick`, so the campaign cannot rot silently).
 // Families are discovered in bench/families/; each cell runs as a child process (lib/run-cell.ts).
 // Tables go to stdout, progress to stderr, results to bench/.out/results-<timestamp>.json.
 
@@ -20,6 +22,7 @@ import { loadFamilies } from './lib/families.js';
 import { fmtMs } from './lib/format.js';
 import { machineInfo } from './lib/machine.js';
 import { OUT_DIR, REPO_ROOT } from './lib/paths.js';
+import { compileCells } from './lib/compile.js';
 import { runCell } from './lib/run-cell.js';
 import { firstLine, renderText, standardTable } from './lib/table.js';
 import type { FixtureNote, Results } from './lib/results.js';
@@ -34,6 +37,7 @@ const { values: opt } = parseArgs({
     report: { type: 'boolean', default: false },
     'report-from': { type: 'string' },
     'keep-tmp': { type: 'boolean', default: false },
+    tsx: { type: 'boolean', default: false },
     reps: { type: 'string', default: '1' },
     list: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
@@ -104,44 +108,57 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   // Generous per-cell limit: a hung cell must not hang the campaign.
   const timeoutMs = (quick ? 5 : 60) * 60_000;
+  const t0 = performance.now();
+  const compiled = opt.tsx ? undefined : await compileCells();
+  if (compiled) log(`cells compiled to JS in ${fmtMs(compiled.ms)}`);
+  try {
+    await runFamilies();
+  } finally {
+    compiled?.remove();
+  }
+  const failed = rows.filter((r) => r.status === 'error');
+  log(`\n${rows.length} cells in ${fmtMs(performance.now() - t0)}; ${failed.length} failed${failed.map((r) => `\n  FAILED ${r.family} ${r.tier} ${r.tool}: ${firstLine(r.message, 300)}`).join('')}`);
 
-  for (const fam of selected) {
-    const famRows: Row[] = [];
-    const ctx: RunContext = {
-      quick,
-      log,
-      runCell: (req) => {
-        const row = runRepeated(() => runCell(req, { family: fam.name, timeoutMs, keepTmp: opt['keep-tmp']! }), reps);
-        const what = row.status === 'ok' ? fmtMs(row.ms) : `${row.status}: ${firstLine(row.message, 100)}`;
-        log(`  ${fam.name} ${req.tier.label} ${req.tool}: ${what}`);
-        return row;
-      },
-      noteFixture: (f) => {
-        if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
-      },
-    };
-    const tiers = fam.tiers(quick).filter((t) => tierFilter === undefined || tierFilter.includes(t.value));
-    log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
-    for (const tier of tiers) {
-      try {
-        famRows.push(...(await fam.run(tier, ctx)));
-      } catch (err) {
-        // A family that throws (fixture generation, warm-up) still yields a row, not a crash.
-        famRows.push({
-          family: fam.name,
-          tier: tier.label,
-          tierValue: tier.value,
-          tierUnit: tier.unit,
-          tool: '(family)',
-          cell: fam.name,
-          status: 'error',
-          message: err instanceof Error ? (err.stack ?? err.message) : String(err),
-          extra: {},
-        });
+  async function runFamilies(): Promise<void> {
+    for (const fam of selected) {
+      const famRows: Row[] = [];
+      const ctx: RunContext = {
+        quick,
+        log,
+        runCell: (req) => {
+          const row = runRepeated(() => runCell(req, { family: fam.name, timeoutMs, keepTmp: opt['keep-tmp']!, compiled }), reps);
+          const what = row.status === 'ok' ? fmtMs(row.ms) : `${row.status}: ${firstLine(row.message, 100)}`;
+          const wall = row.extra.cellWallMs;
+          log(`  ${fam.name} ${req.tier.label} ${req.tool}: ${what}${typeof wall === 'number' ? ` (cell ${fmtMs(wall)})` : ''}`);
+          return row;
+        },
+        noteFixture: (f) => {
+          if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
+        },
+      };
+      const tiers = fam.tiers(quick).filter((t) => tierFilter === undefined || tierFilter.includes(t.value));
+      log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
+      for (const tier of tiers) {
+        try {
+          famRows.push(...(await fam.run(tier, ctx)));
+        } catch (err) {
+          // A family that throws (fixture generation, warm-up) still yields a row, not a crash.
+          famRows.push({
+            family: fam.name,
+            tier: tier.label,
+            tierValue: tier.value,
+            tierUnit: tier.unit,
+            tool: '(family)',
+            cell: fam.name,
+            status: 'error',
+            message: err instanceof Error ? (err.stack ?? err.message) : String(err),
+            extra: {},
+          });
+        }
       }
+      printTable(fam, fam.name, famRows);
+      rows.push(...famRows);
     }
-    printTable(fam, fam.name, famRows);
-    rows.push(...famRows);
   }
 
   const results: Results = {
@@ -161,7 +178,7 @@ async function main(): Promise<number> {
   fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
   log(`\nresults: ${path.relative(REPO_ROOT, file)}`);
   if (opt.report) await report(results, families);
-  return 0;
+  return failed.length > 0 ? 1 : 0;
 }
 
 process.exitCode = await main();

@@ -9,7 +9,10 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { median, percentile, r1 } from './_campaign.js';
 
-const WORKER = path.join(path.dirname(fileURLToPath(import.meta.url)), '_ws-worker.ts');
+// The worker beside this file: TypeScript under tsx, or its precompiled JS (bench/lib/compile.ts).
+const SELF = fileURLToPath(import.meta.url);
+const WORKER = path.join(path.dirname(SELF), SELF.endsWith('.ts') ? '_ws-worker.ts' : '_ws-worker.js');
+const WORKER_ARGS = WORKER.endsWith('.ts') ? ['--import', 'tsx', WORKER] : [WORKER];
 
 export interface WorkerResult {
   worker: number;
@@ -26,7 +29,7 @@ export interface WorkerResult {
 
 export async function runWorkers(argsOf: (i: number) => string[], n: number, timeoutMs = 30 * 60_000): Promise<{ wallMs: number; results: WorkerResult[] }> {
   const procs = Array.from({ length: n }, (_, i) =>
-    spawn(process.execPath, ['--import', 'tsx', WORKER, ...argsOf(i), '--worker', String(i)], { stdio: ['pipe', 'pipe', 'pipe'] }),
+    spawn(process.execPath, [...WORKER_ARGS, ...argsOf(i), '--worker', String(i)], { stdio: ['pipe', 'pipe', 'pipe'] }),
   );
   const lines: string[][] = procs.map(() => []);
   const stderr: string[] = procs.map(() => '');

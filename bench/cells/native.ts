@@ -3,7 +3,6 @@
 //   node --import tsx bench/cells/native.ts [--quick]
 
 import fs from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { emit, fail, round1 } from '../lib/cell.js';
@@ -21,7 +20,8 @@ try {
   if (!fs.existsSync(NATIVE_BENCH)) {
     emit({ cell: CELL, tier, skipped: 'bench/micro/native.bench.ts is not present' });
   } else {
-    const mod = (await import(pathToFileURL(NATIVE_BENCH).href)) as { runNativeBench?: RunNativeBench };
+    // Beside this file: the TypeScript source under tsx, its compiled copy in a compiled run.
+    const mod = (await import(new URL('../micro/native.bench.js', import.meta.url).href)) as { runNativeBench?: RunNativeBench };
     if (typeof mod.runNativeBench !== 'function') throw new Error('native.bench.ts exports no runNativeBench');
     const t0 = performance.now();
     const results = await mod.runNativeBench({ quick: a.quick! });

@@ -21,7 +21,7 @@ export function editFamily(spec: EditFamilySpec): CampaignFamily {
     name: spec.name,
     title: spec.title,
     description:
-      `One file of seeded random bytes, 1 / 10 / 100 / 500 MiB (1 and 10 in quick runs). layerfs: ` +
+      `One file of seeded random bytes, 1 / 10 / 100 / 500 MiB (1 and 2 in quick runs). layerfs: ` +
       'import it (`initLayerStack`, "init"), fork a Branch, `createWorkspace` (materialized: the file is ' +
       'written out, "materialize"), close and reconnect, one no-op `commitWorkspace` (warm-up), then ' +
       `for each op in turn — ${spec.opsText} — edit the Workspace file in place (same inode; the ` +
@@ -38,7 +38,7 @@ export function editFamily(spec: EditFamilySpec): CampaignFamily {
       'commits" its peak after import and materialize (the difference is what the commits needed).',
     order: spec.order,
     peers: ['git'],
-    tiers: (quick) => (quick ? [1, 10] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
+    tiers: (quick) => (quick ? [1, 2] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
     run(tier, ctx) {
       const fx = ensureLargeFile(tier.value);
       ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

@@ -27,11 +27,11 @@ const family: Family = {
     `Time of \`forkBranch({ name, layer })\` alone: import the tree as the genesis Layer (setup, timed ` +
     `apart as "init"), then fork ${FORKS} Branches from it one by one, each timed alone; "fork" is the ` +
     'median of those. A fork copies no data, so it should cost the same on 100 and on 100,000 files ' +
-    '(10,000 in quick runs): "× smallest" is this tier\'s median over the smallest tier\'s, same run. ' +
+    '(1,000 in quick runs): "× smallest" is this tier\'s median over the smallest tier\'s, same run. ' +
     '"objects +" is the objects the forks added (expected 0).',
   order: 30,
   charts: false,
-  tiers: (quick) => (quick ? [100, 10_000] : [100, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  tiers: (quick) => (quick ? [100, 1_000] : [100, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = ensureTree(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

@@ -1,4 +1,4 @@
-// Family dedup_cross_file: N files of 1 MiB (N = 10, 100; 10 quick) that are all identical, all
+// Family dedup_cross_file: N files of 1 MiB (N = 10, 100; 4 quick) that are all identical, all
 // unique, half identical (mixed), or share their first half: whole-file and chunk-level dedup
 // across files, against git (which dedups identical blobs, and deltas only at gc).
 
@@ -21,7 +21,7 @@ const family: CampaignFamily = {
     '"dedup ratio" is analyzeDedup\'s logical / unique bytes.',
   order: 51,
   peers: ['git'],
-  tiers: (quick) => (quick ? [10] : [10, 100]).map((n) => ({ label: `${n}`, value: n, unit: 'files' })),
+  tiers: (quick) => (quick ? [4] : [10, 100]).map((n) => ({ label: `${n}`, value: n, unit: 'files' })),
   run(tier, ctx) {
     const args = ['--n', String(tier.value)];
     for (const c of XFILE_CASES) {

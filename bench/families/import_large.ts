@@ -15,12 +15,12 @@ const family: Family = {
   name: 'import_large',
   title: 'Import one large random file',
   description:
-    'Create a Store and import a directory holding one incompressible file (1 GiB; 64 MiB in quick ' +
+    'Create a Store and import a directory holding one incompressible file (1 GiB; 16 MiB in quick ' +
     'runs): FastCDC chunking, BLAKE3 hashing and SQLite writes with no per-file overhead. Peers: ' +
     '`git add && git commit` of the same directory and the `tar` read floor.',
   order: 20,
   peers: ['git', 'tar'],
-  tiers: (quick) => [quick ? 64 : 1024].map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
+  tiers: (quick) => [quick ? 16 : 1024].map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
   run(tier, ctx) {
     const fx = ensureLargeFile(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

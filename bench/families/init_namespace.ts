@@ -25,7 +25,7 @@ const family: Family = {
   order: 10,
   peers: ['git', 'tar'],
   tiers: (quick) =>
-    (quick ? [100, 1_000, 10_000] : [100, 1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+    (quick ? [100, 1_000] : [100, 1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = ensureTree(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

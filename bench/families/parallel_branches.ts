@@ -10,6 +10,8 @@ import type { Family, Row, Table } from '../lib/types.js';
 
 const BRANCHES = 4;
 const COMMITS = 25;
+/** Quick runs: a 100-file tree and fewer rounds. */
+const QUICK_COMMITS = 8;
 
 function num(x: unknown): number | undefined {
   return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
@@ -31,7 +33,7 @@ const family: Family = {
   description:
     `One Layer (the 1,000-file tree), ${BRANCHES} Branches forked from it, one Workspace each (setup, ` +
     'untimed), close and reconnect (checkpoints the WAL), one no-op `commitWorkspace` per clean ' +
-    `Workspace (warms the connection; "no-op" is their median); then ${COMMITS} rounds, ` +
+    `Workspace (warms the connection; "no-op" is their median); then ${COMMITS} rounds (${QUICK_COMMITS} on 100 files in quick runs), ` +
     'round-robin over the Branches in one process: edit 1–3 files ' +
     '(100–300 bytes each, mixed overwrite/insert/append, seeded per Branch and round) and ' +
     '`commitWorkspace`. "commits" is the sum of the commit calls (edits excluded; "loop" includes ' +
@@ -43,7 +45,7 @@ const family: Family = {
     '— and any surprise is listed under the table.',
   order: 32,
   charts: false,
-  tiers: () => [1_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  tiers: (quick) => [quick ? 100 : 1_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = ensureTree(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
@@ -53,14 +55,14 @@ const family: Family = {
       tier,
       tool: 'layerfs',
       script: 'layerfs-parallel-branches.ts',
-      args: ['--dir', fx.dir, '--files', String(tier.value), '--branches', String(BRANCHES), '--commits', String(COMMITS)],
+      args: ['--dir', fx.dir, '--files', String(tier.value), '--branches', String(BRANCHES), '--commits', String(ctx.quick ? QUICK_COMMITS : COMMITS)],
     });
     return [row];
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];
     const headers = [
-      'tier', 'branches × commits', 'commits', 'loop', 'commits/s', 'median', 'p90', 'no-op', `round 1 → ${COMMITS}`,
+      'tier', 'branches × commits', 'commits', 'loop', 'commits/s', 'median', 'p90', 'no-op', 'round 1 → last',
       'changed', 'semantic', 'semantic / changed', 'pages', 'pages / changed', 'file', 'file / changed', 'peak RSS',
     ];
     const out = rows.map((r) => {

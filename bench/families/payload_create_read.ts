@@ -1,4 +1,4 @@
-// Family payload_create_read: one random file of 1 / 10 / 100 / 500 MiB (1, 10 quick): import it,
+// Family payload_create_read: one random file of 1 / 10 / 100 / 500 MiB (1, 4 quick): import it,
 // read it back whole, then random 4 KiB reads — against git (import = add + commit, read =
 // cat-file) and, for random reads, pread(2) on the file itself.
 
@@ -26,7 +26,7 @@ const family: CampaignFamily = {
     'import / read" its peak so far after the import and after the full read.',
   order: 40,
   peers: ['git'],
-  tiers: (quick) => (quick ? [1, 10] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
+  tiers: (quick) => (quick ? [1, 4] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
   run(tier, ctx) {
     const fx = ensureLargeFile(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

@@ -13,7 +13,7 @@ const family: CampaignFamily = {
   title: 'Store footprint of unique small files',
   description:
     'The init fixture (N unique files, half text / half random, log-normal sizes, median 2 KiB): ' +
-    '100,000 files, 10,000 in quick runs. layerfs: `Client.create` + `initLayerStack` ("import"), ' +
+    '100,000 files, 1,000 in quick runs. layerfs: `Client.create` + `initLayerStack` ("import"), ' +
     'close (WAL checkpointed), then "stored" = Store file + WAL and `analyzeDedup` ("analyze"): ' +
     '"content" is the files\' bytes (logical), "canonical" the unique canonical bytes of every object ' +
     'the state reaches (chunks and blobs plus namespace and extent records). git: `git init && git add ' +
@@ -23,7 +23,7 @@ const family: CampaignFamily = {
     'repository; git\'s packs are zlib-compressed and delta-encoded, the Store is not compressed).',
   order: 52,
   peers: ['git'],
-  tiers: (quick) => [quick ? 10_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  tiers: (quick) => [quick ? 1_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = ensureTree(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

@@ -48,7 +48,7 @@ const family: Family = {
   order: 31,
   peers: ['git'],
   tiers: (quick) =>
-    (quick ? [1_000, 10_000] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+    (quick ? [100, 1_000] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = ensureTree(tier.value);
     ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });

@@ -4,7 +4,8 @@
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
 
-export const BENCH_DIR = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+/** bench/ itself; compiled cells (lib/compile.ts) run from a temporary copy and are told where it is. */
+export const BENCH_DIR = process.env.LAYERFS_BENCH_DIR ?? path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 export const REPO_ROOT = path.dirname(BENCH_DIR);
 /** Generated fixtures, reused across runs (git-ignored). */
 export const FIXTURES_DIR = path.join(BENCH_DIR, '.fixtures');

@@ -1,4 +1,5 @@
-// Runs a cell as a child process (`node --import tsx bench/cells/X.ts ...`) in its own scratch
+// Runs a cell as a child process (`node X.js …` precompiled by lib/compile.ts, or
+// `node --import tsx bench/cells/X.ts …` without it) in its own scratch
 // directory, and converts the one JSON line it prints into a Row. Whatever happens — missing
 // module, crash, timeout, garbage on stdout — the result is a Row with status "error", so one
 // broken cell never stops a campaign.
@@ -7,6 +8,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { nodeArgsFor } from './compile.js';
 import { CELLS_DIR, REPO_ROOT } from './paths.js';
 import type { CellRequest, Row } from './types.js';
 
@@ -14,6 +16,8 @@ export interface RunCellOptions {
   family: string;
   timeoutMs: number;
   keepTmp: boolean;
+  /** Precompiled cells (lib/compile.ts); without them cells run through tsx. */
+  compiled?: { cellsDir: string; env: NodeJS.ProcessEnv };
 }
 
 /** Keys of a cell's JSON line that map onto Row fields; the rest goes to Row.extra. */
@@ -49,23 +53,26 @@ export function runCell(req: CellRequest, opts: RunCellOptions): Row {
   };
   const scratch = req.scratch === false ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), `layerfs-bench-${base.cell}-`));
   try {
+    const file = opts.compiled ? path.join(opts.compiled.cellsDir, req.script.replace(/\.ts$/, '.js')) : path.join(CELLS_DIR, req.script);
     const args = [
-      '--import',
-      'tsx',
-      path.join(CELLS_DIR, req.script),
+      ...nodeArgsFor(file),
       '--tier',
       req.tier.label,
       ...(scratch !== undefined ? ['--tmp', scratch] : []),
       ...(req.args ?? []),
     ];
+    const t0 = performance.now();
     const r = spawnSync(process.execPath, args, {
       cwd: REPO_ROOT,
+      env: opts.compiled?.env ?? process.env,
       encoding: 'utf8',
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: opts.timeoutMs,
       killSignal: 'SIGKILL',
       maxBuffer: 256 * 1024 * 1024,
     });
+    // The whole child process, start-up and setup included: what a campaign's run time is made of.
+    base.extra.cellWallMs = Math.round(performance.now() - t0);
     if (r.error !== undefined && (r.error as NodeJS.ErrnoException).code === 'ETIMEDOUT') {
       return { ...base, message: `timed out after ${Math.round(opts.timeoutMs / 1000)} s` };
     }
@@ -75,7 +82,7 @@ export function runCell(req: CellRequest, opts: RunCellOptions): Row {
       const how = r.signal !== null ? `killed by ${r.signal}` : `exit ${r.status}`;
       return { ...base, message: `${how}, no JSON line; stderr: ${tail(r.stderr)}` };
     }
-    const row: Row = { ...base, status: 'ok' };
+    const row: Row = { ...base, status: 'ok', extra: { ...base.extra } };
     for (const [k, v] of Object.entries(line)) {
       if (k === 'cell' || k === 'tier') continue;
       if (k === 'error') {

@@ -36,14 +36,15 @@ const gbps = (bytes: number, ms: number): number => bytes / (ms / 1000) / 1e9;
 const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
 
 export async function runNativeBench({ quick = false }: { quick?: boolean } = {}): Promise<Record<string, number>> {
-  const bigSize = (quick ? 64 : 256) * MiB;
+  // Quick runs (CI smoke, `npm run bench -- --quick`) stay small: a few seconds on a loaded machine.
+  const bigSize = (quick ? 16 : 256) * MiB;
   const big = randomFillSync(Buffer.allocUnsafe(bigSize));
   const oneMiB = big.subarray(0, MiB);
   const small = big.subarray(0, 64);
-  const batch = Array.from({ length: quick ? 16 : 64 }, (_, i) => big.subarray((i * 4 * MiB) % (bigSize - 4 * MiB), ((i * 4 * MiB) % (bigSize - 4 * MiB)) + 4 * MiB));
+  const batch = Array.from({ length: quick ? 4 : 64 }, (_, i) => big.subarray((i * 4 * MiB) % (bigSize - 4 * MiB), ((i * 4 * MiB) % (bigSize - 4 * MiB)) + 4 * MiB));
   const batchBytes = batch.length * 4 * MiB;
   // Medians of several runs: the machine is shared, and single runs swing by ±30%.
-  const reps = quick ? 7 : 9;
+  const reps = quick ? 5 : 9;
 
   const sha = (b: Uint8Array): Buffer => createHash('sha256').update(b).digest();
   const oneMiBTimes = await measure(quick ? 20 : 50, {
