@@ -55,6 +55,12 @@ const HARNESSES = {
     maxLen: 4096,
     args: [],
   },
+  chunk_reader: {
+    sources: ['native/fastcdc.cc', 'native/multihash.cc', 'native/chunk_reader.cc'],
+    // Data is expanded from the input (up to ~1 MiB), so inputs stay moderate.
+    maxLen: 65536,
+    args: [],
+  },
 };
 
 // ---------------------------------------------------------------- arguments
@@ -183,7 +189,7 @@ function multihashInput({ tag = 0, fill = 0, opts = 0, lengths = [] }, seed) {
 }
 
 function seedCorpus() {
-  const seeds = { chunker_stream: {}, multihash: {} };
+  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {} };
   // Default parameters (8192 / 16384 / 32768): empty, 1 byte, min-1, min, avg, max, max+1.
   const sizes = { empty: 0, one: 1, 'min-1': 8191, min: 8192, avg: 16384, max: 32768, 'max+1': 32769 };
   let k = 0;
@@ -224,6 +230,26 @@ function seedCorpus() {
     data,
   );
   seeds.multihash['many-small'] = multihashInput({ tag: 2, opts: 0 | 0x60, lengths: Array.from({ length: 40 }, (_, i) => 3000 + 97 * i) }, data);
+  // chunk_reader: default and small parameters around piece and chunk bounds, each event.
+  const reader = (choice, avgCode, piece, event, k, expand, pat, data) => {
+    const h = Buffer.alloc(8);
+    h[0] = choice;
+    h[1] = avgCode;
+    h[2] = piece;
+    h[3] = event;
+    h[4] = k;
+    h.writeUInt16LE(expand, 5);
+    h[7] = pat;
+    return Buffer.concat([h, data]);
+  };
+  const events = ['none', 'append', 'truncate', 'rewrite', 'mismatch', 'fifo', 'symlink', 'directory'];
+  seeds.chunk_reader.empty = reader(0, 0, 0, 0, 0, 0, 0, Buffer.alloc(0));
+  seeds.chunk_reader['default-3-pieces'] = reader(0, 0, 0, 0, 0, (3 * 32768 + 5) >> 4, 1, pattern(11, 64));
+  seeds.chunk_reader['small-exact-piece'] = reader(1, 2, 0, 0x80, 0, 2048 >> 4, 1, pattern(12, 64));
+  events.forEach((_, e) => {
+    seeds.chunk_reader[`small-event-${events[e]}`] = reader(2 | (1 << 2), 1, e, e | (e % 2 ? 0x80 : 0), e, 20000 >> 4, 1, pattern(20 + e, 32));
+  });
+  seeds.chunk_reader['zeros-max-cuts'] = reader(3, 6, 1, 0, 0, 70000 >> 4, 0, Buffer.alloc(1));
   return seeds;
 }
 
