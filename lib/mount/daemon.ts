@@ -522,8 +522,12 @@ export class Daemon {
     e.record.expectedHead = out.outcome === 'Created' ? out.commitId : out.head;
     e.record.rootId = out.rootId;
     e.record.dirty = served.changed;
-    this.saveMounts();
-    if (out.outcome === 'Created') this.log(`committed ${workspaceId}: ${out.commitId} (${out.objectsInserted} objects, ${out.bytesInserted} bytes, ${out.ms} ms)`);
+    // After the answer is on its way: the caller waits for the Commit, not for our bookkeeping
+    // (a crash before this only makes the next start report work as lost that was committed).
+    setImmediate(() => {
+      if (this.mounts.get(workspaceId) === e) this.saveMounts();
+      if (out.outcome === 'Created') this.log(`committed ${workspaceId}: ${out.commitId} (${out.objectsInserted} objects, ${out.bytesInserted} bytes, ${out.ms} ms)`);
+    });
     return out;
   }
 

@@ -429,7 +429,12 @@ export class Client {
   private async commitMounted(w: WorkspaceRow, t0: number): Promise<CommitResult> {
     const r = await commitMountedWorkspace(this.store, w, this.stateDir);
     const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
-    const base = { ...this.receipt('workspace.commit', r.outcome, t0, 0, write), allocatedGrowth: r.outcome === 'Created' ? r.allocatedGrowth : 0 };
+    const base = {
+      ...this.receipt('workspace.commit', r.outcome, t0, 0, write),
+      // The daemon's own time (its write transaction and cut) and allocated growth: the rest of ms is the round trip.
+      phases: (r.outcome === 'Busy' ? {} : { daemon: r.ms }) as Record<string, number>,
+      allocatedGrowth: r.outcome === 'Created' ? r.allocatedGrowth : 0,
+    };
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':

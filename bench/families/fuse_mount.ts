@@ -1,0 +1,92 @@
+// Family fuse_mount: a FUSE Workspace against the same work on a plain directory, same run
+// (issue 5's figures). One cell run per operation (bench/cells/layerfs-fuse-mount.ts), each a
+// child process that does the plain-directory run and the mount run back to back.
+
+import { DASH, fmtBytes, fmtMs, fmtRatio } from '../lib/format.js';
+import { firstLine } from '../lib/table.js';
+import type { Family, Row, Table } from '../lib/types.js';
+
+interface Sizes {
+  readMiB: number;
+  statFiles: number;
+  commitMiB: number;
+  commitRounds: number;
+  untarFiles: number;
+}
+
+const FULL: Sizes = { readMiB: 1024, statFiles: 100_000, commitMiB: 500, commitRounds: 7, untarFiles: 10_000 };
+/** Small enough that the family runs in a few seconds. */
+const QUICK: Sizes = { readMiB: 16, statFiles: 500, commitMiB: 16, commitRounds: 3, untarFiles: 300 };
+
+function num(x: unknown): number | undefined {
+  return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
+}
+
+const family: Family = {
+  name: 'fuse_mount',
+  title: 'FUSE Workspace against a plain directory',
+  description:
+    'A Workspace with projection `fuse` (kernel backend, served by the Store\'s daemon) against the ' +
+    'same work on a plain directory, in the same cell run (ratios are same-run). read: `dd bs=1M` of ' +
+    'a random file, page cache warm, best of 3 (1 GiB; 16 MiB quick; goal ≥ 0.5× the plain ' +
+    'throughput); "served" is the first read through a fresh mount (every byte from the daemon). ' +
+    'stat: `find . -type f | xargs stat` over the init fixture tree (100,000 files; 500 quick), ' +
+    'second pass (cold = first pass on a fresh mount; goal ≤ 5×). commit: a 4 KiB `dd conv=notrunc` ' +
+    'overwrite in the middle of a random file (500 MiB; 16 MiB quick), then `commitWorkspace` timed ' +
+    'by the caller (SDK, kept-open daemon connection), median of 7 (3 quick) after a warm-up commit; ' +
+    '"daemon" is the daemon\'s own time, "pages" the allocated growth of its write transaction (goals ' +
+    '≤ 20 ms and ≤ 64 KiB). untar: `tar -xf` of an archive of the fixture tree (10,000 files; 300 ' +
+    'quick) into a fresh directory after `sync`, best of 3 (goal ≤ 3×). Every access into the mount ' +
+    'is a child process. Skipped where FUSE is unusable or not root.',
+  order: 80,
+  charts: false,
+  tiers: (quick) => [quick ? { label: 'quick', value: 0, unit: 'size' } : { label: 'full', value: 1, unit: 'size' }],
+  run(tier, ctx) {
+    const z = ctx.quick ? QUICK : FULL;
+    const ops: [string, string[]][] = [
+      ['read', ['--mib', String(z.readMiB)]],
+      ['stat', ['--files', String(z.statFiles)]],
+      ['commit', ['--mib', String(z.commitMiB), '--rounds', String(z.commitRounds)]],
+      ['untar', ['--files', String(z.untarFiles)]],
+    ];
+    const rows: Row[] = [];
+    for (const [op, args] of ops) {
+      const row = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-fuse-mount.ts', args: ['--op', op, ...args], scratch: true });
+      row.extra.op ??= op;
+      rows.push(row);
+    }
+    return rows;
+  },
+  table(rows: Row[]): Table {
+    const notes: string[] = [];
+    const headers = ['tier', 'op', 'size', 'plain', 'mount', 'ratio', 'goal', 'met', 'more'];
+    const out = rows.map((r) => {
+      const x = r.extra;
+      const op = String(x.op ?? '?');
+      if (r.status !== 'ok') {
+        notes.push(`${op} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
+        return [r.tier, op, DASH, DASH, `${r.status} [${notes.length}]`, DASH, DASH, DASH, DASH];
+      }
+      const ratio = num(x.ratio);
+      switch (op) {
+        case 'read':
+          return [r.tier, op, `${x.mib} MiB`, `${Math.round(num(x.plainMiBps) ?? 0)} MiB/s`, `${Math.round(num(x.mountMiBps) ?? 0)} MiB/s`, fmtRatio(ratio), '≥ 0.5×', ratio !== undefined && ratio >= 0.5 ? 'yes' : 'no', `served ${Math.round(num(x.servedMiBps) ?? 0)} MiB/s`];
+        case 'stat':
+          return [r.tier, op, `${r.files ?? x.files} files`, fmtMs(num(x.plainMs)), fmtMs(r.ms), fmtRatio(ratio), '≤ 5×', ratio !== undefined && ratio <= 5 ? 'yes' : 'no', `cold ${fmtMs(num(x.coldMs))} (${fmtRatio(num(x.coldRatio))})`];
+        case 'commit': {
+          const g = num(x.allocatedGrowthMax);
+          const met = (r.ms ?? Infinity) <= 20 && g !== undefined && g <= 64 * 1024;
+          return [r.tier, op, `${x.mib} MiB`, DASH, fmtMs(r.ms), DASH, '≤ 20 ms, ≤ 64 KiB', met ? 'yes' : 'no', `max ${fmtMs(num(x.maxMs))}, daemon ${fmtMs(num(x.daemonMedianMs))}, pages ${fmtBytes(num(x.allocatedGrowthMedian))} (max ${fmtBytes(g)}), semantic ${fmtBytes(num(x.bytesInsertedMedian))}`];
+        }
+        case 'untar':
+          return [r.tier, op, `${r.files ?? x.files} files`, fmtMs(num(x.plainMs)), fmtMs(r.ms), fmtRatio(ratio), '≤ 3×', ratio !== undefined && ratio <= 3 ? 'yes' : 'no', `commit ${fmtMs(num(x.commitMs))}`];
+        default:
+          return [r.tier, op, DASH, DASH, fmtMs(r.ms), fmtRatio(ratio), DASH, DASH, DASH];
+      }
+    });
+    notes.push('ratio: read is mount throughput / plain throughput (higher is better); stat and untar are mount time / plain time (lower is better).');
+    return { headers, align: headers.map((_, i) => (i === 1 || i === 6 || i === 8 ? 'l' : 'r')), rows: out, notes };
+  },
+};
+
+export default family;
