@@ -23,7 +23,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
-import { lstat, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -31,6 +31,7 @@ import { LayerFsError, type ErrorCode } from '../errors.js';
 import { E, FsError, negErrno } from './errno.js';
 import { RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay, type Owner } from './overlay.js';
 import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
+import { wakeLookup } from './waker.js';
 
 const IN_HDR = 40;
 const OUT_HDR = 16;
@@ -846,8 +847,9 @@ export class KernelMount {
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));
     this.worker.postMessage({ id, type } satisfies ToWorker);
-    // The serving thread sleeps in read(2): a lookup of a fresh name wakes it (async: never block on our own mount).
-    lstat(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`)).catch(() => {});
+    // The serving thread sleeps in read(2): a lookup of a fresh name wakes it. A child process
+    // makes it, never a thread of ours (waker.ts: a killed daemon could otherwise never exit).
+    wakeLookup(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`));
     return p;
   }
 

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
 import { commitMounted, daemonPaths, daemonStatus, ensureDaemon, mountWorkspace, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
 import { mountBranch, setupStore } from './helpers.js';
+import { processAlive } from '../helpers/process-gone.js';
 
 function fill(src: string): void {
   mkdirSync(join(src, 'lib'));
@@ -18,19 +19,13 @@ function fill(src: string): void {
   writeFileSync(join(src, 'lib/a.txt'), 'a\n');
 }
 
-/** Alive and not a zombie: a killed daemon may stay unreaped for a while (it is our child). */
+/**
+ * Whether any thread of the daemon is left. A zombie thread-group leader is not enough: its other
+ * threads may still be exiting with /dev/fuse open, and a stat queued meanwhile fails with
+ * ECONNABORTED when the connection is aborted, not ENOTCONN (the earlier flake of this test).
+ */
 function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
+  return processAlive(pid).alive;
 }
 
 test('SIGKILL of the daemon: the Store stays intact, the next start cleans the stale mount and names lost work', { timeout: 120_000 }, async () => {
