@@ -9,6 +9,7 @@ import { createHash } from 'node:crypto';
 import { chmodSync, chownSync, copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import Database from 'better-sqlite3';
 import { Client, isLayerFsError, type LayerFsError } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
@@ -340,4 +341,55 @@ test('as an unprivileged user: unreadable files fail the import typed with their
   );
   assertIntact(c);
   c.close();
+});
+
+test('special files, a newer format version and symlinks pointing outside: typed, nothing written outside the target', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  const outside = join(dir, 'outside');
+  mkdirSync(src);
+  mkdirSync(outside);
+  writeFileSync(join(outside, 'keep.txt'), 'outside\n');
+  execFileSync('mkfifo', [join(src, 'pipe')]);
+  execFileSync('mknod', [join(src, 'null'), 'c', '1', '3']);
+  symlinkSync(outside, join(src, 'abs-out'));
+  symlinkSync('../outside', join(src, 'rel-out'));
+  writeFileSync(join(src, 'plain.txt'), 'plain\n');
+  const store = join(dir, 's.sqlite');
+  const c = Client.create(store);
+  const outsideBefore = () => JSON.stringify(readdirSync(outside).map((n) => [n, readFileSync(join(outside, n), 'utf8')]));
+  const sentinel = outsideBefore();
+  try {
+    // Importing special files never opens them for reading (a FIFO would block).
+    const layer = (await c.initLayerStack({ name: 'p', source: src })).layer.id;
+    const kinds = Object.fromEntries(c.ls('p').map((e) => [e.name, e.kind]));
+    assert.deepEqual(kinds, { 'abs-out': 'symlink', null: 'chardev', pipe: 'fifo', 'plain.txt': 'file', 'rel-out': 'symlink' });
+    const before = digest(store);
+    for (const name of ['pipe', 'null', 'abs-out']) expectTyped(() => c.cat('p', name), 'ERR_INVALID_ARGUMENT', `cat of ${name}`);
+    expectTyped(() => c.ls('p', 'abs-out/keep.txt'), 'ERR_NOT_A_DIRECTORY', 'a path through a stored symlink');
+    assert.equal(digest(store), before);
+    // Export and materialize recreate the links as links and write nothing through them.
+    const out = join(dir, 'out');
+    c.export('p', out);
+    assert.ok(statSync(join(out, 'pipe')).isFIFO());
+    assert.equal(execFileSync('readlink', [join(out, 'abs-out')]).toString().trim(), outside);
+    c.forkBranch({ name: 'b', layer });
+    const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
+    assert.equal(execFileSync('readlink', [join(ws.path, 'rel-out')]).toString().trim(), '../outside');
+    await c.endWorkspace(ws.id, { discard: true });
+    assert.equal(outsideBefore(), sentinel);
+    assertIntact(c);
+  } finally {
+    c.close();
+  }
+  // A Store of a newer format version: refused, typed, with its path, and left as it is.
+  const newer = join(dir, 'newer.sqlite');
+  copyFileSync(store, newer);
+  const db = new Database(newer);
+  db.pragma('user_version = 99');
+  db.close();
+  const before = digest(newer);
+  const e = expectTyped(() => Client.connect(newer), 'ERR_UNSUPPORTED_FORMAT', 'newer format');
+  assert.equal(e.details.path, newer);
+  assert.equal(digest(newer), before);
 });
