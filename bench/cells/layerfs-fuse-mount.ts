@@ -8,6 +8,8 @@
 //           file, then client.commitWorkspace (SDK wall time, as a caller sees it), --rounds
 //           times; Store growth is the receipt's allocatedGrowth (the daemon's write transaction)
 //   untar   `tar -xf` of a --files tree archive into a fresh directory (best of 3 each)
+//   all     the four in turn on one Store, one daemon and one mount (the quick tier: a daemon
+//           start costs seconds here); the result lists them as `cases`
 // Every access into the mount is a child process (sh, dd, find, tar); this process only talks to
 // the daemon through the SDK.
 //   node --import tsx bench/cells/layerfs-fuse-mount.ts --op read --tmp SCRATCH --tier quick [--mib 16] [--files 1000] [--rounds 5]
@@ -78,7 +80,7 @@ async function setup(tmp: string, fill: (src: string) => void): Promise<Setup> {
     client,
     src,
     importMs,
-    async mount() {
+    async mount(): Promise<{ path: string; id: string; end(): Promise<void> }> {
       const at = path.join(tmp, `ws${n++}`);
       const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
       return { path: at, id: ws.id, end: async () => void (await client.endWorkspace(ws.id, { discard: true })) };
@@ -90,100 +92,112 @@ async function setup(tmp: string, fill: (src: string) => void): Promise<Setup> {
   };
 }
 
-async function readOp(tmp: string, mib: number) {
-  const s = await setup(tmp, (src) => randomFile(path.join(src, 'big.bin'), mib));
-  try {
-    const dd = (p: string) => sh(`dd if=${shq(p)} of=/dev/null bs=1M status=none`);
-    dd(path.join(s.src, 'big.bin'));
-    const plainMs = best(3, () => dd(path.join(s.src, 'big.bin')));
-    const m = await s.mount();
-    const servedMs = dd(path.join(m.path, 'big.bin'));
-    const mountMs = best(3, () => dd(path.join(m.path, 'big.bin')));
-    await m.end();
-    return { ms: mountMs, plainMs, ratio: plainMs / mountMs, plainMiBps: mib / (plainMs / 1000), mountMiBps: mib / (mountMs / 1000), servedMiBps: mib / (servedMs / 1000), goal: '≥ 0.5× plain (throughput)' };
-  } finally {
-    await s.done();
-  }
+type Mount = Awaited<ReturnType<Setup['mount']>>;
+
+/** What each op needs in the imported source tree. */
+const FILL: Record<string, (src: string, tmp: string) => void> = {
+  read: (src) => randomFile(path.join(src, 'big.bin'), Number(a.mib)),
+  stat: (src) => writeTree(path.join(src, 'tree'), treeParams(Number(a.files))),
+  commit: (src) => randomFile(path.join(src, 'large.bin'), Number(a.mib)),
+  untar: (_src, tmp) => {
+    const tree = path.join(tmp, 'tartree');
+    writeTree(tree, treeParams(Number(a.files)));
+    sh(`tar -C ${shq(tree)} -cf ${shq(path.join(tmp, 'tree.tar'))} .`);
+  },
+};
+
+async function readOp(s: Setup, m: Mount, mib: number) {
+  const dd = (p: string) => sh(`dd if=${shq(p)} of=/dev/null bs=1M status=none`);
+  dd(path.join(s.src, 'big.bin'));
+  const plainMs = best(3, () => dd(path.join(s.src, 'big.bin')));
+  const servedMs = dd(path.join(m.path, 'big.bin'));
+  const mountMs = best(3, () => dd(path.join(m.path, 'big.bin')));
+  return { ms: mountMs, plainMs, ratio: plainMs / mountMs, plainMiBps: mib / (plainMs / 1000), mountMiBps: mib / (mountMs / 1000), servedMiBps: mib / (servedMs / 1000), goal: '≥ 0.5× plain (throughput)' };
 }
 
-async function statOp(tmp: string, files: number) {
-  const s = await setup(tmp, (src) => writeTree(src, treeParams(files)));
-  try {
-    const cmd = 'find . -type f | xargs stat > /dev/null';
-    sh(cmd, s.src);
-    const plainMs = sh(cmd, s.src);
-    const m = await s.mount();
-    const coldMs = sh(cmd, m.path);
-    const mountMs = sh(cmd, m.path);
-    await m.end();
-    return { ms: mountMs, plainMs, coldMs, ratio: mountMs / plainMs, coldRatio: coldMs / plainMs, goal: '≤ 5× plain' };
-  } finally {
-    await s.done();
-  }
+async function statOp(s: Setup, m: Mount) {
+  const cmd = 'find . -type f | xargs stat > /dev/null';
+  const plainDir = path.join(s.src, 'tree');
+  sh(cmd, plainDir);
+  const plainMs = sh(cmd, plainDir);
+  const coldMs = sh(cmd, path.join(m.path, 'tree'));
+  const mountMs = sh(cmd, path.join(m.path, 'tree'));
+  return { ms: mountMs, plainMs, coldMs, ratio: mountMs / plainMs, coldRatio: coldMs / plainMs, goal: '≤ 5× plain' };
 }
 
-async function commitOp(tmp: string, mib: number, rounds: number) {
-  const s = await setup(tmp, (src) => randomFile(path.join(src, 'large.bin'), mib));
-  try {
-    const m = await s.mount();
-    const file = path.join(m.path, 'large.bin');
-    const ms: number[] = [];
-    const daemonMs: number[] = [];
-    const growth: number[] = [];
-    const inserted: number[] = [];
-    // A first commit warms the connection and the daemon's Store handle (not counted).
-    await s.client.commitWorkspace(m.id);
-    for (let i = 0; i < rounds; i++) {
-      const page = Math.floor((mib * 256) / 2) + i * 7; // 4 KiB pages into the middle
-      sh(`dd if=/dev/urandom of=${shq(file)} bs=4096 seek=${page} count=1 conv=notrunc status=none`);
-      const t0 = performance.now();
-      const c = await s.client.commitWorkspace(m.id);
-      ms.push(performance.now() - t0);
-      if (c.outcome !== 'Created') throw new Error(`commit ${i}: ${c.outcome}`);
-      daemonMs.push(c.phases.daemon ?? 0);
-      growth.push(c.allocatedGrowth);
-      inserted.push(c.bytesInserted);
-    }
-    await m.end();
-    return {
-      ms: median(ms),
-      maxMs: Math.max(...ms),
-      daemonMedianMs: median(daemonMs),
-      allocatedGrowthMedian: median(growth),
-      allocatedGrowthMax: Math.max(...growth),
-      bytesInsertedMedian: median(inserted),
-      rounds,
-      goal: 'commit ≤ 20 ms, growth ≤ 64 KiB',
-    };
-  } finally {
-    await s.done();
-  }
-}
-
-async function untarOp(tmp: string, files: number) {
-  const s = await setup(tmp, () => {});
-  try {
-    const tree = path.join(tmp, 'tree');
-    writeTree(tree, treeParams(files));
-    const archive = path.join(tmp, 'tree.tar');
-    sh(`tar -C ${shq(tree)} -cf ${shq(archive)} .`);
-    const into = (d: string) => {
-      sh(`mkdir -p ${shq(d)} && sync`);
-      return sh(`tar -C ${shq(d)} -xf ${shq(archive)}`);
-    };
-    let k = 0;
-    const plainMs = best(3, () => into(path.join(tmp, `plain${k++}`)));
-    const m = await s.mount();
-    const mountMs = best(3, () => into(path.join(m.path, `x${k++}`)));
+async function commitOp(s: Setup, m: Mount, mib: number, rounds: number) {
+  const file = path.join(m.path, 'large.bin');
+  const ms: number[] = [];
+  const daemonMs: number[] = [];
+  const growth: number[] = [];
+  const inserted: number[] = [];
+  // A first commit warms the connection and the daemon's Store handle (not counted).
+  await s.client.commitWorkspace(m.id);
+  for (let i = 0; i < rounds; i++) {
+    const page = Math.floor((mib * 256) / 2) + i * 7; // 4 KiB pages into the middle
+    sh(`dd if=/dev/urandom of=${shq(file)} bs=4096 seek=${page} count=1 conv=notrunc status=none`);
     const t0 = performance.now();
     const c = await s.client.commitWorkspace(m.id);
-    const commitMs = performance.now() - t0;
-    await m.end();
-    return { ms: mountMs, plainMs, ratio: mountMs / plainMs, commitMs, commitOutcome: c.outcome, goal: '≤ 3× plain' };
+    ms.push(performance.now() - t0);
+    if (c.outcome !== 'Created') throw new Error(`commit ${i}: ${c.outcome}`);
+    daemonMs.push(c.phases.daemon ?? 0);
+    growth.push(c.allocatedGrowth);
+    inserted.push(c.bytesInserted);
+  }
+  return {
+    ms: median(ms),
+    maxMs: Math.max(...ms),
+    daemonMedianMs: median(daemonMs),
+    allocatedGrowthMedian: median(growth),
+    allocatedGrowthMax: Math.max(...growth),
+    bytesInsertedMedian: median(inserted),
+    rounds,
+    goal: 'commit ≤ 20 ms, growth ≤ 64 KiB',
+  };
+}
+
+async function untarOp(s: Setup, m: Mount, tmp: string) {
+  const archive = path.join(tmp, 'tree.tar');
+  const into = (d: string) => {
+    sh(`mkdir -p ${shq(d)} && sync`);
+    return sh(`tar -C ${shq(d)} -xf ${shq(archive)}`);
+  };
+  let k = 0;
+  const plainMs = best(3, () => into(path.join(tmp, `plain${k++}`)));
+  const mountMs = best(3, () => into(path.join(m.path, `x${k++}`)));
+  const t0 = performance.now();
+  const c = await s.client.commitWorkspace(m.id);
+  const commitMs = performance.now() - t0;
+  return { ms: mountMs, plainMs, ratio: mountMs / plainMs, commitMs, commitOutcome: c.outcome, goal: '≤ 3× plain' };
+}
+
+/** Runs `ops` against one Store, one daemon and one mount (the quick tier runs all four so). */
+async function runOps(tmp: string, ops: string[]): Promise<Record<string, unknown>[]> {
+  const s = await setup(tmp, (src) => {
+    for (const op of ops) FILL[op]!(src, tmp);
+  });
+  try {
+    const m = await s.mount();
+    const out: Record<string, unknown>[] = [];
+    try {
+      for (const op of ops) {
+        let r: Record<string, unknown>;
+        if (op === 'read') r = await readOp(s, m, Number(a.mib));
+        else if (op === 'stat') r = await statOp(s, m);
+        else if (op === 'commit') r = await commitOp(s, m, Number(a.mib), Number(a.rounds));
+        else r = await untarOp(s, m, tmp);
+        out.push({ case: op, op, ...(op === 'stat' || op === 'untar' ? { files: Number(a.files) } : { mib: Number(a.mib) }), ...r });
+      }
+    } finally {
+      await m.end();
+    }
+    return out;
   } finally {
     await s.done();
   }
 }
+
+const round3 = (o: Record<string, unknown>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v]));
 
 try {
   if (a.tmp === undefined) throw new Error('--tmp is required');
@@ -192,17 +206,11 @@ try {
     process.stdout.write(JSON.stringify({ cell: CELL, tier, skipped: why }) + '\n');
     process.exit(0);
   }
-  const tmp = a.tmp;
-  const mib = Number(a.mib);
-  const files = Number(a.files);
-  let out: Record<string, unknown>;
-  if (op === 'read') out = await readOp(tmp, mib);
-  else if (op === 'stat') out = await statOp(tmp, files);
-  else if (op === 'commit') out = await commitOp(tmp, mib, Number(a.rounds));
-  else if (op === 'untar') out = await untarOp(tmp, files);
-  else throw new Error(`--op must be read, stat, commit or untar (got ${JSON.stringify(op)})`);
-  const rounded = Object.fromEntries(Object.entries(out).map(([k, v]) => [k, typeof v === 'number' && !Number.isInteger(v) ? Math.round(v * 1000) / 1000 : v]));
-  emit({ cell: CELL, tier, op, mib, files, ...rounded });
+  const ops = op === 'all' ? ['read', 'stat', 'commit', 'untar'] : [op];
+  if (!ops.every((o) => o in FILL)) throw new Error(`--op must be read, stat, commit, untar or all (got ${JSON.stringify(op)})`);
+  const cases = (await runOps(a.tmp, ops)).map(round3);
+  if (op === 'all') emit({ cell: CELL, tier, op, cases });
+  else emit({ cell: CELL, tier, ...cases[0]! });
 } catch (err) {
   fail(CELL, tier, err);
 }
