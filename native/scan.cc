@@ -92,7 +92,9 @@ int CollectXattrs(ListFn list, GetFn get, bool user_only, bool with_values,
     const size_t len = strnlen(name, names.size() - i);
     i += len + 1;
     if (len == 0) continue;
-    if (user_only && strncmp(name, "user.", 5) != 0) continue;
+    // Compare within the entry: the last one need not be NUL-terminated, and strncmp would read
+    // past the buffer for a shorter name (found by fuzz/xattr_list.cc).
+    if (user_only && (len < 5 || memcmp(name, "user.", 5) != 0)) continue;
     Xattr x;
     x.name.assign(name, len);
     if (with_values) {

@@ -61,6 +61,12 @@ const HARNESSES = {
     maxLen: 65536,
     args: [],
   },
+  xattr_list: {
+    // The harness includes native/scan.cc itself (CollectXattrs is internal to it).
+    sources: ['native/fastcdc.cc', 'native/multihash.cc', 'native/digest.cc'],
+    maxLen: 4096,
+    args: [],
+  },
 };
 
 // ---------------------------------------------------------------- arguments
@@ -189,7 +195,7 @@ function multihashInput({ tag = 0, fill = 0, opts = 0, lengths = [] }, seed) {
 }
 
 function seedCorpus() {
-  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {} };
+  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {}, xattr_list: {} };
   // Default parameters (8192 / 16384 / 32768): empty, 1 byte, min-1, min, avg, max, max+1.
   const sizes = { empty: 0, one: 1, 'min-1': 8191, min: 8192, avg: 16384, max: 32768, 'max+1': 32769 };
   let k = 0;
@@ -250,6 +256,11 @@ function seedCorpus() {
     seeds.chunk_reader[`small-event-${events[e]}`] = reader(2 | (1 << 2), 1, e, e | (e % 2 ? 0x80 : 0), e, 20000 >> 4, 1, pattern(20 + e, 32));
   });
   seeds.chunk_reader['zeros-max-cuts'] = reader(3, 6, 1, 0, 0, 70000 >> 4, 0, Buffer.alloc(1));
+  // xattr_list: flags, then versions of the name list ([u16 length][bytes]).
+  const xattrs = (flags, ...lists) => Buffer.concat([Buffer.from([flags]), ...lists.flatMap((l) => [Buffer.from([l.length & 0xff, l.length >> 8]), l])]);
+  seeds.xattr_list.empty = xattrs(3);
+  seeds.xattr_list['user-names'] = xattrs(7, Buffer.from('user.x\0user.y\0'), Buffer.from('user.x\0'));
+  seeds.xattr_list['mixed-unterminated'] = xattrs(6, Buffer.from('security.selinux\0user.a\0\0\0user.tail'), Buffer.from('user.a\0user.b\0user.c\0'));
   return seeds;
 }
 
@@ -345,6 +356,8 @@ const headers = [
   ...readdirSync(path.join(root, 'fuzz')).filter((f) => f.endsWith('.h')).map((f) => path.join(root, 'fuzz', f)),
   path.join(blake3Dir, 'blake3.h'),
   path.join(blake3Dir, 'blake3_impl.h'),
+  // Included by a harness as source (xattr_list reaches functions internal to it).
+  path.join(root, 'native/scan.cc'),
 ];
 const newestHeader = Math.max(...headers.map((h) => statSync(h).mtimeMs));
 
