@@ -71,7 +71,7 @@ export const mbps = (bytes: number, ms: number): number => r1(bytes / 1e6 / (ms 
 // ---- git ----
 
 /** Environment for a git peer with GIT_DIR and GIT_WORK_TREE given, ignoring global and system
- * config, with fixed identities and dates (as in git-init.ts). */
+ * config, with fixed identities and dates (the same for every git cell). */
 export function gitEnv(gitDir: string, workTree?: string): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {
     ...process.env,

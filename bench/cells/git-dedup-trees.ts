@@ -8,24 +8,16 @@
 //   node --import tsx bench/cells/git-dedup-trees.ts --tmp SCRATCH --tier 10 --n 10 [--ref DIR] --case NAME=DIR …
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cellArgs, requireArgs, DEDUP_TREE_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { duBytes, GIT, gitEnv, gitTimed, r1 } from './_campaign.js';
 
 const CELL = 'git-dedup-trees';
-const { values: a } = parseArgs({
-  options: {
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    n: { type: 'string' },
-    ref: { type: 'string' },
-    case: { type: 'string', multiple: true },
-  },
-});
+const a = cellArgs(DEDUP_TREE_OPTIONS);
 const tier = a.tier!;
 
 try {
-  if (a.tmp === undefined || a.n === undefined || !a.case?.length) throw new Error('--tmp, --n and --case are required');
+  requireArgs(a, ['tmp', 'n', 'case']);
   const n = Number(a.n);
   const cases: Record<string, unknown>[] = [];
   let maxRss = 0;

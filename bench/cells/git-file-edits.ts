@@ -7,7 +7,7 @@
 //   node --import tsx bench/cells/git-file-edits.ts --dir FIXTURE --tmp SCRATCH --tier "10 MiB" --ops …
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cellArgs, requireArgs } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { copyTree } from '../fixtures/copy.js';
 import { EDIT_MTIME } from '../fixtures/edits.js';
@@ -15,19 +15,11 @@ import { ALL_OPS, applyFileOp, duBytes, EDIT_BYTES, GIT, gitEnv, gitTimed, r1, r
 
 const CELL = 'git-file-edits';
 const FILE = 'large.bin';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    ops: { type: 'string', default: ALL_OPS.join(',') },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const a = cellArgs({ ops: { type: 'string', default: ALL_OPS.join(',') }, seed: { type: 'string', default: '1' } });
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined) throw new Error('--dir and --tmp are required');
+  requireArgs(a, ['dir', 'tmp']);
   const ops = a.ops!.split(',').map((s) => s.trim()) as FileOp[];
   const bad = ops.filter((o) => !ALL_OPS.includes(o));
   if (bad.length > 0) throw new Error(`unknown ops: ${bad.join(', ')}`);

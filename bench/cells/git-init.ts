@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
+import { gitEnv } from './_campaign.js';
 import { duAllocatedBytes, duBytes, emit, fail, round1, timeExternal } from '../lib/cell.js';
 
 const CELL = 'git-init';
@@ -26,19 +27,7 @@ try {
   // Absolute paths: git resolves a relative GIT_WORK_TREE against its cwd, which is the tree.
   const dir = path.resolve(a.dir);
   const gitDir = path.resolve(a.tmp, 'repo.git');
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    GIT_DIR: gitDir,
-    GIT_WORK_TREE: dir,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_AUTHOR_NAME: 'bench',
-    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
-    GIT_COMMITTER_NAME: 'bench',
-    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
-    GIT_AUTHOR_DATE: '1700000000 +0000',
-    GIT_COMMITTER_DATE: '1700000000 +0000',
-  };
+  const env = gitEnv(gitDir, dir);
   const git = 'git -c gc.auto=0 -c maintenance.auto=false';
   const run = timeExternal(['sh', '-c', `${git} init -q && ${git} add -A && ${git} commit -q -m x`], {
     env,

@@ -8,51 +8,24 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cellArgs, requireArgs, TREE_EDIT_OPTIONS, treeEdits } from '../lib/args.js';
+import { gitEnv } from './_campaign.js';
 import { duAllocatedBytes, duBytes, emit, fail, round1, timeExternal } from '../lib/cell.js';
 import { copyTree } from '../fixtures/copy.js';
-import { applyEdits, editSet, treeParams, type EditOptions } from '../fixtures/tree.js';
+import { applyEdits } from '../fixtures/tree.js';
 
 const CELL = 'git-workspace-commit';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    files: { type: 'string' },
-    edits: { type: 'string', default: '10' },
-    'edit-bytes': { type: 'string', default: '64' },
-    'edit-mode': { type: 'string', default: 'mixed' },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const a = cellArgs(TREE_EDIT_OPTIONS);
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  requireArgs(a, ['dir', 'tmp', 'files']);
   const tmp = path.resolve(a.tmp);
   const work = path.join(tmp, 'wt');
   const gitDir = path.join(tmp, 'repo.git');
-  const edits = editSet(treeParams(Number(a.files)), {
-    k: Number(a.edits),
-    seed: Number(a.seed),
-    mode: a['edit-mode'] as EditOptions['mode'],
-    editBytes: Number(a['edit-bytes']),
-  });
+  const edits = treeEdits(a);
   copyTree(path.resolve(a.dir), work);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    GIT_DIR: gitDir,
-    GIT_WORK_TREE: work,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_AUTHOR_NAME: 'bench',
-    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
-    GIT_COMMITTER_NAME: 'bench',
-    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
-    GIT_AUTHOR_DATE: '1700000000 +0000',
-    GIT_COMMITTER_DATE: '1700000000 +0000',
-  };
+  const env = gitEnv(gitDir, work);
   const git = 'git -c gc.auto=0 -c maintenance.auto=false';
   const setup = timeExternal(['sh', '-c', `${git} init -q && ${git} add -A && ${git} commit -q -m init`], { env, cwd: work });
 

@@ -14,29 +14,19 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs, BRANCH_DEV_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import type { Edit } from '../fixtures/tree.js';
 import { devEdit, loadCampaignSdk, median, r1, r3, semanticOf, storeFiles, type CommitReceiptShape } from './_campaign.js';
 
 const CELL = 'layerfs-branch-dev';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    files: { type: 'string' },
-    trunk: { type: 'string', default: '10' },
-    'fork-at': { type: 'string', default: '5' },
-    'branch-commits': { type: 'string', default: '10' },
-  },
-});
+const a = cellArgs(BRANCH_DEV_OPTIONS);
 const tier = a.tier!;
 const MTIME0 = 1_700_001_000;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  requireArgs(a, ['dir', 'tmp', 'files']);
   const tmp = path.resolve(a.tmp);
   const files = Number(a.files);
   const trunkN = Number(a.trunk);

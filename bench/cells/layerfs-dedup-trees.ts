@@ -7,25 +7,17 @@
 //     [--ref REF_DIR] --case NAME=DIR [--case NAME=DIR …]
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs, DEDUP_TREE_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { loadCampaignSdk, mbps, r1, semanticOf, storeFiles } from './_campaign.js';
 
 const CELL = 'layerfs-dedup-trees';
-const { values: a } = parseArgs({
-  options: {
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    n: { type: 'string' },
-    ref: { type: 'string' },
-    case: { type: 'string', multiple: true },
-  },
-});
+const a = cellArgs(DEDUP_TREE_OPTIONS);
 const tier = a.tier!;
 
 try {
-  if (a.tmp === undefined || a.n === undefined || !a.case?.length) throw new Error('--tmp, --n and --case are required');
+  requireArgs(a, ['tmp', 'n', 'case']);
   const n = Number(a.n);
   const sdk = await loadCampaignSdk();
   const cases: Record<string, unknown>[] = [];

@@ -12,27 +12,19 @@
 //     --ops overwrite-head,overwrite-middle,overwrite-tail
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs } from '../lib/args.js';
 import { emit, fail, selfMaxRssMiB } from '../lib/cell.js';
 import { EDIT_MTIME } from '../fixtures/edits.js';
 import { ALL_OPS, applyFileOp, compareStored, EDIT_BYTES, loadCampaignSdk, r1, restoreFile, semanticOf, storeFiles, type FileOp } from './_campaign.js';
 
 const CELL = 'layerfs-file-edits';
 const FILE = 'large.bin';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    ops: { type: 'string', default: ALL_OPS.join(',') },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const a = cellArgs({ ops: { type: 'string', default: ALL_OPS.join(',') }, seed: { type: 'string', default: '1' } });
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined) throw new Error('--dir and --tmp are required');
+  requireArgs(a, ['dir', 'tmp']);
   const ops = a.ops!.split(',').map((s) => s.trim()) as FileOp[];
   const bad = ops.filter((o) => !ALL_OPS.includes(o));
   if (bad.length > 0) throw new Error(`unknown ops: ${bad.join(', ')} (known: ${ALL_OPS.join(', ')})`);

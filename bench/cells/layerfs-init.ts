@@ -1,21 +1,19 @@
-// Cell: layerfs importing a tree fixture as the genesis Layer of a new Store (the peer of
-// git-init). Reports this process's peak RSS, which includes Node + tsx (~50–60 MiB; see
+// Cell: layerfs importing a fixture directory (a tree of small files, or one large file for
+// import_large) as the genesis Layer of a new Store (the peer of git-init). Reports this process's peak RSS, which includes Node + tsx (~50–60 MiB; see
 // baselineRssMiB, taken before the SDK is loaded).
 //   node --import tsx bench/cells/layerfs-init.ts --dir FIXTURE --tmp SCRATCH --tier 1000
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
+import { cellArgs, requireArgs } from '../lib/args.js';
 import { emit, fail, round1, selfMaxRssMiB } from '../lib/cell.js';
 import { loadSdk, measureInit } from '../lib/layerfs.js';
 
 const CELL = 'layerfs-init';
-const { values: a } = parseArgs({
-  options: { dir: { type: 'string' }, tmp: { type: 'string' }, tier: { type: 'string', default: '?' } },
-});
+const a = cellArgs({});
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined) throw new Error('--dir and --tmp are required');
+  requireArgs(a, ['dir', 'tmp']);
   const baselineRssMiB = round1(selfMaxRssMiB());
   const sdk = await loadSdk();
   const m = await measureInit(sdk, path.resolve(a.dir), path.resolve(a.tmp));
@@ -31,6 +29,7 @@ try {
     receiptFiles: m.files,
     receiptBytes: m.bytes,
     receiptMs: m.receiptMs,
+    mbPerS: m.bytes !== undefined ? round1(m.bytes / 1e6 / (m.ms / 1000)) : undefined,
     baselineRssMiB,
     ...m.receipt,
   });

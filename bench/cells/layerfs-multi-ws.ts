@@ -8,27 +8,18 @@
 //   node --import tsx bench/cells/layerfs-multi-ws.ts --dir FIXTURE --tmp SCRATCH --tier 2 --files 1000 --workers 2 --commits 20
 
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs, MULTI_WS_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { loadCampaignSdk, r1, storeFiles } from './_campaign.js';
 import { runWorkers, summarize } from './_ws-parallel.js';
 
 const CELL = 'layerfs-multi-ws';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    files: { type: 'string' },
-    workers: { type: 'string', default: '2' },
-    commits: { type: 'string', default: '20' },
-  },
-});
+const a = cellArgs(MULTI_WS_OPTIONS);
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  requireArgs(a, ['dir', 'tmp', 'files']);
   const tmp = path.resolve(a.tmp);
   const n = Number(a.workers);
   const commits = Number(a.commits);

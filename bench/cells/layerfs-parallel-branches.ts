@@ -11,25 +11,15 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs } from '../lib/args.js';
 import { emit, fail, round1 } from '../lib/cell.js';
 import { Rng } from '../lib/prng.js';
 import { applyEdits, editSet, treeParams, type Edit } from '../fixtures/tree.js';
 import { loadBranchSdk, median, percentile, storeFiles, type WorkspaceInfoShape } from './_branches-sdk.js';
 
 const CELL = 'layerfs-parallel-branches';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    files: { type: 'string' },
-    branches: { type: 'string', default: '4' },
-    commits: { type: 'string', default: '25' },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const a = cellArgs({ files: { type: 'string' }, branches: { type: 'string', default: '4' }, commits: { type: 'string', default: '25' }, seed: { type: 'string', default: '1' } });
 const tier = a.tier!;
 
 /** The edit of Branch b in round r: 1–3 files, 100–300 bytes each, one of overwrite/insert/append. */
@@ -42,7 +32,7 @@ function planEdit(files: number, seed: number, b: number, r: number): Edit[] {
 }
 
 try {
-  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  requireArgs(a, ['dir', 'tmp', 'files']);
   const tmp = path.resolve(a.tmp);
   const files = Number(a.files);
   const nBranches = Math.max(1, Number(a.branches));

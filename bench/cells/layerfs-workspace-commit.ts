@@ -16,38 +16,22 @@
 
 import fs from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
+import { cellArgs, requireArgs, TREE_EDIT_OPTIONS, treeEdits } from '../lib/args.js';
 import { emit, fail, round1 } from '../lib/cell.js';
-import { applyEdits, editSet, treeParams, type EditOptions } from '../fixtures/tree.js';
+import { applyEdits } from '../fixtures/tree.js';
 import { loadBranchSdk, storeFiles } from './_branches-sdk.js';
 
 const CELL = 'layerfs-workspace-commit';
-const { values: a } = parseArgs({
-  options: {
-    dir: { type: 'string' },
-    tmp: { type: 'string' },
-    tier: { type: 'string', default: '?' },
-    files: { type: 'string' },
-    edits: { type: 'string', default: '10' },
-    'edit-bytes': { type: 'string', default: '64' },
-    'edit-mode': { type: 'string', default: 'mixed' },
-    seed: { type: 'string', default: '1' },
-  },
-});
+const a = cellArgs(TREE_EDIT_OPTIONS);
 const tier = a.tier!;
 
 try {
-  if (a.dir === undefined || a.tmp === undefined || a.files === undefined) throw new Error('--dir, --tmp and --files are required');
+  requireArgs(a, ['dir', 'tmp', 'files']);
   const tmp = path.resolve(a.tmp);
   const storePath = path.join(tmp, 'bench.layerfs');
   const wsDir = path.join(tmp, 'ws');
-  const edits = editSet(treeParams(Number(a.files)), {
-    k: Number(a.edits),
-    seed: Number(a.seed),
-    mode: a['edit-mode'] as EditOptions['mode'],
-    editBytes: Number(a['edit-bytes']),
-  });
+  const edits = treeEdits(a);
   const sdk = await loadBranchSdk();
 
   // initMs covers Client.create + initLayerStack, as in init_namespace.

@@ -7,6 +7,7 @@ import { warmCache } from '../lib/warm.js';
 import { ensureLargeFile } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
 import { failedCells, fmtSigned, fmtX, peerOf, ratio, splitCases, x, type CampaignFamily } from './_campaign.js';
+import { useFixture } from './_fixture.js';
 
 export interface EditFamilySpec {
   name: string;
@@ -40,9 +41,7 @@ export function editFamily(spec: EditFamilySpec): CampaignFamily {
     peers: ['git'],
     tiers: (quick) => (quick ? [1, 2] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
     run(tier, ctx) {
-      const fx = ensureLargeFile(tier.value);
-      ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-      if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+      const fx = useFixture(ctx, ensureLargeFile(tier.value));
       const args = ['--dir', fx.dir, '--ops', spec.ops.join(',')];
       warmCache(fx.dir);
       const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-file-edits.ts', args });

@@ -7,6 +7,7 @@ import { warmCache } from '../lib/warm.js';
 import { CDC_KINDS, ensureCdcRef, ensureCdcTree } from '../cells/_campaign-fixtures.js';
 import { splitCases, type CampaignFamily } from './_campaign.js';
 import { dedupCharts, dedupTable } from './_dedup.js';
+import { useFixture } from './_fixture.js';
 
 const family: CampaignFamily = {
   name: 'dedup_cdc_locality',
@@ -30,9 +31,7 @@ const family: CampaignFamily = {
     ctx.noteFixture({ name: ref.manifest.name, dir: ref.dir, reused: ref.reused, manifest: ref.manifest });
     const args = ['--n', String(tier.value), '--ref', ref.dir];
     for (const kind of CDC_KINDS) {
-      const fx = ensureCdcTree(kind, tier.value);
-      ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-      if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+      const fx = useFixture(ctx, ensureCdcTree(kind, tier.value));
       warmCache(fx.dir);
       args.push('--case', `${kind}=${fx.dir}`);
     }

@@ -6,6 +6,7 @@ import { warmCache } from '../lib/warm.js';
 import { ensureCrossFileTree, XFILE_CASES } from '../cells/_campaign-fixtures.js';
 import { splitCases, type CampaignFamily } from './_campaign.js';
 import { dedupCharts, dedupTable } from './_dedup.js';
+import { useFixture } from './_fixture.js';
 
 const family: CampaignFamily = {
   name: 'dedup_cross_file',
@@ -25,9 +26,7 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const args = ['--n', String(tier.value)];
     for (const c of XFILE_CASES) {
-      const fx = ensureCrossFileTree(c, tier.value);
-      ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-      if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+      const fx = useFixture(ctx, ensureCrossFileTree(c, tier.value));
       warmCache(fx.dir);
       args.push('--case', `${c}=${fx.dir}`);
     }

@@ -3,15 +3,10 @@
 // and the `tar` read floor, at 100 … 100,000 files.
 
 import { countLabel } from '../lib/format.js';
-import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
-import type { Family, Row } from '../lib/types.js';
-
-const CELLS = [
-  { tool: 'layerfs', script: 'layerfs-init.ts' },
-  { tool: 'git', script: 'git-init.ts' },
-  { tool: 'tar', script: 'tar-read.ts' },
-] as const;
+import type { Family } from '../lib/types.js';
+import { IMPORT_PEERS, runImportCells } from './_import.js';
+import { useFixture } from './_fixture.js';
 
 const family: Family = {
   name: 'init_namespace',
@@ -23,23 +18,12 @@ const family: Family = {
     'log-normal sizes (median 2 KiB, ≈4.3 kB mean, ≈430 MB at 100,000 files). "stored" is the Store ' +
     'file + WAL for layerfs, `du -sb .git` for git.',
   order: 10,
-  peers: ['git', 'tar'],
+  peers: IMPORT_PEERS,
   tiers: (quick) =>
     (quick ? [100, 1_000] : [100, 1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
-    const fx = ensureTree(tier.value);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
-    const rows: Row[] = [];
-    for (const c of CELLS) {
-      warmCache(fx.dir);
-      const row = ctx.runCell({ tier, tool: c.tool, script: c.script, args: ['--dir', fx.dir] });
-      // Input size is a property of the fixture, not something each tool reports.
-      row.files ??= fx.manifest.files;
-      row.bytes ??= fx.manifest.bytes;
-      rows.push(row);
-    }
-    return rows;
+    const fx = useFixture(ctx, ensureTree(tier.value));
+    return runImportCells(tier, ctx, fx);
   },
 };
 

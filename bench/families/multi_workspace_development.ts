@@ -7,6 +7,7 @@ import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
 import { failedCells, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+import { useFixture } from './_fixture.js';
 
 const FILES = 1_000;
 /** Quick runs use the 100-file tree: setup (materializing every Workspace, git add) dominates them. */
@@ -34,9 +35,7 @@ const family: CampaignFamily = {
   tiers: () => [2, 4].map((n) => ({ label: `${n}`, value: n, unit: 'workspaces' })),
   run(tier, ctx) {
     const files = ctx.quick ? QUICK_FILES : FILES;
-    const fx = ensureTree(files);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const fx = useFixture(ctx, ensureTree(files));
     const args = ['--dir', fx.dir, '--files', String(files), '--workers', String(tier.value), '--commits', ctx.quick ? '8' : '100'];
     warmCache(fx.dir);
     const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-multi-ws.ts', args });

@@ -7,6 +7,7 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
+import { useFixture } from './_fixture.js';
 
 const BRANCHES = 4;
 const COMMITS = 25;
@@ -47,9 +48,7 @@ const family: Family = {
   charts: false,
   tiers: (quick) => [quick ? 100 : 1_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
-    const fx = ensureTree(tier.value);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
     const row = ctx.runCell({
       tier,

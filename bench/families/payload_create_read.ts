@@ -7,6 +7,7 @@ import { warmCache } from '../lib/warm.js';
 import { ensureLargeFile } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
 import { failedCells, fmtFineMs, fmtMBps, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+import { useFixture } from './_fixture.js';
 
 const READS = 1000;
 
@@ -28,9 +29,7 @@ const family: CampaignFamily = {
   peers: ['git'],
   tiers: (quick) => (quick ? [1, 4] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
   run(tier, ctx) {
-    const fx = ensureLargeFile(tier.value);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const fx = useFixture(ctx, ensureLargeFile(tier.value));
     const rows: Row[] = [];
     warmCache(fx.dir);
     rows.push(

@@ -7,6 +7,7 @@ import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
 import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+import { useFixture } from './_fixture.js';
 
 const family: CampaignFamily = {
   name: 'store_footprint',
@@ -25,9 +26,7 @@ const family: CampaignFamily = {
   peers: ['git'],
   tiers: (quick) => [quick ? 1_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
-    const fx = ensureTree(tier.value);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
     const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir] });
     warmCache(fx.dir);

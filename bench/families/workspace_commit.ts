@@ -8,6 +8,7 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
+import { useFixture } from './_fixture.js';
 
 const EDITS = { edits: 10, editBytes: 64, mode: 'mixed', seed: 1 } as const;
 const GOAL_RATIO = 0.05;
@@ -50,9 +51,7 @@ const family: Family = {
   tiers: (quick) =>
     (quick ? [100, 1_000] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
-    const fx = ensureTree(tier.value);
-    ctx.noteFixture({ name: fx.manifest.name, dir: fx.dir, reused: fx.reused, manifest: fx.manifest });
-    if (!fx.reused) ctx.log(`  generated ${fx.manifest.name} in ${(fx.manifest.generateMs / 1000).toFixed(1)} s`);
+    const fx = useFixture(ctx, ensureTree(tier.value));
     const args = [
       '--dir', fx.dir,
       '--files', String(tier.value),

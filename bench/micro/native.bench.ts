@@ -47,13 +47,13 @@ export async function runNativeBench({ quick = false }: { quick?: boolean } = {}
   const reps = quick ? 5 : 9;
 
   const sha = (b: Uint8Array): Buffer => createHash('sha256').update(b).digest();
-  const oneMiBTimes = await measure(quick ? 20 : 50, {
+  const oneMiBTimes = await measure(quick ? 10 : 50, {
     'blake3 1 MiB': () => blake3(oneMiB),
     'sha256 1 MiB': () => sha(oneMiB),
   });
   // tinybench times every call; 1000 calls per sample keep its own overhead out of the figure.
   const SMALL_CALLS = 1000;
-  const smallTimes = await measure(quick ? 100 : 400, {
+  const smallTimes = await measure(quick ? 30 : 400, {
     'objectId 64 B': () => {
       for (let i = 0; i < SMALL_CALLS; i++) objectId(DOMAIN.blob, small);
     },

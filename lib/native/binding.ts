@@ -77,11 +77,16 @@ export interface RawScanBatch {
 
 /** walkTree's result: typed arrays, one slot per entry (see lib/native/walk.ts). */
 export interface RawWalkResult {
+  /** Number of entries, the root included. */
   count: number;
+  /** Every name, concatenated (the root's is empty): name i is names[nameOffsets[i], nameOffsets[i + 1]). */
   names: Buffer;
   nameOffsets: Uint32Array;
+  /** Index of the parent directory's entry; -1 for the root. */
   parent: Int32Array;
+  /** WalkKind codes (lib/native/walk.ts). */
   kind: Uint8Array;
+  /** st_mode & 0o7777. */
   mode: Uint32Array;
   ino: BigUint64Array;
   size: BigInt64Array;

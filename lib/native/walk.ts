@@ -30,23 +30,8 @@ export type WalkKind = (typeof WalkKind)[keyof typeof WalkKind];
 
 export const WALK_KIND_NAMES = ['unknown', 'file', 'dir', 'symlink', 'fifo', 'chardev', 'blockdev', 'socket'] as const;
 
-export interface WalkResult extends RawWalkResult {
-  /** Number of entries, the root included. */
-  count: number;
-  /** Every name, concatenated (the root's is empty): name i is names[nameOffsets[i], nameOffsets[i + 1]). */
-  names: Buffer;
-  nameOffsets: Uint32Array;
-  /** Index of the parent directory's entry; -1 for the root. */
-  parent: Int32Array;
-  /** WalkKind codes. */
-  kind: Uint8Array;
-  /** st_mode & 0o7777. */
-  mode: Uint32Array;
-  ino: BigUint64Array;
-  size: BigInt64Array;
-  mtimeNs: BigInt64Array;
-  ctimeNs: BigInt64Array;
-}
+/** The addon's result as it is: its fields are documented on RawWalkResult. */
+export type WalkResult = RawWalkResult;
 
 export interface WalkOptions {
   /** Threads reading directories at once, 1..64 (default: the core count). */
