@@ -23,7 +23,7 @@
  */
 import { spawn } from 'node:child_process';
 import { closeSync, existsSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
-import { readFile, stat } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
@@ -736,6 +736,23 @@ async function connectionMounted(n: number): Promise<boolean> {
   }
 }
 
+/**
+ * The FUSE connection number (device 0:n) of the newest mount at `mountpoint`, from
+ * /proc/self/mountinfo: a stat of the mount point would be a request to our own mount, which a
+ * kill at the wrong moment turns into a wait that never ends (waker.ts).
+ */
+async function connectionAt(mountpoint: string): Promise<number | null> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8');
+  // Mount points are octal-escaped there (space, tab, newline, backslash).
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  let found: number | null = null;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length > 4 && unescape(f[4]!) === mountpoint && f[2]!.startsWith('0:')) found = Number(f[2]!.slice(2));
+  }
+  return found;
+}
+
 /** The controller of one kernel-backend mount (lives on the daemon's thread). */
 export class KernelMount {
   private fd = -1;
@@ -791,8 +808,8 @@ export class KernelMount {
       throw e;
     }
     try {
-      const st = await stat(this.mountpoint);
-      this.connection = Number(st.dev) & 0xfffff;
+      this.connection = await connectionAt(this.mountpoint);
+      if (this.connection === null) throw new Error('not in mountinfo');
       // Larger sequential READs: fewer round trips (the kernel starts a mount at 128 KiB).
       writeFileSync(`/sys/class/bdi/0:${this.connection}/read_ahead_kb`, String(MAX_WRITE >> 10));
     } catch {
