@@ -11,7 +11,7 @@
  * read only once the clock is a full tick past their ctime (racyWaitMs): every write after the
  * read then gets a later ctime and the next commit sees it.
  */
-import { scanPathsOrThrow, type ScanEntryOk } from '../native/index.js';
+import { scanPathsOrThrow, WalkKind, type ScanEntryOk } from '../native/index.js';
 import { ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
@@ -48,10 +48,16 @@ export function racyWaitMs(ctimeNs: bigint, nowMs: number): number {
   return Math.max(0, ready - nowMs);
 }
 
-/** Newest ctime among the changed entries of `cs` (0 when none). */
+/**
+ * Newest ctime among the changed entries of `cs` whose content is read (0 when none): files and
+ * symlink targets. A directory's record takes nothing from a read, so a deletion, which only
+ * changes its directory, waits for nothing.
+ */
 function newestChangedCtime(cs: ChangeSet): bigint {
   let max = 0n;
   for (const { index } of cs.changedSerials.values()) {
+    const k = cs.now.kind[index];
+    if (k !== WalkKind.File && k !== WalkKind.Symlink) continue;
     const c = cs.now.ctimeNs[index]!;
     if (c > max) max = c;
   }
