@@ -45,8 +45,9 @@ function fixtureSection(r: Results): string {
   return ['| fixture | files | directories (below the root) | bytes |', '| :--- | ---: | ---: | ---: |', ...lines].join('\n');
 }
 
-const METHOD = `- Every measurement ("cell") is a separate child process (\`node --import tsx bench/cells/X.ts\`)
-  working in a fresh scratch directory under the OS temp dir, removed afterwards.
+const METHOD = `- Every measurement ("cell") is a separate child process (\`node X.js\`: the cells are compiled to JS
+  with esbuild once per run, \`bench/lib/compile.ts\`) working in a fresh scratch directory under the
+  OS temp dir, removed afterwards.
 - **Warm cache.** Page caches are not dropped (that is a machine-wide side effect); instead the
   input is read once with \`tar cf - DIR | cat >/dev/null\` right before each cell.
 - Time is wall-clock around the operation. In the import families, layerfs: \`Client.create\` +
@@ -54,15 +55,16 @@ const METHOD = `- Every measurement ("cell") is a separate child process (\`node
   && git commit\` with \`GIT_DIR\` outside the fixture, auto-gc off; tar: \`tar cf - DIR | cat >/dev/null\`.
   Every other family says in its own section which step is timed; setup (imports, copies, checkouts)
   is timed apart or not at all, and edits applied to a Workspace are never part of a commit's time.
-- Peak RSS: \`process.resourceUsage().maxRSS\` of the cell process for layerfs (it includes Node and
-  tsx, ≈50–75 MiB; the JSON has \`baselineRssMiB\`), GNU \`time\` %M (largest process) for git and tar
+- Peak RSS: \`process.resourceUsage().maxRSS\` of the cell process for layerfs (it includes Node,
+  ≈40–75 MiB; the JSON has \`baselineRssMiB\`), GNU \`time\` %M (largest process) for git and tar
   where git runs under \`time\`; "—" where a cell runs git without measuring it.
 - \`×git\`, \`×tar\`: this row's time divided by the peer's time at the same tier (below 1× is faster).
 - Sizes in decimal units (MB = 10⁶ B); memory in MiB. Fixtures are deterministic (seeded) and cached
   in \`bench/.fixtures/\`; see \`bench/fixtures/layout.ts\` and \`bench/cells/_campaign-fixtures.ts\`.
 - Growth of a layerfs Store is reported twice: **semantic** (the receipt's \`bytesInserted\`: canonical
   bytes of the new objects the state needed) and **pages** (the receipt's \`allocatedGrowth\`: SQLite
-  pages in use; free pages can absorb new objects, so it can be 0 or lag). git's growth is \`du -sb .git\`.
+  pages in use, measured inside the operation's own write transaction; free pages can absorb new
+  objects, so it can be 0). git's growth is \`du -sb .git\`.
 - The machine is shared (2 cores, other builds and tests running): figures are single runs unless
   the results JSON has \`repsMs\` (\`--reps N\` keeps the median run); compare ratios of the same run.`;
 
