@@ -115,7 +115,8 @@ export function analyzeDedup(store: Store, states: { kind: string; id: string; r
     const t = inodePage(decodeRoot(store.objects.get(s.rootId, ObjectKind.Root), 'root').inodes, label);
     usage.push({ kind: s.kind, id: s.id, logicalBytes: t.logical, files: t.files, newBytes: cur.bytes, newObjects: cur.objects, dedupRatio: cur.bytes ? t.logical / cur.bytes : Infinity });
   }
-  const agg = store.db.prepare('SELECT count(*) AS n, coalesce(sum(size), 0) AS unique_, coalesce(sum(length), 0) AS stored FROM objects').get() as { n: number; unique_: number; stored: number };
+  // Stored bytes are the pack rows: members of a compressed group share one row.
+  const agg = store.db.prepare('SELECT count(*) AS n, coalesce(sum(size), 0) AS unique_, (SELECT coalesce(sum(length(data)), 0) FROM packs) AS stored FROM objects').get() as { n: number; unique_: number; stored: number };
   const logical = usage.reduce((a, u) => a + u.logicalBytes, 0);
   contributors.sort((a, b) => b.newBytes - a.newBytes);
   return {

@@ -1,12 +1,26 @@
 /**
  * Content-addressed object storage. An ObjectId is BLAKE3(domain tag ‖ 0x00 ‖ canonical bytes);
  * the kind column names the domain, so every read re-hashes and authenticates what it returns.
- * Payloads are packed into rows of about PACK_TARGET bytes; the physical form never changes an id.
+ * Small objects are packed into zstd-compressed groups, a large file's chunks into rows of
+ * separately compressed frames, and a changed file or page may be stored as a delta against
+ * its previous version (docs/FORMAT.md "Physical forms"); the physical form never changes an id.
  */
-import { objectId } from '../native/index.js';
+import { objectId, zstdCompress, zstdDecompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { CHUNK_PACK_TARGET, PACK_TARGET } from './schema.js';
+import {
+  Codec,
+  COMPRESSION_LEVEL,
+  compressionEnabled,
+  DELTA_LEVEL,
+  DELTA_MAX_CHAIN_BYTES,
+  DELTA_MAX_DEPTH,
+  DELTA_MIN_SIZE,
+  KEEP_COMPRESSED,
+  KEEP_DELTA,
+  looksRandom,
+} from './codec.js';
+import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET } from './schema.js';
 import type { Db } from './store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -31,9 +45,7 @@ export const DOMAIN_TAGS: Record<ObjectKind, string> = {
   [ObjectKind.Root]: 'layerfs/root/v1',
 };
 
-export enum Codec {
-  Raw = 0,
-}
+export { Codec };
 
 export function idOf(kind: ObjectKind, data: Uint8Array): Buffer {
   return objectId(DOMAIN_TAGS[kind], data);
@@ -50,37 +62,103 @@ export function emptyWriteStats(): WriteStats {
   return { objectsInserted: 0, objectsReused: 0, bytesInserted: 0, bytesReused: 0 };
 }
 
+
+/** An object written by this writer and not yet in the index. */
 interface Pending {
   id: Buffer;
   kind: ObjectKind;
+  group: Group;
+  /** Where its bytes are in the group's buffer. */
   offset: number;
   length: number;
+  /** Set when it moved out of its group to be stored as a delta; `data` is then its own copy. */
+  delta?: { base: Buffer; frame: Buffer; data: Buffer; depth: number };
+}
+
+/**
+ * Small objects collect in open groups, one per class: file content, tree objects (pages,
+ * roots, extent nodes) and content that looks random. A full group is sealed into one frame
+ * (zstd unless it is the random class or compression does not pay) of the row being assembled;
+ * a read of one small object decodes its frame only. Its buffer is never reused, so objects of a
+ * sealed group stay readable until their row is written.
+ */
+class Group {
+  buf: Buffer;
+  bytes = 0;
+  items: Pending[] = [];
+  moved = 0;
+  sealed = false;
+
+  constructor(
+    readonly compress: boolean,
+    readonly target: number,
+  ) {
+    this.buf = Buffer.allocUnsafe(target + 16 * 1024);
+  }
+
+  append(data: Uint8Array): number {
+    if (this.bytes + data.length > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.bytes + data.length));
+      this.buf.copy(bigger, 0, 0, this.bytes);
+      this.buf = bigger;
+    }
+    this.buf.set(data, this.bytes);
+    const at = this.bytes;
+    this.bytes += data.length;
+    return at;
+  }
+}
+
+const enum GroupClass {
+  Content = 0,
+  Tree = 1,
+  Random = 2,
+}
+
+interface ChainInfo {
+  /** Delta links from this object to a full one. */
+  depth: number;
+  /** Bytes decoded along the way, this object included. */
+  bytes: number;
+}
+
+/** An object's index entry, waiting for its row to be inserted. */
+interface RowEntry {
+  p: Pending;
+  codec: Codec;
+  offset: number;
+  length: number;
+  at: number;
+  base: Buffer | null;
 }
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
  * Duplicates (already stored, or already written by this writer) cost one index probe and no
- * payload bytes. Two kinds of pack rows: small objects accumulate into rows of about
- * PACK_TARGET bytes; the chunks of a large file go to rows of their own of about
- * CHUNK_PACK_TARGET bytes (putChunks), so a large file reads back from few rows while a small
- * file's read stays one small row.
+ * payload bytes. Small objects go to groups of about GROUP_TARGET canonical bytes (a group is
+ * sealed when the next object arrives, so the object written last is still open for
+ * suggestBase); sealed frames and deltas are assembled into rows of about ROW_TARGET stored
+ * bytes (few, large rows waste the least SQLite page space). The chunks of a large file go to
+ * rows of their own of about CHUNK_PACK_TARGET bytes, cut into frames of about
+ * CHUNK_FRAME_TARGET bytes (putChunks), so a random read decodes one frame.
  */
 export class ObjectWriter {
   private readonly exists;
+  private readonly locate;
   private readonly insertPack;
   private readonly insertObject;
+  private readonly compress = compressionEnabled();
+  private readonly groups: Group[];
   /**
-   * The open pack, assembled in a buffer this writer owns and reuses: put() copies the object
-   * in, so callers may reuse their buffers at once (the import recycles its read arenas).
-   */
-  private pack = Buffer.allocUnsafe(PACK_TARGET + 128 * 1024);
-  private packBytes = 0;
-  private pending: Pending[] = [];
-  /**
-   * Objects of the open pack by id (latin1): the only ones a probe of the index cannot see yet.
-   * Flushed objects are found by the probe, so this never holds more than one pack.
+   * Objects of open groups, of the row being assembled and pending deltas by id (latin1): the
+   * only ones a probe of the index cannot see yet.
    */
   private readonly open = new Map<string, Pending>();
+  private rowParts: Buffer[] = [];
+  private rowBytes = 0;
+  private rowEntries: RowEntry[] = [];
+  private readonly rowTarget: number;
+  private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
 
   constructor(
@@ -88,8 +166,23 @@ export class ObjectWriter {
     private readonly path: string,
   ) {
     this.exists = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
+    this.locate = db.prepare('SELECT size, codec, base FROM objects WHERE id = ?');
     this.insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
-    this.insertObject = db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length) VALUES (?, ?, ?, ?, ?, ?, ?)');
+    this.insertObject = db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    // Uncompressed, a group is a row of its own (format 1's mixed rows).
+    this.groups = this.compress ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random)] : [new Group(false, PACK_TARGET)];
+    this.rowTarget = this.compress ? ROW_TARGET : 0;
+  }
+
+  private newGroup(c: GroupClass): Group {
+    if (c === GroupClass.Tree) return new Group(true, TREE_GROUP_TARGET);
+    return new Group(c !== GroupClass.Random, GROUP_TARGET);
+  }
+
+  private classOf(kind: ObjectKind, data: Uint8Array): number {
+    if (!this.compress) return 0;
+    if (kind === ObjectKind.Blob || kind === ObjectKind.Chunk) return looksRandom(data) ? GroupClass.Random : GroupClass.Content;
+    return GroupClass.Tree;
   }
 
   /** Stores `data` under `id` unless present; returns whether it was new. */
@@ -100,19 +193,17 @@ export class ObjectWriter {
       this.stats.bytesReused += data.length;
       return false;
     }
-    if (this.packBytes + data.length > this.pack.length) {
-      const bigger = Buffer.allocUnsafe(Math.max(2 * this.pack.length, this.packBytes + data.length));
-      this.pack.copy(bigger, 0, 0, this.packBytes);
-      this.pack = bigger;
+    const c = this.classOf(kind, data);
+    let g = this.groups[c]!;
+    if (g.bytes >= g.target) {
+      this.seal(c);
+      g = this.groups[c]!;
     }
-    this.pack.set(data, this.packBytes);
-    const p: Pending = { id, kind, offset: this.packBytes, length: data.length };
+    const p: Pending = { id, kind, group: g, offset: g.append(data), length: data.length };
+    g.items.push(p);
     this.open.set(key, p);
-    this.pending.push(p);
-    this.packBytes += data.length;
     this.stats.objectsInserted++;
     this.stats.bytesInserted += data.length;
-    if (this.packBytes >= PACK_TARGET) this.flush();
     return true;
   }
 
@@ -126,15 +217,128 @@ export class ObjectWriter {
   /** A copy of an object written by this writer but not flushed yet, if it is one. */
   unflushed(id: Buffer): Buffer | undefined {
     const p = this.open.get(id.toString('latin1'));
-    // A copy: the pack buffer is reused once flushed.
-    return p && Buffer.from(this.pack.subarray(p.offset, p.offset + p.length));
+    if (!p) return undefined;
+    return p.delta ? p.delta.data : Buffer.from(p.group.buf.subarray(p.offset, p.offset + p.length));
+  }
+
+  /**
+   * A hint that `id`, just written, is a new version of `baseId` (a changed file or a rewritten
+   * page). If `id` is still in an open group and a zstd delta against the base's bytes is at most
+   * KEEP_DELTA of its size, it is stored as that delta instead, unless the chain of bases would
+   * exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes. Without the hint nothing changes.
+   */
+  suggestBase(id: Buffer, baseId: Buffer): void {
+    if (!this.compress || id.equals(baseId)) return;
+    const p = this.open.get(id.toString('latin1'));
+    if (!p || p.delta || p.group.sealed || p.length < DELTA_MIN_SIZE) return;
+    const chain = this.chainOf(baseId, id);
+    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH || chain.bytes + p.length > DELTA_MAX_CHAIN_BYTES) return;
+    const base = this.bytesOf(baseId);
+    if (!base) return;
+    const data = p.group.buf.subarray(p.offset, p.offset + p.length);
+    const frame = zstdCompress(data, DELTA_LEVEL, base);
+    if (frame.length > p.length * KEEP_DELTA) return;
+    p.delta = { base: baseId, frame, data: Buffer.from(data), depth: chain.depth + 1 };
+    p.group.moved++;
+    this.rowEntries.push({ p, codec: Codec.Delta, offset: this.rowBytes, length: frame.length, at: 0, base: baseId });
+    this.rowParts.push(frame);
+    this.rowBytes += frame.length;
+    if (this.rowBytes >= this.rowTarget) this.writeRow();
+  }
+
+  /** Links and bytes of `id`'s delta chain; undefined if unknown, too deep, or reaching `avoid`. */
+  private chainOf(id: Buffer, avoid: Buffer): ChainInfo | undefined {
+    let depth = 0;
+    let bytes = 0;
+    let cur = id;
+    for (let hops = 0; hops <= DELTA_MAX_DEPTH; hops++) {
+      if (cur.equals(avoid)) return undefined;
+      const p = this.open.get(cur.toString('latin1'));
+      let base: Buffer | null;
+      if (p) {
+        bytes += p.length;
+        base = p.delta?.base ?? null;
+      } else {
+        const loc = this.locate.get(cur) as { size: number; codec: number; base: Buffer | null } | undefined;
+        if (!loc) return undefined;
+        bytes += loc.size;
+        base = loc.codec === Codec.Delta ? loc.base : null;
+      }
+      if (base === null) return { depth, bytes };
+      depth++;
+      cur = base;
+    }
+    return undefined;
+  }
+
+  private bytesOf(id: Buffer): Buffer | undefined {
+    const p = this.open.get(id.toString('latin1'));
+    if (p) return p.delta ? p.delta.data : p.group.buf.subarray(p.offset, p.offset + p.length);
+    try {
+      return (this.reader ??= new ObjectReader(this.db, this.path)).get(id);
+    } catch (e) {
+      // A damaged base is no base: the object is stored whole.
+      if (e instanceof LayerFsError) return undefined;
+      throw e;
+    }
+  }
+
+  /** Seals the open group of class `c` into a frame of the row being assembled; opens a new one. */
+  private seal(c: number): void {
+    const g = this.groups[c]!;
+    this.groups[c] = this.compress ? this.newGroup(c) : new Group(false, PACK_TARGET);
+    g.sealed = true;
+    const live = g.moved ? g.items.filter((p) => !p.delta) : g.items;
+    if (live.length === 0) return;
+    let data: Buffer;
+    let at: number[];
+    if (g.moved === 0) {
+      data = g.buf.subarray(0, g.bytes);
+      at = live.map((p) => p.offset);
+    } else {
+      data = Buffer.concat(live.map((p) => g.buf.subarray(p.offset, p.offset + p.length)));
+      let pos = 0;
+      at = live.map((p) => (pos += p.length) - p.length);
+    }
+    let frame: Buffer | null = null;
+    if (g.compress) {
+      const z = zstdCompress(data, COMPRESSION_LEVEL);
+      if (z.length <= data.length * KEEP_COMPRESSED) frame = z;
+    }
+    const start = this.rowBytes;
+    live.forEach((p, i) =>
+      this.rowEntries.push(
+        frame
+          ? { p, codec: Codec.Zstd, offset: start, length: frame.length, at: at[i]!, base: null }
+          : { p, codec: Codec.Raw, offset: start + at[i]!, length: p.length, at: 0, base: null },
+      ),
+    );
+    const part = frame ?? data;
+    this.rowParts.push(part);
+    this.rowBytes += part.length;
+    if (this.rowBytes >= this.rowTarget) this.writeRow();
+  }
+
+  private writeRow(): void {
+    if (this.rowEntries.length === 0) return;
+    const row = this.rowParts.length === 1 ? this.rowParts[0]! : Buffer.concat(this.rowParts, this.rowBytes);
+    try {
+      // SQLite copies the bound bytes.
+      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+      for (const e of this.rowEntries) this.insertObject.run(e.p.id, e.p.kind, e.p.length, e.codec, pack, e.offset, e.length, e.at, e.base);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    for (const e of this.rowEntries) this.open.delete(e.p.id.toString('latin1'));
+    this.rowParts = [];
+    this.rowBytes = 0;
+    this.rowEntries = [];
   }
 
   /**
    * Stores consecutive chunks of one file: `data` holds them back to back, `lengths` their
    * sizes and `ids` their ids (32 bytes each). New chunks go to rows of their own, split into
-   * rows of about CHUNK_PACK_TARGET bytes; a run of new chunks is written straight from `data`.
-   * Nothing refers to `data` once this returns.
+   * rows of about CHUNK_PACK_TARGET bytes. Nothing refers to `data` once this returns.
    */
   putChunks(data: Buffer, lengths: ArrayLike<number>, ids: Buffer): void {
     const fresh: Pending[] = [];
@@ -142,6 +346,7 @@ export class ObjectWriter {
     // Repeats inside this call: not in the index until the rows below are written.
     const here = new Set<string>();
     let offset = 0;
+    const none = new Group(false, 0);
     for (let i = 0; i < lengths.length; i++) {
       const length = lengths[i]!;
       const id = ids.subarray(i * 32, i * 32 + 32);
@@ -151,7 +356,7 @@ export class ObjectWriter {
         this.stats.bytesReused += length;
       } else {
         here.add(key);
-        fresh.push({ id, kind: ObjectKind.Chunk, offset, length });
+        fresh.push({ id, kind: ObjectKind.Chunk, group: none, offset, length });
         freshBytes += length;
       }
       offset += length;
@@ -164,31 +369,51 @@ export class ObjectWriter {
     for (let i = 0; i < fresh.length; i++) {
       bytes += fresh[i]!.length;
       if (bytes >= rowTarget || i === fresh.length - 1) {
-        this.writeChunkRow(data, fresh, start, i + 1, bytes);
+        this.writeChunkRow(data, fresh, start, i + 1);
         start = i + 1;
         bytes = 0;
       }
     }
   }
 
-  private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number): void {
-    const first = chunks[from]!;
-    const last = chunks[to - 1]!;
-    const contiguous = last.offset + last.length - first.offset === bytes;
-    const row = contiguous ? data.subarray(first.offset, first.offset + bytes) : Buffer.concat(chunks.slice(from, to).map((c) => data.subarray(c.offset, c.offset + c.length)), bytes);
-    try {
-      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+  /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
+  private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
+    const frameTarget = this.compress ? CHUNK_FRAME_TARGET : Infinity;
+    const parts: Buffer[] = [];
+    const entries: [Pending, Codec, number, number, number][] = [];
+    let rowBytes = 0;
+    let plainBytes = 0;
+    for (let i = from; i < to; ) {
+      let j = i;
+      let bytes = 0;
+      while (j < to && bytes < frameTarget) bytes += chunks[j++]!.length;
+      const plain = slice(data, chunks, i, j, bytes);
+      let frame: Buffer | null = null;
+      if (this.compress && !looksRandom(plain)) {
+        const c = zstdCompress(plain, COMPRESSION_LEVEL);
+        if (c.length <= plain.length * KEEP_COMPRESSED) frame = c;
+      }
       let at = 0;
-      for (let i = from; i < to; i++) {
-        const c = chunks[i]!;
-        this.insertObject.run(c.id, c.kind, c.length, Codec.Raw, pack, at, c.length);
+      for (let k = i; k < j; k++) {
+        const c = chunks[k]!;
+        entries.push(frame ? [c, Codec.Zstd, rowBytes, frame.length, at] : [c, Codec.Raw, rowBytes + at, c.length, 0]);
         at += c.length;
       }
+      const part = frame ?? plain;
+      parts.push(part);
+      rowBytes += part.length;
+      plainBytes += bytes;
+      i = j;
+    }
+    const row = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rowBytes);
+    try {
+      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+      for (const [c, codec, off, len, at] of entries) this.insertObject.run(c.id, c.kind, c.length, codec, pack, off, len, at, null);
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
     this.stats.objectsInserted += to - from;
-    this.stats.bytesInserted += bytes;
+    this.stats.bytesInserted += plainBytes;
   }
 
   private stored(id: Buffer): boolean {
@@ -199,20 +424,21 @@ export class ObjectWriter {
     }
   }
 
-  /** Writes the open pack. Call before committing the transaction. */
+  /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
-    if (this.pending.length === 0) return;
-    try {
-      // SQLite copies the bound bytes, so the buffer is free again after this.
-      const pack = Number(this.insertPack.run(this.pack.subarray(0, this.packBytes)).lastInsertRowid);
-      for (const p of this.pending) this.insertObject.run(p.id, p.kind, p.length, Codec.Raw, pack, p.offset, p.length);
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    }
-    this.packBytes = 0;
-    this.pending = [];
-    this.open.clear();
+    for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
+    this.writeRow();
   }
+}
+
+function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number): Buffer {
+  const first = chunks[from]!;
+  const last = chunks[to - 1]!;
+  if (last.offset + last.length - first.offset === bytes) return data.subarray(first.offset, first.offset + bytes);
+  return Buffer.concat(
+    chunks.slice(from, to).map((c) => data.subarray(c.offset, c.offset + c.length)),
+    bytes,
+  );
 }
 
 interface Locator {
@@ -222,21 +448,32 @@ interface Locator {
   pack: number;
   offset: number;
   length: number;
+  at: number;
+  base: Buffer | null;
 }
 
-/** Authenticated reads: every returned byte has been re-hashed against its id. */
+/** A read follows at most this many delta links (writers make at most DELTA_MAX_DEPTH). */
+const MAX_READ_DEPTH = 2 * DELTA_MAX_DEPTH;
+
+/** Authenticated reads: every returned byte has been decoded and re-hashed against its id. */
 export class ObjectReader {
   private readonly locate;
   private readonly readPack;
+  private readonly readPart;
   /** A few recent packs: sequential reads of a large file touch each pack many times. */
   private readonly packs = new Map<number, Buffer>();
+  /** A few recently decoded frames: neighbouring small files usually share a group. */
+  private readonly frames = new Map<string, Buffer>();
 
   constructor(
     db: Db,
     private readonly path: string,
   ) {
-    this.locate = db.prepare('SELECT kind, size, codec, pack, offset, length FROM objects WHERE id = ?');
+    // A format-1 Store opened read-only is not upgraded: its objects are all raw.
+    const v2 = (db.pragma('user_version', { simple: true }) as number) >= 2;
+    this.locate = db.prepare(`SELECT kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id = ?`);
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
+    this.readPart = db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
   }
 
   has(id: Uint8Array): boolean {
@@ -247,29 +484,43 @@ export class ObjectReader {
     return this.locate.get(id) as Locator | undefined;
   }
 
-  private pack(n: number): Buffer | undefined {
-    const hit = this.packs.get(n);
-    if (hit) return hit;
-    const data = this.readPack.get(n) as Buffer | undefined;
-    if (data) {
-      this.packs.set(n, data);
-      if (this.packs.size > 8) this.packs.delete(this.packs.keys().next().value!);
+  /**
+   * The stored bytes `loc` names. A chunk's whole row is read and kept (a large file is read
+   * in order, many chunks per row); anything else reads just its bytes with substr(), so a small
+   * read never copies a whole row.
+   */
+  private storedBytes(loc: Locator, wholeRow: boolean): Buffer | undefined {
+    if (loc.offset < 0 || loc.length < 0) return undefined;
+    if (wholeRow) {
+      let row = this.packs.get(loc.pack);
+      if (!row) {
+        row = this.readPack.get(loc.pack) as Buffer | undefined;
+        if (!row) return undefined;
+        this.packs.set(loc.pack, row);
+        if (this.packs.size > 8) this.packs.delete(this.packs.keys().next().value!);
+      }
+      return loc.offset + loc.length <= row.length ? row.subarray(loc.offset, loc.offset + loc.length) : undefined;
     }
-    return data;
+    const part = this.readPart.get(loc.offset + 1, loc.length, loc.pack) as Buffer | null | undefined;
+    // substr() returns fewer bytes past the row's end, and NULL (or nothing) without the row.
+    return part && part.length === loc.length ? part : undefined;
   }
 
   /** Forget cached packs (after a rollback removed some). */
   reset(): void {
     this.packs.clear();
+    this.frames.clear();
   }
 
   get(id: Uint8Array, expected?: ObjectKind): Buffer {
+    return this.read(id, expected, 0);
+  }
+
+  private read(id: Uint8Array, expected: ObjectKind | undefined, depth: number): Buffer {
     const hex = () => toHex(id);
     let loc: Locator | undefined;
-    let pack: Buffer | undefined;
     try {
       loc = this.locate.get(id) as Locator | undefined;
-      if (loc) pack = this.pack(loc.pack);
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
@@ -277,10 +528,47 @@ export class ObjectReader {
     if (expected !== undefined && loc.kind !== expected) {
       throw new LayerFsError('ERR_CORRUPT', `object ${hex()} has kind ${loc.kind}, expected ${expected}`, { id: hex(), path: this.path });
     }
-    if (!pack || loc.offset + loc.length > pack.length || loc.codec !== Codec.Raw || loc.length !== loc.size) {
-      throw new LayerFsError('ERR_CORRUPT', `object ${hex()} has a damaged locator or pack`, { id: hex(), path: this.path, hint: 'run layerfs verify' });
-    }
-    const data = pack.subarray(loc.offset, loc.offset + loc.length);
+    const damaged = (why: string, cause?: unknown) =>
+      new LayerFsError('ERR_CORRUPT', `object ${hex()} has a damaged locator or pack (${why})`, { id: hex(), path: this.path, hint: 'run layerfs verify', cause });
+    const stored = (): Buffer => {
+      let bytes: Buffer | undefined;
+      try {
+        bytes = this.storedBytes(loc, loc.kind === ObjectKind.Chunk);
+      } catch (e) {
+        throw mapSqliteError(e, this.path);
+      }
+      if (!bytes) throw damaged('outside its pack');
+      return bytes;
+    };
+    let data: Buffer;
+    if (loc.codec === Codec.Raw) {
+      if (loc.length !== loc.size) throw damaged('length');
+      data = stored();
+    } else if (loc.codec === Codec.Zstd) {
+      const key = `${loc.pack}:${loc.offset}`;
+      let frame = this.frames.get(key);
+      if (!frame) {
+        const bytes = stored();
+        try {
+          frame = zstdDecompress(bytes, -1);
+        } catch (e) {
+          throw damaged('frame does not decode', e);
+        }
+        this.frames.set(key, frame);
+        if (this.frames.size > 32) this.frames.delete(this.frames.keys().next().value!);
+      }
+      if (loc.at < 0 || loc.at + loc.size > frame.length) throw damaged('outside its frame');
+      data = frame.subarray(loc.at, loc.at + loc.size);
+    } else if (loc.codec === Codec.Delta) {
+      if (!loc.base || depth >= MAX_READ_DEPTH) throw damaged('delta base');
+      const base = this.read(loc.base, undefined, depth + 1);
+      const bytes = stored();
+      try {
+        data = zstdDecompress(bytes, loc.size, base);
+      } catch (e) {
+        throw damaged('delta does not decode', e);
+      }
+    } else throw damaged(`unknown codec ${loc.codec}`);
     const tag = DOMAIN_TAGS[loc.kind as ObjectKind];
     if (tag === undefined || !objectId(tag, data).equals(id)) {
       throw new LayerFsError('ERR_CORRUPT', `object ${hex()} does not match its id`, { id: hex(), path: this.path, hint: 'run layerfs verify to list damaged states' });

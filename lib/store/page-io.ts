@@ -10,6 +10,11 @@ import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pa
 
 export class PageStore implements PageIO {
   private readonly cache = new Map<string, TreeNode>();
+  /**
+   * The page last loaded per tree kind and level while writing: a tree update loads a page and
+   * then writes its new version, so that page is offered as the delta base of the next save.
+   */
+  private readonly lastLoaded = new Map<number, Buffer>();
   /** While set, pages are saved through it; pages it has not flushed yet are read from it. */
   writer: ObjectWriter | null = null;
 
@@ -19,6 +24,12 @@ export class PageStore implements PageIO {
   ) {}
 
   load(kind: TreeKind, id: Buffer): TreeNode {
+    const node = this.loadNode(kind, id);
+    if (this.writer) this.lastLoaded.set(kind * 256 + node.level, id);
+    return node;
+  }
+
+  private loadNode(kind: TreeKind, id: Buffer): TreeNode {
     const key = id.toString('latin1');
     const hit = this.cache.get(key);
     if (hit) {
@@ -35,15 +46,20 @@ export class PageStore implements PageIO {
     return node;
   }
 
-  save(_kind: TreeKind, data: Buffer): Buffer {
+  save(kind: TreeKind, data: Buffer): Buffer {
     if (!this.writer) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'page save outside a write transaction');
     const id = idOf(ObjectKind.Page, data);
-    this.writer.put(ObjectKind.Page, id, data);
+    if (this.writer.put(ObjectKind.Page, id, data)) {
+      // Page byte 1 is its level (docs/FORMAT.md).
+      const base = this.lastLoaded.get(kind * 256 + data[1]!);
+      if (base) this.writer.suggestBase(id, base);
+    }
     return id;
   }
 
   /** Ends a write phase; pages it wrote are now read from the Store (or gone after a rollback). */
   endWrite(): void {
     this.writer = null;
+    this.lastLoaded.clear();
   }
 }

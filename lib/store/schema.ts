@@ -1,25 +1,51 @@
 /**
- * The Store's SQLite schema, format version 1. docs/FORMAT.md is the normative description;
+ * The Store's SQLite schema, format version 2. docs/FORMAT.md is the normative description;
  * change both in the same commit, and bump FORMAT_VERSION for any change an older reader
  * would misread.
  */
 
 /** 'LFSJ': marks a SQLite file as a LayerFS Store (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c46534a;
-export const FORMAT_VERSION = 1;
+export const FORMAT_VERSION = 2;
+/** The oldest format this layerfs opens: format 1 is upgraded in place (upgradeSql below). */
+export const OLDEST_FORMAT_VERSION = 1;
 /**
  * A pack row of small objects is closed once its payload reaches this many bytes: with 64 KiB
  * pages SQLite keeps ~8 KiB of such a row in the table leaf and the rest in one full overflow
  * page, where a 64 KiB row wasted most of a second one (docs/DESIGN.md).
  */
 export const PACK_TARGET = 72 * 1024;
+/**
+ * Small objects are compressed in groups of about this many canonical bytes: a read of one
+ * small file decodes its whole group, so this bounds the work of a small read.
+ */
+export const GROUP_TARGET = 32 * 1024;
+/**
+ * Tree objects (pages, roots, extent nodes) are grouped smaller: a path lookup reads several
+ * pages from different groups, and pages (mostly 32-byte ids) compress about as well in 16 KiB.
+ */
+export const TREE_GROUP_TARGET = 16 * 1024;
+/**
+ * Sealed groups and deltas are assembled into pack rows of about this many stored bytes: SQLite
+ * stores a row larger than a page in whole overflow pages, so few large rows waste little page
+ * space, while each read still decodes one group's frame only (docs/DESIGN.md).
+ */
+export const ROW_TARGET = 128 * 1024;
+/** Chunk rows are cut into zstd frames of about this many bytes, so a random read decodes one. */
+export const CHUNK_FRAME_TARGET = 64 * 1024;
 /** The chunks of one file are packed into rows of about this many bytes (docs/FORMAT.md). */
 export const CHUNK_PACK_TARGET = 1024 * 1024;
 /**
  * SQLite page size of new Stores. SQLite's write cost is per page (a WAL frame is two pwrites and
  * a checksum): 64 KiB pages wrote large rows about twice as fast as 16 KiB ones.
  */
-export const PAGE_SIZE = 65536;
+export const PAGE_SIZE = 8192;
+
+/** Turns a format-1 Store into format 2: its objects are all raw, which format 2 reads as is. */
+export const UPGRADE_FROM_1 = `
+ALTER TABLE objects ADD COLUMN at INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE objects ADD COLUMN base BLOB;
+`;
 
 export const SCHEMA = `
 CREATE TABLE meta (
@@ -34,7 +60,8 @@ CREATE TABLE packs (
   data BLOB NOT NULL
 ) STRICT;
 
--- The object index: where each content-addressed object lives inside a pack.
+-- The object index: where each content-addressed object lives inside a pack, and how its
+-- stored bytes decode (codec; docs/FORMAT.md "Physical forms").
 CREATE TABLE objects (
   id     BLOB PRIMARY KEY CHECK (length(id) = 32),
   kind   INTEGER NOT NULL,
@@ -42,7 +69,9 @@ CREATE TABLE objects (
   codec  INTEGER NOT NULL,
   pack   INTEGER NOT NULL,
   offset INTEGER NOT NULL,
-  length INTEGER NOT NULL
+  length INTEGER NOT NULL,
+  at     INTEGER NOT NULL DEFAULT 0,
+  base   BLOB
 ) STRICT, WITHOUT ROWID;
 
 CREATE TABLE layer_stacks (

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { APPLICATION_ID, FORMAT_VERSION, PAGE_SIZE, SCHEMA } from './schema.js';
+import { APPLICATION_ID, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, SCHEMA, UPGRADE_FROM_1 } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
 export type Db = Database.Database;
@@ -120,6 +120,25 @@ export interface OpenOptions {
   readonly?: boolean;
 }
 
+/**
+ * Format 1 → 2 in place, in one write transaction: two added columns, no object is rewritten
+ * (format-1 objects are raw, a form format 2 keeps). A concurrent opener may have done it first.
+ */
+function upgrade(db: Db): number {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    if ((db.pragma('user_version', { simple: true }) as number) === 1) {
+      db.exec(UPGRADE_FROM_1);
+      db.pragma(`user_version = ${FORMAT_VERSION}`);
+    }
+    db.exec('COMMIT');
+  } catch (e) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw e;
+  }
+  return FORMAT_VERSION;
+}
+
 /** Opens an existing Store, refusing anything that is not a Store of a supported format. */
 export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; info: StoreInfo } {
   const abs = resolve(path);
@@ -127,16 +146,18 @@ export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; i
   let db: Db | undefined;
   try {
     db = new Database(abs, { fileMustExist: true, readonly: opts.readonly ?? false });
-    const version = db.pragma('user_version', { simple: true }) as number;
-    if (version !== FORMAT_VERSION) {
-      throw new LayerFsError('ERR_UNSUPPORTED_FORMAT', `Store format version ${version} is not supported (this layerfs reads version ${FORMAT_VERSION})`, {
+    let version = db.pragma('user_version', { simple: true }) as number;
+    if (version < OLDEST_FORMAT_VERSION || version > FORMAT_VERSION) {
+      throw new LayerFsError('ERR_UNSUPPORTED_FORMAT', `Store format version ${version} is not supported (this layerfs reads versions ${OLDEST_FORMAT_VERSION} to ${FORMAT_VERSION})`, {
         path: abs,
         formatVersion: version,
         hint: version > FORMAT_VERSION ? 'upgrade layerfs to open this Store' : 'this Store was made by an older, unsupported layerfs',
       });
     }
-    if (!opts.readonly) applyPragmas(db);
-    else db.pragma('busy_timeout = 30000');
+    if (!opts.readonly) {
+      applyPragmas(db);
+      if (version < FORMAT_VERSION) version = upgrade(db);
+    } else db.pragma('busy_timeout = 30000');
     const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
     return {
       db,

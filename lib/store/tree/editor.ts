@@ -22,6 +22,18 @@ export class NamespaceEditor {
 
   setInode(serial: number, inode: Inode): void {
     this.records.set(serial, inode);
+    if (inode.form === ContentForm.Whole && inode.kind === InodeKind.File && this.base) this.suggestDelta(serial, inode.content!);
+  }
+
+  /** A changed small file is likely a small edit of its previous version: offer it as a delta base. */
+  private suggestDelta(serial: number, content: Buffer): void {
+    let old: Inode;
+    try {
+      old = this.base!.inode(serial);
+    } catch {
+      return; // a new serial
+    }
+    if (old.kind === InodeKind.File && old.form === ContentForm.Whole && !old.content!.equals(content)) this.w.suggestBase(content, old.content!);
   }
 
   deleteInode(serial: number): void {

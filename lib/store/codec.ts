@@ -1,0 +1,61 @@
+/**
+ * Physical forms of stored objects (docs/FORMAT.md "Physical forms"): which bytes get
+ * compressed, and how. Nothing here changes an object id: ids hash canonical bytes only.
+ */
+
+/** How an object's stored bytes decode (objects.codec). */
+export enum Codec {
+  /** The object is `length` bytes at `offset` of its pack row. */
+  Raw = 0,
+  /** A zstd frame is `length` bytes at `offset`; the object is `size` bytes at `at` of the decoded frame. */
+  Zstd = 1,
+  /** A zstd frame at `offset`/`length` decodes to the object with object `base` as prefix dictionary. */
+  Delta = 2,
+}
+
+/** zstd level of groups and chunk frames: level 3 compressed within a few percent of 9 at several times the speed. */
+export const COMPRESSION_LEVEL = 3;
+/** Deltas are small inputs written only for changed files and pages: a high level costs little there. */
+export const DELTA_LEVEL = 19;
+/** A compressed frame is kept only if it is at most this fraction of its input; otherwise raw. */
+export const KEEP_COMPRESSED = 0.9;
+/** A delta is kept only if it is at most this fraction of the object's size. */
+export const KEEP_DELTA = 0.25;
+/** Deltas below this size are not tried: the group compresses them about as well. */
+export const DELTA_MIN_SIZE = 256;
+/** Bounds on a delta chain, so a read decodes at most this many links and bytes. */
+export const DELTA_MAX_DEPTH = 8;
+export const DELTA_MAX_CHAIN_BYTES = 512 * 1024;
+
+/** `LAYERFS_COMPRESS=0` writes every object raw (benchmarks use it for the uncompressed baseline). */
+export function compressionEnabled(): boolean {
+  return process.env.LAYERFS_COMPRESS !== '0';
+}
+
+const SAMPLE = 512;
+/** A 512-byte sample of random bytes shows ~221 distinct values; text and most binaries far fewer. */
+const RANDOM_DISTINCT = 190;
+const marks = new Uint32Array(256);
+let stamp = 0;
+
+/**
+ * True when an evenly spaced sample of `data` looks like random bytes (already compressed or
+ * encrypted), which zstd would not shrink: such objects are stored raw without trying.
+ */
+export function looksRandom(data: Uint8Array): boolean {
+  if (data.length < 2 * SAMPLE) return false;
+  if (++stamp === 0xffffffff) {
+    marks.fill(0);
+    stamp = 1;
+  }
+  const step = Math.floor(data.length / SAMPLE);
+  let distinct = 0;
+  for (let i = 0, at = 0; i < SAMPLE; i++, at += step) {
+    const b = data[at]!;
+    if (marks[b] !== stamp) {
+      marks[b] = stamp;
+      distinct++;
+    }
+  }
+  return distinct > RANDOM_DISTINCT;
+}

@@ -1,0 +1,279 @@
+/**
+ * Format 2's physical forms: zstd groups, compressed chunk frames and deltas round-trip for
+ * every size class; delta chains stay bounded; format-1 Stores open; newer formats are refused;
+ * LAYERFS_COMPRESS=0 writes raw; a damaged compressed group fails reads with ERR_CORRUPT.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { zstdCompress, zstdDecompress } from '../../lib/native/index.js';
+import { Client } from '../../lib/sdk/index.js';
+import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
+import { LayerFsError } from '../../lib/errors.js';
+import { seededBytes, tempDir } from '../helpers/tmp.js';
+
+/** Deterministic text-like bytes: words from a small vocabulary, lines of code-ish shape. */
+function seededText(seed: number, n: number): Buffer {
+  const words = ['const', 'return', 'function', 'value', 'index', 'layer', 'store', '=', '{', '}', '(', ')', 'if', 'else', 'for', 'await'];
+  const rnd = seededBytes(seed, n);
+  const parts: string[] = [];
+  let len = 0;
+  for (let i = 0; len < n; i++) {
+    const w = (rnd[i % n]! % 7 === 0 ? '\n  ' : ' ') + words[rnd[i % n]! % words.length]!;
+    parts.push(w);
+    len += w.length;
+  }
+  return Buffer.from(parts.join('')).subarray(0, n);
+}
+
+const SIZES = [0, 1, 255, 256, 257, 1023, 1024, 1025, 4096, 65535, 65536, 65537, 131071];
+
+function codecs(store: Store, ids: Buffer[]): number[] {
+  return ids.map((id) => store.objects.locator(id)!.codec);
+}
+
+function withEnv<T>(name: string, value: string | undefined, fn: () => T): T {
+  const old = process.env[name];
+  if (value === undefined) delete process.env[name];
+  else process.env[name] = value;
+  try {
+    return fn();
+  } finally {
+    if (old === undefined) delete process.env[name];
+    else process.env[name] = old;
+  }
+}
+
+test('native zstd: round trips with and without a prefix; damaged frames are ERR_CORRUPT', () => {
+  for (const n of SIZES) {
+    for (const data of [seededBytes(n + 1, n), seededText(n + 2, n)]) {
+      const frame = zstdCompress(data, 3);
+      assert.ok(zstdDecompress(frame, -1).equals(data));
+      assert.ok(zstdDecompress(frame, n).equals(data));
+    }
+  }
+  const base = seededText(7, 20_000);
+  const next = Buffer.concat([base.subarray(0, 5000), Buffer.from('an edit'), base.subarray(5000)]);
+  const delta = zstdCompress(next, 19, base);
+  assert.ok(delta.length < 100, `delta of a small edit is small (${delta.length})`);
+  assert.ok(zstdDecompress(delta, next.length, base).equals(next));
+  assert.throws(() => zstdDecompress(delta, next.length), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
+  const frame = zstdCompress(seededText(8, 10_000), 3);
+  frame[frame.length >> 1]! ^= 0x55;
+  assert.throws(() => zstdDecompress(frame, 10_000), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
+});
+
+test('small objects of every size round-trip; text is grouped compressed, random stays raw', () => {
+  const store = Store.create(join(tempDir(), 's.sqlite'));
+  try {
+    const text: Buffer[] = [];
+    const random: Buffer[] = [];
+    const all = SIZES.flatMap((n, i) => [seededText(100 + i, n), seededBytes(200 + i, n)]);
+    store.writeSync((w) => {
+      for (const [i, data] of all.entries()) (i % 2 ? random : text).push(w.add(ObjectKind.Blob, data));
+    });
+    all.forEach((data) => assert.ok(store.objects.get(idOf(ObjectKind.Blob, data), ObjectKind.Blob).equals(data), `size ${data.length}`));
+    assert.ok(codecs(store, text.slice(2)).every((c) => c === Codec.Zstd), 'text is compressed');
+    const bigRandom = random.filter((_, i) => SIZES[i]! >= 4096);
+    assert.ok(codecs(store, bigRandom).every((c) => c === Codec.Raw), 'random is raw');
+    const stored = store.db.prepare('SELECT sum(length(data)) AS n FROM packs').get() as { n: number };
+    const canonical = all.reduce((a, b) => a + b.length, 0);
+    assert.ok(stored.n < canonical * 0.8, `stored ${stored.n} of ${canonical}`);
+  } finally {
+    store.close();
+  }
+});
+
+test('large files: compressible chunks go to frames of a chunk row and read back at random', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const big = seededText(5, 3 * 1024 * 1024 + 333);
+  const noise = seededBytes(6, 1024 * 1024 + 5);
+  writeFileSync(join(src, 'big.txt'), big);
+  writeFileSync(join(src, 'noise.bin'), noise);
+  const c = Client.create(join(dir, 's.sqlite'));
+  try {
+    await c.initLayerStack({ name: 'x', source: src });
+    assert.ok(c.cat('x', 'big.txt').equals(big));
+    assert.ok(c.cat('x', 'noise.bin').equals(noise));
+    assert.equal(c.verify().ok, true);
+  } finally {
+    c.close();
+  }
+  const db = new Database(join(dir, 's.sqlite'), { readonly: true });
+  try {
+    const byCodec = db.prepare('SELECT codec, count(*) AS n FROM objects WHERE kind = 2 GROUP BY codec').all() as { codec: number; n: number }[];
+    assert.ok(byCodec.some((r) => r.codec === Codec.Zstd) && byCodec.some((r) => r.codec === Codec.Raw), JSON.stringify(byCodec));
+    const frames = db.prepare('SELECT count(DISTINCT pack || \':\' || offset) AS n FROM objects WHERE kind = 2 AND codec = 1').get() as { n: number };
+    assert.ok(frames.n >= 40, `about 64 KiB frames (${frames.n})`);
+  } finally {
+    db.close();
+  }
+});
+
+test('deltas: a file edited many times is stored as bounded delta chains and reads back', () => {
+  const store = Store.create(join(tempDir(), 's.sqlite'));
+  try {
+    let prev = seededText(9, 30_000);
+    let prevId = store.writeSync((w) => w.add(ObjectKind.Blob, prev));
+    const versions: [Buffer, Buffer][] = [[prevId, prev]];
+    for (let v = 1; v <= 30; v++) {
+      const at = (v * 997) % prev.length;
+      const next = Buffer.concat([prev.subarray(0, at), Buffer.from(`edit ${v}`), prev.subarray(at + 3)]);
+      const id = store.writeSync((w) => {
+        const id = w.add(ObjectKind.Blob, next);
+        w.suggestBase(id, prevId);
+        return id;
+      });
+      versions.push([id, next]);
+      prev = next;
+      prevId = id;
+    }
+    const depth = (id: Buffer): number => {
+      const loc = store.objects.locator(id)!;
+      return loc.codec === Codec.Delta ? 1 + depth(loc.base!) : 0;
+    };
+    const depths = versions.map(([id]) => depth(id));
+    assert.ok(Math.max(...depths) <= 8, `depths ${depths.join(',')}`);
+    assert.ok(depths.filter((d) => d > 0).length >= 25, `most versions are deltas: ${depths.join(',')}`);
+    for (const [id, data] of versions) assert.ok(store.objects.get(id, ObjectKind.Blob).equals(data));
+    // A delta only pays for small edits; an unrelated file stays whole.
+    const other = seededBytes(10, 30_000);
+    const otherId = store.writeSync((w) => {
+      const id = w.add(ObjectKind.Blob, other);
+      w.suggestBase(id, prevId);
+      return id;
+    });
+    assert.notEqual(store.objects.locator(otherId)!.codec, Codec.Delta);
+  } finally {
+    store.close();
+  }
+});
+
+test('a Workspace-style edit of a tree stores changed files and rewritten pages as deltas', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  for (let i = 0; i < 300; i++) writeFileSync(join(src, `f${i}.txt`), seededText(i, 2000 + i));
+  const c = Client.create(join(dir, 's.sqlite'));
+  try {
+    await c.initLayerStack({ name: 'x', source: src });
+    for (let i = 0; i < 300; i += 30) writeFileSync(join(src, `f${i}.txt`), Buffer.concat([seededText(i, 2000 + i).subarray(0, 1000), Buffer.from('EDIT'), seededText(i, 2000 + i).subarray(1004)]));
+    await c.initLayerStack({ name: 'y', source: src });
+    assert.equal(c.verify().ok, true);
+  } finally {
+    c.close();
+  }
+});
+
+test('LAYERFS_COMPRESS=0 writes every object raw', () => {
+  const store = Store.create(join(tempDir(), 's.sqlite'));
+  try {
+    const data = [seededText(1, 5000), seededText(2, 70_000)];
+    const ids = withEnv('LAYERFS_COMPRESS', '0', () => store.writeSync((w) => data.map((d) => w.add(ObjectKind.Blob, d))));
+    assert.deepEqual(codecs(store, ids), [Codec.Raw, Codec.Raw]);
+    ids.forEach((id, i) => assert.ok(store.objects.get(id).equals(data[i]!)));
+  } finally {
+    store.close();
+  }
+});
+
+/** Rewrites a Store written raw into the exact format-1 schema (the columns format 2 added dropped). */
+function makeFormat1(path: string): void {
+  const db = new Database(path);
+  try {
+    db.exec('ALTER TABLE objects DROP COLUMN base; ALTER TABLE objects DROP COLUMN at;');
+    db.pragma('user_version = 1');
+  } finally {
+    db.close();
+  }
+}
+
+test('a format-1 Store reads as is read-only and is upgraded in place when opened writable', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  writeFileSync(join(src, 'a.txt'), seededText(1, 9000));
+  const path = join(dir, 's.sqlite');
+  const c = Client.create(path);
+  await withEnv('LAYERFS_COMPRESS', '0', () => c.initLayerStack({ name: 'x', source: src }));
+  c.close();
+  makeFormat1(path);
+
+  const ro = Store.open(path, { readonly: true });
+  try {
+    assert.equal(ro.info.formatVersion, 1);
+    const id = idOf(ObjectKind.Blob, seededText(1, 9000));
+    assert.ok(ro.objects.get(id, ObjectKind.Blob).equals(seededText(1, 9000)));
+  } finally {
+    ro.close();
+  }
+  const c2 = Client.connect(path);
+  try {
+    assert.equal(c2.info().formatVersion, 2);
+    assert.ok(c2.cat('x', 'a.txt').equals(seededText(1, 9000)));
+    writeFileSync(join(src, 'b.txt'), seededText(2, 9000));
+    await c2.initLayerStack({ name: 'y', source: src });
+    assert.ok(c2.cat('y', 'b.txt').equals(seededText(2, 9000)));
+    assert.equal(c2.verify().ok, true);
+  } finally {
+    c2.close();
+  }
+});
+
+test('a Store of a newer format is refused with ERR_UNSUPPORTED_FORMAT naming the versions', () => {
+  const path = join(tempDir(), 's.sqlite');
+  Store.create(path).close();
+  const db = new Database(path);
+  db.pragma('user_version = 3');
+  db.close();
+  assert.throws(
+    () => Store.open(path),
+    (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_UNSUPPORTED_FORMAT' && /version 3/.test(e.message) && /1 to 2/.test(e.message),
+  );
+});
+
+test('a damaged compressed group: reads of its members fail with ERR_CORRUPT, never return wrong bytes; verify names them', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  for (let i = 0; i < 20; i++) writeFileSync(join(src, `t${i}.txt`), seededText(i, 3000));
+  const path = join(dir, 's.sqlite');
+  const c = Client.create(path);
+  await c.initLayerStack({ name: 'x', source: src });
+  c.close();
+  const db = new Database(path);
+  try {
+    const victim = idOf(ObjectKind.Blob, seededText(3, 3000));
+    const loc = db.prepare('SELECT codec, pack, offset, length FROM objects WHERE id = ?').get(victim) as { codec: number; pack: number; offset: number; length: number };
+    assert.equal(loc.codec, Codec.Zstd);
+    const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
+    data[loc.offset + (loc.length >> 1)]! ^= 0x40;
+    db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
+  } finally {
+    db.close();
+  }
+  const c2 = Client.connect(path);
+  try {
+    // Which members the flipped byte reaches depends on the frame's layout: each either reads
+    // back exactly or fails typed, and at least one fails.
+    let failed = 0;
+    for (let i = 0; i < 20; i++) {
+      try {
+        assert.ok(c2.cat('x', `t${i}.txt`).equals(seededText(i, 3000)));
+      } catch (e) {
+        assert.ok(e instanceof LayerFsError && e.code === 'ERR_CORRUPT', String(e));
+        failed++;
+      }
+    }
+    assert.ok(failed > 0);
+    const v = c2.verify();
+    assert.equal(v.ok, false);
+    assert.equal(v.damaged.length, failed);
+  } finally {
+    c2.close();
+  }
+});
