@@ -111,6 +111,13 @@ async function main(): Promise<number> {
   const t0 = performance.now();
   const compiled = opt.tsx ? undefined : await compileCells();
   if (compiled) log(`cells compiled to JS in ${fmtMs(compiled.ms)}`);
+  // Interrupted runs remove the compiled copy too (a finally block does not run on a signal).
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      compiled?.remove();
+      process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+    });
+  }
   try {
     await runFamilies();
   } finally {
