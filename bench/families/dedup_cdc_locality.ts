@@ -1,5 +1,5 @@
 // Family dedup_cdc_locality: a 1 MiB random reference and N variants of it (N = 1 / 10 / 100 /
-// 500; 1 and 4 quick), each with one small edit, imported as one tree into a Store that already
+// 500; 1 and 2 quick), each with one small edit, imported as one tree into a Store that already
 // holds the reference: how many new bytes does each variant cost? Content-defined chunking should
 // keep it near the edit's chunks (~16 KiB chunks), except when every chunk is touched.
 
@@ -25,7 +25,7 @@ const family: CampaignFamily = {
     '"dedup ratio" is analyzeDedup\'s logical / unique bytes over the whole Store.',
   order: 50,
   peers: ['git'],
-  tiers: (quick) => (quick ? [1, 4] : [1, 10, 100, 500]).map((n) => ({ label: `${n}`, value: n, unit: 'variants' })),
+  tiers: (quick) => (quick ? [1, 2] : [1, 10, 100, 500]).map((n) => ({ label: `${n}`, value: n, unit: 'variants' })),
   run(tier, ctx) {
     const ref = ensureCdcRef();
     ctx.noteFixture({ name: ref.manifest.name, dir: ref.dir, reused: ref.reused, manifest: ref.manifest });

@@ -20,7 +20,7 @@ const family: CampaignFamily = {
     `The init fixture of ${FILES.toLocaleString('en-US')} files (${QUICK_FILES} in quick runs). layerfs, setup (untimed): import it, fork one Branch ` +
     'per worker from the genesis Layer, one materialized Workspace each, close. Then one worker ' +
     'process per Workspace: it connects, makes one no-op commit (warm-up) and reports ready; when ' +
-    'all are ready they are started together and each makes 100 commits (8 in quick runs), each ' +
+    'all are ready they are started together and each makes 100 commits (5 in quick runs), each ' +
     'editing 10 files (64-byte mixed edits, seeded per worker and commit) then `commitWorkspace`. A ' +
     'failed commit is retried up to 5 times ("retries"). "wall" runs from the start signal to the ' +
     'last worker\'s end; "commits/s" is all commits over the wall time; "median" / "p90" are single ' +
@@ -36,7 +36,7 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const files = ctx.quick ? QUICK_FILES : FILES;
     const fx = useFixture(ctx, ensureTree(files));
-    const args = ['--dir', fx.dir, '--files', String(files), '--workers', String(tier.value), '--commits', ctx.quick ? '8' : '100'];
+    const args = ['--dir', fx.dir, '--files', String(files), '--workers', String(tier.value), '--commits', ctx.quick ? '5' : '100'];
     warmCache(fx.dir);
     const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-multi-ws.ts', args });
     warmCache(fx.dir);

@@ -49,7 +49,7 @@ const family: Family = {
   order: 31,
   peers: ['git'],
   tiers: (quick) =>
-    (quick ? [100, 1_000] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+    (quick ? [100, 300] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     const args = [
