@@ -1,5 +1,5 @@
 // Family multi_workspace_development: 2 and 4 Workspaces on their own Branches, developed at the
-// same time by separate processes, 100 commits each (20 quick), against git worktrees doing the
+// same time by separate processes, 100 commits each (5 quick), against git worktrees doing the
 // same. Do commits of concurrent agents stay fast, and does the Store grow by what changed?
 
 import { DASH, fmtBytes, fmtMiB, fmtMs, fmtRate } from '../lib/format.js';
