@@ -1,8 +1,9 @@
 // The benchmark campaign runner: `npm run bench [-- options]`.
 //
-//   --quick              small tiers only (100 / 1,000 / 10,000 files, 64 MiB), < 2 minutes
+//   --quick              small tiers only (100 / 1,000 files, 1–16 MiB), < 2 minutes
 //   --only F[,F…]        run only these families (repeatable); --list shows them
 //   --tiers N[,N…]       keep only tiers with these values (e.g. --tiers 100000)
+//   --tiers F=N[,N…]     for family F only (repeatable; overrides a plain --tiers for F)
 //   --report             also write docs/BENCHMARKS.md and docs/bench/*.svg
 //   --report-from FILE   redraw the report from a results JSON, run nothing
 //   --reps N             run each cell N times, keep the median-time run (default 1); the
@@ -33,7 +34,7 @@ const { values: opt } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string', multiple: true },
-    tiers: { type: 'string' },
+    tiers: { type: 'string', multiple: true },
     report: { type: 'boolean', default: false },
     'report-from': { type: 'string' },
     'keep-tmp': { type: 'boolean', default: false },
@@ -98,7 +99,14 @@ async function main(): Promise<number> {
     log(`unknown famil${unknown.length > 1 ? 'ies' : 'y'}: ${unknown.join(', ')} (known: ${families.map((f) => f.name).join(', ')})`);
     return 2;
   }
-  const tierFilter = opt.tiers?.split(',').map((s) => Number(s.replace(/[_,]/g, '')));
+  const values = (list: string) => list.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
+  let tierFilter: number[] | undefined;
+  const familyTiers = new Map<string, number[]>();
+  for (const spec of opt.tiers ?? []) {
+    const eq = spec.indexOf('=');
+    if (eq < 0) tierFilter = values(spec);
+    else familyTiers.set(spec.slice(0, eq).trim(), values(spec.slice(eq + 1)));
+  }
   const selected = families.filter((f) => only === null || only.includes(f.name));
   const quick = opt.quick!;
   const reps = Math.max(1, Math.floor(Number(opt.reps)) || 1);
@@ -143,7 +151,8 @@ async function main(): Promise<number> {
           if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
         },
       };
-      const tiers = fam.tiers(quick).filter((t) => tierFilter === undefined || tierFilter.includes(t.value));
+      const keep = familyTiers.get(fam.name) ?? tierFilter;
+      const tiers = fam.tiers(quick).filter((t) => keep === undefined || keep.includes(t.value));
       log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
       for (const tier of tiers) {
         try {
