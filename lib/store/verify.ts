@@ -35,10 +35,22 @@ export interface VerifyReport {
   damaged: Damage[];
 }
 
+/** SQLite's own damage report (malformed page), as opposed to any other failure. */
+function isSqliteCorrupt(e: unknown): boolean {
+  return /^SQLITE_CORRUPT/.test((e as { code?: string } | null)?.code ?? '');
+}
+
 export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
   const report: VerifyReport = { ok: true, states: states.length, objectsChecked: 0, bytesChecked: 0, sqliteCheck: 'ok', damaged: [] };
-  const rows = store.db.pragma('quick_check') as { quick_check: string }[];
-  report.sqliteCheck = rows.map((r) => r.quick_check).join('; ');
+  try {
+    const rows = store.db.pragma('quick_check') as { quick_check: string }[];
+    report.sqliteCheck = rows.map((r) => r.quick_check).join('; ');
+  } catch (e) {
+    // A damaged B-tree page can stop the check itself: that is its finding, and the object walk
+    // below still names what it can reach.
+    if (!isSqliteCorrupt(e)) throw e;
+    report.sqliteCheck = `quick_check failed: ${(e as Error).message}`;
+  }
   // id → damaged object ids in its subtree ([] when the subtree is sound)
   const memo = new Map<string, string[]>();
   const damage = new Map<string, Damage>();
@@ -51,8 +63,9 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
       report.bytesChecked += data.length;
       return data;
     } catch (e) {
-      if (!(e instanceof LayerFsError)) throw e;
-      errors.set(toHex(id), e.message);
+      // A damaged SQLite page under the object's row is damage to that object.
+      if (!(e instanceof LayerFsError) && !isSqliteCorrupt(e)) throw e;
+      errors.set(toHex(id), (e as Error).message);
       return null;
     }
   };

@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
-const SEEDS = (process.env.LAYERFS_CORRUPTION_SEEDS ?? '1,2,3,4,5,6').split(',').map(Number);
+const SEEDS = (process.env.LAYERFS_CORRUPTION_SEEDS ?? '1,2,3,4,5,6,7,8').split(',').map(Number);
 
 function rng(seed: number): () => number {
   let x = seed * 2654435761;
@@ -54,22 +54,39 @@ function sameTruth(a: Truth, b: Truth): boolean {
   return true;
 }
 
-/** Three LayerStacks with different content, each with a Branch of two Commits, one Added. */
+/** Compressible text: lines that differ in their numbers only. */
+function text(seed: number, bytes: number): Buffer {
+  let out = '';
+  for (let k = 0; out.length < bytes; k++) out += `line ${k} of file ${seed}: the quick brown fox jumps over the lazy dog ${(k * 7919 + seed) % 1000}\n`;
+  return Buffer.from(out.slice(0, bytes));
+}
+
+/**
+ * Three LayerStacks with different content, each with a Branch of two Commits, one Added. Text
+ * (stored in compressed groups), random bytes (stored raw) and files edited by the Commits
+ * (stored as deltas against their previous version), so every physical form gets damaged.
+ */
 async function buildStore(dir: string): Promise<{ store: string; states: string[] }> {
   const store = join(dir, 'pristine.sqlite');
   const c = Client.create(store);
   for (let s = 0; s < 3; s++) {
     const src = join(dir, `src${s}`);
     mkdirSync(join(src, 'sub/deeper'), { recursive: true });
-    for (let i = 0; i < 60; i++) writeFileSync(join(src, i % 3 ? 'sub' : '', `f${i}.txt`), seededBytes(s * 100 + i + 1, 30 + ((i * 53) % 40) * 25));
-    writeFileSync(join(src, 'sub/deeper/large.bin'), seededBytes(900 + s, 300_000));
+    for (let i = 0; i < 60; i++) {
+      const size = 300 + ((i * 53) % 40) * 40;
+      writeFileSync(join(src, i % 3 ? 'sub' : '', `f${i}.txt`), i % 2 ? text(s * 100 + i, size) : seededBytes(s * 100 + i + 1, size));
+    }
+    writeFileSync(join(src, 'sub/deeper/large.txt'), text(900 + s, 300_000));
     symlinkSync('sub/f1.txt', join(src, 'link'));
     const layer = (await c.initLayerStack({ name: `s${s}`, source: src })).layer.id;
     c.forkBranch({ name: `b${s}`, layer });
     const ws = await c.createWorkspace(`b${s}`, { at: join(dir, `ws${s}`) });
     for (let k = 0; k < 2; k++) {
       writeFileSync(join(ws.path, `edit${k}.txt`), `stack ${s} edit ${k}\n`);
-      writeFileSync(join(ws.path, 'sub/deeper/large.bin'), seededBytes(950 + s * 10 + k, 200_000 + k * 1000));
+      for (const i of [1, 5, 7]) writeFileSync(join(ws.path, 'sub', `f${i}.txt`), Buffer.concat([text(s * 100 + i, 300 + ((i * 53) % 40) * 40), Buffer.from(`edit ${k}\n`)]));
+      const large = text(900 + s, 300_000);
+      large.write(`edited ${k}`, 150_000 + k * 7);
+      writeFileSync(join(ws.path, 'sub/deeper/large.txt'), large);
       assert.equal((await c.commitWorkspace(ws.id)).outcome, 'Created');
     }
     await c.endWorkspace(ws.id, { discard: true });
@@ -82,22 +99,49 @@ async function buildStore(dir: string): Promise<{ store: string; states: string[
 
 const refOf = (state: string) => state.slice(state.indexOf(':') + 1);
 
-/** Flips one byte inside each chosen object's stored bytes (its pack row range). */
-function flipObjects(store: string, r: () => number, count: number): string[] {
+/** Physical forms present (objects.codec when the format has it, else one form). */
+function forms(store: string): Map<string, number> {
+  const db = new Database(store, { readonly: true });
+  try {
+    const hasCodec = (db.prepare("SELECT name FROM pragma_table_info('objects')").pluck().all() as string[]).includes('codec');
+    const rows = db.prepare(`SELECT ${hasCodec ? 'codec' : '0'} AS form, kind, count(*) AS n FROM objects GROUP BY 1, 2`).all() as { form: number; kind: number; n: number }[];
+    const m = new Map(rows.map((r) => [`form ${r.form} kind ${r.kind}`, r.n]));
+    m.set('SQLite pages', db.pragma('page_count', { simple: true }) as number);
+    m.set('free pages', db.pragma('freelist_count', { simple: true }) as number);
+    return m;
+  } finally {
+    db.close();
+  }
+}
+
+/**
+ * Flips one byte inside each chosen object's stored bytes (its range of its pack row). Targets
+ * rotate over physical form × kind, so raw objects, compressed groups and deltas, tree pages and
+ * file content all get hit.
+ */
+function flipObjects(store: string, r: () => number, count: number, start: number): string[] {
   const db = new Database(store);
   try {
-    const rows = db.prepare('SELECT id, kind, pack, offset, length FROM objects WHERE length > 0 ORDER BY id').all() as { id: Buffer; kind: number; pack: number; offset: number; length: number }[];
-    const kinds = [...new Set(rows.map((x) => x.kind))].sort();
+    const hasCodec = (db.prepare("SELECT name FROM pragma_table_info('objects')").pluck().all() as string[]).includes('codec');
+    const rows = db.prepare(`SELECT id, kind, ${hasCodec ? 'codec' : '0'} AS form, pack, offset, length FROM objects WHERE length > 0 ORDER BY id`).all() as {
+      id: Buffer;
+      kind: number;
+      form: number;
+      pack: number;
+      offset: number;
+      length: number;
+    }[];
+    const classes = [...new Set(rows.map((x) => `${x.form}/${x.kind}`))].sort();
     const hit: string[] = [];
     for (let i = 0; i < count; i++) {
-      // Alternate kinds so tree pages and file content both get hit.
-      const ofKind = rows.filter((x) => x.kind === kinds[i % kinds.length]);
-      const o = ofKind[Math.floor(r() * ofKind.length)]!;
+      const cls = classes[(start + i) % classes.length]!;
+      const ofClass = rows.filter((x) => `${x.form}/${x.kind}` === cls);
+      const o = ofClass[Math.floor(r() * ofClass.length)]!;
       const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(o.pack) as Buffer);
       const at = o.offset + Math.floor(r() * o.length);
       data[at] = data[at]! ^ (1 << Math.floor(r() * 8));
       db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, o.pack);
-      hit.push(o.id.toString('hex'));
+      hit.push(`${o.id.toString('hex').slice(0, 8)}(${cls})`);
     }
     db.pragma('wal_checkpoint(TRUNCATE)');
     return hit;
@@ -106,21 +150,37 @@ function flipObjects(store: string, r: () => number, count: number): string[] {
   }
 }
 
-/** Flips one byte in each of `count` SQLite pages of the file (never the 100-byte header). */
-function flipFilePages(store: string, r: () => number, count: number): void {
+/**
+ * Flips one byte in each of `count` SQLite pages that hold stored data: overflow pages of pack
+ * rows and leaf pages of the packs and objects tables (found with dbstat), inside their payload
+ * (a flip in unused space would damage nothing).
+ */
+function flipFilePages(store: string, r: () => number, count: number): string[] {
+  const db = new Database(store, { readonly: true });
+  const pageSize = db.pragma('page_size', { simple: true }) as number;
+  const pages = db
+    .prepare("SELECT name, pageno, pagetype, payload FROM dbstat WHERE name IN ('packs', 'objects') AND pagetype IN ('overflow', 'leaf') AND payload > 0 ORDER BY pageno")
+    .all() as { name: string; pageno: number; pagetype: string; payload: number }[];
+  db.close();
   const fd = openSync(store, 'r+');
+  const hit: string[] = [];
   try {
-    const size = fstatSync(fd).size;
     const b = Buffer.alloc(1);
     for (let i = 0; i < count; i++) {
-      const at = 100 + Math.floor(r() * (size - 100));
+      const p = pages[Math.floor(r() * pages.length)]!;
+      // Overflow pages: a 4-byte next-page pointer, then payload. Leaf pages keep their cells at
+      // the end of the page.
+      const inPage = p.pagetype === 'overflow' ? 4 + Math.floor(r() * Math.min(p.payload, pageSize - 4)) : pageSize - 1 - Math.floor(r() * p.payload);
+      const at = (p.pageno - 1) * pageSize + inPage;
       readSync(fd, b, 0, 1, at);
       b[0] = b[0]! ^ (1 << Math.floor(r() * 8));
       writeSync(fd, b, 0, 1, at);
+      hit.push(`${p.name} ${p.pagetype} page ${p.pageno}+${inPage}`);
     }
   } finally {
     closeSync(fd);
   }
+  return hit;
 }
 
 test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): verify names them; reads are exact or ERR_CORRUPT`, { timeout: 300_000 }, async (t) => {
@@ -130,6 +190,8 @@ test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): 
   const c0 = Client.connect(pristine);
   const truth = new Map(states.map((s) => [s, readState(c0, refOf(s))]));
   c0.close();
+  t.diagnostic(`objects by physical form and kind: ${[...forms(pristine)].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  let classStart = 0; // successive seeds walk through every form × kind
   let damagedStates = 0;
   let intactStates = 0;
   for (const seed of SEEDS) {
@@ -137,14 +199,16 @@ test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): 
     const store = join(dir, `seed${seed}.sqlite`);
     copyFileSync(pristine, store);
     const fileFlips = seed % 3 === 0; // every third seed damages SQLite pages of the file instead
-    const hit = fileFlips ? [] : flipObjects(store, r, 1 + (seed % 3));
-    if (fileFlips) flipFilePages(store, r, 2);
+    const flips = 2 + (seed % 2);
+    const hit = fileFlips ? flipFilePages(store, r, 2) : flipObjects(store, r, flips, classStart);
+    if (!fileFlips) classStart += flips;
     let c: Client;
     try {
       c = Client.connect(store);
     } catch (e) {
       // Damage in the schema or header pages: refused, typed.
       assert.ok(isLayerFsError(e, 'ERR_CORRUPT') || isLayerFsError(e, 'ERR_NOT_A_STORE'), `seed ${seed}: ${String(e)}`);
+      t.diagnostic(`seed ${seed}: ${hit.join(', ')}; the Store is refused: ${e.code}`);
       continue;
     }
     try {
@@ -153,6 +217,7 @@ test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): 
         v = c.verify();
       } catch (e) {
         assert.ok(isLayerFsError(e, 'ERR_CORRUPT'), `seed ${seed}: verify threw ${String(e)}`);
+        t.diagnostic(`seed ${seed}: ${hit.join(', ')}; verify fails with ERR_CORRUPT: ${e.message.slice(0, 80)}`);
       }
       // Every state: exactly its bytes, or ERR_CORRUPT.
       const failing = new Set<string>();
@@ -182,7 +247,7 @@ test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): 
         // SQLite page flips: whatever verify says must cover every failing state.
         for (const s of failing) assert.ok(!v.ok && (named.has(s) || v.sqliteCheck !== 'ok'), `seed ${seed}: ${s} fails but verify does not say so`);
       }
-      t.diagnostic(`seed ${seed}: ${fileFlips ? 'file pages' : `objects ${hit.map((h) => h.slice(0, 8)).join(',')}`}; verify ${v.ok ? 'ok' : `${v.damaged.length} damaged, sqlite ${v.sqliteCheck.slice(0, 40)}`}; ${failing.size}/${states.length} states unreadable`);
+      t.diagnostic(`seed ${seed}: ${fileFlips ? 'SQLite' : 'objects'} ${hit.join(', ')}; verify ${v.ok ? 'ok' : `${v.damaged.length} damaged, sqlite ${v.sqliteCheck.slice(0, 40)}`}; ${failing.size}/${states.length} states unreadable`);
     } finally {
       c.close();
     }
