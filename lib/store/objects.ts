@@ -16,6 +16,7 @@ import {
   DELTA_MAX_CHAIN_BYTES,
   DELTA_MAX_DEPTH,
   DELTA_MIN_SIZE,
+  EDIT_CHUNKS,
   KEEP_COMPRESSED,
   KEEP_DELTA,
   looksRandom,
@@ -271,6 +272,13 @@ export class ObjectWriter {
     return undefined;
   }
 
+  /** An object's bytes, whether written by this writer or stored before (authenticated). */
+  read(id: Buffer): Buffer {
+    const own = this.unflushed(id);
+    if (own) return own;
+    return (this.reader ??= new ObjectReader(this.db, this.path)).get(id);
+  }
+
   private bytesOf(id: Buffer): Buffer | undefined {
     const p = this.open.get(id.toString('latin1'));
     if (p) return p.delta ? p.delta.data : p.group.buf.subarray(p.offset, p.offset + p.length);
@@ -362,6 +370,12 @@ export class ObjectWriter {
       offset += length;
     }
     if (fresh.length === 0) return;
+    if (this.compress && fresh.length <= EDIT_CHUNKS && fresh.length < lengths.length) {
+      // An edited large file: its few new chunks join the open groups like small objects, so
+      // the editor's suggestBase can still turn each into a delta against the chunk it replaces.
+      for (const c of fresh) this.put(ObjectKind.Chunk, Buffer.from(c.id), data.subarray(c.offset, c.offset + c.length));
+      return;
+    }
     const rows = Math.max(1, Math.round(freshBytes / CHUNK_PACK_TARGET));
     const rowTarget = freshBytes / rows;
     let start = 0;

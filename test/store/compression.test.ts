@@ -277,3 +277,40 @@ test('a damaged compressed group: reads of its members fail with ERR_CORRUPT, ne
     c2.close();
   }
 });
+
+test('Workspace commits: an edited small file and the new chunk of an edited large file become deltas (pages this small are not tried)', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const small = seededText(21, 6000);
+  const large = seededBytes(22, 600_000);
+  writeFileSync(join(src, 'small.txt'), small);
+  writeFileSync(join(src, 'large.bin'), large);
+  const path = join(dir, 's.sqlite');
+  const c = Client.create(path);
+  try {
+    const init = await c.initLayerStack({ name: 'x', source: src });
+    const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
+    const ws = await c.createWorkspace(branch.name, { at: join(dir, 'ws') });
+    const small2 = Buffer.concat([small.subarray(0, 3000), Buffer.from('a small edit'), small.subarray(3000)]);
+    const large2 = Buffer.from(large);
+    large2.write('overwritten in the middle', 300_000);
+    writeFileSync(join(dir, 'ws', 'small.txt'), small2);
+    writeFileSync(join(dir, 'ws', 'large.bin'), large2);
+    const r = await c.commitWorkspace(ws.id);
+    assert.equal(r.outcome, 'Created');
+    assert.ok(c.cat(branch.name, 'small.txt').equals(small2));
+    assert.ok(c.cat(branch.name, 'large.bin').equals(large2));
+    assert.equal(c.verify().ok, true);
+  } finally {
+    c.close();
+  }
+  const db = new Database(path, { readonly: true });
+  try {
+    const deltas = db.prepare('SELECT kind, count(*) AS n FROM objects WHERE codec = 2 GROUP BY kind').all() as { kind: number; n: number }[];
+    const n = (k: number) => deltas.find((d) => d.kind === k)?.n ?? 0;
+    assert.ok(n(ObjectKind.Blob) === 1 && n(ObjectKind.Chunk) >= 1, JSON.stringify(deltas));
+  } finally {
+    db.close();
+  }
+});

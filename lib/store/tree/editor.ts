@@ -5,6 +5,7 @@
  */
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
+import { leafChunks } from './extents.js';
 import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
 import { TreeKind, updateTree, type Mutation } from './pages.js';
 import { encodeRoot } from './root.js';
@@ -22,18 +23,44 @@ export class NamespaceEditor {
 
   setInode(serial: number, inode: Inode): void {
     this.records.set(serial, inode);
-    if (inode.form === ContentForm.Whole && inode.kind === InodeKind.File && this.base) this.suggestDelta(serial, inode.content!);
+    if (inode.kind === InodeKind.File && inode.form !== ContentForm.None && this.base) this.suggestDelta(serial, inode);
   }
 
-  /** A changed small file is likely a small edit of its previous version: offer it as a delta base. */
-  private suggestDelta(serial: number, content: Buffer): void {
+  /**
+   * A changed file is likely a small edit of its previous version: a small file's old content is
+   * offered as the delta base of its new content; in a large file, each new chunk is offered
+   * the old chunk that covered the same offset.
+   */
+  private suggestDelta(serial: number, inode: Inode): void {
     let old: Inode;
     try {
       old = this.base!.inode(serial);
     } catch {
       return; // a new serial
     }
-    if (old.kind === InodeKind.File && old.form === ContentForm.Whole && !old.content!.equals(content)) this.w.suggestBase(content, old.content!);
+    if (old.kind !== InodeKind.File || old.form !== inode.form || old.content!.equals(inode.content!)) return;
+    if (inode.form === ContentForm.Whole) {
+      this.w.suggestBase(inode.content!, old.content!);
+      return;
+    }
+    try {
+      const before = leafChunks(old.content!, (id) => this.w.read(id));
+      const after = leafChunks(inode.content!, (id) => this.w.read(id));
+      const known = new Set(before.map((c) => c.id.toString('latin1')));
+      for (const c of after) {
+        if (known.has(c.id.toString('latin1'))) continue;
+        let lo = 0;
+        let hi = before.length - 1;
+        while (lo < hi) {
+          const mid = (lo + hi + 1) >> 1;
+          if (before[mid]!.offset <= c.offset) lo = mid;
+          else hi = mid - 1;
+        }
+        if (before[lo]) this.w.suggestBase(c.id, before[lo]!.id);
+      }
+    } catch {
+      // Only a hint: an unreadable old tree means no delta, never a failed commit.
+    }
   }
 
   deleteInode(serial: number): void {

@@ -115,3 +115,20 @@ export function buildExtentTree(extents: Extent[], save: (node: Buffer) => Buffe
   for (const e of extents) b.push(e.id, e.length);
   return b.finish();
 }
+
+/** The chunks of the extent tree at `root` with their file offsets, in order; `load` reads a node. */
+export function leafChunks(root: Buffer, load: (id: Buffer) => Buffer): { id: Buffer; offset: number }[] {
+  const out: { id: Buffer; offset: number }[] = [];
+  let offset = 0;
+  const visit = (id: Buffer): void => {
+    const node = decodeExtentNode(load(id), 'extent node');
+    node.ids.forEach((child, i) => {
+      if (node.level === 0) {
+        out.push({ id: child, offset });
+        offset += node.lengths[i]!;
+      } else visit(child);
+    });
+  };
+  visit(root);
+  return out;
+}
