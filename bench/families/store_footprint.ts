@@ -21,33 +21,40 @@ const family: CampaignFamily = {
     '-A && git commit` ("import"; loose objects, "git loose" = `du -sb .git`), then `git gc` ("git ' +
     'gc"; "git gc\'d" = `du -sb .git` after). Ratios: "stored / content", "stored / canonical" (page ' +
     'and index overhead of SQLite), and "stored / git gc\'d" (below 1× is smaller than a packed git ' +
-    'repository; git\'s packs are zlib-compressed and delta-encoded, the Store is not compressed).',
+    'repository; git\'s packs are zlib-compressed and delta-encoded, the Store\'s zstd-compressed, ' +
+    'docs/FORMAT.md). "layerfs-raw" is the same cell with LAYERFS_COMPRESS=0 (the uncompressed Store), run ' +
+    'just before: "import ×raw" is import time over its import time, "reads ×raw" the CPU time of 2,000 ' +
+    'seeded `cat`s of files ≤ 64 KiB on a fresh connection over its (CPU time: steadier than wall time on a ' +
+    'loaded machine).',
   order: 52,
   peers: ['git'],
   tiers: (quick) => [quick ? 1_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
+    const raw = ctx.runCell({ tier, tool: 'layerfs-raw', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir, '--raw'] });
+    warmCache(fx.dir);
     const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir] });
     warmCache(fx.dir);
     const g = ctx.runCell({ tier, tool: 'git', script: 'git-init.ts', args: ['--dir', fx.dir, '--gc'] });
-    for (const r of [l, g]) {
+    for (const r of [raw, l, g]) {
       r.files ??= fx.manifest.files;
       r.bytes ??= fx.manifest.bytes;
     }
-    return [l, g];
+    return [raw, l, g];
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];
     const headers = [
       'tier', 'tool', 'import', '×git', 'content', 'canonical', 'stored', 'allocated', 'stored / content', 'stored / canonical',
-      'git loose', 'git gc\'d', 'stored / git gc\'d', 'git gc', 'analyze', 'objects', 'peak RSS',
+      'git loose', 'git gc\'d', 'stored / git gc\'d', 'git gc', 'analyze', 'import ×raw', 'reads CPU', 'reads ×raw', 'objects', 'peak RSS',
     ];
     const out = rows.map((r) => {
       const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
       if (bad) return bad;
-      const isL = r.tool === 'layerfs';
+      const isL = r.tool === 'layerfs' || r.tool === 'layerfs-raw';
       const git = isL ? peerOf(rows, r, 'git') : undefined;
+      const raw = r.tool === 'layerfs' ? peerOf(rows, r, 'layerfs-raw') : undefined;
       const packed = isL ? x(git, 'packedBytes') : x(r, 'packedBytes');
       return [
         r.tier,
@@ -65,6 +72,9 @@ const family: CampaignFamily = {
         isL ? fmtX(ratio(r.storeBytes, packed), 3) : DASH,
         isL ? DASH : fmtMs(x(r, 'gcMs')),
         isL ? fmtMs(x(r, 'analyzeMs')) : DASH,
+        raw ? fmtX(ratio(r.ms, raw.ms), 3) : DASH,
+        isL ? fmtMs(x(r, 'readCpuMs')) : DASH,
+        raw ? fmtX(ratio(x(r, 'readCpuMs'), x(raw, 'readCpuMs')), 3) : DASH,
         fmtInt(r.objects),
         fmtMiB(r.maxRssMiB),
       ];
@@ -72,8 +82,10 @@ const family: CampaignFamily = {
     const l = rows.find((r) => r.tool === 'layerfs' && r.status === 'ok');
     const g = l ? peerOf(rows, l, 'git') : undefined;
     if (l) {
+      const raw = peerOf(rows, l, 'layerfs-raw');
       notes.push(
-        `at ${l.tier} files: Store / canonical ${fmtX(ratio(l.storeBytes, x(l, 'uniqueBytes')), 3)}, Store / git gc'd ${fmtX(ratio(l.storeBytes, x(g, 'packedBytes')), 3)} ` +
+        `at ${l.tier} files: Store / canonical ${fmtX(ratio(l.storeBytes, x(l, 'uniqueBytes')), 3)}, Store / git gc'd ${fmtX(ratio(l.storeBytes, x(g, 'packedBytes')), 3)}, ` +
+          `import ×raw ${fmtX(ratio(l.ms, raw?.ms), 3)}, small reads ×raw ${fmtX(ratio(x(l, 'readCpuMs'), x(raw, 'readCpuMs')), 3)} (CPU) ` +
           '(for git, "stored / content" is its gc\'d repository over the content)',
       );
     }
