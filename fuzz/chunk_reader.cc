@@ -133,6 +133,13 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (!d) d = mkdtemp(tmp);
   FUZZ_CHECK(d != nullptr);
   g_dir = d;
+  // libFuzzer ends with exit(): leave no scratch directory behind.
+  std::atexit([] {
+    unlink((g_dir + "/data").c_str());
+    unlink((g_dir + "/special").c_str());
+    rmdir((g_dir + "/special").c_str());
+    rmdir(g_dir.c_str());
+  });
   return 0;
 }
 
