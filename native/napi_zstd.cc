@@ -3,8 +3,15 @@
 // Frames are written magicless, without checksum or dictionary id: the Store re-hashes every
 // decoded object against its id, so those fields would only cost bytes. The decoded size stays in
 // the frame header (a group's members are addressed inside it). A "prefix" is raw content the frame may refer to (a delta's base).
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
+#include <map>
+#include <vector>
 
 #define ZSTD_STATIC_LINKING_ONLY
 #include "zstd.h"
@@ -24,6 +31,141 @@ ZSTD_CCtx* Cctx() {
 ZSTD_DCtx* Dctx() {
   static thread_local ZSTD_DCtx* d = ZSTD_createDCtx();
   return d;
+}
+
+// Sets the frame parameters every compression uses; returns a zstd error code or 0.
+size_t Configure(ZSTD_CCtx* c, int level) {
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
+  if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
+  return ZSTD_isError(r) ? r : 0;
+}
+
+// Background compression: one worker thread compresses queued inputs in order, so the writer
+// (lib/store/objects.ts) keeps storing while a sealed group compresses, and collects the frame
+// when it writes the row. Jobs are identified by increasing numbers; a result is taken once.
+struct Job {
+  std::vector<uint8_t> input;
+  int level = 3;
+  std::string output;
+  std::string error;
+  bool done = false;
+};
+
+class Compressor {
+ public:
+  uint64_t Submit(const uint8_t* data, size_t size, int level) {
+    auto job = std::make_shared<Job>();
+    job->input.assign(data, data + size);
+    job->level = level;
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    const uint64_t id = ++next_;
+    jobs_[id] = job;
+    queue_.push_back(job);
+    cv_.notify_all();
+    return id;
+  }
+
+  // Waits for job `id`; false if there is no such job.
+  bool Take(uint64_t id, std::string* out, std::string* error) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) return false;
+    std::shared_ptr<Job> job = it->second;
+    done_cv_.wait(lock, [&] { return job->done; });
+    jobs_.erase(it);
+    out->swap(job->output);
+    error->swap(job->error);
+    return true;
+  }
+
+  ~Compressor() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+      cv_.notify_all();
+    }
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  void Run() {
+    ZSTD_CCtx* c = ZSTD_createCCtx();
+    for (;;) {
+      std::shared_ptr<Job> job;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        if (stop_ && queue_.empty()) break;
+        job = queue_.front();
+        queue_.pop_front();
+      }
+      std::string out;
+      std::string error;
+      size_t r = c ? Configure(c, job->level) : 0;
+      if (!c) {
+        error = "zstd: out of memory";
+      } else if (ZSTD_isError(r)) {
+        error = ZSTD_getErrorName(r);
+      } else {
+        out.resize(ZSTD_compressBound(job->input.size()));
+        r = ZSTD_compress2(c, out.data(), out.size(), job->input.data(), job->input.size());
+        if (ZSTD_isError(r)) error = ZSTD_getErrorName(r);
+        else out.resize(r);
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      job->output.swap(out);
+      job->error.swap(error);
+      job->done = true;
+      std::vector<uint8_t>().swap(job->input);
+      while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
+      done_cv_.notify_all();
+    }
+    ZSTD_freeCCtx(c);
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::condition_variable done_cv_;
+  std::deque<std::shared_ptr<Job>> queue_;
+  // By job number. Results nobody takes (a writer whose transaction failed) are dropped once
+  // more than kKeep jobs are held, oldest first.
+  std::map<uint64_t, std::shared_ptr<Job>> jobs_;
+  static constexpr size_t kKeep = 1024;
+  std::thread thread_;
+  uint64_t next_ = 0;
+  bool stop_ = false;
+};
+
+Compressor& Background() {
+  // Never destroyed: it may be in use by any Node environment until the process exits.
+  static Compressor* c = new Compressor();
+  return *c;
+}
+
+// zstdCompressStart(data, level) → job number
+Napi::Value CompressStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "data");
+  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
+  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value());
+  return Napi::Number::New(env, static_cast<double>(id));
+}
+
+// zstdCompressResult(job) → Buffer (waits for it)
+Napi::Value CompressResult(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "job must be a number");
+  std::string out;
+  std::string error;
+  if (!Background().Take(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue()), &out, &error)) {
+    throw Napi::Error::New(env, "zstd: no such compression job");
+  }
+  if (!error.empty()) throw Napi::Error::New(env, "zstd compress: " + error);
+  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), out.size());
 }
 
 void Check(const Napi::Env& env, size_t r, const char* what) {
@@ -98,6 +240,8 @@ Napi::Value Decompress(const Napi::CallbackInfo& info) {
 void InitZstd(Napi::Env env, Napi::Object exports) {
   exports.Set("zstdCompress", Napi::Function::New(env, Compress, "zstdCompress"));
   exports.Set("zstdDecompress", Napi::Function::New(env, Decompress, "zstdDecompress"));
+  exports.Set("zstdCompressStart", Napi::Function::New(env, CompressStart, "zstdCompressStart"));
+  exports.Set("zstdCompressResult", Napi::Function::New(env, CompressResult, "zstdCompressResult"));
   exports.Set("zstdVersion", ZSTD_versionString());
 }
 

@@ -145,6 +145,8 @@ export interface NativeBinding {
   listXattrs(path: Buffer): string[];
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
+  zstdCompressStart(data: Uint8Array, level: number): number;
+  zstdCompressResult(job: number): Buffer;
   zstdVersion: string;
   defaultThreads: number;
   simd: string;

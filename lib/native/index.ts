@@ -23,4 +23,4 @@ export { walkTree, walkTreeSync, walkTreeAgainst, walkTreeAgainstSync, walkName,
 export { readChunks, ChunkStream, DEFAULT_PIECE_SIZE, type ChunkPiece, type FileIdentity, type ReadChunksOptions } from './stream.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';
-export { zstdCompress, zstdDecompress, ZSTD_VERSION } from './zstd.js';
+export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';

@@ -13,6 +13,19 @@ export function zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Arra
 }
 
 /**
+ * Starts compressing a copy of `data` on the addon's background thread; returns a job number
+ * for zstdCompressResult. Jobs run in order; each result must be taken once.
+ */
+export function zstdCompressStart(data: Uint8Array, level: number): number {
+  return native.zstdCompressStart(data, level);
+}
+
+/** The frame of a job started with zstdCompressStart, waiting for it if it is still running. */
+export function zstdCompressResult(job: number): Buffer {
+  return native.zstdCompressResult(job);
+}
+
+/**
  * Decodes one frame that must yield exactly `size` bytes (with the same `prefix` it was
  * compressed with). A damaged frame is ERR_CORRUPT.
  */

@@ -5,7 +5,7 @@
  * separately compressed frames, and a changed file or page may be stored as a delta against
  * its previous version (docs/FORMAT.md "Physical forms"); the physical form never changes an id.
  */
-import { objectId, zstdCompress, zstdDecompress } from '../native/index.js';
+import { objectId, zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
@@ -123,15 +123,14 @@ interface ChainInfo {
   bytes: number;
 }
 
-/** An object's index entry, waiting for its row to be inserted. */
-interface RowEntry {
-  p: Pending;
-  codec: Codec;
-  offset: number;
-  length: number;
-  at: number;
-  base: Buffer | null;
-}
+/**
+ * A part of the row being assembled: a sealed group (its plain bytes, and the background
+ * compression job of it, if any) or one delta frame.
+ */
+type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined } | { delta: Pending };
+
+/** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
+const EXPECTED_RATIO = 0.4;
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -155,9 +154,9 @@ export class ObjectWriter {
    * only ones a probe of the index cannot see yet.
    */
   private readonly open = new Map<string, Pending>();
-  private rowParts: Buffer[] = [];
+  private rowParts: RowPart[] = [];
+  /** Expected stored bytes of rowParts. */
   private rowBytes = 0;
-  private rowEntries: RowEntry[] = [];
   private readonly rowTarget: number;
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
@@ -241,8 +240,7 @@ export class ObjectWriter {
     if (frame.length > p.length * KEEP_DELTA) return;
     p.delta = { base: baseId, frame, data: Buffer.from(data), depth: chain.depth + 1 };
     p.group.moved++;
-    this.rowEntries.push({ p, codec: Codec.Delta, offset: this.rowBytes, length: frame.length, at: 0, base: baseId });
-    this.rowParts.push(frame);
+    this.rowParts.push({ delta: p });
     this.rowBytes += frame.length;
     if (this.rowBytes >= this.rowTarget) this.writeRow();
   }
@@ -308,39 +306,47 @@ export class ObjectWriter {
       let pos = 0;
       at = live.map((p) => (pos += p.length) - p.length);
     }
-    let frame: Buffer | null = null;
-    if (g.compress) {
-      const z = zstdCompress(data, COMPRESSION_LEVEL);
-      if (z.length <= data.length * KEEP_COMPRESSED) frame = z;
-    }
-    const start = this.rowBytes;
-    live.forEach((p, i) =>
-      this.rowEntries.push(
-        frame
-          ? { p, codec: Codec.Zstd, offset: start, length: frame.length, at: at[i]!, base: null }
-          : { p, codec: Codec.Raw, offset: start + at[i]!, length: p.length, at: 0, base: null },
-      ),
-    );
-    const part = frame ?? data;
-    this.rowParts.push(part);
-    this.rowBytes += part.length;
+    // Compressed on the addon's thread while this writer goes on; collected in writeRow().
+    const job = g.compress ? zstdCompressStart(data, COMPRESSION_LEVEL) : undefined;
+    this.rowParts.push({ live, at, data, job });
+    this.rowBytes += job === undefined ? data.length : data.length * EXPECTED_RATIO;
     if (this.rowBytes >= this.rowTarget) this.writeRow();
   }
 
   private writeRow(): void {
-    if (this.rowEntries.length === 0) return;
-    const row = this.rowParts.length === 1 ? this.rowParts[0]! : Buffer.concat(this.rowParts, this.rowBytes);
+    if (this.rowParts.length === 0) return;
+    const bufs: Buffer[] = [];
+    const entries: [Pending, Codec, number, number, number, Buffer | null][] = [];
+    let off = 0;
+    for (const part of this.rowParts) {
+      if ('delta' in part) {
+        const d = part.delta.delta!;
+        entries.push([part.delta, Codec.Delta, off, d.frame.length, 0, d.base]);
+        bufs.push(d.frame);
+        off += d.frame.length;
+        continue;
+      }
+      let frame: Buffer | null = null;
+      if (part.job !== undefined) {
+        const z = zstdCompressResult(part.job);
+        if (z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
+      }
+      part.live.forEach((p, i) => entries.push(frame ? [p, Codec.Zstd, off, frame.length, part.at[i]!, null] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
+      const bytes = frame ?? part.data;
+      bufs.push(bytes);
+      off += bytes.length;
+    }
+    const row = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs, off);
     try {
       // SQLite copies the bound bytes.
       const pack = Number(this.insertPack.run(row).lastInsertRowid);
-      for (const e of this.rowEntries) this.insertObject.run(e.p.id, e.p.kind, e.p.length, e.codec, pack, e.offset, e.length, e.at, e.base);
+      for (const [p, codec, offset, length, at, base] of entries) this.insertObject.run(p.id, p.kind, p.length, codec, pack, offset, length, at, base);
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
-    for (const e of this.rowEntries) this.open.delete(e.p.id.toString('latin1'));
+    for (const [p] of entries) this.open.delete(p.id.toString('latin1'));
     this.rowParts = [];
     this.rowBytes = 0;
-    this.rowEntries = [];
   }
 
   /**

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { zstdCompress, zstdDecompress } from '../../lib/native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } from '../../lib/native/index.js';
 import { Client } from '../../lib/sdk/index.js';
 import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { LayerFsError } from '../../lib/errors.js';
@@ -63,6 +63,13 @@ test('native zstd: round trips with and without a prefix; damaged frames are ERR
   const frame = zstdCompress(seededText(8, 10_000), 3);
   frame[frame.length >> 1]! ^= 0x55;
   assert.throws(() => zstdDecompress(frame, 10_000), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
+});
+
+test('background compression: jobs return the frames of their inputs, taken in any order, once', () => {
+  const inputs = SIZES.map((n, i) => (i % 2 ? seededBytes(300 + i, n) : seededText(300 + i, n)));
+  const jobs = inputs.map((d) => zstdCompressStart(d, 3));
+  for (let i = jobs.length - 1; i >= 0; i--) assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!), inputs[i]!.length).equals(inputs[i]!));
+  assert.throws(() => zstdCompressResult(jobs[0]!), /no such compression job/);
 });
 
 test('small objects of every size round-trip; text is grouped compressed, random stays raw', () => {
