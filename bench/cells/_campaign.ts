@@ -122,6 +122,11 @@ export function gitQuick(args: string[], env: NodeJS.ProcessEnv, cwd?: string): 
   return performance.now() - t;
 }
 
+/** `git init && git add -A && git commit -m init` in `dir` (the untimed setup of a git peer); ms. */
+export function gitInitCommit(env: NodeJS.ProcessEnv, dir: string): number {
+  return gitQuick(['init', '-q'], env, dir) + gitQuick(['add', '-A'], env, dir) + gitQuick(['commit', '-q', '-m', 'init'], env, dir);
+}
+
 export { duBytes };
 
 // ---- seeded bytes ----

@@ -10,7 +10,7 @@ import path from 'node:path';
 import { cellArgs, requireArgs, BRANCH_DEV_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { copyTree } from '../fixtures/copy.js';
-import { devEdit, duBytes, git, gitEnvPlain, gitQuick, median, r1, r3 } from './_campaign.js';
+import { devEdit, duBytes, git, gitEnvPlain, gitInitCommit, gitQuick, median, r1, r3 } from './_campaign.js';
 
 const CELL = 'git-branch-dev';
 const a = cellArgs(BRANCH_DEV_OPTIONS);
@@ -27,9 +27,7 @@ try {
   const trunk = path.join(tmp, 'trunk');
   const env = gitEnvPlain();
   copyTree(path.resolve(a.dir), trunk);
-  let initMs = gitQuick(['init', '-q'], env, trunk);
-  initMs += gitQuick(['add', '-A'], env, trunk);
-  initMs += gitQuick(['commit', '-q', '-m', 'init'], env, trunk);
+  const initMs = gitInitCommit(env, trunk);
   const gitDir = path.join(trunk, '.git');
   const before = duBytes(gitDir);
 

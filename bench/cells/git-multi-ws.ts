@@ -9,7 +9,7 @@ import path from 'node:path';
 import { cellArgs, requireArgs, MULTI_WS_OPTIONS } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
 import { copyTree } from '../fixtures/copy.js';
-import { duBytes, git, gitEnvPlain, gitQuick, r1 } from './_campaign.js';
+import { duBytes, git, gitEnvPlain, gitInitCommit, r1 } from './_campaign.js';
 import { runWorkers, summarize } from './_ws-parallel.js';
 
 const CELL = 'git-multi-ws';
@@ -24,9 +24,7 @@ try {
   const main = path.join(tmp, 'main');
   const env = gitEnvPlain();
   copyTree(path.resolve(a.dir), main);
-  let initMs = gitQuick(['init', '-q'], env, main);
-  initMs += gitQuick(['add', '-A'], env, main);
-  initMs += gitQuick(['commit', '-q', '-m', 'init'], env, main);
+  const initMs = gitInitCommit(env, main);
   const dirs: string[] = [];
   for (let i = 0; i < n; i++) {
     dirs.push(path.join(tmp, `w${i}`));
