@@ -22,14 +22,14 @@ export const KEEP_COMPRESSED = 0.9;
 /** A delta is kept only if it is at most this fraction of the object's size. */
 export const KEEP_DELTA = 0.25;
 /** Deltas below this size are not tried: the group compresses them about as well. */
-export const DELTA_MIN_SIZE = 256;
+export const DELTA_MIN_SIZE = 64;
 /**
  * A large file stored with at most this many new chunks (the rest already stored) is an edit:
  * its new chunks are grouped like small objects, so they can become deltas (ObjectWriter.putChunks).
  */
 export const EDIT_CHUNKS = 8;
 /** Bounds on a delta chain, so a read decodes at most this many links and bytes. */
-export const DELTA_MAX_DEPTH = 8;
+export const DELTA_MAX_DEPTH = 16;
 export const DELTA_MAX_CHAIN_BYTES = 512 * 1024;
 
 /** `LAYERFS_COMPRESS=0` writes every object raw (benchmarks use it for the uncompressed baseline). */

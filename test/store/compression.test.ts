@@ -12,6 +12,7 @@ import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } f
 import { Client } from '../../lib/sdk/index.js';
 import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { LayerFsError } from '../../lib/errors.js';
+import { DELTA_MAX_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
 /** Deterministic text-like bytes: words from a small vocabulary, lines of code-ish shape. */
@@ -144,7 +145,7 @@ test('deltas: a file edited many times is stored as bounded delta chains and rea
       return loc.codec === Codec.Delta ? 1 + depth(loc.base!) : 0;
     };
     const depths = versions.map(([id]) => depth(id));
-    assert.ok(Math.max(...depths) <= 8, `depths ${depths.join(',')}`);
+    assert.ok(Math.max(...depths) <= DELTA_MAX_DEPTH, `depths ${depths.join(',')}`);
     assert.ok(depths.filter((d) => d > 0).length >= 25, `most versions are deltas: ${depths.join(',')}`);
     for (const [id, data] of versions) assert.ok(store.objects.get(id, ObjectKind.Blob).equals(data));
     // A delta only pays for small edits; an unrelated file stays whole.
