@@ -5,7 +5,8 @@
 //   --tiers N[,N…]       keep only tiers with these values (e.g. --tiers 100000)
 //   --tiers F=N[,N…]     for family F only (repeatable; overrides a plain --tiers for F)
 //   --report             also write docs/BENCHMARKS.md and docs/bench/*.svg
-//   --report-from FILE   redraw the report from a results JSON, run nothing
+//   --report-from FILE   redraw the report from a results JSON, run nothing; repeat it to merge
+//                        several runs (e.g. small tiers, then the large ones) into one report
 //   --reps N             run each cell N times, keep the median-time run (default 1); the
 //                        machine is shared, so use 3+ when comparing small differences
 //   --keep-tmp           keep each cell's scratch directory (for debugging)
@@ -36,7 +37,7 @@ const { values: opt } = parseArgs({
     only: { type: 'string', multiple: true },
     tiers: { type: 'string', multiple: true },
     report: { type: 'boolean', default: false },
-    'report-from': { type: 'string' },
+    'report-from': { type: 'string', multiple: true },
     'keep-tmp': { type: 'boolean', default: false },
     tsx: { type: 'boolean', default: false },
     reps: { type: 'string', default: '1' },
@@ -67,6 +68,23 @@ function runRepeated(once: () => Row, reps: number): Row {
   return { ...median, extra: { ...median.extra, repsMs: runs.map((r) => r.ms) } };
 }
 
+/** Several runs as one: rows and fixtures together, the first run's machine, the whole time span. */
+function mergeResults(runs: Results[]): Results {
+  if (runs.length === 1) return runs[0]!;
+  const [first] = runs;
+  const fixtures: FixtureNote[] = [];
+  for (const f of runs.flatMap((r) => r.fixtures)) if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
+  return {
+    ...first!,
+    startedAt: runs.map((r) => r.startedAt).sort()[0]!,
+    finishedAt: runs.map((r) => r.finishedAt).sort().reverse()[0]!,
+    quick: runs.every((r) => r.quick),
+    argv: runs.flatMap((r, i) => (i === 0 ? r.argv : ['+', ...r.argv])),
+    fixtures,
+    rows: runs.flatMap((r) => r.rows),
+  };
+}
+
 async function report(results: Results, families: Family[]): Promise<void> {
   const out = await writeReport(results, families);
   log(`report: ${path.relative(REPO_ROOT, out.file)} (${out.charts.length} charts)`);
@@ -85,7 +103,7 @@ async function main(): Promise<number> {
     return 0;
   }
   if (opt['report-from'] !== undefined) {
-    const results = JSON.parse(fs.readFileSync(opt['report-from'], 'utf8')) as Results;
+    const results = mergeResults(opt['report-from'].map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Results));
     for (const name of new Set(results.rows.map((r) => r.family))) {
       printTable(families.find((f) => f.name === name), name, results.rows.filter((r) => r.family === name));
     }
