@@ -2,8 +2,7 @@
  * The Workspace lifecycle: create (materialize a Branch head), status, commit (publish by
  * compare-and-swap on the Branch head), end (remove the projection; never commits).
  */
-import { existsSync, readdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, publishCommit, uuidv7, type BranchRow, type CommitRow } from '../history/index.js';
@@ -14,25 +13,13 @@ import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { materialize, removeProjection } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
-import { getWorkspace, type Projection, type WorkspaceRow } from './rows.js';
+import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
 export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize'): WorkspaceRow {
   if (projection !== 'materialize') {
     throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${projection} projection is not available yet`, { hint: 'use --projection materialize' });
   }
-  const dir = resolve(at);
-  if (existsSync(dir)) {
-    let entries: string[];
-    try {
-      entries = readdirSync(dir);
-    } catch {
-      throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${dir} exists and is not a directory`, { path: dir });
-    }
-    if (entries.length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${dir} is not empty`, { path: dir, hint: '--at must name an empty or absent directory' });
-  }
-  if (store.db.prepare('SELECT 1 FROM workspaces WHERE path = ?').get(dir)) {
-    throw new LayerFsError('ERR_EXISTS', `a Workspace already uses ${dir}`, { path: dir });
-  }
+  const dir = workspaceTarget(store, at);
   const { head, base, root } = store.read(() => {
     const b = getBranch(store, branch.id)!;
     return { head: b.headCommitId, base: b.baseLayerId, root: branchRoot(store, b) };

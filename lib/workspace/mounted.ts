@@ -3,31 +3,17 @@
  * serves (lib/mount), so this layer only records the Workspace and forgets it again; mounting,
  * status, commit and unmount go through the daemon (the SDK routes them).
  */
-import { existsSync, mkdirSync, readdirSync, rmdirSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { LayerFsError } from '../errors.js';
+import { mkdirSync, rmdirSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, uuidv7, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { dropCache } from './cache.js';
 import { forgetExecutions } from './exec.js';
-import { getWorkspace, type WorkspaceRow } from './rows.js';
+import { getWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
 
 /** Records a FUSE Workspace of the Branch head at `at` (created empty when absent); nothing is written there. */
 export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string): WorkspaceRow {
-  const dir = resolve(at);
-  if (existsSync(dir)) {
-    let entries: string[];
-    try {
-      entries = readdirSync(dir);
-    } catch {
-      throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${dir} exists and is not a directory`, { path: dir });
-    }
-    if (entries.length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${dir} is not empty`, { path: dir, hint: '--at must name an empty or absent directory' });
-  }
-  if (store.db.prepare('SELECT 1 FROM workspaces WHERE path = ?').get(dir)) {
-    throw new LayerFsError('ERR_EXISTS', `a Workspace already uses ${dir}`, { path: dir });
-  }
+  const dir = workspaceTarget(store, at);
   mkdirSync(dir, { recursive: true });
   const id = uuidv7();
   store.writeSync(() => {

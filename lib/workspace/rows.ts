@@ -2,6 +2,7 @@
 import { LayerFsError } from '../errors.js';
 import { uniqueByPrefix } from '../history/index.js';
 import type { Store } from '../store/index.js';
+import { existsSync, readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
 
 export type Projection = 'materialize' | 'fuse';
@@ -39,4 +40,25 @@ export function resolveWorkspace(store: Store, ref: string): WorkspaceRow {
   const row = id && getWorkspace(store, id);
   if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no Workspace with id or directory ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query workspaces`' });
   return row;
+}
+
+/**
+ * The absolute directory a new Workspace may use: absent or empty (a projection never mixes
+ * with files it did not write) and not already another Workspace's.
+ */
+export function workspaceTarget(store: Store, at: string): string {
+  const dir = resolve(at);
+  if (existsSync(dir)) {
+    let entries: string[];
+    try {
+      entries = readdirSync(dir);
+    } catch {
+      throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${dir} exists and is not a directory`, { path: dir });
+    }
+    if (entries.length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${dir} is not empty`, { path: dir, hint: '--at must name an empty or absent directory' });
+  }
+  if (store.db.prepare('SELECT 1 FROM workspaces WHERE path = ?').get(dir)) {
+    throw new LayerFsError('ERR_EXISTS', `a Workspace already uses ${dir}`, { path: dir });
+  }
+  return dir;
 }

@@ -4,6 +4,7 @@
 // Until then the kernel still queues requests to that FUSE connection, and the abort then fails
 // them with ECONNABORTED instead of the ENOTCONN of a dead connection.
 import { readdirSync, readFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 /** Whether any thread of `pid` still exists (a leader-only zombie counts as gone). */
@@ -33,4 +34,20 @@ export async function processGone(pid: number, timeoutMs = 60_000): Promise<{ le
     if (Date.now() > deadline) throw new Error(`process ${pid} did not exit within ${timeoutMs} ms`);
     await sleep(5);
   }
+}
+
+/** Alive and not a zombie. */
+export function alive(pid: number): boolean {
+  try {
+    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `path` is a mount point in this process's mount namespace. */
+export async function mounted(path: string): Promise<boolean> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8');
+  return text.split('\n').some((l) => l.split(' ')[4] === path);
 }

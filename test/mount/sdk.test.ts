@@ -6,12 +6,12 @@
 // processes (it never reads or writes into it itself).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { alive, mounted } from '../helpers/process-gone.js';
 import { ok, run, setupStore, type StoreSetup } from './helpers.js';
 
 const skip = !fuseAvailable().ok ? `FUSE is not usable here: ${fuseAvailable().reason}` : process.getuid?.() !== 0 ? 'needs root (kernel backend)' : false;
@@ -21,20 +21,6 @@ function fill(src: string): void {
   writeFileSync(join(src, 'a.txt'), 'one\n');
   writeFileSync(join(src, 'old.txt'), 'moved\n');
   writeFileSync(join(src, 'gone.txt'), 'bye\n');
-}
-
-function alive(pid: number): boolean {
-  try {
-    const st = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return st.slice(st.lastIndexOf(')') + 2, st.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
-}
-
-async function mounted(path: string): Promise<boolean> {
-  const text = await readFile('/proc/self/mountinfo', 'utf8');
-  return text.split('\n').some((l) => l.split(' ')[4] === path);
 }
 
 const sh = (cwd: string, script: string) => ok('sh', ['-c', script], { cwd });
