@@ -13,8 +13,13 @@ export enum Codec {
   Delta = 2,
 }
 
-/** zstd level of groups and chunk frames: level 3 compressed within a few percent of 9 at several times the speed. */
-export const COMPRESSION_LEVEL = 3;
+/**
+ * zstd level of groups and chunk frames. Level 1, not 3: on the 100,000-file fixture level 3 made
+ * the Store 1.1 % smaller (300.3 vs 303.7 MB) but its one compression thread became the import's
+ * bottleneck on 2 busy cores (import 1.5–2× raw instead of 1.0–1.3×; docs/DESIGN.md). Readers
+ * decode any level.
+ */
+export const COMPRESSION_LEVEL = 1;
 /** Deltas are small inputs written only for changed files and pages: a high level costs little there. */
 export const DELTA_LEVEL = 19;
 /** A compressed frame is kept only if it is at most this fraction of its input; otherwise raw. */
