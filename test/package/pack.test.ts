@@ -13,7 +13,7 @@ import { tempDir } from '../helpers/tmp.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
-test('npm pack ships a prebuilt addon that loads in a fresh project without compiling', { timeout: 600_000 }, () => {
+test('npm pack ships a prebuilt addon that loads in a fresh project without compiling', { timeout: 840_000 }, () => {
   const dir = tempDir('layerfs-pack-');
   const run = (cmd: string, args: string[], cwd: string) => execFileSync(cmd, args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, npm_config_audit: 'false', npm_config_fund: 'false' } });
   // Pack from a copy: prepack rebuilds the addon, which must not replace the build/ that the
