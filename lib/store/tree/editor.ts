@@ -5,7 +5,7 @@
  */
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
-import { leafChunks } from './extents.js';
+import { replacedChunks } from './extents.js';
 import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
 import { TreeKind, updateTree, type Mutation } from './pages.js';
 import { encodeRoot } from './root.js';
@@ -44,20 +44,7 @@ export class NamespaceEditor {
       return;
     }
     try {
-      const before = leafChunks(old.content!, (id) => this.w.read(id));
-      const after = leafChunks(inode.content!, (id) => this.w.read(id));
-      const known = new Set(before.map((c) => c.id.toString('latin1')));
-      for (const c of after) {
-        if (known.has(c.id.toString('latin1'))) continue;
-        let lo = 0;
-        let hi = before.length - 1;
-        while (lo < hi) {
-          const mid = (lo + hi + 1) >> 1;
-          if (before[mid]!.offset <= c.offset) lo = mid;
-          else hi = mid - 1;
-        }
-        if (before[lo]) this.w.suggestBase(c.id, before[lo]!.id);
-      }
+      for (const c of replacedChunks(old.content!, inode.content!, (id) => this.w.read(id))) this.w.suggestBase(c.id, c.base);
     } catch {
       // Only a hint: an unreadable old tree means no delta, never a failed commit.
     }

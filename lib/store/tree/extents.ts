@@ -116,19 +116,63 @@ export function buildExtentTree(extents: Extent[], save: (node: Buffer) => Buffe
   return b.finish();
 }
 
-/** The chunks of the extent tree at `root` with their file offsets, in order; `load` reads a node. */
-export function leafChunks(root: Buffer, load: (id: Buffer) => Buffer): { id: Buffer; offset: number }[] {
-  const out: { id: Buffer; offset: number }[] = [];
-  let offset = 0;
-  const visit = (id: Buffer): void => {
-    const node = decodeExtentNode(load(id), 'extent node');
-    node.ids.forEach((child, i) => {
-      if (node.level === 0) {
-        out.push({ id: child, offset });
-        offset += node.lengths[i]!;
-      } else visit(child);
-    });
+/** One entry of a walk frontier: a node (level > 0) or a chunk (level 0) and where it starts. */
+interface ExtentRef {
+  id: Buffer;
+  level: number;
+  offset: number;
+}
+
+/**
+ * The chunks of `after` that `before` does not share, each paired with the chunk of `before`
+ * that covered the same offset (a likely delta base). Both trees are expanded one level at a
+ * time and subtrees they share are dropped before expanding, so the nodes read follow the edit,
+ * not the file size: a 4 KiB write into a 500 MiB file reads a few nodes per level.
+ */
+export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer) => Buffer): { id: Buffer; base: Buffer }[] {
+  const nodes = new Map<string, ExtentNode>();
+  const node = (id: Buffer): ExtentNode => {
+    const k = id.toString('latin1');
+    let n = nodes.get(k);
+    if (!n) nodes.set(k, (n = decodeExtentNode(load(id), 'extent node')));
+    return n;
   };
-  visit(root);
-  return out;
+  let a: ExtentRef[] = [{ id: before, level: node(before).level + 1, offset: 0 }];
+  let b: ExtentRef[] = [{ id: after, level: node(after).level + 1, offset: 0 }];
+  for (;;) {
+    const inA = new Set(a.map((r) => r.id.toString('latin1')));
+    const shared = new Set(b.map((r) => r.id.toString('latin1')).filter((k) => inA.has(k)));
+    a = a.filter((r) => !shared.has(r.id.toString('latin1')));
+    b = b.filter((r) => !shared.has(r.id.toString('latin1')));
+    if (b.length === 0) return [];
+    const top = Math.max(...a.map((r) => r.level), ...b.map((r) => r.level));
+    if (top === 0) return b.map((c) => ({ id: c.id, base: coveringChunk(a, c.offset) })).filter((p): p is { id: Buffer; base: Buffer } => p.base !== undefined);
+    const expand = (refs: ExtentRef[]): ExtentRef[] =>
+      refs.flatMap((r) => {
+        if (r.level !== top) return [r];
+        // A ref's level is its node's level + 1, so a node of level 0 expands into chunks (0).
+        const n = node(r.id);
+        let offset = r.offset;
+        return n.ids.map((id, i) => {
+          const child = { id, level: n.level, offset };
+          offset += n.lengths[i]!;
+          return child;
+        });
+      });
+    a = expand(a);
+    b = expand(b);
+  }
+}
+
+/** The last chunk of `chunks` (sorted by offset) starting at or before `offset`. */
+function coveringChunk(chunks: ExtentRef[], offset: number): Buffer | undefined {
+  let lo = 0;
+  let hi = chunks.length - 1;
+  if (hi < 0) return undefined;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (chunks[mid]!.offset <= offset) lo = mid;
+    else hi = mid - 1;
+  }
+  return chunks[lo]!.id;
 }
