@@ -9,6 +9,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cellArgs, requireArgs } from '../lib/args.js';
 import { duBytes, emit, fail } from '../lib/cell.js';
+import { gitEnv } from './_campaign.js';
 import { applyRound, listFiles, ROUNDS } from './_edit-history.js';
 
 const CELL = 'git-edit-history';
@@ -21,19 +22,7 @@ try {
   const tmp = path.resolve(a.tmp);
   const work = path.join(tmp, 'work');
   execFileSync('cp', ['-a', path.resolve(a.dir), work]);
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    GIT_DIR: path.join(work, '.git'),
-    GIT_WORK_TREE: work,
-    GIT_CONFIG_NOSYSTEM: '1',
-    GIT_CONFIG_GLOBAL: '/dev/null',
-    GIT_AUTHOR_NAME: 'bench',
-    GIT_AUTHOR_EMAIL: 'bench@example.invalid',
-    GIT_COMMITTER_NAME: 'bench',
-    GIT_COMMITTER_EMAIL: 'bench@example.invalid',
-    GIT_AUTHOR_DATE: '1700000000 +0000',
-    GIT_COMMITTER_DATE: '1700000000 +0000',
-  };
+  const env = gitEnv(path.join(work, '.git'), work);
   const git = (...args: string[]) => execFileSync('git', ['-c', 'gc.auto=0', '-c', 'maintenance.auto=false', ...args], { env, cwd: work, stdio: ['ignore', 'pipe', 'pipe'], maxBuffer: 1 << 26 });
   // The file list first: .git must not be part of it.
   const files = listFiles(work);

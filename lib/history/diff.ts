@@ -22,7 +22,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { ByteReader } from '../format/bytes.js';
-import { ContentForm, decodeInode, InodeKind, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
+import { ContentForm, decodeInode, INODE_KIND_NAMES, InodeKind, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
 import { diffTrees } from './diff-trees.js';
 
 export type ChangeKind = 'added' | 'deleted' | 'modified' | 'renamed';
@@ -69,14 +69,7 @@ const DEFAULT_LIMIT = 1000;
 const EMPTY = Buffer.alloc(0);
 const SLASH = 0x2f;
 const FIELD_ORDER: ChangedField[] = ['content', 'kind', 'mode', 'owner', 'mtime', 'target', 'xattrs', 'links'];
-const KIND_NAMES: Record<InodeKind, EntryKind> = {
-  [InodeKind.File]: 'file',
-  [InodeKind.Dir]: 'dir',
-  [InodeKind.Symlink]: 'symlink',
-  [InodeKind.Fifo]: 'fifo',
-  [InodeKind.CharDev]: 'chardev',
-  [InodeKind.BlockDev]: 'blockdev',
-};
+const KIND_NAMES: Record<InodeKind, EntryKind> = INODE_KIND_NAMES;
 
 /**
  * The changes from state `fromRoot` to state `toRoot` (filesystem root ids), sorted by path

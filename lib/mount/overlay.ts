@@ -15,7 +15,7 @@ import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { getBranch, publishCommit, type CommitRow } from '../history/index.js';
-import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
+import { ContentForm, INODE_KIND_NAMES, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
 import { ContentCache, FileData, MemoryBudget, spoolFactory, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
 import { fail, FsError } from './errno.js';
 
@@ -164,14 +164,7 @@ export interface OverlayChange {
 }
 
 const SLASH = Buffer.from('/');
-const CHANGE_KIND_NAMES: Partial<Record<InodeKind, string>> = {
-  [InodeKind.File]: 'file',
-  [InodeKind.Dir]: 'dir',
-  [InodeKind.Symlink]: 'symlink',
-  [InodeKind.Fifo]: 'fifo',
-  [InodeKind.CharDev]: 'chardev',
-  [InodeKind.BlockDev]: 'blockdev',
-};
+const CHANGE_KIND_NAMES: Partial<Record<InodeKind, string>> = INODE_KIND_NAMES;
 
 export class Overlay {
   private view: FsView;

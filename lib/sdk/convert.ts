@@ -2,7 +2,7 @@
 import { toHex } from '../format/hex.js';
 import type { BranchRow, CommitRow, LayerRow, LayerStackRow } from '../history/index.js';
 import type { WorkspaceRow } from '../workspace/index.js';
-import { InodeKind, type Inode } from '../store/index.js';
+import { INODE_KIND_NAMES, InodeKind, type Inode } from '../store/index.js';
 import type { BranchInfo, CommitInfo, EntryInfo, EntryKind, LayerInfo, LayerStackInfo, WorkspaceInfo } from './types.js';
 
 const hexOrNull = (b: Buffer | null): string | null => (b ? toHex(b) : null);
@@ -26,14 +26,7 @@ export function layerInfo(r: LayerRow, stackName: string): LayerInfo {
   };
 }
 
-const KIND_NAMES: Record<InodeKind, EntryKind> = {
-  [InodeKind.File]: 'file',
-  [InodeKind.Dir]: 'dir',
-  [InodeKind.Symlink]: 'symlink',
-  [InodeKind.Fifo]: 'fifo',
-  [InodeKind.CharDev]: 'chardev',
-  [InodeKind.BlockDev]: 'blockdev',
-};
+const KIND_NAMES: Record<InodeKind, EntryKind> = INODE_KIND_NAMES;
 
 export function entryInfo(name: Buffer, serial: number, n: Inode): EntryInfo {
   const e: EntryInfo = {

@@ -6,7 +6,7 @@ export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteSt
 export { Codec } from './codec.js';
 export { FsView, type DirEntry } from './tree/view.js';
 export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
-export { ContentForm, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';
+export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
 export { readRange, clampRange, type ByteRange } from './read-range.js';
 export { exportTree, checkStoredName, type ExportStats, type ExportOptions } from './export.js';

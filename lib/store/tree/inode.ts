@@ -15,6 +15,16 @@ export enum InodeKind {
   BlockDev = 6,
 }
 
+/** The name of each inode kind in listings, diffs and status (the SDK's EntryKind). */
+export const INODE_KIND_NAMES = {
+  [InodeKind.File]: 'file',
+  [InodeKind.Dir]: 'dir',
+  [InodeKind.Symlink]: 'symlink',
+  [InodeKind.Fifo]: 'fifo',
+  [InodeKind.CharDev]: 'chardev',
+  [InodeKind.BlockDev]: 'blockdev',
+} as const;
+
 export enum ContentForm {
   /** Empty file or empty directory. */
   None = 0,
