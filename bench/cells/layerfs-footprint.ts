@@ -14,6 +14,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { emit, fail } from '../lib/cell.js';
 import { loadCampaignSdk, r1, semanticOf, storeFiles } from './_campaign.js';
+import { listFiles } from './_edit-history.js';
 
 const CELL = 'layerfs-footprint';
 const { values: a } = parseArgs({
@@ -21,20 +22,6 @@ const { values: a } = parseArgs({
 });
 const tier = a.tier!;
 const READS = 2000;
-
-/** Relative paths of the tree's regular files, in walk order. */
-function listFiles(root: string): string[] {
-  const out: string[] = [];
-  const walk = (rel: string) => {
-    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
-      const p = rel ? `${rel}/${e.name}` : e.name;
-      if (e.isDirectory()) walk(p);
-      else if (e.isFile()) out.push(p);
-    }
-  };
-  walk('');
-  return out;
-}
 
 try {
   if (a.dir === undefined || a.tmp === undefined) throw new Error('--dir and --tmp are required');
