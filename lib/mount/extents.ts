@@ -184,7 +184,12 @@ export function replaceExtents(src: NodeSource, root: Buffer, size: number, r: R
         if (st >= to) merged.push({ id: p.node.ids[i]!, length: p.node.lengths[i]! });
       }
     }
-    if (merged.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an extent tree needs at least one extent');
+    // An empty run is a deletion of whole nodes (a cut tail starting at a node's first entry):
+    // the node before it already ends at a boundary, so the level above just loses entries.
+    if (merged.length === 0 && s === 0 && t === size) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an extent tree needs at least one extent');
+    // The top is the first level with a single node: when an edit leaves one node below, that
+    // node (or the first below it with more than one entry) is the root, as in a fresh build.
+    if (level > 0 && merged.length === 1 && s === 0 && t === size) return topOf(src, merged[0]!.id);
     let nodes = buildLevel(level, merged, save);
     if (s === 0 && t === size) {
       // The whole level was rebuilt: its nodes are all there is; finish upwards from them.
@@ -198,6 +203,12 @@ export function replaceExtents(src: NodeSource, root: Buffer, size: number, r: R
     entries = nodes;
     level++;
   }
+}
+
+/** Descends through nodes of a single entry: a fresh build never makes one above level 0. */
+function topOf(src: NodeSource, id: Buffer): Buffer {
+  for (let node = src.node(id); node.level > 0 && node.ids.length === 1; node = src.node(id)) id = node.ids[0]!;
+  return id;
 }
 
 /** Saved nodes of one edit, readable before the transaction commits, in front of a NodeSource. */
