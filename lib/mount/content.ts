@@ -396,6 +396,14 @@ export class FileData {
     this.changed = true;
   }
 
+  /**
+   * True when the next store() edits the stored extent tree in place, offering each new chunk
+   * the old chunk at its offset as a delta base while it writes it.
+   */
+  get offersDeltaBases(): boolean {
+    return this.changed && this.size >= SMALL_FILE_THRESHOLD && this.base?.form === ContentForm.Extents;
+  }
+
   /** The content to record at commit: unchanged content is reused, changed content stored. */
   store(w: ObjectWriter, stats: ContentBuild): StoredContent {
     if (!this.changed) return this.base ?? { form: ContentForm.None, id: null, size: 0 };
@@ -488,7 +496,9 @@ export class FileData {
       const emit = (len: number): void => {
         const bytes = carry.subarray(0, len);
         const id = idOf(ObjectKind.Chunk, bytes);
-        w.put(ObjectKind.Chunk, id, bytes);
+        // The old chunk at the same offset is the likely delta base. Offered now, while the new
+        // chunk is the newest of its group: a later hint finds all but the last chunks sealed.
+        if (w.put(ObjectKind.Chunk, id, bytes) && base && cut < oldSize) w.suggestBase(id, at(cut).id);
         out.push({ id, length: len });
         stats.chunksHashed++;
         carry = carry.subarray(len);

@@ -952,7 +952,8 @@ export class Overlay {
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
       if (!n || !this.alive(n)) continue;
-      editor.setInode(serial, this.record(n, w, build, contents));
+      const hinted = n.kind === InodeKind.File && n.data!.offersDeltaBases;
+      editor.setInode(serial, this.record(n, w, build, contents), hinted);
       build.records++;
     }
     for (const s of this.deleted) editor.deleteInode(s);

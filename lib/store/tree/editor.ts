@@ -21,9 +21,13 @@ export class NamespaceEditor {
     private readonly w: ObjectWriter,
   ) {}
 
-  setInode(serial: number, inode: Inode): void {
+  /**
+   * `hinted`: the caller already offered delta bases for the new content (a FUSE commit offers
+   * each re-chunked piece its predecessor as it writes it), so the old tree is not walked again.
+   */
+  setInode(serial: number, inode: Inode, hinted = false): void {
     this.records.set(serial, inode);
-    if (inode.kind === InodeKind.File && inode.form !== ContentForm.None && this.base) this.suggestDelta(serial, inode);
+    if (!hinted && inode.kind === InodeKind.File && inode.form !== ContentForm.None && this.base) this.suggestDelta(serial, inode);
   }
 
   /**
