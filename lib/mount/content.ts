@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Chunker } from '../native/index.js';
-import { ContentForm, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ObjectReader, type ObjectWriter } from '../store/index.js';
+import { ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
 
@@ -453,6 +453,15 @@ export class FileData {
     const oldSize = base ? base.size : 0;
     const nodes = this.cache.nodes;
     const at = (x: number) => chunkAt(nodes, base!.id!, x);
+    const overlapped = (a: number, b: number): Buffer[] => {
+      const ids: Buffer[] = [];
+      for (let x = a; x < b && ids.length < DELTA_MAX_BASES; ) {
+        const ch = at(x);
+        ids.push(ch.id);
+        x = ch.start + ch.length;
+      }
+      return ids;
+    };
     // Changed ranges [a, b) in ascending order; b = Infinity for a change that runs to the end.
     const ranges: [number, number][] = [];
     if (!base) ranges.push([0, Infinity]);
@@ -496,9 +505,10 @@ export class FileData {
       const emit = (len: number): void => {
         const bytes = carry.subarray(0, len);
         const id = idOf(ObjectKind.Chunk, bytes);
-        // The old chunk at the same offset is the likely delta base. Offered now, while the new
-        // chunk is the newest of its group: a later hint finds all but the last chunks sealed.
-        if (w.put(ObjectKind.Chunk, id, bytes) && base && cut < oldSize) w.suggestBase(id, at(cut).id);
+        // The old chunks this piece overlaps are its delta bases (cuts take a few chunks to meet
+        // old ones again, so a piece often straddles two). Offered now, while it is the newest
+        // of its group: a later hint finds all but the last chunks sealed.
+        if (w.put(ObjectKind.Chunk, id, bytes) && base && cut < oldSize) w.suggestBase(id, overlapped(cut, Math.min(cut + len, oldSize)));
         out.push({ id, length: len });
         stats.chunksHashed++;
         carry = carry.subarray(len);

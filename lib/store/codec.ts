@@ -9,7 +9,10 @@ export enum Codec {
   Raw = 0,
   /** A zstd frame is `length` bytes at `offset`; the object is `size` bytes at `at` of the decoded frame. */
   Zstd = 1,
-  /** A zstd frame at `offset`/`length` decodes to the object with object `base` as prefix dictionary. */
+  /**
+   * A zstd frame at `offset`/`length` decodes to the object with the objects named in `base`
+   * (1–DELTA_MAX_BASES ids, concatenated; more than one from format 3 on) as prefix dictionary.
+   */
   Delta = 2,
 }
 
@@ -22,6 +25,13 @@ export enum Codec {
 export const COMPRESSION_LEVEL = 1;
 /** Deltas are small inputs written only for changed files and pages: a high level costs little there. */
 export const DELTA_LEVEL = 19;
+/**
+ * Chunk deltas (8–32 KiB pieces of an edited large file against the old chunks they overlap,
+ * up to 128 KiB of dictionary) are mostly long matches and fresh literals: level 3 made the same
+ * size as 19 (4,130 vs 4,119 bytes for a 4 KiB overwrite) in 0.07 instead of 0.97 ms, and a FUSE
+ * commit writes several such pieces while the mount waits.
+ */
+export const CHUNK_DELTA_LEVEL = 3;
 /** A compressed frame is kept only if it is at most this fraction of its input; otherwise raw. */
 export const KEEP_COMPRESSED = 0.9;
 /** A delta is kept only if it is at most this fraction of the object's size. */
@@ -33,6 +43,11 @@ export const DELTA_MIN_SIZE = 64;
  * its new chunks are grouped like small objects, so they can become deltas (ObjectWriter.putChunks).
  */
 export const EDIT_CHUNKS = 8;
+/**
+ * A delta has at most this many bases: a re-chunked piece of an edited large file overlaps
+ * two or three old chunks (8–32 KiB pieces), rarely more.
+ */
+export const DELTA_MAX_BASES = 4;
 /** Bounds on a delta chain, so a read decodes at most this many links and bytes. */
 export const DELTA_MAX_DEPTH = 16;
 export const DELTA_MAX_CHAIN_BYTES = 512 * 1024;

@@ -3,7 +3,7 @@ export { Store } from './handle.js';
 export { createStoreFile, openStoreFile, type Db, type StoreInfo } from './store.js';
 export { APPLICATION_ID, FORMAT_VERSION, PACK_TARGET, CHUNK_PACK_TARGET } from './schema.js';
 export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteStats, emptyWriteStats } from './objects.js';
-export { Codec } from './codec.js';
+export { Codec, DELTA_MAX_BASES } from './codec.js';
 export { FsView, type DirEntry } from './tree/view.js';
 export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
 export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';

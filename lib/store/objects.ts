@@ -9,10 +9,12 @@ import { objectId, zstdCompress, zstdCompressResult, zstdCompressStart, zstdDeco
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
+  CHUNK_DELTA_LEVEL,
   Codec,
   COMPRESSION_LEVEL,
   compressionEnabled,
   DELTA_LEVEL,
+  DELTA_MAX_BASES,
   DELTA_MAX_CHAIN_BYTES,
   DELTA_MAX_DEPTH,
   DELTA_MIN_SIZE,
@@ -48,6 +50,13 @@ export const DOMAIN_TAGS: Record<ObjectKind, string> = {
 
 export { Codec };
 
+/** The base ids of a delta: its `base` column holds one to DELTA_MAX_BASES ids, concatenated. */
+function deltaBases(base: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  for (let i = 0; i + 32 <= base.length; i += 32) out.push(base.subarray(i, i + 32));
+  return out;
+}
+
 export function idOf(kind: ObjectKind, data: Uint8Array): Buffer {
   return objectId(DOMAIN_TAGS[kind], data);
 }
@@ -72,7 +81,10 @@ interface Pending {
   /** Where its bytes are in the group's buffer. */
   offset: number;
   length: number;
-  /** Set when it moved out of its group to be stored as a delta; `data` is then its own copy. */
+  /**
+   * Set when it moved out of its group to be stored as a delta; `data` is then its own copy and
+   * `base` the ids of its bases, concatenated (docs/FORMAT.md "Physical forms", codec 2).
+   */
   delta?: { base: Buffer; frame: Buffer; data: Buffer; depth: number };
 }
 
@@ -222,52 +234,74 @@ export class ObjectWriter {
   }
 
   /**
-   * A hint that `id`, just written, is a new version of `baseId` (a changed file or a rewritten
-   * page). If `id` is still in an open group and a zstd delta against the base's bytes is at most
-   * KEEP_DELTA of its size, it is stored as that delta instead, unless the chain of bases would
-   * exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes. Without the hint nothing changes.
+   * A hint that `id`, just written, is a new version of `bases` (a changed file or a rewritten
+   * page; or the old chunks a re-chunked piece of a large file overlaps, in file order, at most
+   * DELTA_MAX_BASES). If `id` is still in an open group and a zstd delta against the bases'
+   * bytes, concatenated, is at most KEEP_DELTA of its size, it is stored as that delta instead,
+   * unless the chains of bases would exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes.
+   * Without the hint nothing changes.
    */
-  suggestBase(id: Buffer, baseId: Buffer): void {
-    if (!this.compress || id.equals(baseId)) return;
+  suggestBase(id: Buffer, bases: Buffer | Buffer[]): void {
+    const ids = Array.isArray(bases) ? bases.slice(0, DELTA_MAX_BASES) : [bases];
+    if (!this.compress || ids.length === 0 || ids.some((b) => b.equals(id))) return;
     const p = this.open.get(id.toString('latin1'));
     if (!p || p.delta || p.group.sealed || p.length < DELTA_MIN_SIZE) return;
-    const chain = this.chainOf(baseId, id);
-    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH || chain.bytes + p.length > DELTA_MAX_CHAIN_BYTES) return;
-    const base = this.bytesOf(baseId);
-    if (!base) return;
+    const chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return;
+    const parts: Buffer[] = [];
+    for (const b of ids) {
+      const bytes = this.bytesOf(b);
+      if (!bytes) return;
+      parts.push(bytes);
+    }
     const data = p.group.buf.subarray(p.offset, p.offset + p.length);
-    const frame = zstdCompress(data, DELTA_LEVEL, base);
+    const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
+    const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
     if (frame.length > p.length * KEEP_DELTA) return;
-    p.delta = { base: baseId, frame, data: Buffer.from(data), depth: chain.depth + 1 };
+    p.delta = { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
     p.group.moved++;
     this.rowParts.push({ delta: p });
     this.rowBytes += frame.length;
     if (this.rowBytes >= this.rowTarget) this.writeRow();
   }
 
-  /** Links and bytes of `id`'s delta chain; undefined if unknown, too deep, or reaching `avoid`. */
-  private chainOf(id: Buffer, avoid: Buffer): ChainInfo | undefined {
-    let depth = 0;
+  /**
+   * Links and bytes a read of `ids` decodes (the deepest chain, every object on the way
+   * counted); undefined if one is unknown, reaches `avoid`, or the chains pass DELTA_MAX_DEPTH
+   * links or `budget` bytes.
+   */
+  private chainOf(ids: Buffer[], avoid: Buffer, budget: number): ChainInfo | undefined {
     let bytes = 0;
-    let cur = id;
-    for (let hops = 0; hops <= DELTA_MAX_DEPTH; hops++) {
-      if (cur.equals(avoid)) return undefined;
-      const p = this.open.get(cur.toString('latin1'));
+    const walk = (id: Buffer, depth: number): number | undefined => {
+      if (depth > DELTA_MAX_DEPTH || id.equals(avoid)) return undefined;
+      const p = this.open.get(id.toString('latin1'));
       let base: Buffer | null;
       if (p) {
         bytes += p.length;
         base = p.delta?.base ?? null;
       } else {
-        const loc = this.locate.get(cur) as { size: number; codec: number; base: Buffer | null } | undefined;
+        const loc = this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined;
         if (!loc) return undefined;
         bytes += loc.size;
         base = loc.codec === Codec.Delta ? loc.base : null;
       }
-      if (base === null) return { depth, bytes };
-      depth++;
-      cur = base;
+      if (bytes > budget) return undefined;
+      if (base === null) return depth;
+      let deepest = depth;
+      for (const b of deltaBases(base)) {
+        const d = walk(b, depth + 1);
+        if (d === undefined) return undefined;
+        deepest = Math.max(deepest, d);
+      }
+      return deepest;
+    };
+    let depth = 0;
+    for (const id of ids) {
+      const d = walk(id, 0);
+      if (d === undefined) return undefined;
+      depth = Math.max(depth, d);
     }
-    return undefined;
+    return { depth, bytes };
   }
 
   /** An object's bytes, whether written by this writer or stored before (authenticated). */
@@ -580,8 +614,9 @@ export class ObjectReader {
       if (loc.at < 0 || loc.at + loc.size > frame.length) throw damaged('outside its frame');
       data = frame.subarray(loc.at, loc.at + loc.size);
     } else if (loc.codec === Codec.Delta) {
-      if (!loc.base || depth >= MAX_READ_DEPTH) throw damaged('delta base');
-      const base = this.read(loc.base, undefined, depth + 1);
+      if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
+      const parts = deltaBases(loc.base).map((b) => this.read(b, undefined, depth + 1));
+      const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       const bytes = stored();
       try {
         data = zstdDecompress(bytes, loc.size, base);

@@ -1,12 +1,12 @@
 /**
- * The Store's SQLite schema, format version 2. docs/FORMAT.md is the normative description;
+ * The Store's SQLite schema, format version 3. docs/FORMAT.md is the normative description;
  * change both in the same commit, and bump FORMAT_VERSION for any change an older reader
  * would misread.
  */
 
 /** 'LFSJ': marks a SQLite file as a LayerFS Store (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c46534a;
-export const FORMAT_VERSION = 2;
+export const FORMAT_VERSION = 3;
 /** The oldest format this layerfs opens: format 1 is upgraded in place (upgradeSql below). */
 export const OLDEST_FORMAT_VERSION = 1;
 /**

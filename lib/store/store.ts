@@ -121,16 +121,17 @@ export interface OpenOptions {
 }
 
 /**
- * Format 1 → 2 in place, in one write transaction: two added columns, no object is rewritten
- * (format-1 objects are raw, a form format 2 keeps). A concurrent opener may have done it first.
+ * Older formats upgraded in place, in one write transaction; no object is rewritten. 1 → 2 adds
+ * two columns (format-1 objects are raw, a form later formats keep); 2 → 3 changes no table, only
+ * what newer writers may store (deltas with several bases), which a format-2 reader would misread.
+ * A concurrent opener may have done it first.
  */
 function upgrade(db: Db): number {
   db.exec('BEGIN IMMEDIATE');
   try {
-    if ((db.pragma('user_version', { simple: true }) as number) === 1) {
-      db.exec(UPGRADE_FROM_1);
-      db.pragma(`user_version = ${FORMAT_VERSION}`);
-    }
+    const version = db.pragma('user_version', { simple: true }) as number;
+    if (version === 1) db.exec(UPGRADE_FROM_1);
+    if (version < FORMAT_VERSION) db.pragma(`user_version = ${FORMAT_VERSION}`);
     db.exec('COMMIT');
   } catch (e) {
     if (db.inTransaction) db.exec('ROLLBACK');
