@@ -36,6 +36,18 @@ export const CHUNK_DELTA_LEVEL = 3;
 export const KEEP_COMPRESSED = 0.9;
 /** A delta is kept only if it is at most this fraction of the object's size. */
 export const KEEP_DELTA = 0.25;
+/**
+ * Tree objects (pages, roots, extent nodes) are mostly 32-byte ids and compress to 0.66–1.0 of
+ * their size whole, so a delta pays up to a larger fraction: store_edit_history stored 1,400 of
+ * its upper inode-table pages whole at KEEP_DELTA (docs/DESIGN.md).
+ */
+export const KEEP_TREE_DELTA = 0.6;
+/**
+ * When a delta's base already ends a chain of DELTA_MAX_DEPTH links, the new version is a delta
+ * against the base's ancestor this many links from a full object (its chain is then this deep)
+ * instead of a full copy: a leaf rewritten 100 times costs one full copy, not seven.
+ */
+export const REBASE_DEPTH = 8;
 /** Deltas below this size are not tried: the group compresses them about as well. */
 export const DELTA_MIN_SIZE = 64;
 /**

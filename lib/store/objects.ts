@@ -21,7 +21,9 @@ import {
   EDIT_CHUNKS,
   KEEP_COMPRESSED,
   KEEP_DELTA,
+  KEEP_TREE_DELTA,
   looksRandom,
+  REBASE_DEPTH,
 } from './codec.js';
 import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET } from './schema.js';
 import type { Db } from './store.js';
@@ -242,11 +244,19 @@ export class ObjectWriter {
    * Without the hint nothing changes.
    */
   suggestBase(id: Buffer, bases: Buffer | Buffer[]): void {
-    const ids = Array.isArray(bases) ? bases.slice(0, DELTA_MAX_BASES) : [bases];
+    let ids = Array.isArray(bases) ? bases.slice(0, DELTA_MAX_BASES) : [bases];
     if (!this.compress || ids.length === 0 || ids.some((b) => b.equals(id))) return;
     const p = this.open.get(id.toString('latin1'));
     if (!p || p.delta || p.group.sealed || p.length < DELTA_MIN_SIZE) return;
-    const chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+    let chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+    if (chain && chain.depth + 1 > DELTA_MAX_DEPTH && ids.length === 1) {
+      // A full chain: delta against an older version on it instead of storing this one whole.
+      const older = this.ancestor(ids[0]!, chain.depth + 1 - REBASE_DEPTH);
+      if (older) {
+        ids = [older];
+        chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+      }
+    }
     if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return;
     const parts: Buffer[] = [];
     for (const b of ids) {
@@ -257,7 +267,7 @@ export class ObjectWriter {
     const data = p.group.buf.subarray(p.offset, p.offset + p.length);
     const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
     const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    if (frame.length > p.length * KEEP_DELTA) return;
+    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return;
     p.delta = { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
     p.group.moved++;
     this.rowParts.push({ delta: p });
@@ -302,6 +312,23 @@ export class ObjectWriter {
       depth = Math.max(depth, d);
     }
     return { depth, bytes };
+  }
+
+  /** The object `links` single-base delta links below `id`; undefined where its chain ends sooner or branches. */
+  private ancestor(id: Buffer, links: number): Buffer | undefined {
+    let cur = id;
+    for (let i = 0; i < links; i++) {
+      const p = this.open.get(cur.toString('latin1'));
+      let base: Buffer | null | undefined;
+      if (p) base = p.delta?.base;
+      else {
+        const loc = this.locate.get(cur) as { codec: number; base: Buffer | null } | undefined;
+        base = loc?.codec === Codec.Delta ? loc.base : undefined;
+      }
+      if (!base || base.length !== 32) return undefined;
+      cur = base;
+    }
+    return cur;
   }
 
   /** An object's bytes, whether written by this writer or stored before (authenticated). */

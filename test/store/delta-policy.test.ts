@@ -1,0 +1,124 @@
+/**
+ * Which versions the writer stores as deltas: a version whose base ends a full chain is a
+ * delta against an older version on that chain (REBASE_DEPTH), not a full copy; tree objects
+ * keep deltas up to KEEP_TREE_DELTA of their size, content only up to KEEP_DELTA. Reads and
+ * verify re-hash through every such form; a damaged link fails the tip with ERR_CORRUPT.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
+import { LayerFsError } from '../../lib/errors.js';
+import { DELTA_MAX_DEPTH, KEEP_DELTA, KEEP_TREE_DELTA, REBASE_DEPTH } from '../../lib/store/codec.js';
+import { seededBytes, tempDir } from '../helpers/tmp.js';
+
+function depthOf(store: Store, id: Buffer): number {
+  const loc = store.objects.locator(id)!;
+  return loc.codec === Codec.Delta ? 1 + depthOf(store, loc.base!.subarray(0, 32)) : 0;
+}
+
+/** 60 versions of one blob, each a small edit of the one before, each hinted with its predecessor. */
+function editChain(store: Store, versions = 60): [Buffer, Buffer][] {
+  let prev = Buffer.from(seededBytes(21, 6000).map((b) => 97 + (b % 16)));
+  let prevId = store.writeSync((w) => w.add(ObjectKind.Blob, prev));
+  const out: [Buffer, Buffer][] = [[prevId, prev]];
+  for (let v = 1; v < versions; v++) {
+    const at = (v * 389) % (prev.length - 16);
+    const next = Buffer.concat([prev.subarray(0, at), Buffer.from(`v${v}:`), prev.subarray(at + 2)]);
+    const id = store.writeSync((w) => {
+      const id = w.add(ObjectKind.Blob, next);
+      w.suggestBase(id, prevId);
+      return id;
+    });
+    out.push([id, next]);
+    prev = next;
+    prevId = id;
+  }
+  return out;
+}
+
+test('a version whose base ends a full chain is a delta against an older version, not a full copy', () => {
+  const path = join(tempDir(), 's.sqlite');
+  const store = Store.create(path);
+  try {
+    const versions = editChain(store);
+    const depths = versions.map(([id]) => depthOf(store, id));
+    assert.equal(depths[0], 0);
+    // Every later version is a delta; chains stay within the bound and restart at REBASE_DEPTH.
+    assert.deepEqual(
+      depths.slice(1).filter((d) => d === 0),
+      [],
+      `depths ${depths.join(',')}`,
+    );
+    assert.ok(Math.max(...depths) <= DELTA_MAX_DEPTH, `depths ${depths.join(',')}`);
+    assert.ok(depths.includes(REBASE_DEPTH) && depths.indexOf(DELTA_MAX_DEPTH) < depths.lastIndexOf(REBASE_DEPTH), `rebased: ${depths.join(',')}`);
+    for (const [id, data] of versions) assert.ok(store.objects.get(id, ObjectKind.Blob).equals(data));
+  } finally {
+    store.close();
+  }
+});
+
+test('a damaged link below a rebased delta fails the tip with ERR_CORRUPT', () => {
+  const path = join(tempDir(), 's.sqlite');
+  const store = Store.create(path);
+  let tip: Buffer;
+  let link: Buffer;
+  try {
+    const versions = editChain(store, 40);
+    tip = versions[versions.length - 1]![0];
+    // The object the tip's chain reaches at depth 1 (a delta every later version decodes through).
+    let cur = tip;
+    while (depthOf(store, cur) > 1) cur = store.objects.locator(cur)!.base!;
+    link = cur;
+  } finally {
+    store.close();
+  }
+  const db = new Database(path);
+  try {
+    const loc = db.prepare('SELECT codec, pack, offset, length FROM objects WHERE id = ?').get(link) as { codec: number; pack: number; offset: number; length: number };
+    assert.equal(loc.codec, Codec.Delta);
+    const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
+    data[loc.offset + (loc.length >> 1)]! ^= 0x21;
+    db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
+  } finally {
+    db.close();
+  }
+  const s = Store.open(path, { readonly: true });
+  try {
+    assert.throws(() => s.objects.get(tip), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
+  } finally {
+    s.close();
+  }
+});
+
+test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content only up to KEEP_DELTA', () => {
+  assert.ok(KEEP_TREE_DELTA > KEEP_DELTA);
+  const store = Store.create(join(tempDir(), 's.sqlite'));
+  try {
+    // 24 "child ids" (random, as in an upper page), 9 of them replaced: a delta of ~35-45 %.
+    const old = seededBytes(31, 24 * 33);
+    const next = Buffer.from(old);
+    for (let k = 0; k < 9; k++) seededBytes(40 + k, 32).forEach((b, i) => (next[k * 2 * 33 + i] = b));
+    const ids = store.writeSync((w) => {
+      const out: Record<string, Buffer> = {};
+      for (const kind of [ObjectKind.Page, ObjectKind.Blob]) {
+        // Distinct ids per kind: the same bytes under two domains.
+        const base = w.add(kind, old);
+        const id = w.add(kind, next);
+        w.suggestBase(id, base);
+        out[kind] = id;
+      }
+      return out;
+    });
+    const page = store.objects.locator(ids[ObjectKind.Page]!)!;
+    const blob = store.objects.locator(ids[ObjectKind.Blob]!)!;
+    assert.equal(page.codec, Codec.Delta);
+    assert.ok(page.length > next.length * KEEP_DELTA && page.length <= next.length * KEEP_TREE_DELTA, `page delta ${page.length} of ${next.length}`);
+    assert.notEqual(blob.codec, Codec.Delta);
+    assert.ok(store.objects.get(ids[ObjectKind.Page]!, ObjectKind.Page).equals(next));
+    assert.ok(store.objects.get(ids[ObjectKind.Blob]!, ObjectKind.Blob).equals(next));
+  } finally {
+    store.close();
+  }
+});
