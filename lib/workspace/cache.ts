@@ -8,7 +8,7 @@
  */
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
-import { objectId, WalkKind, type WalkResult } from '../native/index.js';
+import { objectId, WalkKind, zstdCompress, zstdDecompress, type WalkResult } from '../native/index.js';
 import type { Store } from '../store/index.js';
 
 /** A walk (lib/native walkTree: same order, same arrays) plus the serial of every entry. */
@@ -192,6 +192,38 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
 const segmentId = (seg: Buffer): Buffer => objectId(SEGMENT_TAG, seg).subarray(0, 16);
 
 /**
+ * First u32 (LE) of a stored segment row that holds a zstd frame of the segment (format 3): a
+ * plain segment starts with its entry count, at most SEGMENT_MAX. The stat columns compress
+ * about 3.4× (565 → 165 kB at 10,000 paths), which a Store otherwise keeps per Workspace.
+ */
+const PACKED_SEGMENT = 0xffffffff;
+/** A segment is at most this big: SEGMENT_MAX entries of ENTRY_BYTES and a 255-byte name. */
+const SEGMENT_BYTES_MAX = 4 + SEGMENT_MAX * (ENTRY_BYTES + 255);
+
+/** The row bytes of a segment: `u32 PACKED_SEGMENT ‖ u32 length ‖ zstd frame`, or the segment itself where that is not smaller. */
+export function packSegment(seg: Buffer): Buffer {
+  const frame = zstdCompress(seg, 1);
+  if (frame.length + 8 >= seg.length) return seg;
+  const out = Buffer.allocUnsafe(8 + frame.length);
+  out.writeUInt32LE(PACKED_SEGMENT, 0);
+  out.writeUInt32LE(seg.length, 4);
+  frame.copy(out, 8);
+  return out;
+}
+
+/** A segment from its row bytes (either form); its id is checked by the caller. */
+export function unpackSegment(row: Buffer): Buffer {
+  if (row.length < 8 || row.readUInt32LE(0) !== PACKED_SEGMENT) return row;
+  const size = row.readUInt32LE(4);
+  if (size > SEGMENT_BYTES_MAX) throw corrupt('oversized segment');
+  try {
+    return zstdDecompress(row.subarray(8), size);
+  } catch (e) {
+    throw corrupt(`a segment does not decode (${(e as Error).message})`);
+  }
+}
+
+/**
  * Caches this process saved or loaded last, by Store file and Workspace, with the segment list
  * they were stored under. The list names every segment by a hash of its bytes, so when the
  * stored list still equals it the stored cache is this one, whoever wrote it since: loading is
@@ -226,8 +258,9 @@ export function loadCache(store: Store, workspaceId: Buffer): StatCache {
     const segments: Buffer[] = [];
     for (let o = 0; o < head.segments.length; o += 16) {
       const id = head.segments.subarray(o, o + 16);
-      const data = byId.get(id.toString('latin1'));
-      if (!data) throw corrupt('a segment is missing');
+      const row = byId.get(id.toString('latin1'));
+      if (!row) throw corrupt('a segment is missing');
+      const data = unpackSegment(row);
       if (!segmentId(data).equals(id)) throw corrupt('a segment does not match its id');
       segments.push(data);
     }
@@ -311,7 +344,7 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
   for (const [key, v] of fresh) {
     // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.
     const seg = Buffer.isBuffer(v) ? v : encodeSegment(c, children, v[0], v[1]);
-    put.run(workspaceId, Buffer.from(key, 'latin1'), seg);
+    put.run(workspaceId, Buffer.from(key, 'latin1'), packSegment(seg));
     written++;
   }
   const list = Buffer.concat(ids);
