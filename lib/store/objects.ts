@@ -25,7 +25,7 @@ import {
   looksRandom,
   REBASE_DEPTH,
 } from './codec.js';
-import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET } from './schema.js';
+import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import type { Db } from './store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -145,6 +145,8 @@ type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | unde
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 const EXPECTED_RATIO = 0.4;
+/** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
+const TREE_EXPECTED_RATIO = 0.6;
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -171,6 +173,9 @@ export class ObjectWriter {
   private rowParts: RowPart[] = [];
   /** Expected stored bytes of rowParts. */
   private rowBytes = 0;
+  /** Sealed tree groups, assembled into rows of about TREE_ROW_TARGET stored bytes. */
+  private treeParts: RowPart[] = [];
+  private treeBytes = 0;
   private readonly rowTarget: number;
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
@@ -369,6 +374,13 @@ export class ObjectWriter {
     }
     // Compressed on the addon's thread while this writer goes on; collected in writeRow().
     const job = g.compress ? zstdCompressStart(data, COMPRESSION_LEVEL) : undefined;
+    if (c === GroupClass.Tree && this.compress) {
+      // Tree rows of their own, smaller: a cold page read loads its whole row (below).
+      this.treeParts.push({ live, at, data, job });
+      this.treeBytes += data.length * TREE_EXPECTED_RATIO;
+      if (this.treeBytes >= TREE_ROW_TARGET) this.writeTreeRow();
+      return;
+    }
     this.rowParts.push({ live, at, data, job });
     this.rowBytes += job === undefined ? data.length : data.length * EXPECTED_RATIO;
     if (this.rowBytes >= this.rowTarget) this.writeRow();
@@ -376,10 +388,24 @@ export class ObjectWriter {
 
   private writeRow(): void {
     if (this.rowParts.length === 0) return;
+    this.writeParts(this.rowParts);
+    this.rowParts = [];
+    this.rowBytes = 0;
+  }
+
+  private writeTreeRow(): void {
+    if (this.treeParts.length === 0) return;
+    this.writeParts(this.treeParts);
+    this.treeParts = [];
+    this.treeBytes = 0;
+  }
+
+  /** Writes `parts` as one pack row and their objects' index rows. */
+  private writeParts(parts: RowPart[]): void {
     const bufs: Buffer[] = [];
     const entries: [Pending, Codec, number, number, number, Buffer | null][] = [];
     let off = 0;
-    for (const part of this.rowParts) {
+    for (const part of parts) {
       if ('delta' in part) {
         const d = part.delta.delta!;
         entries.push([part.delta, Codec.Delta, off, d.frame.length, 0, d.base]);
@@ -406,8 +432,6 @@ export class ObjectWriter {
       throw mapSqliteError(e, this.path);
     }
     for (const [p] of entries) this.open.delete(p.id.toString('latin1'));
-    this.rowParts = [];
-    this.rowBytes = 0;
   }
 
   /**
@@ -508,6 +532,14 @@ export class ObjectWriter {
   /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
     for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
+    // A small transaction (a commit) writes one row: another row would leave its own slack.
+    if (this.treeParts.length > 0 && this.rowBytes + this.treeBytes <= this.rowTarget) {
+      this.rowParts.push(...this.treeParts);
+      this.rowBytes += this.treeBytes;
+      this.treeParts = [];
+      this.treeBytes = 0;
+    }
+    this.writeTreeRow();
     this.writeRow();
   }
 }

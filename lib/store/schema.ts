@@ -21,16 +21,25 @@ export const PACK_TARGET = 72 * 1024;
  */
 export const GROUP_TARGET = 32 * 1024;
 /**
- * Tree objects (pages, roots, extent nodes) are grouped smaller: a path lookup reads several
- * pages from different groups, and pages (mostly 32-byte ids) compress about as well in 16 KiB.
+ * Tree objects (pages, roots, extent nodes) are grouped much smaller: a small-file read decodes
+ * about two cold pages' groups besides the file's own, and pages (mostly 32-byte ids) compress
+ * nearly as well in 4 KiB (0.572× vs 0.565× in 16 KiB on the 100,000-file fixture's 8.1 MB of
+ * pages; docs/DESIGN.md).
  */
-export const TREE_GROUP_TARGET = 16 * 1024;
+export const TREE_GROUP_TARGET = 4 * 1024;
 /**
  * Sealed groups and deltas are assembled into pack rows of about this many stored bytes: SQLite
  * stores a row larger than a page in whole overflow pages, so few large rows waste little page
  * space, while each read still decodes one group's frame only (docs/DESIGN.md).
  */
 export const ROW_TARGET = 128 * 1024;
+/**
+ * Sealed tree groups are assembled into rows of their own of about this many stored bytes
+ * (unless a transaction's whole output fits one ROW_TARGET row): SQLite's substr() loads the
+ * whole row, so a cold page read cost a 128 KiB row load (~55 µs) where a 32 KiB one costs a
+ * quarter of it (docs/DESIGN.md).
+ */
+export const TREE_ROW_TARGET = 32 * 1024;
 /** Chunk rows are cut into zstd frames of about this many bytes, so a random read decodes one. */
 export const CHUNK_FRAME_TARGET = 64 * 1024;
 /** The chunks of one file are packed into rows of about this many bytes (docs/FORMAT.md). */
