@@ -145,6 +145,8 @@ type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | unde
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 const EXPECTED_RATIO = 0.4;
+/** Complete rows kept back so the compression thread finishes their frames meanwhile. */
+const ROWS_IN_FLIGHT = 2;
 /** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
 const TREE_EXPECTED_RATIO = 0.6;
 
@@ -176,6 +178,8 @@ export class ObjectWriter {
   /** Sealed tree groups, assembled into rows of about TREE_ROW_TARGET stored bytes. */
   private treeParts: RowPart[] = [];
   private treeBytes = 0;
+  /** Complete rows not written yet (queueRow). */
+  private readonly ready: RowPart[][] = [];
   private readonly rowTarget: number;
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
@@ -388,16 +392,26 @@ export class ObjectWriter {
 
   private writeRow(): void {
     if (this.rowParts.length === 0) return;
-    this.writeParts(this.rowParts);
+    this.queueRow(this.rowParts);
     this.rowParts = [];
     this.rowBytes = 0;
   }
 
   private writeTreeRow(): void {
     if (this.treeParts.length === 0) return;
-    this.writeParts(this.treeParts);
+    this.queueRow(this.treeParts);
     this.treeParts = [];
     this.treeBytes = 0;
+  }
+
+  /**
+   * A complete row waits until ROWS_IN_FLIGHT newer rows are complete before it is written
+   * (taking its frames from the compression thread): written at once, its last group's frame
+   * was just started, and the writer waited for it (docs/DESIGN.md).
+   */
+  private queueRow(parts: RowPart[]): void {
+    this.ready.push(parts);
+    if (this.ready.length > ROWS_IN_FLIGHT) this.writeParts(this.ready.shift()!);
   }
 
   /** Writes `parts` as one pack row and their objects' index rows. */
@@ -541,6 +555,7 @@ export class ObjectWriter {
     }
     this.writeTreeRow();
     this.writeRow();
+    for (const parts of this.ready.splice(0)) this.writeParts(parts);
   }
 }
 
