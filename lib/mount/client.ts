@@ -32,6 +32,9 @@ export interface RequestOptions {
   timeoutMs?: number;
 }
 
+/** Tries of a request whose connection closed under it (spaced 50, 100, … ms: about half a second in all). */
+const STOPPING_RETRIES = 5;
+
 function notRunning(paths: DaemonPaths, why: string): LayerFsError {
   return new LayerFsError('ERR_NOT_FOUND', `no mount daemon is running for ${paths.store} (${why})`, { path: paths.socket, hint: 'it starts on demand when a Workspace is mounted' });
 }
@@ -179,12 +182,17 @@ export async function request<T>(storePath: string, req: Request, opts: RequestO
   const paths = daemonPaths(storePath);
   const conn = connectionFor(paths);
   let res: Response;
-  try {
-    res = await conn.send(req, opts);
-  } catch (e) {
-    // A kept connection to a daemon that has since stopped: try once more on a fresh one.
-    if (!isStopping(e)) throw e;
-    res = await conn.send(req, opts);
+  for (let attempt = 0; ; attempt++) {
+    try {
+      res = await conn.send(req, opts);
+      break;
+    } catch (e) {
+      // A kept connection to a daemon that has since stopped: try again on a fresh one. A daemon
+      // still on its way out (killed, threads not yet gone) can accept that one too and close
+      // it, so a few more tries, spaced, until it is gone (then: not running).
+      if (!isStopping(e) || attempt >= STOPPING_RETRIES) throw e;
+      if (attempt > 0) await new Promise((r) => setTimeout(r, 50 * attempt));
+    }
   }
   if (!res.ok && res.error.code === 'ERR_INVALID_ARGUMENT' && /daemon token/.test(res.error.message)) {
     // A new daemon wrote a new token since this connection opened.

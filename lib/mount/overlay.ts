@@ -456,12 +456,17 @@ export class Overlay {
   // Lookup
 
   lookup(parent: number, name: Buffer): number {
+    const s = this.find(parent, name);
+    if (s === undefined) fail('ENOENT');
+    return s;
+  }
+
+  /** `lookup` without the throw: a name that is not there is undefined (every create asks first). */
+  find(parent: number, name: Buffer): number | undefined {
     const d = this.dir(parent);
     if (name.length === 1 && name[0] === 0x2e) return parent;
     if (name.length === 2 && name[0] === 0x2e && name[1] === 0x2e) return d.parents[0] ?? ROOT_SERIAL;
-    const s = this.children(d).get(key(name));
-    if (s === undefined) fail('ENOENT');
-    return s;
+    return this.children(d).get(key(name));
   }
 
   /** Resolves name components from the root, without following symlinks. */
@@ -735,10 +740,14 @@ export class Overlay {
   }
 
   getxattr(serial: number, name: Buffer): Buffer {
-    const n = this.node(serial);
-    const x = n.xattrs.find((a) => a.name.equals(name));
-    if (!x) fail('ENODATA');
-    return x.value;
+    const v = this.xattr(serial, name);
+    if (!v) fail('ENODATA');
+    return v;
+  }
+
+  /** `getxattr` without the throw: undefined when the inode has no such attribute. */
+  xattr(serial: number, name: Buffer): Buffer | undefined {
+    return this.node(serial).xattrs.find((a) => a.name.equals(name))?.value;
   }
 
   listxattr(serial: number): Buffer[] {

@@ -128,7 +128,16 @@ const enum GroupClass {
   Content = 0,
   Tree = 1,
   Random = 2,
+  /**
+   * The few new chunks of an edited large file (putChunks): held unsealed until the editor's
+   * delta hint arrives after the whole file is written, when a content group would already have
+   * sealed all but the last.
+   */
+  Edit = 3,
 }
+
+/** Canonical bytes an Edit group holds before it is sealed: about EDIT_CHUNKS average chunks. */
+const EDIT_GROUP_TARGET = 128 * 1024;
 
 interface ChainInfo {
   /** Delta links from this object to a full one. */
@@ -193,12 +202,15 @@ export class ObjectWriter {
     this.insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
     this.insertObject = db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
     // Uncompressed, a group is a row of its own (format 1's mixed rows).
-    this.groups = this.compress ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random)] : [new Group(false, PACK_TARGET)];
+    this.groups = this.compress
+      ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
+      : [new Group(false, PACK_TARGET)];
     this.rowTarget = this.compress ? ROW_TARGET : 0;
   }
 
   private newGroup(c: GroupClass): Group {
     if (c === GroupClass.Tree) return new Group(true, TREE_GROUP_TARGET);
+    if (c === GroupClass.Edit) return new Group(true, EDIT_GROUP_TARGET);
     return new Group(c !== GroupClass.Random, GROUP_TARGET);
   }
 
@@ -210,13 +222,18 @@ export class ObjectWriter {
 
   /** Stores `data` under `id` unless present; returns whether it was new. */
   put(kind: ObjectKind, id: Buffer, data: Uint8Array): boolean {
+    return this.putIn(kind, id, data, -1);
+  }
+
+  /** put() into the group of class `cls` (-1: the class of kind and data). */
+  private putIn(kind: ObjectKind, id: Buffer, data: Uint8Array, cls: number): boolean {
     const key = id.toString('latin1');
     if (this.open.has(key) || this.stored(id)) {
       this.stats.objectsReused++;
       this.stats.bytesReused += data.length;
       return false;
     }
-    const c = this.classOf(kind, data);
+    const c = cls < 0 || !this.compress ? this.classOf(kind, data) : cls;
     let g = this.groups[c]!;
     if (g.bytes >= g.target) {
       this.seal(c);
@@ -476,9 +493,9 @@ export class ObjectWriter {
     }
     if (fresh.length === 0) return;
     if (this.compress && fresh.length <= EDIT_CHUNKS && fresh.length < lengths.length) {
-      // An edited large file: its few new chunks join the open groups like small objects, so
-      // the editor's suggestBase can still turn each into a delta against the chunk it replaces.
-      for (const c of fresh) this.put(ObjectKind.Chunk, Buffer.from(c.id), data.subarray(c.offset, c.offset + c.length));
+      // An edited large file: its few new chunks wait in the Edit group like small objects, so
+      // the editor's suggestBase can still turn each into a delta against the chunks it replaces.
+      for (const c of fresh) this.putIn(ObjectKind.Chunk, Buffer.from(c.id), data.subarray(c.offset, c.offset + c.length), GroupClass.Edit);
       return;
     }
     const rows = Math.max(1, Math.round(freshBytes / CHUNK_PACK_TARGET));

@@ -114,3 +114,31 @@ test('kernel backend: any name bytes, fifos, fallocate, hard links as one inode,
   }
   assert.equal(s.client.verify().ok, true);
 });
+
+test('kernel backend, root mount without allow_other: root meets the same permission answers as on a plain directory', async () => {
+  // Such a mount leaves default_permissions out (docs/FUSE.md): the overlay answers ACCESS and
+  // the kernel still checks exec bits, so the outcomes must equal the local disk's.
+  const s = await setupStore(fillBasic, 'layerfs-k-rootperm-');
+  const script = [
+    'printf "#!/bin/sh\\necho ran\\n" > run.sh; chmod 0644 run.sh',
+    './run.sh; echo "exec 0644: $?"',
+    'test -x run.sh; echo "test -x 0644: $?"',
+    'chmod 0744 run.sh; ./run.sh; echo "exec 0744: $?"',
+    'echo ro > ro.txt; chmod 0444 ro.txt; echo more >> ro.txt; echo "append 0444: $?"; cat ro.txt',
+    'test -w ro.txt; echo "test -w 0444: $?"',
+    'chmod 0000 ro.txt; cat ro.txt > /dev/null; echo "read 0000: $?"',
+    'mkdir closed; chmod 0000 closed; touch closed/x; echo "create in 0000 dir: $?"; ls closed; test -x closed; echo "test -x 0000 dir: $?"',
+    'cd closed && echo "cd 0000 dir: $?"',
+  ].join('\n');
+  const plain = join(s.dir, 'plain');
+  await mkdir(plain);
+  const want = await run('sh', ['-c', script], { cwd: plain });
+  await withMount(s, async (m) => {
+    const dir = join(m.path, 'perm');
+    await mkdir(dir);
+    const got = await run('sh', ['-c', script], { cwd: dir });
+    assert.equal(got.stdout, want.stdout);
+    assert.match(got.stdout, /exec 0644: 126/);
+    assert.match(got.stdout, /append 0444: 0/);
+  });
+});

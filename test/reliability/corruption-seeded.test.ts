@@ -12,6 +12,7 @@ import assert from 'node:assert/strict';
 import { copyFileSync, existsSync, mkdirSync, openSync, readSync, writeSync, closeSync, fstatSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
+import { chunkLengths } from '../../lib/native/index.js';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
@@ -77,6 +78,7 @@ async function buildStore(dir: string): Promise<{ store: string; states: string[
       writeFileSync(join(src, i % 3 ? 'sub' : '', `f${i}.txt`), i % 2 ? text(s * 100 + i, size) : seededBytes(s * 100 + i + 1, size));
     }
     writeFileSync(join(src, 'sub/deeper/large.txt'), text(900 + s, 300_000));
+    writeFileSync(join(src, 'sub/deeper/large.bin'), seededBytes(950 + s, 600_000));
     symlinkSync('sub/f1.txt', join(src, 'link'));
     const layer = (await c.initLayerStack({ name: `s${s}`, source: src })).layer.id;
     c.forkBranch({ name: `b${s}`, layer });
@@ -87,6 +89,13 @@ async function buildStore(dir: string): Promise<{ store: string; states: string[
       const large = text(900 + s, 300_000);
       large.write(`edited ${k}`, 150_000 + k * 7);
       writeFileSync(join(ws.path, 'sub/deeper/large.txt'), large);
+      // Random bytes edited in three places, each the 64 bytes before an old cut point (they
+      // decide the cut): the re-cut chunks straddle old ones and become deltas against the
+      // several old chunks each overlaps (format 3's multi-base deltas).
+      const bin = seededBytes(950 + s, 600_000);
+      const cuts = chunkLengths(bin).reduce<number[]>((acc, n) => [...acc, (acc[acc.length - 1] ?? 0) + n], []);
+      for (const i of [5, 15, 25]) seededBytes(i * 10 + k + s, 64).copy(bin, cuts[i]! - 64);
+      writeFileSync(join(ws.path, 'sub/deeper/large.bin'), bin);
       assert.equal((await c.commitWorkspace(ws.id)).outcome, 'Created');
     }
     await c.endWorkspace(ws.id, { discard: true });
@@ -104,8 +113,8 @@ function forms(store: string): Map<string, number> {
   const db = new Database(store, { readonly: true });
   try {
     const hasCodec = (db.prepare("SELECT name FROM pragma_table_info('objects')").pluck().all() as string[]).includes('codec');
-    const rows = db.prepare(`SELECT ${hasCodec ? 'codec' : '0'} AS form, kind, count(*) AS n FROM objects GROUP BY 1, 2`).all() as { form: number; kind: number; n: number }[];
-    const m = new Map(rows.map((r) => [`form ${r.form} kind ${r.kind}`, r.n]));
+    const rows = db.prepare(`SELECT ${hasCodec ? 'codec' : '0'} AS form, kind, ${hasCodec ? 'coalesce(length(base), 0) / 32' : '0'} AS bases, count(*) AS n FROM objects GROUP BY 1, 2, 3`).all() as { form: number; kind: number; bases: number; n: number }[];
+    const m = new Map(rows.map((r) => [`form ${r.form} kind ${r.kind}${r.bases > 1 ? ` bases ${r.bases}` : ''}`, r.n]));
     m.set('SQLite pages', db.pragma('page_count', { simple: true }) as number);
     m.set('free pages', db.pragma('freelist_count', { simple: true }) as number);
     return m;
@@ -123,19 +132,21 @@ function flipObjects(store: string, r: () => number, count: number, start: numbe
   const db = new Database(store);
   try {
     const hasCodec = (db.prepare("SELECT name FROM pragma_table_info('objects')").pluck().all() as string[]).includes('codec');
-    const rows = db.prepare(`SELECT id, kind, ${hasCodec ? 'codec' : '0'} AS form, pack, offset, length FROM objects WHERE length > 0 ORDER BY id`).all() as {
+    const rows = db.prepare(`SELECT id, kind, ${hasCodec ? 'codec' : '0'} AS form, ${hasCodec ? 'coalesce(length(base), 0) / 32' : '0'} AS bases, pack, offset, length FROM objects WHERE length > 0 ORDER BY id`).all() as {
       id: Buffer;
       kind: number;
       form: number;
+      bases: number;
       pack: number;
       offset: number;
       length: number;
     }[];
-    const classes = [...new Set(rows.map((x) => `${x.form}/${x.kind}`))].sort();
+    const cls = (x: { form: number; kind: number; bases: number }) => `${x.form}/${x.kind}/${Math.min(x.bases, 2)}`;
+    const classes = [...new Set(rows.map(cls))].sort();
     const hit: string[] = [];
     for (let i = 0; i < count; i++) {
-      const cls = classes[(start + i) % classes.length]!;
-      const ofClass = rows.filter((x) => `${x.form}/${x.kind}` === cls);
+      const target = classes[(start + i) % classes.length]!;
+      const ofClass = rows.filter((x) => cls(x) === target);
       const o = ofClass[Math.floor(r() * ofClass.length)]!;
       const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(o.pack) as Buffer);
       const at = o.offset + Math.floor(r() * o.length);
@@ -190,7 +201,9 @@ test(`seeded byte flips in stored objects and pages (seeds ${SEEDS.join(',')}): 
   const c0 = Client.connect(pristine);
   const truth = new Map(states.map((s) => [s, readState(c0, refOf(s))]));
   c0.close();
-  t.diagnostic(`objects by physical form and kind: ${[...forms(pristine)].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  const present = forms(pristine);
+  t.diagnostic(`objects by physical form and kind: ${[...present].map(([k, n]) => `${k}: ${n}`).join(', ')}`);
+  assert.ok([...present.keys()].some((k) => k.startsWith('form 2 kind 2 bases')), 'the fixture holds chunk deltas with several bases');
   let classStart = 0; // successive seeds walk through every form × kind
   let damagedStates = 0;
   let intactStates = 0;

@@ -403,3 +403,41 @@ test('Workspace commits: an edited small file and the new chunk of an edited lar
     db.close();
   }
 });
+
+test('Workspace commits: every new chunk of a large file edited in several places becomes a delta against the old chunks it overlaps', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const large = seededBytes(31, 2_000_000);
+  writeFileSync(join(src, 'large.bin'), large);
+  const path = join(dir, 's.sqlite');
+  const c = Client.create(path);
+  const chunkIds = (): Map<string, number> => {
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db.prepare('SELECT id, codec FROM objects WHERE kind = ?').all(ObjectKind.Chunk) as { id: Buffer; codec: number }[];
+      return new Map(rows.map((r) => [r.id.toString('hex'), r.codec]));
+    } finally {
+      db.close();
+    }
+  };
+  try {
+    const init = await c.initLayerStack({ name: 'x', source: src });
+    const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
+    const ws = await c.createWorkspace(branch.name, { at: join(dir, 'ws') });
+    const before = chunkIds();
+    // Five 16-byte overwrites far apart: each re-cuts one to three chunks, several per commit,
+    // which a content group would have sealed before the editor's hint came.
+    const large2 = Buffer.from(large);
+    for (const at of [200_000, 500_000, 800_000, 1_100_000, 1_400_000]) seededBytes(at, 16).copy(large2, at);
+    writeFileSync(join(dir, 'ws', 'large.bin'), large2);
+    assert.equal((await c.commitWorkspace(ws.id)).outcome, 'Created');
+    assert.ok(c.cat(branch.name, 'large.bin').equals(large2));
+    assert.equal(c.verify().ok, true);
+    const fresh = [...chunkIds()].filter(([id]) => !before.has(id));
+    assert.ok(fresh.length >= 5, `${fresh.length} new chunks`);
+    assert.deepEqual(fresh.filter(([, codec]) => codec !== Codec.Delta), [], 'every new chunk is a delta');
+  } finally {
+    c.close();
+  }
+});

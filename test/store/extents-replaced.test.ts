@@ -79,7 +79,7 @@ test('replacedChunks pairs new chunks with old ones: exactly the full walk for i
     const a = tree(before, nodes);
     const b = tree(after, nodes);
     const expected = bruteForce(a, b, nodes);
-    const got = replacedChunks(a, b, (id) => nodes.get(id.toString('latin1'))!);
+    const got = replacedChunks(a, b, (id) => nodes.get(id.toString('latin1'))!, 1).map((p) => ({ id: p.id, base: p.bases[0]! }));
     const oldIds = new Set(leaves(a, nodes).map((c) => c.id.toString('hex')));
     if (inPlace) {
       // Same offsets on both sides: the replaced chunk is never in a shared subtree.
@@ -104,8 +104,29 @@ test('replacedChunks reads a few nodes per level for one replaced chunk in a lar
   const got = replacedChunks(a, b, (id) => {
     reads++;
     return nodes.get(id.toString('latin1'))!;
-  });
+  }, 4).map((p) => ({ id: p.id, base: p.bases[0]! }));
   assert.deepEqual(got.map((p) => [p.id.toString('hex'), p.base.toString('hex')]), [[chunkId('edited').toString('hex'), chunkId('big16000').toString('hex')]]);
   const height = decodeExtentNode(nodes.get(a.toString('latin1'))!, 'root').level + 1;
   assert.ok(reads <= 2 * height + 2, `${reads} node reads for a tree of height ${height}`);
+});
+
+test('replacedChunks offers a new chunk every old chunk its bytes overlap, in order, at most maxBases', () => {
+  const nodes = new Map<string, Buffer>();
+  // Old cuts every 10,000 bytes; an edit re-cut [20,000, 50,000) into pieces of 12,000 / 18,000.
+  const before: Extent[] = Array.from({ length: 200 }, (_, i) => ({ id: chunkId(`o${i}`), length: 10000 }));
+  const after = [...before.slice(0, 2), { id: chunkId('n0'), length: 12000 }, { id: chunkId('n1'), length: 18000 }, ...before.slice(5)];
+  const a = tree(before, nodes);
+  const b = tree(after, nodes);
+  const load = (id: Buffer) => nodes.get(id.toString('latin1'))!;
+  const hex = (got: { id: Buffer; bases: Buffer[] }[]) => got.map((p) => [p.id.toString('hex'), p.bases.map((x) => x.toString('hex'))]);
+  const o = (i: number) => chunkId(`o${i}`).toString('hex');
+  // n0 = [20,000, 32,000) overlaps o2, o3; n1 = [32,000, 50,000) overlaps o3, o4.
+  assert.deepEqual(hex(replacedChunks(a, b, load, 4)), [
+    [chunkId('n0').toString('hex'), [o(2), o(3)]],
+    [chunkId('n1').toString('hex'), [o(3), o(4)]],
+  ]);
+  assert.deepEqual(hex(replacedChunks(a, b, load, 1)), [
+    [chunkId('n0').toString('hex'), [o(2)]],
+    [chunkId('n1').toString('hex'), [o(3)]],
+  ]);
 });

@@ -3,6 +3,7 @@
  * serials. `finish()` rewrites only the touched directory trees and inode-table paths, so a
  * new state costs what changed, not the size of the tree.
  */
+import { DELTA_MAX_BASES } from '../codec.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
 import { replacedChunks } from './extents.js';
@@ -48,7 +49,7 @@ export class NamespaceEditor {
       return;
     }
     try {
-      for (const c of replacedChunks(old.content!, inode.content!, (id) => this.w.read(id))) this.w.suggestBase(c.id, c.base);
+      for (const c of replacedChunks(old.content!, inode.content!, (id) => this.w.read(id), DELTA_MAX_BASES)) this.w.suggestBase(c.id, c.bases);
     } catch {
       // Only a hint: an unreadable old tree means no delta, never a failed commit.
     }

@@ -116,20 +116,22 @@ export function buildExtentTree(extents: Extent[], save: (node: Buffer) => Buffe
   return b.finish();
 }
 
-/** One entry of a walk frontier: a node (level > 0) or a chunk (level 0) and where it starts. */
+/** One entry of a walk frontier: a node (level > 0) or a chunk (level 0), where it starts and its bytes. */
 interface ExtentRef {
   id: Buffer;
   level: number;
   offset: number;
+  length: number;
 }
 
 /**
- * The chunks of `after` that `before` does not share, each paired with the chunk of `before`
- * that covered the same offset (a likely delta base). Both trees are expanded one level at a
+ * The chunks of `after` that `before` does not share, each paired with the chunks of `before`
+ * it overlaps by offset (at most `maxBases`, in order; likely delta bases: after an edit,
+ * FastCDC takes a few chunks to meet an old cut, so a new chunk often straddles two). Both trees are expanded one level at a
  * time and subtrees they share are dropped before expanding, so the nodes read follow the edit,
  * not the file size: a 4 KiB write into a 500 MiB file reads a few nodes per level.
  */
-export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer) => Buffer): { id: Buffer; base: Buffer }[] {
+export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer) => Buffer, maxBases: number): { id: Buffer; bases: Buffer[] }[] {
   const nodes = new Map<string, ExtentNode>();
   const node = (id: Buffer): ExtentNode => {
     const k = id.toString('latin1');
@@ -137,8 +139,8 @@ export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer)
     if (!n) nodes.set(k, (n = decodeExtentNode(load(id), 'extent node')));
     return n;
   };
-  let a: ExtentRef[] = [{ id: before, level: node(before).level + 1, offset: 0 }];
-  let b: ExtentRef[] = [{ id: after, level: node(after).level + 1, offset: 0 }];
+  let a: ExtentRef[] = [{ id: before, level: node(before).level + 1, offset: 0, length: Infinity }];
+  let b: ExtentRef[] = [{ id: after, level: node(after).level + 1, offset: 0, length: Infinity }];
   for (;;) {
     const inA = new Set(a.map((r) => r.id.toString('latin1')));
     const shared = new Set(b.map((r) => r.id.toString('latin1')).filter((k) => inA.has(k)));
@@ -146,7 +148,7 @@ export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer)
     b = b.filter((r) => !shared.has(r.id.toString('latin1')));
     if (b.length === 0) return [];
     const top = Math.max(...a.map((r) => r.level), ...b.map((r) => r.level));
-    if (top === 0) return b.map((c) => ({ id: c.id, base: coveringChunk(a, c.offset) })).filter((p): p is { id: Buffer; base: Buffer } => p.base !== undefined);
+    if (top === 0) return b.map((c) => ({ id: c.id, bases: overlapping(a, c.offset, c.offset + c.length, maxBases) })).filter((p) => p.bases.length > 0);
     const expand = (refs: ExtentRef[]): ExtentRef[] =>
       refs.flatMap((r) => {
         if (r.level !== top) return [r];
@@ -154,7 +156,7 @@ export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer)
         const n = node(r.id);
         let offset = r.offset;
         return n.ids.map((id, i) => {
-          const child = { id, level: n.level, offset };
+          const child = { id, level: n.level, offset, length: n.lengths[i]! };
           offset += n.lengths[i]!;
           return child;
         });
@@ -164,15 +166,20 @@ export function replacedChunks(before: Buffer, after: Buffer, load: (id: Buffer)
   }
 }
 
-/** The last chunk of `chunks` (sorted by offset) starting at or before `offset`. */
-function coveringChunk(chunks: ExtentRef[], offset: number): Buffer | undefined {
+/**
+ * Up to `max` chunks of `chunks` (sorted by offset) from the last one starting at or before
+ * `from` on, while they start before `to`.
+ */
+function overlapping(chunks: ExtentRef[], from: number, to: number, max: number): Buffer[] {
   let lo = 0;
   let hi = chunks.length - 1;
-  if (hi < 0) return undefined;
+  if (hi < 0) return [];
   while (lo < hi) {
     const mid = (lo + hi + 1) >> 1;
-    if (chunks[mid]!.offset <= offset) lo = mid;
+    if (chunks[mid]!.offset <= from) lo = mid;
     else hi = mid - 1;
   }
-  return chunks[lo]!.id;
+  const out: Buffer[] = [];
+  for (let i = lo; i < chunks.length && out.length < max && (i === lo || chunks[i]!.offset < to); i++) out.push(chunks[i]!.id);
+  return out;
 }
