@@ -12,6 +12,7 @@ import { Client } from '../../lib/sdk/index.js';
 import { ObjectKind } from '../../lib/store/index.js';
 import { TREE_ROW_TARGET } from '../../lib/store/schema.js';
 import { tempDir } from '../helpers/tmp.js';
+import { assertStoreIntact } from '../helpers/integrity.js';
 
 test('an import writes pages to tree rows of about TREE_ROW_TARGET; a small commit writes one row', async () => {
   const dir = tempDir();
@@ -50,14 +51,5 @@ test('an import writes pages to tree rows of about TREE_ROW_TARGET; a small comm
   } finally {
     c.close();
   }
-  assert.equal(verifyOk(path), true);
+  assertStoreIntact(path);
 });
-
-function verifyOk(path: string): boolean {
-  const c = Client.connect(path, { readonly: true });
-  try {
-    return c.verify().ok;
-  } finally {
-    c.close();
-  }
-}
