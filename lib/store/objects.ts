@@ -154,6 +154,36 @@ type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | unde
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 const EXPECTED_RATIO = 0.4;
+/** The parts of one pack row being assembled, and the stored bytes they are expected to take. */
+class RowAssembly {
+  parts: RowPart[] = [];
+  bytes = 0;
+
+  constructor(readonly target: number) {}
+
+  /** Adds a part expected to store `expected` bytes; true once the row is full. */
+  add(part: RowPart, expected: number): boolean {
+    this.parts.push(part);
+    this.bytes += expected;
+    return this.bytes >= this.target;
+  }
+
+  /** Moves the parts of `other` into this row. */
+  absorb(other: RowAssembly): void {
+    this.parts.push(...other.parts);
+    this.bytes += other.bytes;
+    other.take();
+  }
+
+  /** The parts; the assembly starts empty again. */
+  take(): RowPart[] {
+    const parts = this.parts;
+    this.parts = [];
+    this.bytes = 0;
+    return parts;
+  }
+}
+
 /** Complete rows kept back so the compression thread finishes their frames meanwhile. */
 const ROWS_IN_FLIGHT = 2;
 /** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
@@ -181,15 +211,12 @@ export class ObjectWriter {
    * only ones a probe of the index cannot see yet.
    */
   private readonly open = new Map<string, Pending>();
-  private rowParts: RowPart[] = [];
-  /** Expected stored bytes of rowParts. */
-  private rowBytes = 0;
+  /** The mixed row being assembled: sealed content groups and deltas. */
+  private readonly mixed: RowAssembly;
   /** Sealed tree groups, assembled into rows of about TREE_ROW_TARGET stored bytes. */
-  private treeParts: RowPart[] = [];
-  private treeBytes = 0;
+  private readonly trees = new RowAssembly(TREE_ROW_TARGET);
   /** Complete rows not written yet (queueRow). */
   private readonly ready: RowPart[][] = [];
-  private readonly rowTarget: number;
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
 
@@ -205,7 +232,7 @@ export class ObjectWriter {
     this.groups = this.compress
       ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
       : [new Group(false, PACK_TARGET)];
-    this.rowTarget = this.compress ? ROW_TARGET : 0;
+    this.mixed = new RowAssembly(this.compress ? ROW_TARGET : 0);
   }
 
   private newGroup(c: GroupClass): Group {
@@ -296,9 +323,7 @@ export class ObjectWriter {
     if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return;
     p.delta = { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
     p.group.moved++;
-    this.rowParts.push({ delta: p });
-    this.rowBytes += frame.length;
-    if (this.rowBytes >= this.rowTarget) this.writeRow();
+    if (this.mixed.add({ delta: p }, frame.length)) this.writeRow(this.mixed);
   }
 
   /**
@@ -393,32 +418,22 @@ export class ObjectWriter {
       let pos = 0;
       at = live.map((p) => (pos += p.length) - p.length);
     }
-    // Compressed on the addon's thread while this writer goes on; collected in writeRow().
-    const job = g.compress ? zstdCompressStart(data, COMPRESSION_LEVEL) : undefined;
+    // Compressed on the addon's thread while this writer goes on; collected in writeParts().
+    // An edit group holds whatever chunks an edit made: random ones are not worth a job.
+    const compress = g.compress && !(c === GroupClass.Edit && looksRandom(data));
+    const job = compress ? zstdCompressStart(data, COMPRESSION_LEVEL) : undefined;
+    const part = { live, at, data, job };
     if (c === GroupClass.Tree && this.compress) {
       // Tree rows of their own, smaller: a cold page read loads its whole row (below).
-      this.treeParts.push({ live, at, data, job });
-      this.treeBytes += data.length * TREE_EXPECTED_RATIO;
-      if (this.treeBytes >= TREE_ROW_TARGET) this.writeTreeRow();
+      if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
       return;
     }
-    this.rowParts.push({ live, at, data, job });
-    this.rowBytes += job === undefined ? data.length : data.length * EXPECTED_RATIO;
-    if (this.rowBytes >= this.rowTarget) this.writeRow();
+    if (this.mixed.add(part, job === undefined ? data.length : data.length * EXPECTED_RATIO)) this.writeRow(this.mixed);
   }
 
-  private writeRow(): void {
-    if (this.rowParts.length === 0) return;
-    this.queueRow(this.rowParts);
-    this.rowParts = [];
-    this.rowBytes = 0;
-  }
-
-  private writeTreeRow(): void {
-    if (this.treeParts.length === 0) return;
-    this.queueRow(this.treeParts);
-    this.treeParts = [];
-    this.treeBytes = 0;
+  /** Queues the row `a` has assembled, if any. */
+  private writeRow(a: RowAssembly): void {
+    if (a.parts.length > 0) this.queueRow(a.take());
   }
 
   /**
@@ -564,14 +579,9 @@ export class ObjectWriter {
   flush(): void {
     for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
     // A small transaction (a commit) writes one row: another row would leave its own slack.
-    if (this.treeParts.length > 0 && this.rowBytes + this.treeBytes <= this.rowTarget) {
-      this.rowParts.push(...this.treeParts);
-      this.rowBytes += this.treeBytes;
-      this.treeParts = [];
-      this.treeBytes = 0;
-    }
-    this.writeTreeRow();
-    this.writeRow();
+    if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
+    this.writeRow(this.trees);
+    this.writeRow(this.mixed);
     for (const parts of this.ready.splice(0)) this.writeParts(parts);
   }
 }

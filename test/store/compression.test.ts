@@ -15,6 +15,7 @@ import { LayerFsError } from '../../lib/errors.js';
 import { DELTA_MAX_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
+import { assertCorruptRead, depthOf, hintedChain } from '../helpers/deltas.js';
 
 /** Deterministic text-like bytes: words from a small vocabulary, lines of code-ish shape. */
 function seededText(seed: number, n: number): Buffer {
@@ -126,26 +127,12 @@ test('large files: compressible chunks go to frames of a chunk row and read back
 test('deltas: a file edited many times is stored as bounded delta chains and reads back', () => {
   const store = Store.create(join(tempDir(), 's.sqlite'));
   try {
-    let prev = seededText(9, 30_000);
-    let prevId = store.writeSync((w) => w.add(ObjectKind.Blob, prev));
-    const versions: [Buffer, Buffer][] = [[prevId, prev]];
-    for (let v = 1; v <= 30; v++) {
+    const versions = hintedChain(store, seededText(9, 30_000), 31, (prev, v) => {
       const at = (v * 997) % prev.length;
-      const next = Buffer.concat([prev.subarray(0, at), Buffer.from(`edit ${v}`), prev.subarray(at + 3)]);
-      const id = store.writeSync((w) => {
-        const id = w.add(ObjectKind.Blob, next);
-        w.suggestBase(id, prevId);
-        return id;
-      });
-      versions.push([id, next]);
-      prev = next;
-      prevId = id;
-    }
-    const depth = (id: Buffer): number => {
-      const loc = store.objects.locator(id)!;
-      return loc.codec === Codec.Delta ? 1 + depth(loc.base!.subarray(0, 32)) : 0;
-    };
-    const depths = versions.map(([id]) => depth(id));
+      return Buffer.concat([prev.subarray(0, at), Buffer.from(`edit ${v}`), prev.subarray(at + 3)]);
+    });
+    const prevId = versions[versions.length - 1]![0];
+    const depths = versions.map(([id]) => depthOf(store, id));
     assert.ok(Math.max(...depths) <= DELTA_MAX_DEPTH, `depths ${depths.join(',')}`);
     assert.ok(depths.filter((d) => d > 0).length >= 25, `most versions are deltas: ${depths.join(',')}`);
     for (const [id, data] of versions) assert.ok(store.objects.get(id, ObjectKind.Blob).equals(data));
@@ -308,12 +295,7 @@ test('deltas with several bases: a piece straddling old chunks decodes against t
     const row = db.prepare('SELECT id FROM objects WHERE codec = ?').pluck().get(Codec.Delta) as Buffer;
     db.prepare('UPDATE objects SET base = ? WHERE id = ?').run(bad, row);
     db.close();
-    const s = Store.open(path, { readonly: true });
-    try {
-      assert.throws(() => s.objects.get(row), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
-    } finally {
-      s.close();
-    }
+    assertCorruptRead(path, row);
   }
 });
 

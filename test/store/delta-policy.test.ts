@@ -9,33 +9,16 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
-import { LayerFsError } from '../../lib/errors.js';
 import { DELTA_MAX_DEPTH, KEEP_DELTA, KEEP_TREE_DELTA, REBASE_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
-
-function depthOf(store: Store, id: Buffer): number {
-  const loc = store.objects.locator(id)!;
-  return loc.codec === Codec.Delta ? 1 + depthOf(store, loc.base!.subarray(0, 32)) : 0;
-}
+import { assertCorruptRead, depthOf, hintedChain } from '../helpers/deltas.js';
 
 /** 60 versions of one blob, each a small edit of the one before, each hinted with its predecessor. */
 function editChain(store: Store, versions = 60): [Buffer, Buffer][] {
-  let prev = Buffer.from(seededBytes(21, 6000).map((b) => 97 + (b % 16)));
-  let prevId = store.writeSync((w) => w.add(ObjectKind.Blob, prev));
-  const out: [Buffer, Buffer][] = [[prevId, prev]];
-  for (let v = 1; v < versions; v++) {
+  return hintedChain(store, Buffer.from(seededBytes(21, 6000).map((b) => 97 + (b % 16))), versions, (prev, v) => {
     const at = (v * 389) % (prev.length - 16);
-    const next = Buffer.concat([prev.subarray(0, at), Buffer.from(`v${v}:`), prev.subarray(at + 2)]);
-    const id = store.writeSync((w) => {
-      const id = w.add(ObjectKind.Blob, next);
-      w.suggestBase(id, prevId);
-      return id;
-    });
-    out.push([id, next]);
-    prev = next;
-    prevId = id;
-  }
-  return out;
+    return Buffer.concat([prev.subarray(0, at), Buffer.from(`v${v}:`), prev.subarray(at + 2)]);
+  });
 }
 
 test('a version whose base ends a full chain is a delta against an older version, not a full copy', () => {
@@ -84,12 +67,7 @@ test('a damaged link below a rebased delta fails the tip with ERR_CORRUPT', () =
   } finally {
     db.close();
   }
-  const s = Store.open(path, { readonly: true });
-  try {
-    assert.throws(() => s.objects.get(tip), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
-  } finally {
-    s.close();
-  }
+  assertCorruptRead(path, tip);
 });
 
 test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content only up to KEEP_DELTA', () => {
