@@ -5,9 +5,10 @@
  * requests, so a commit is a consistent cut and requests that arrive meanwhile wait in the
  * kernel's queue. Never touches a mount synchronously except by serving it.
  */
-import { readSync, writeSync } from 'node:fs';
+import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
+import { fdRead, fdWrite } from '../native/index.js';
 import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type KernelWorkerParams, type ToWorker } from './kernel.js';
@@ -19,6 +20,8 @@ const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 const log = (message: string) => post({ type: 'log', message });
 const hex = (h: string) => Buffer.from(h, 'hex');
+const E = constants.errno;
+const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
 function serve(): void {
   const store = Store.open(params.storePath);
@@ -36,12 +39,9 @@ function serve(): void {
     },
   );
   const send = (b: Buffer, len: number): void => {
-    try {
-      writeSync(fd, b, 0, len);
-    } catch (e) {
-      // ENOENT: the request was interrupted and is gone.
-      if ((e as NodeJS.ErrnoException).code !== 'ENOENT') log(`reply to /dev/fuse failed: ${(e as Error).message}`);
-    }
+    const n = fdWrite(fd, b, len);
+    // ENOENT: the request was interrupted and is gone.
+    if (n < 0 && n !== -E.ENOENT) log(`reply to /dev/fuse failed: ${errnoName(-n)}`);
   };
   proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
   const messages = (): void => {
@@ -70,13 +70,10 @@ function serve(): void {
   const buf = Buffer.allocUnsafeSlow((1 << 20) + 8192);
   try {
     for (;;) {
-      let n: number;
-      try {
-        n = readSync(fd, buf, 0, buf.length, null);
-      } catch (e) {
-        const code = (e as NodeJS.ErrnoException).code;
-        if (code === 'EINTR' || code === 'EAGAIN' || code === 'ENOENT') continue;
-        if (code !== 'ENODEV' && code !== 'EBADF') log(`read from /dev/fuse failed: ${(e as Error).message}`);
+      const n = fdRead(fd, buf);
+      if (n < 0) {
+        if (n === -E.EINTR || n === -E.EAGAIN || n === -E.ENOENT) continue;
+        if (n !== -E.ENODEV && n !== -E.EBADF) log(`read from /dev/fuse failed: ${errnoName(-n)}`);
         break; // the connection is gone (unmounted or aborted)
       }
       messages();

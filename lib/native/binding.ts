@@ -143,6 +143,10 @@ export interface NativeBinding {
   setTimes(path: Buffer, atimeNs: bigint, mtimeNs: bigint): void;
   getXattrs(path: Buffer): { name: string; value: Buffer }[];
   listXattrs(path: Buffer): string[];
+  /** read(2) into `buffer`: bytes read, or -errno. */
+  fdRead(fd: number, buffer: Uint8Array): number;
+  /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
+  fdWrite(fd: number, buffer: Uint8Array, length: number): number;
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdCompressStart(data: Uint8Array, level: number): number;
