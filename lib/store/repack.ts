@@ -229,8 +229,9 @@ function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number,
       }
       for (const p of live) {
         if (p.codec === Codec.Delta) {
-          // Its frame is copied as it is: the bases, and so the chain bounds, do not change.
-          reader.get(p.id); // authenticates it before it moves
+          // Its frame is copied as it is: the bases, and so the chain bounds, do not change, and
+          // damage (if any) stays where a read or verify finds it. Decoding it here would
+          // decode its whole chain of bases, for every delta.
           if (!row || p.offset + p.length > row.length) throw new LayerFsError('ERR_CORRUPT', `delta outside its pack`, { path: store.path });
           const bytes = Buffer.from(row.subarray(p.offset, p.offset + p.length));
           deltas.push({ bytes, entries: [[p, Codec.Delta, 0, bytes.length, 0]] });
