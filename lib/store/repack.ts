@@ -6,11 +6,11 @@
  * sizes and delta bases stay, so every reader of the format decodes the result as before.
  */
 import { LayerFsError } from '../errors.js';
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
-import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
+import { Codec, looksRandom } from './codec.js';
 import type { Store } from './handle.js';
 import { ObjectKind, ObjectReader } from './objects.js';
-import { CHUNK_FRAME_TARGET, FORMAT_VERSION, GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
+import { FORMAT_VERSION, GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
 /**
@@ -63,29 +63,6 @@ export interface RepackStats {
   vacuumMs: number;
 }
 
-interface Planned {
-  id: Buffer;
-  kind: number;
-  size: number;
-  codec: number;
-  pack: number;
-  offset: number;
-  length: number;
-  at: number;
-}
-
-/** A frame of a new row, and the objects it holds with their new locators relative to the frame. */
-interface Part {
-  bytes: Buffer;
-  /** [object, codec, offset within the part, length, at] */
-  entries: [Planned, Codec, number, number, number][];
-}
-
-/** A group being filled: objects whose canonical bytes become one frame. */
-interface OpenGroup {
-  items: { p: Planned; data: Buffer }[];
-  bytes: number;
-}
 
 const enum Cls {
   Content = 0,
@@ -93,7 +70,7 @@ const enum Cls {
   Random = 2,
 }
 
-export function fileBytes(store: Store): number {
+function fileBytes(store: Store): number {
   const pageSize = store.db.pragma('page_size', { simple: true }) as number;
   const pages = store.db.pragma('page_count', { simple: true }) as number;
   return pageSize * pages;
@@ -266,8 +243,9 @@ function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number,
     const packed = (l: Part[]) => l.filter((p) => p.entries[0]![1] !== Codec.Raw);
     // Tree rows first: they are small and many, and take what fills them from the shared pool.
     fillers.sort((a, b) => b.bytes.length - a.bytes.length);
-    const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false);
-    const rows: Part[][] = [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true), ...chunkRows];
+    const pageSize = db.pragma('page_size', { simple: true }) as number;
+    const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false, pageSize);
+    const rows: Part[][] = [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...chunkRows];
     for (const parts of rows) {
       const row = Buffer.concat(parts.map((p) => p.bytes));
       const pack = Number(insertPack.run(row).lastInsertRowid);
@@ -292,121 +270,4 @@ function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number,
     if (db.inTransaction) db.exec('ROLLBACK');
     throw e;
   }
-}
-
-function newGroup(): OpenGroup {
-  return { items: [], bytes: 0 };
-}
-
-/** A raw part as one part per object. */
-function splitRaw(part: Part): Part[] {
-  return part.entries.map(([p, , off, len]) => ({ bytes: part.bytes.subarray(off, off + len), entries: [[p, Codec.Raw, 0, len, 0]] }));
-}
-
-function rawPart(g: OpenGroup): Part {
-  let off = 0;
-  const entries: Part['entries'] = g.items.map(({ p, data }) => {
-    const e: Part['entries'][number] = [p, Codec.Raw, off, data.length, 0];
-    off += data.length;
-    return e;
-  });
-  return { bytes: Buffer.concat(g.items.map((i) => i.data)), entries };
-}
-
-/**
- * Each group as one zstd frame, or raw where compression does not pay (KEEP_COMPRESSED). Half the
- * groups go to the addon's compression thread while this thread compresses the other half: at a
- * slow level the compression is the whole cost, and it then uses two cores.
- */
-function frames(groups: OpenGroup[], level: number): Part[] {
-  const plains = groups.map((g) => Buffer.concat(g.items.map((i) => i.data), g.bytes));
-  const jobs = plains.map((plain, k) => (k % 2 === 0 ? zstdCompressStart(plain, level) : undefined));
-  const inline = plains.map((plain, k) => (k % 2 === 1 ? zstdCompress(plain, level) : undefined));
-  return groups.map((g, k) => {
-    const z = jobs[k] !== undefined ? zstdCompressResult(jobs[k]!) : inline[k]!;
-    if (z.length > g.bytes * KEEP_COMPRESSED) return rawPart(g);
-    let at = 0;
-    const entries: Part['entries'] = g.items.map(({ p, data }) => {
-      const e: Part['entries'][number] = [p, Codec.Zstd, 0, z.length, at];
-      at += data.length;
-      return e;
-    });
-    return { bytes: z, entries };
-  });
-}
-
-/** A chunk row's chunks, in order, re-cut into frames of about CHUNK_FRAME_TARGET plain bytes. */
-function chunkFrames(items: { p: Planned; data: Buffer }[], level: number): Part[] {
-  const groups: OpenGroup[] = [];
-  let g = newGroup();
-  for (const it of items) {
-    g.items.push(it);
-    g.bytes += it.data.length;
-    if (g.bytes >= CHUNK_FRAME_TARGET) {
-      groups.push(g);
-      g = newGroup();
-    }
-  }
-  if (g.items.length > 0) groups.push(g);
-  const random = groups.map((x) => looksRandom(Buffer.concat(x.items.map((i) => i.data), x.bytes)));
-  const packed = frames(groups.filter((_, k) => !random[k]), level);
-  let next = 0;
-  return groups.map((x, k) => (random[k] ? rawPart(x) : packed[next++]!));
-}
-
-/** SQLite's usable bytes per overflow page, and the least a row keeps in its table leaf (8 KiB pages). */
-const OVERFLOW_BYTES = 8192 - 4;
-const MIN_LOCAL = Math.floor(((8192 - 12) * 32) / 255) - 23;
-/** A record's bytes besides the blob: header, serial types. */
-const RECORD_OVERHEAD = 5;
-/** A row whose leaf part is within this many bytes of MIN_LOCAL is close enough. */
-const FILL_TOLERANCE = 48;
-
-/**
- * Parts packed into rows of about `target` stored bytes, `main` in order. SQLite stores a large
- * row as whole overflow pages plus a remainder in its table leaf, and the leaf pages' unused
- * space was ~0.9 % of the repacked edit-history Store (remainders of 1–8 KiB pack poorly). So
- * once a row reaches the target it is topped up from `fillers` (objects stored on their own:
- * deltas, raw objects; any order works for them) until its remainder is the least SQLite allows.
- * `pool` is sorted by size, descending, and shared: what is left makes rows of its own with `rest`.
- */
-function assemble(main: Part[], pool: Part[], target: number, rest: boolean): Part[][] {
-  const take = (need: number): Part | undefined => {
-    // The largest filler that fits: pool is sorted by size, descending.
-    let lo = 0;
-    let hi = pool.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (pool[mid]!.bytes.length > need) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < pool.length ? pool.splice(lo, 1)[0] : undefined;
-  };
-  const rows: Part[][] = [];
-  let cur: Part[] = [];
-  let bytes = 0;
-  const close = () => {
-    if (bytes + RECORD_OVERHEAD > OVERFLOW_BYTES) {
-      for (;;) {
-        const need = (OVERFLOW_BYTES - ((bytes + RECORD_OVERHEAD - MIN_LOCAL) % OVERFLOW_BYTES)) % OVERFLOW_BYTES;
-        if (need <= FILL_TOLERANCE) break;
-        const f = take(need);
-        if (!f) break;
-        cur.push(f);
-        bytes += f.bytes.length;
-      }
-    }
-    rows.push(cur);
-    cur = [];
-    bytes = 0;
-  };
-  const add = (p: Part) => {
-    cur.push(p);
-    bytes += p.bytes.length;
-    if (bytes >= target) close();
-  };
-  for (const p of main) add(p);
-  while (rest && pool.length > 0) add(pool.shift()!);
-  if (cur.length > 0) close();
-  return rows;
 }

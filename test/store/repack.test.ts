@@ -311,3 +311,18 @@ test('a writer on another connection during repack loses nothing', { timeout: 30
   const now = new Set(readAllObjects(store));
   for (const o of objects) assert.ok(now.has(o));
 });
+
+test('two repacks at once: each skips what the other moved; nothing is lost', { timeout: 300_000 }, async () => {
+  const { store, dir } = await copyOfFixture();
+  const trees = exportStates(store, dir);
+  const objects = readAllObjects(store);
+  const [a, b] = await Promise.all([runWorker(store, 32 * 1024, 3, () => {}, 20), runWorker(store, 48 * 1024, 3, () => {}, 20)]);
+  const results = [a, b].map((o) => o.split('\n').find((l) => l.startsWith('done ')));
+  assert.ok(results.every((r) => r !== undefined), `${a}\n${b}`);
+  const stats = results.map((r) => JSON.parse(r!.slice(5)) as { objects: number; skipped: number });
+  // Each object moved at least once; what one moved before the other's batch came is skipped there.
+  assert.ok(stats[0]!.objects + stats[1]!.objects >= objects.length);
+  assertStoreIntact(store);
+  assert.deepEqual(readAllObjects(store), objects);
+  assert.deepEqual(exportStates(store, dir), trees);
+});
