@@ -326,3 +326,35 @@ test('two repacks at once: each skips what the other moved; nothing is lost', { 
   assert.deepEqual(readAllObjects(store), objects);
   assert.deepEqual(exportStates(store, dir), trees);
 });
+
+test('a format-1 Store with 64 KiB pages, written raw: upgraded on connect, then repacked; content unchanged', { timeout: 120_000 }, async () => {
+  const { dir } = await fixture();
+  const store = join(dir, `format1-${copies++}.layerfs`);
+  process.env.LAYERFS_COMPRESS = '0';
+  try {
+    const c = Client.create(store);
+    await c.initLayerStack({ name: 'main', source: join(dir, 'src') });
+    c.close();
+  } finally {
+    delete process.env.LAYERFS_COMPRESS;
+  }
+  const db = new Database(store);
+  db.pragma('journal_mode = DELETE');
+  db.pragma('page_size = 65536');
+  db.exec('VACUUM');
+  db.exec('ALTER TABLE objects DROP COLUMN base; ALTER TABLE objects DROP COLUMN at;');
+  db.pragma('user_version = 1');
+  db.close();
+  const trees = exportStates(store, dir);
+  const c = Client.connect(store);
+  const r = await c.repack();
+  assert.ok(r.fileBytesAfter < r.fileBytesBefore * 0.8, `${r.fileBytesAfter} vs ${r.fileBytesBefore}`);
+  assert.equal(c.info().formatVersion, 3);
+  assertIntact(c);
+  c.close();
+  const check = new Database(store, { readonly: true });
+  assert.equal(check.pragma('page_size', { simple: true }), 65536);
+  check.close();
+  assert.deepEqual(exportStates(store, dir), trees);
+  readAllObjects(store);
+});

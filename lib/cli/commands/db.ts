@@ -40,11 +40,13 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
     );
   db.command('repack')
     .description('rewrite the Store for size (slow zstd, larger groups, then VACUUM); ids and content never change')
-    .option('--level <n>', 'zstd level 1-22', '19')
-    .action((opts: { level: string }) =>
+    .option('--level <n>', 'zstd level 1-22 (default 19)')
+    .action((opts: { level?: string }) =>
       run(async (out, g) => {
-        const level = /^\d+$/.test(opts.level) ? Number(opts.level) : NaN;
-        if (!(level >= 1 && level <= 22)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `--level must be an integer from 1 to 22, got ${JSON.stringify(opts.level)}`, { argument: '--level' });
+        const level = opts.level === undefined ? undefined : /^\d+$/.test(opts.level) ? Number(opts.level) : NaN;
+        if (level !== undefined && !(level >= 1 && level <= 22)) {
+          throw new LayerFsError('ERR_INVALID_ARGUMENT', `--level must be an integer from 1 to 22, got ${JSON.stringify(opts.level)}`, { argument: '--level' });
+        }
         const bar = repackProgress(!g.json);
         const r = await withClient(g.store, (c) => c.repack({ level, onProgress: bar.update })).finally(bar.stop);
         out.result(r, () => {
