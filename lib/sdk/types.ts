@@ -83,9 +83,11 @@ export interface RepackReceipt extends Receipt {
   outcome: 'Repacked';
   /** zstd level of the rewritten groups and frames. */
   level: number;
-  /** Pack rows that existed when repack started (all rewritten), and the rows that replaced them. */
+  /** Pack rows that existed when repack started and were rewritten, and the rows that replaced them. */
   rowsBefore: number;
   rowsAfter: number;
+  /** Rows an earlier repack wrote (at this level or higher), left as they are unless `full`. */
+  rowsSkipped: number;
   /** Objects moved to new rows. */
   objects: number;
   /** Stored bytes of the old rows, and of the new ones. */

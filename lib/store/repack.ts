@@ -9,6 +9,7 @@ import { LayerFsError } from '../errors.js';
 import { Codec, looksRandom } from './codec.js';
 import type { Store } from './handle.js';
 import { ObjectKind, ObjectReader } from './objects.js';
+import { loadRecord, recorded, recordRows } from './repack-record.js';
 import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
 import { FORMAT_VERSION, GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
@@ -44,6 +45,11 @@ export interface RepackOptions {
   batchBytes?: number;
   /** VACUUM afterwards so the file shrinks (default true). */
   vacuum?: boolean;
+  /**
+   * Rewrite rows an earlier repack wrote too (default: they are skipped unless `level` is
+   * higher than theirs; repack-record.ts).
+   */
+  full?: boolean;
   onProgress?: (p: RepackProgress) => void;
 }
 
@@ -51,6 +57,8 @@ export interface RepackStats {
   level: number;
   rowsBefore: number;
   rowsAfter: number;
+  /** Rows an earlier repack wrote at this level or higher, left as they are. */
+  rowsSkipped: number;
   objects: number;
   /** Objects planned but moved by someone else (another repack) before their batch ran. */
   skipped: number;
@@ -93,6 +101,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     level,
     rowsBefore: 0,
     rowsAfter: 0,
+    rowsSkipped: 0,
     objects: 0,
     skipped: 0,
     transactions: 0,
@@ -107,17 +116,21 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     // One snapshot of what to rewrite: rows written later (by anyone, repack included) get
     // higher ids and are left as they are; the objects of an old row never change except by a
     // repack, which each batch re-checks under the write lock.
-    const plan = store.read(() => {
+    const { plan, record, skip } = store.read(() => {
+      const record = loadRecord(db);
+      const skip = !opts.full && record && level <= record.level ? record : undefined;
       const maxPack = (db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null) ?? 0;
+      stats.rowsSkipped = skip ? (db.prepare('SELECT id FROM packs WHERE id <= ?').pluck().all(maxPack) as number[]).filter((id) => recorded(skip, id)).length : 0;
       const rows = db.prepare('SELECT id, kind, size, codec, pack, offset, length, at FROM objects WHERE pack <= ?').all(maxPack) as Planned[];
       const byPack = new Map<number, Planned[]>();
       for (const r of rows) {
+        if (recorded(skip, r.pack)) continue;
         let l = byPack.get(r.pack);
         if (!l) byPack.set(r.pack, (l = []));
         l.push(r);
       }
       for (const l of byPack.values()) l.sort((a, b) => a.offset - b.offset || a.at - b.at);
-      return [...byPack.entries()].sort((a, b) => a[0] - b[0]);
+      return { plan: [...byPack.entries()].sort((a, b) => a[0] - b[0]), record, skip };
     });
     const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: plan.length, bytesBefore: 0, bytesAfter: 0 };
     stats.rowsBefore = plan.length;
@@ -127,7 +140,10 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
       let j = i;
       let bytes = 0;
       while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
-      rewriteBatch(store, plan.slice(i, j), level, stats, progress);
+      // The first batch of a rewrite that skips an existing record (a higher level, or full)
+      // replaces it; otherwise rows are added to what is there (a concurrent repack's too).
+      const fresh = i === 0 && !skip && record !== undefined;
+      rewriteBatch(store, plan.slice(i, j), level, stats, progress, (ids) => recordRows(db, level, ids, fresh));
       progress.rowsDone = j;
       opts.onProgress?.({ ...progress });
       i = j;
@@ -136,7 +152,9 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     }
     store.objects.reset();
     stats.rewriteMs = performance.now() - t0;
-    if (opts.vacuum ?? true) {
+    // Nothing rewritten and no free pages: a VACUUM would copy the whole file for nothing.
+    const free = db.pragma('freelist_count', { simple: true }) as number;
+    if ((opts.vacuum ?? true) && (stats.rowsBefore > 0 || free > 0)) {
       progress.phase = 'vacuum';
       opts.onProgress?.({ ...progress });
       const tv = performance.now();
@@ -163,7 +181,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
 }
 
 /** Rewrites the objects of `packs` (old rows) into new rows in one transaction, then deletes the old rows. */
-function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number, stats: RepackStats, progress: RepackProgress): void {
+function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number, stats: RepackStats, progress: RepackProgress, written: (ids: number[]) => void): void {
   const db = store.db;
   const locate = db.prepare('SELECT pack, offset, length, at, codec FROM objects WHERE id = ?');
   const readRow = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
@@ -246,9 +264,11 @@ function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number,
     const pageSize = db.pragma('page_size', { simple: true }) as number;
     const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false, pageSize);
     const rows: Part[][] = [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...chunkRows];
+    const ids: number[] = [];
     for (const parts of rows) {
       const row = Buffer.concat(parts.map((p) => p.bytes));
       const pack = Number(insertPack.run(row).lastInsertRowid);
+      ids.push(pack);
       let off = 0;
       for (const part of parts) {
         for (const [p, codec, o, len, at] of part.entries) {
@@ -264,6 +284,7 @@ function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number,
     // No writer adds objects to an existing row, so once its planned objects moved nothing
     // points into an old row (checking that by query would scan the whole index per row).
     for (const pack of oldPacks) if (!keep.has(pack)) deletePack.run(pack);
+    written(ids);
     db.exec('COMMIT');
     stats.transactions++;
   } catch (e) {

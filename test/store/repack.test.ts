@@ -102,12 +102,46 @@ test('repack keeps every id, object and tree; verify passes; the file shrinks; a
   assert.deepEqual(s1.db.prepare('SELECT id, base FROM objects WHERE codec = ? ORDER BY id').all(Codec.Delta), deltas0);
   s1.close();
 
+  // A second repack finds only rows the first one wrote: nothing to do.
   const c2 = Client.connect(store);
   const r2 = await c2.repack();
+  assert.equal(r2.objects, 0);
+  assert.equal(r2.rowsBefore, 0);
+  assert.equal(r2.rowsSkipped, r.rowsAfter);
+  assert.equal(r2.fileBytesAfter, r.fileBytesAfter);
+  // With full it rewrites everything again, to about the same size.
+  const r3 = await c2.repack({ full: true });
   assertIntact(c2);
   c2.close();
-  assert.equal(r2.objects, objects.length);
-  assert.ok(Math.abs(r2.fileBytesAfter - r.fileBytesAfter) <= r.fileBytesAfter * 0.02, `second repack ${r2.fileBytesAfter} vs ${r.fileBytesAfter}`);
+  assert.equal(r3.objects, objects.length);
+  assert.equal(r3.rowsSkipped, 0);
+  assert.ok(Math.abs(r3.fileBytesAfter - r.fileBytesAfter) <= r.fileBytesAfter * 0.02, `full second repack ${r3.fileBytesAfter} vs ${r.fileBytesAfter}`);
+  assert.deepEqual(readAllObjects(store), objects);
+  assert.deepEqual(exportStates(store, dir), trees);
+});
+
+test('a repack after new commits rewrites only the rows written since; a higher level rewrites all', { timeout: 120_000 }, async () => {
+  const { store, dir } = await copyOfFixture();
+  const c = Client.connect(store);
+  const r1 = await c.repack({ level: 3 });
+  const ws = join(dir, `ws-incremental-${copies++}`);
+  await c.createWorkspace('work', { at: ws });
+  for (let i = 0; i < 3; i++) {
+    writeFileSync(join(ws, `inc-${i}.txt`), seededBytes(300 + i, 3000));
+    assert.equal((await c.commitWorkspace(ws)).outcome, 'Created');
+  }
+  const trees = exportStates(store, dir);
+  const objects = readAllObjects(store);
+  const r2 = await c.repack({ level: 3 });
+  assert.equal(r2.rowsSkipped, r1.rowsAfter);
+  assert.ok(r2.rowsBefore >= 1 && r2.rowsBefore <= 6, `rows written by the commits: ${r2.rowsBefore}`);
+  assert.ok(r2.objects < objects.length / 4);
+  // Level 3 rows are not good enough for level 19.
+  const r3 = await c.repack({ level: 19 });
+  assert.equal(r3.rowsSkipped, 0);
+  assert.equal(r3.objects, objects.length);
+  assertIntact(c);
+  c.close();
   assert.deepEqual(readAllObjects(store), objects);
   assert.deepEqual(exportStates(store, dir), trees);
 });
@@ -239,9 +273,11 @@ test('SIGKILL mid-repack (seeded points): the Store is intact and every object a
   }
   assert.ok(killedMidway >= 3, `killed mid-repack in ${killedMidway} of 5 trials`);
   assert.deepEqual(exportStates(store, dir), trees);
-  // A repack after the crashes finishes the job.
+  // A repack after the crashes finishes the job (resuming: rows already rewritten are kept).
   const c = Client.connect(store);
   await c.repack({ level: 3 });
+  const again = await c.repack({ level: 3 });
+  assert.equal(again.objects, 0);
   assertIntact(c);
   c.close();
   assert.deepEqual(readAllObjects(store), objects);

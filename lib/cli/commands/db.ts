@@ -41,19 +41,21 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
   db.command('repack')
     .description('rewrite the Store for size (slow zstd, larger groups, then VACUUM); ids and content never change')
     .option('--level <n>', 'zstd level 1-22 (default 19)')
-    .action((opts: { level?: string }) =>
+    .option('--full', 'also rewrite the rows an earlier repack wrote')
+    .action((opts: { level?: string; full?: boolean }) =>
       run(async (out, g) => {
         const level = opts.level === undefined ? undefined : /^\d+$/.test(opts.level) ? Number(opts.level) : NaN;
         if (level !== undefined && !(level >= 1 && level <= 22)) {
           throw new LayerFsError('ERR_INVALID_ARGUMENT', `--level must be an integer from 1 to 22, got ${JSON.stringify(opts.level)}`, { argument: '--level' });
         }
         const bar = repackProgress(!g.json);
-        const r = await withClient(g.store, (c) => c.repack({ level, onProgress: bar.update })).finally(bar.stop);
+        const r = await withClient(g.store, (c) => c.repack({ level, full: opts.full, onProgress: bar.update })).finally(bar.stop);
         out.result(r, () => {
           const pct = r.fileBytesBefore ? ((1 - r.fileBytesAfter / r.fileBytesBefore) * 100).toFixed(1) : '0.0';
           return [
             `repacked ${r.objects} objects in ${(r.ms / 1000).toFixed(2)} s (level ${r.level}; rewrite ${(r.rewriteMs / 1000).toFixed(2)} s, vacuum ${(r.vacuumMs / 1000).toFixed(2)} s)`,
-            `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${pct} % smaller); ${r.rowsBefore} pack rows -> ${r.rowsAfter}`,
+            `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${pct} % smaller); ${r.rowsBefore} pack rows -> ${r.rowsAfter}` +
+              (r.rowsSkipped ? `; ${r.rowsSkipped} rows of an earlier repack kept` : ''),
           ];
         });
       })(),
