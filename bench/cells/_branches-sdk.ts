@@ -5,6 +5,7 @@
 // keep it in step with lib/sdk/client.ts and docs/SDK.md.
 
 import fs from 'node:fs';
+import { performance } from 'node:perf_hooks';
 
 export interface BranchInfoShape {
   id: string;
@@ -41,6 +42,17 @@ export interface InfoShape {
   [more: string]: unknown;
 }
 
+export interface RepackReceiptShape {
+  ms: number;
+  level?: number;
+  objects?: number;
+  fileBytesBefore?: number;
+  fileBytesAfter?: number;
+  rewriteMs?: number;
+  vacuumMs?: number;
+  [more: string]: unknown;
+}
+
 export interface BranchClient {
   initLayerStack(opts: { name: string; source: string }): Promise<InitReceiptShape>;
   forkBranch(opts: { name: string; layer: string } | { name: string; branch: string; commit: string }): BranchInfoShape;
@@ -51,6 +63,8 @@ export interface BranchClient {
   log(branch: string, opts?: { limit?: number }): { id: string }[];
   cat(ref: string, path: string): Buffer;
   info(): InfoShape;
+  /** `db repack` (optional: absent in older SDKs, then the cells report no repack figures). */
+  repack?(opts?: { level?: number }): Promise<RepackReceiptShape>;
   close(): void | Promise<void>;
 }
 export interface BranchSdk {
@@ -102,4 +116,23 @@ export function percentile(xs: readonly number[], p: number): number {
   if (xs.length === 0) return NaN;
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))]!;
+}
+
+/**
+ * Repacks the Store at `storePath` on a connection of its own (`db repack`, like git gc
+ * --aggressive) and returns its time and the Store file + WAL bytes after the close.
+ */
+export async function repackStore(sdk: BranchSdk, storePath: string): Promise<{ repackMs: number; repackedBytes: number; repackRewriteMs?: number; repackVacuumMs?: number } | undefined> {
+  const c = sdk.Client.connect(storePath);
+  try {
+    if (typeof c.repack !== 'function') return undefined;
+    const t = performance.now();
+    const r = await c.repack();
+    const repackMs = performance.now() - t;
+    await c.close();
+    return { repackMs: Math.round(repackMs), repackedBytes: storeFiles(storePath).bytes, repackRewriteMs: r.rewriteMs === undefined ? undefined : Math.round(r.rewriteMs), repackVacuumMs: r.vacuumMs === undefined ? undefined : Math.round(r.vacuumMs) };
+  } catch (e) {
+    await c.close();
+    throw e;
+  }
 }

@@ -2,7 +2,8 @@
 // fork a Branch, materialize a Workspace, then ROUNDS rounds of small edits to 1% of the files
 // (cells/_edit-history.ts), each committed with commitWorkspace. Reports the Store file + WAL
 // after the final close (storeBytes), the same right after the import (importBytes), commit
-// times, and checks the Branch head against the Workspace at the end.
+// times, and checks the Branch head against the Workspace at the end. Then `repack` on a fresh
+// connection (repackMs) and the Store file + WAL after it (repackedBytes).
 //   node --import tsx bench/cells/layerfs-edit-history.ts --dir FIXTURE --tmp SCRATCH --tier 10000 [--rounds 100]
 
 import fs from 'node:fs';
@@ -10,7 +11,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { cellArgs, requireArgs } from '../lib/args.js';
 import { emit, fail } from '../lib/cell.js';
-import { loadBranchSdk, storeFiles } from './_branches-sdk.js';
+import { loadBranchSdk, repackStore, storeFiles } from './_branches-sdk.js';
 import { applyRound, listFiles, ROUNDS } from './_edit-history.js';
 
 const CELL = 'layerfs-edit-history';
@@ -53,6 +54,8 @@ try {
   const info = c.info();
   await c.close();
   const end = storeFiles(storePath);
+  // Then the offline repack, git gc --aggressive's counterpart (the git cell runs that one).
+  const repacked = await repackStore(sdk, storePath);
   emit({
     cell: CELL,
     tier,
@@ -66,6 +69,7 @@ try {
     storeBytes: end.bytes,
     historyBytes: end.bytes - importBytes,
     objects: info.objects,
+    ...repacked,
   });
 } catch (err) {
   fail(CELL, tier, err);

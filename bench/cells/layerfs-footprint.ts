@@ -5,7 +5,8 @@
 // them. Then READS small files picked by a seeded PRNG are read back with `cat` on a fresh
 // connection (readMs, and readCpuMs: this process's CPU time, steadier on a loaded machine).
 // With --raw the Store is written uncompressed (LAYERFS_COMPRESS=0): the baseline that the
-// family's "import ×raw" and "reads ×raw" ratios divide by.
+// family's "import ×raw" and "reads ×raw" ratios divide by. Last, without --raw, `repack` on a
+// fresh connection (repackMs) and the Store file + WAL after it (repackedBytes).
 //   node --import tsx bench/cells/layerfs-footprint.ts --dir FIXTURE --tmp SCRATCH --tier 10000 [--raw]
 
 import fs from 'node:fs';
@@ -14,6 +15,7 @@ import { parseArgs } from 'node:util';
 import { performance } from 'node:perf_hooks';
 import { emit, fail } from '../lib/cell.js';
 import { loadCampaignSdk, r1, semanticOf, storeFiles } from './_campaign.js';
+import { repackStore } from './_branches-sdk.js';
 import { listFiles } from './_edit-history.js';
 
 const CELL = 'layerfs-footprint';
@@ -56,6 +58,8 @@ try {
   const cpu = process.cpuUsage(cpu0);
   const readMs = performance.now() - t;
   await c.close();
+  // Then the offline repack (not for the raw baseline, which stays uncompressed).
+  const repacked = a.raw ? undefined : await repackStore(sdk, storePath);
   emit({
     cell: CELL,
     tier,
@@ -80,6 +84,7 @@ try {
     readBytes,
     readMs: r1(readMs),
     readCpuMs: r1((cpu.user + cpu.system) / 1000),
+    ...repacked,
   });
 } catch (err) {
   fail(CELL, tier, err);

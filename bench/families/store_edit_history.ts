@@ -18,7 +18,9 @@ const family: CampaignFamily = {
     'layerfs: import, fork, materialized Workspace, `commitWorkspace` per round; "stored" = Store file + ' +
     'WAL after close, "import" = the same right after the import. git: work-tree copy, `git add -A && ' +
     'git commit`, `git commit -a` per round, then `git gc --aggressive`; "stored" = `du -sb .git`. ' +
-    '"stored / git" below 1× is smaller than the gc\'d repository; "history" is stored minus import.',
+    '"stored / git" below 1× is smaller than the gc\'d repository; "history" is stored minus import. ' +
+    'Then `db repack` on a fresh connection (git gc --aggressive\'s counterpart): "repack" its wall time, ' +
+    '"repacked" the Store file + WAL after it, "repacked / git" that over the gc\'d repository.',
   order: 53,
   peers: ['git'],
   tiers: (quick) => [quick ? 1_000 : 10_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
@@ -32,7 +34,9 @@ const family: CampaignFamily = {
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];
-    const headers = ['tier', 'tool', 'rounds', 'commits', 'per commit', 'content', 'import', 'stored', 'history', 'stored / git', 'git loose', 'git gc', 'objects', 'peak RSS'];
+    const headers = [
+      'tier', 'tool', 'rounds', 'commits', 'per commit', 'content', 'import', 'stored', 'history', 'stored / git', 'repack', 'repacked', 'repacked / git', 'git loose', 'git gc', 'objects', 'peak RSS',
+    ];
     const out = rows.map((r) => {
       const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
       if (bad) return bad;
@@ -50,6 +54,9 @@ const family: CampaignFamily = {
         fmtBytes(r.storeBytes),
         isL ? fmtBytes(x(r, 'historyBytes')) : DASH,
         git ? fmtX(ratio(r.storeBytes, git.storeBytes), 3) : DASH,
+        isL ? fmtMs(x(r, 'repackMs')) : DASH,
+        isL ? fmtBytes(x(r, 'repackedBytes')) : DASH,
+        git ? fmtX(ratio(x(r, 'repackedBytes'), git.storeBytes), 3) : DASH,
         isL ? DASH : fmtBytes(x(r, 'looseBytes')),
         isL ? DASH : fmtMs(x(r, 'gcMs')),
         fmtInt(r.objects),
@@ -59,6 +66,12 @@ const family: CampaignFamily = {
     const l = rows.find((r) => r.tool === 'layerfs' && r.status === 'ok');
     const g = l ? peerOf(rows, l, 'git') : undefined;
     if (l && g) notes.push(`at ${l.tier} files: Store / git gc --aggressive ${fmtX(ratio(l.storeBytes, g.storeBytes), 3)} (${fmtBytes(l.storeBytes)} vs ${fmtBytes(g.storeBytes)})`);
+    if (l && g && x(l, 'repackedBytes') !== undefined) {
+      notes.push(
+        `at ${l.tier} files after \`db repack\` (${fmtMs(x(l, 'repackMs'))}): Store / git gc --aggressive ${fmtX(ratio(x(l, 'repackedBytes'), g.storeBytes), 3)} ` +
+          `(${fmtBytes(x(l, 'repackedBytes'))} vs ${fmtBytes(g.storeBytes)})`,
+      );
+    }
     return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
   },
 };

@@ -25,7 +25,8 @@ const family: CampaignFamily = {
     'docs/FORMAT.md). "layerfs-raw" is the same cell with LAYERFS_COMPRESS=0 (the uncompressed Store), run ' +
     'just before: "import ×raw" is import time over its import time, "reads ×raw" the CPU time of 2,000 ' +
     'seeded `cat`s of files ≤ 64 KiB on a fresh connection over its (CPU time: steadier than wall time on a ' +
-    'loaded machine).',
+    'loaded machine). Then `db repack` on a fresh connection (layerfs only, not the raw baseline): "repack" ' +
+    'its wall time, "repacked" the Store file + WAL after it, and its ratios to canonical and to git gc\'d.',
   order: 52,
   peers: ['git'],
   tiers: (quick) => [quick ? 1_000 : 100_000].map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
@@ -47,7 +48,7 @@ const family: CampaignFamily = {
     const notes: string[] = [];
     const headers = [
       'tier', 'tool', 'import', '×git', 'content', 'canonical', 'stored', 'allocated', 'stored / content', 'stored / canonical',
-      'git loose', 'git gc\'d', 'stored / git gc\'d', 'git gc', 'analyze', 'import ×raw', 'reads CPU', 'reads ×raw', 'objects', 'peak RSS',
+      'git loose', 'git gc\'d', 'stored / git gc\'d', 'repack', 'repacked', 'repacked / canonical', 'repacked / git gc\'d', 'git gc', 'analyze', 'import ×raw', 'reads CPU', 'reads ×raw', 'objects', 'peak RSS',
     ];
     const out = rows.map((r) => {
       const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
@@ -70,6 +71,10 @@ const family: CampaignFamily = {
         isL ? DASH : fmtBytes(r.storeBytes),
         isL ? fmtBytes(packed) : fmtBytes(packed),
         isL ? fmtX(ratio(r.storeBytes, packed), 3) : DASH,
+        isL ? fmtMs(x(r, 'repackMs')) : DASH,
+        isL ? fmtBytes(x(r, 'repackedBytes')) : DASH,
+        isL ? fmtX(ratio(x(r, 'repackedBytes'), x(r, 'uniqueBytes')), 3) : DASH,
+        isL ? fmtX(ratio(x(r, 'repackedBytes'), packed), 3) : DASH,
         isL ? DASH : fmtMs(x(r, 'gcMs')),
         isL ? fmtMs(x(r, 'analyzeMs')) : DASH,
         raw ? fmtX(ratio(r.ms, raw.ms), 3) : DASH,
@@ -88,6 +93,12 @@ const family: CampaignFamily = {
           `import ×raw ${fmtX(ratio(l.ms, raw?.ms), 3)}, small reads ×raw ${fmtX(ratio(x(l, 'readCpuMs'), x(raw, 'readCpuMs')), 3)} (CPU) ` +
           '(for git, "stored / content" is its gc\'d repository over the content)',
       );
+      if (x(l, 'repackedBytes') !== undefined) {
+        notes.push(
+          `at ${l.tier} files after \`db repack\` (${fmtMs(x(l, 'repackMs'))}): Store ${fmtBytes(x(l, 'repackedBytes'))}, / canonical ${fmtX(ratio(x(l, 'repackedBytes'), x(l, 'uniqueBytes')), 3)}, ` +
+            `/ git gc'd ${fmtX(ratio(x(l, 'repackedBytes'), x(g, 'packedBytes')), 3)}`,
+        );
+      }
     }
     return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
   },

@@ -78,6 +78,38 @@ export interface ExportReceipt extends Receipt {
   bytes: number;
 }
 
+/** What `repack` did: the Store's physical form before and after (ids and content never change). */
+export interface RepackReceipt extends Receipt {
+  outcome: 'Repacked';
+  /** zstd level of the rewritten groups and frames. */
+  level: number;
+  /** Pack rows that existed when repack started and were rewritten, and the rows that replaced them. */
+  rowsBefore: number;
+  rowsAfter: number;
+  /** Rows an earlier repack wrote (at this level or higher), left as they are unless `full`. */
+  rowsSkipped: number;
+  /** Objects moved to new rows. */
+  objects: number;
+  /** Stored bytes of the old rows, and of the new ones. */
+  storedBytesBefore: number;
+  storedBytesAfter: number;
+  /** The Store file's size (pages) before and after, the WAL not counted. */
+  fileBytesBefore: number;
+  fileBytesAfter: number;
+  /** Write transactions of the rewrite (each bounded, so a crash loses at most one). */
+  transactions: number;
+  rewriteMs: number;
+  vacuumMs: number;
+}
+
+export interface RepackProgress {
+  phase: 'rewrite' | 'vacuum' | 'done';
+  rowsDone: number;
+  rowsTotal: number;
+  bytesBefore: number;
+  bytesAfter: number;
+}
+
 export interface VerifyResult {
   ok: boolean;
   states: number;

@@ -6,6 +6,7 @@ import { LayerFsError } from '../errors.js';
 import { Checkpointer } from './checkpointer.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
+import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store.js';
 import { FsView } from './tree/view.js';
@@ -128,6 +129,21 @@ export class Store {
       throw mapSqliteError(e, this.path);
     } finally {
       this.pages.endWrite();
+      this.writing = false;
+    }
+  }
+
+  /**
+   * Rewrites the pack rows for size with slow compression settings, in bounded transactions,
+   * then VACUUMs (repack.ts). Ids and content never change.
+   */
+  async repack(opts: RepackOptions = {}): Promise<RepackStats> {
+    if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    try {
+      return await repackStore(this, opts);
+    } finally {
+      this.objects.reset();
       this.writing = false;
     }
   }

@@ -17,3 +17,4 @@ export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
 export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';
+export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';

@@ -671,14 +671,36 @@ export class ObjectReader {
     return this.read(id, expected, 0);
   }
 
-  private read(id: Uint8Array, expected: ObjectKind | undefined, depth: number): Buffer {
-    const hex = () => toHex(id);
-    let loc: Locator | undefined;
+  private locateNow(id: Uint8Array): Locator | undefined {
     try {
-      loc = this.locate.get(id) as Locator | undefined;
+      return this.locate.get(id) as Locator | undefined;
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
+  }
+
+  /**
+   * A read outside a read transaction takes the locator and the row in two statements, and a
+   * repack on another connection may move the object in between (it deletes the old row): when
+   * a read fails and the locator has changed since, it is read again where it is now. Damage
+   * leaves the locator as it is and still fails.
+   */
+  private read(id: Uint8Array, expected: ObjectKind | undefined, depth: number): Buffer {
+    let loc = this.locateNow(id);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.readAt(id, loc, expected, depth);
+      } catch (e) {
+        if (!(e instanceof LayerFsError) || e.code !== 'ERR_CORRUPT' || !loc || attempt >= 3) throw e;
+        const now = this.locateNow(id);
+        if (!now || (now.pack === loc.pack && now.offset === loc.offset && now.length === loc.length && now.at === loc.at && now.codec === loc.codec)) throw e;
+        loc = now;
+      }
+    }
+  }
+
+  private readAt(id: Uint8Array, loc: Locator | undefined, expected: ObjectKind | undefined, depth: number): Buffer {
+    const hex = () => toHex(id);
     if (!loc) throw new LayerFsError('ERR_CORRUPT', `object ${hex()} is missing from the Store`, { id: hex(), path: this.path, hint: 'run layerfs verify' });
     if (expected !== undefined && loc.kind !== expected) {
       throw new LayerFsError('ERR_CORRUPT', `object ${hex()} has kind ${loc.kind}, expected ${expected}`, { id: hex(), path: this.path });

@@ -62,3 +62,30 @@ test('the tour: create, context, init, query, ls, cat, export, verify (human and
   assert.equal(bad.json.error.code, 'ERR_INVALID_NAME');
   assert.equal(cli(['no-such-command'], env).code, 2);
 });
+
+test('db repack: human and --json, a bad level, content unchanged', () => {
+  const dir = tempDir();
+  const env = { LAYERFS_CONTEXT: join(dir, 'ctx.json') };
+  const store = join(dir, 'store.sqlite');
+  const src = join(dir, 'proj');
+  mkdirSync(src, { recursive: true });
+  for (let i = 0; i < 40; i++) writeFileSync(join(src, `f${i}.txt`), `line ${i} of the repack test\n`.repeat(20 + i * 7));
+  assert.equal(cli(['db', 'create', store], env).code, 0);
+  assert.equal(cli(['--store', store, 'layerstack', 'init', '--name', 'demo', src], env).code, 0);
+
+  const human = cli(['--store', store, 'db', 'repack', '--level', '3'], env);
+  assert.equal(human.code, 0, human.stderr);
+  assert.match(human.stdout, /^repacked \d+ objects in [\d.]+ s \(level 3;/);
+  assert.match(human.stdout, /Store [\d.]+ \w?i?B -> [\d.]+ \w?i?B/);
+  const j = cli(['--json', '--store', store, 'db', 'repack'], env);
+  assert.equal(j.code, 0, j.stderr);
+  assert.equal(j.json.outcome, 'Repacked');
+  assert.equal(j.json.level, 19);
+  assert.ok(j.json.objects > 40);
+  assert.ok(j.json.fileBytesAfter > 0 && j.json.fileBytesBefore > 0);
+  const bad = cli(['--json', '--store', store, 'db', 'repack', '--level', 'x'], env);
+  assert.equal(bad.code, 1);
+  assert.equal(bad.json.error.code, 'ERR_INVALID_ARGUMENT');
+  assert.equal(cli(['--store', store, 'cat', 'demo', 'f7.txt'], env).stdout, 'line 7 of the repack test\n'.repeat(69));
+  assert.equal(cli(['--json', '--store', store, 'verify'], env).json.ok, true);
+});

@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { Client, LayerFsError } from '../../sdk/index.js';
 import { contextPath, readContext, storeFromContext, writeContext } from '../context.js';
 import { formatBytes } from '../output.js';
+import { repackProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 
 export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
@@ -35,6 +36,28 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
           `Store ${info.path}`,
           `  format ${info.formatVersion}, ${info.layerStacks} LayerStacks, ${info.layers} Layers, ${info.objects} objects, ${formatBytes(info.fileBytes)}`,
         ]);
+      })(),
+    );
+  db.command('repack')
+    .description('rewrite the Store for size (slow zstd, larger groups, then VACUUM); ids and content never change')
+    .option('--level <n>', 'zstd level 1-22 (default 19)')
+    .option('--full', 'also rewrite the rows an earlier repack wrote')
+    .action((opts: { level?: string; full?: boolean }) =>
+      run(async (out, g) => {
+        const level = opts.level === undefined ? undefined : /^\d+$/.test(opts.level) ? Number(opts.level) : NaN;
+        if (level !== undefined && !(level >= 1 && level <= 22)) {
+          throw new LayerFsError('ERR_INVALID_ARGUMENT', `--level must be an integer from 1 to 22, got ${JSON.stringify(opts.level)}`, { argument: '--level' });
+        }
+        const bar = repackProgress(!g.json);
+        const r = await withClient(g.store, (c) => c.repack({ level, full: opts.full, onProgress: bar.update })).finally(bar.stop);
+        out.result(r, () => {
+          const pct = r.fileBytesBefore ? ((1 - r.fileBytesAfter / r.fileBytesBefore) * 100).toFixed(1) : '0.0';
+          return [
+            `repacked ${r.objects} objects in ${(r.ms / 1000).toFixed(2)} s (level ${r.level}; rewrite ${(r.rewriteMs / 1000).toFixed(2)} s, vacuum ${(r.vacuumMs / 1000).toFixed(2)} s)`,
+            `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${pct} % smaller); ${r.rowsBefore} pack rows -> ${r.rowsAfter}` +
+              (r.rowsSkipped ? `; ${r.rowsSkipped} rows of an earlier repack kept` : ''),
+          ];
+        });
       })(),
     );
 

@@ -1,0 +1,156 @@
+/**
+ * How repack (repack.ts) lays out what it rewrites: groups become frames, frames and objects
+ * stored on their own become pack rows. Same codecs as the writer (docs/FORMAT.md, *repacked rows*).
+ */
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
+import { CHUNK_FRAME_TARGET } from './schema.js';
+
+/** An object as the repack's snapshot found it (its index row). */
+export interface Planned {
+  id: Buffer;
+  kind: number;
+  size: number;
+  codec: number;
+  pack: number;
+  offset: number;
+  length: number;
+  at: number;
+}
+
+/** A frame of a new row, and the objects it holds with their new locators relative to the frame. */
+export interface Part {
+  bytes: Buffer;
+  /** [object, codec, offset within the part, length, at] */
+  entries: [Planned, Codec, number, number, number][];
+}
+
+/** A group being filled: objects whose canonical bytes become one frame. */
+export interface OpenGroup {
+  items: { p: Planned; data: Buffer }[];
+  bytes: number;
+}
+
+export function newGroup(): OpenGroup {
+  return { items: [], bytes: 0 };
+}
+
+/** A raw part as one part per object. */
+export function splitRaw(part: Part): Part[] {
+  return part.entries.map(([p, , off, len]) => ({ bytes: part.bytes.subarray(off, off + len), entries: [[p, Codec.Raw, 0, len, 0]] }));
+}
+
+export function rawPart(g: OpenGroup): Part {
+  let off = 0;
+  const entries: Part['entries'] = g.items.map(({ p, data }) => {
+    const e: Part['entries'][number] = [p, Codec.Raw, off, data.length, 0];
+    off += data.length;
+    return e;
+  });
+  return { bytes: Buffer.concat(g.items.map((i) => i.data)), entries };
+}
+
+/**
+ * Each group as one zstd frame, or raw where compression does not pay (KEEP_COMPRESSED). Half the
+ * groups go to the addon's compression thread while this thread compresses the other half: at a
+ * slow level the compression is the whole cost, and it then uses two cores.
+ */
+export function frames(groups: OpenGroup[], level: number): Part[] {
+  const plains = groups.map((g) => Buffer.concat(g.items.map((i) => i.data), g.bytes));
+  const jobs = plains.map((plain, k) => (k % 2 === 0 ? zstdCompressStart(plain, level) : undefined));
+  const inline = plains.map((plain, k) => (k % 2 === 1 ? zstdCompress(plain, level) : undefined));
+  return groups.map((g, k) => {
+    const z = jobs[k] !== undefined ? zstdCompressResult(jobs[k]!) : inline[k]!;
+    if (z.length > g.bytes * KEEP_COMPRESSED) return rawPart(g);
+    let at = 0;
+    const entries: Part['entries'] = g.items.map(({ p, data }) => {
+      const e: Part['entries'][number] = [p, Codec.Zstd, 0, z.length, at];
+      at += data.length;
+      return e;
+    });
+    return { bytes: z, entries };
+  });
+}
+
+/** A chunk row's chunks, in order, re-cut into frames of about CHUNK_FRAME_TARGET plain bytes. */
+export function chunkFrames(items: { p: Planned; data: Buffer }[], level: number): Part[] {
+  const groups: OpenGroup[] = [];
+  let g = newGroup();
+  for (const it of items) {
+    g.items.push(it);
+    g.bytes += it.data.length;
+    if (g.bytes >= CHUNK_FRAME_TARGET) {
+      groups.push(g);
+      g = newGroup();
+    }
+  }
+  if (g.items.length > 0) groups.push(g);
+  const random = groups.map((x) => looksRandom(Buffer.concat(x.items.map((i) => i.data), x.bytes)));
+  const packed = frames(groups.filter((_, k) => !random[k]), level);
+  let next = 0;
+  return groups.map((x, k) => (random[k] ? rawPart(x) : packed[next++]!));
+}
+
+/** A record's bytes besides the blob: header, serial types. */
+const RECORD_OVERHEAD = 5;
+/**
+ * SQLite's table-leaf rule for a row larger than a page: the leaf keeps
+ * `minLocal + (size - minLocal) % overflow` bytes (or minLocal, when that is too large for a
+ * leaf), the rest fills whole overflow pages of `overflow` bytes.
+ */
+function leafGeometry(pageSize: number): { overflow: number; minLocal: number } {
+  return { overflow: pageSize - 4, minLocal: Math.floor(((pageSize - 12) * 32) / 255) - 23 };
+}
+/** A row whose leaf part is within this many bytes of minLocal is close enough. */
+const FILL_TOLERANCE = 48;
+
+/**
+ * Parts packed into rows of about `target` stored bytes, `main` in order. SQLite stores a large
+ * row as whole overflow pages plus a remainder in its table leaf, and the leaf pages' unused
+ * space was ~0.9 % of the repacked edit-history Store (remainders of 1–8 KiB pack poorly). So
+ * once a row reaches the target it is topped up from `pool` (objects stored on their own:
+ * deltas, raw objects; any order works for them) until its remainder is the least SQLite allows.
+ * `pool` is sorted by size, descending, and shared between calls: with `rest`, what is left
+ * makes rows of its own.
+ */
+export function assemble(main: Part[], pool: Part[], target: number, rest: boolean, pageSize: number): Part[][] {
+  const { overflow, minLocal } = leafGeometry(pageSize);
+  const take = (need: number): Part | undefined => {
+    // The largest filler that fits: pool is sorted by size, descending.
+    let lo = 0;
+    let hi = pool.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (pool[mid]!.bytes.length > need) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < pool.length ? pool.splice(lo, 1)[0] : undefined;
+  };
+  const rows: Part[][] = [];
+  let cur: Part[] = [];
+  let bytes = 0;
+  const close = () => {
+    if (bytes + RECORD_OVERHEAD > overflow) {
+      for (;;) {
+        const need = (overflow - ((bytes + RECORD_OVERHEAD - minLocal) % overflow)) % overflow;
+        if (need <= FILL_TOLERANCE) break;
+        const f = take(need);
+        if (!f) break;
+        cur.push(f);
+        bytes += f.bytes.length;
+      }
+    }
+    rows.push(cur);
+    cur = [];
+    bytes = 0;
+  };
+  const add = (p: Part) => {
+    cur.push(p);
+    bytes += p.bytes.length;
+    if (bytes >= target) close();
+  };
+  for (const p of main) add(p);
+  while (rest && pool.length > 0) add(pool.shift()!);
+  if (cur.length > 0) close();
+  return rows;
+}

@@ -1,0 +1,88 @@
+/**
+ * A small Store with a history for the repack tests: a seeded tree of text-like and random
+ * files and two large files (chunk rows), imported, then a few Workspace commits of small edits
+ * (file and page deltas, and an edited large file's re-chunked pieces).
+ */
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '../../lib/sdk/index.js';
+import { Store } from '../../lib/store/index.js';
+import { seededBytes } from './tmp.js';
+import { walkForCompare, type WalkRecord } from './treewalk.js';
+
+const WORDS = 'the layer store commit value return function delta page index tree chunk branch'.split(' ');
+
+function seededText(seed: number, n: number): Buffer {
+  const r = seededBytes(seed, n);
+  let s = '';
+  for (let i = 0; s.length < n; i++) s += WORDS[r[i % n]! % WORDS.length] + (r[(i * 7) % n]! % 9 === 0 ? '\n' : ' ');
+  return Buffer.from(s.slice(0, n));
+}
+
+export function makeSource(root: string, files = 240): void {
+  for (let d = 0; d < 8; d++) {
+    mkdirSync(join(root, `d${d}`), { recursive: true });
+    for (let f = 0; f < files / 8; f++) {
+      const seed = d * 1000 + f + 1;
+      const size = 100 + ((d * 7 + f * 13) % 40) * 300;
+      writeFileSync(join(root, `d${d}`, f % 2 ? `f${f}.bin` : `f${f}.txt`), f % 2 ? seededBytes(seed, size) : seededText(seed, size));
+    }
+  }
+  writeFileSync(join(root, 'large.txt'), seededText(77, 600_000));
+  writeFileSync(join(root, 'large.bin'), seededBytes(78, 400_000));
+}
+
+/** Imports `src` as LayerStack `main`, forks Branch `work` and commits `rounds` rounds of edits. */
+export async function makeHistory(store: string, src: string, wsDir: string, rounds = 4): Promise<void> {
+  const c = Client.create(store);
+  try {
+    const init = await c.initLayerStack({ name: 'main', source: src });
+    c.forkBranch({ name: 'work', layer: init.layer.id });
+    await c.createWorkspace('work', { at: wsDir });
+    for (let r = 1; r <= rounds; r++) {
+      for (let d = 0; d < 8; d += 2) {
+        const p = join(wsDir, `d${d}`, `f${(r * 2) % 30}.txt`);
+        const old = readFileSync(p);
+        writeFileSync(p, Buffer.concat([old.subarray(0, old.length >> 1), Buffer.from(` edit ${r} `), old.subarray(old.length >> 1)]));
+      }
+      const big = join(wsDir, 'large.txt');
+      const b = readFileSync(big);
+      b.write(`round ${r} was here`, 1000 + r * 50_000);
+      writeFileSync(big, b);
+      const res = await c.commitWorkspace(wsDir);
+      assert.equal(res.outcome, 'Created');
+    }
+  } finally {
+    c.close();
+  }
+}
+
+/** Every state's tree (Layers and Commits), exported and walked, by state id. */
+export function exportStates(store: string, scratch: string): Map<string, WalkRecord[]> {
+  const c = Client.connect(store, { readonly: true });
+  const out = new Map<string, WalkRecord[]>();
+  try {
+    const ids = [...c.layers().map((l) => l.id), ...c.commits().map((x) => x.id)];
+    for (const id of ids) {
+      const target = join(scratch, `export-${id.slice(0, 16)}-${out.size}-${Math.random().toString(16).slice(2)}`);
+      c.export(id, target);
+      out.set(id, walkForCompare(target));
+    }
+  } finally {
+    c.close();
+  }
+  return out;
+}
+
+/** The index rows that name content (id, kind, size), and every object read back (authenticated). */
+export function readAllObjects(store: string): string[] {
+  const s = Store.open(store, { readonly: true });
+  try {
+    const rows = s.db.prepare('SELECT id, kind, size FROM objects ORDER BY id').all() as { id: Buffer; kind: number; size: number }[];
+    for (const r of rows) assert.equal(s.objects.get(r.id, r.kind).length, r.size);
+    return rows.map((r) => `${r.id.toString('hex')}:${r.kind}:${r.size}`);
+  } finally {
+    s.close();
+  }
+}
