@@ -198,11 +198,19 @@ interface DirHandle {
 }
 
 class Reply {
-  static header(buf: Buffer, unique: bigint, len: number, error = 0): void {
+  static header(buf: Buffer, unique: number, len: number, error = 0): void {
     buf.writeUInt32LE(len, 0);
     buf.writeInt32LE(error, 4);
-    buf.writeBigUInt64LE(unique, 8);
+    u64(buf, 8, unique);
   }
+}
+
+/**
+ * A u64 field as a number, without a BigInt (a heap object) per field: exact below 2^53, which
+ * every request id, node id, handle, offset and count on this connection stays.
+ */
+function r64(b: Buffer, off: number): number {
+  return b.readUInt32LE(off) + b.readUInt32LE(off + 4) * 0x1_0000_0000;
 }
 
 /** A u64 field from a non-negative safe integer, without a BigInt (a heap object) per field. */
@@ -260,8 +268,8 @@ export class KernelProtocol {
   private readonly lookups = new Map<number, number>();
   private readonly dirs = new Map<number, DirHandle>();
   private nextDirFh = 1;
-  private readonly entryValid: bigint;
-  private readonly attrValid: bigint;
+  private readonly entryValid: number;
+  private readonly attrValid: number;
   private readonly log: (message: string) => void;
   /** Requests served, by opcode (diagnostics). */
   readonly counts = new Map<number, number>();
@@ -273,8 +281,8 @@ export class KernelProtocol {
     private readonly sendRaw: (b: Buffer, len: number) => void,
     opts: KernelProtocolOptions = {},
   ) {
-    this.entryValid = BigInt(Math.max(0, Math.floor(opts.entryTimeout ?? 60)));
-    this.attrValid = BigInt(Math.max(0, Math.floor(opts.attrTimeout ?? 60)));
+    this.entryValid = Math.max(0, Math.floor(opts.entryTimeout ?? 60));
+    this.attrValid = Math.max(0, Math.floor(opts.attrTimeout ?? 60));
     this.log = opts.log ?? (() => {});
   }
 
@@ -294,12 +302,12 @@ export class KernelProtocol {
     this.sendRaw(b, len);
   }
 
-  private error(unique: bigint, errno: number): void {
+  private error(unique: number, errno: number): void {
     Reply.header(this.reply, unique, OUT_HDR, errno);
     this.send(this.reply, OUT_HDR);
   }
 
-  private ok(unique: bigint, payload?: Buffer): void {
+  private ok(unique: number, payload?: Buffer): void {
     const len = OUT_HDR + (payload?.length ?? 0);
     const b = len <= this.reply.length ? this.reply : Buffer.allocUnsafe(len);
     Reply.header(b, unique, len);
@@ -314,19 +322,19 @@ export class KernelProtocol {
   }
 
   /** Sends the reply buffer with the `n` payload bytes a handler wrote at OUT_HDR. */
-  private okPayload(unique: bigint, n: number): void {
+  private okPayload(unique: number, n: number): void {
     Reply.header(this.reply, unique, OUT_HDR + n);
     this.send(this.reply, OUT_HDR + n);
   }
 
   /** True for the daemon's wake-up lookups (answered ENOENT, never cached). */
   static isWake(b: Buffer, n: number): boolean {
-    if (n < IN_HDR + WAKE_PREFIX.length || b.readUInt32LE(4) !== Op.LOOKUP || b.readBigUInt64LE(16) !== 1n) return false;
+    if (n < IN_HDR + WAKE_PREFIX.length || b.readUInt32LE(4) !== Op.LOOKUP || r64(b, 16) !== 1) return false;
     return b.toString('latin1', IN_HDR, IN_HDR + WAKE_PREFIX.length) === WAKE_PREFIX;
   }
 
   wakeReply(b: Buffer): void {
-    this.error(b.readBigUInt64LE(8), -E.ENOENT);
+    this.error(r64(b, 8), -E.ENOENT);
   }
 
   /** Whether a request changes the overlay (it must wait while a commit runs). */
@@ -338,7 +346,7 @@ export class KernelProtocol {
   // -------------------------------------------------------------------------------------------
   // Requests
 
-  private replyEntry(unique: bigint, serial: number): void {
+  private replyEntry(unique: number, serial: number): void {
     this.fillEntry(this.payload(ENTRY_OUT), OUT_HDR, serial);
     this.okPayload(unique, ENTRY_OUT);
   }
@@ -346,23 +354,23 @@ export class KernelProtocol {
   private fillEntry(b: Buffer, off: number, serial: number): void {
     u64(b, off, serial);
     u64(b, off + 8, 0);
-    b.writeBigUInt64LE(this.entryValid, off + 16);
-    b.writeBigUInt64LE(this.attrValid, off + 24);
+    u64(b, off + 16, this.entryValid);
+    u64(b, off + 24, this.attrValid);
     b.writeUInt32LE(0, off + 32);
     b.writeUInt32LE(0, off + 36);
     writeAttr(b, off + 40, this.overlay.getattr(serial));
     this.lookups.set(serial, (this.lookups.get(serial) ?? 0) + 1);
   }
 
-  private replyAttr(unique: bigint, a: Attr): void {
+  private replyAttr(unique: number, a: Attr): void {
     const b = this.payload(16 + ATTR_SIZE);
-    b.writeBigUInt64LE(this.attrValid, OUT_HDR);
+    u64(b, OUT_HDR, this.attrValid);
     writeAttr(b, OUT_HDR + 16, a);
     this.okPayload(unique, 16 + ATTR_SIZE);
   }
 
-  private forget(serial: number, n: bigint): void {
-    const left = (this.lookups.get(serial) ?? 0) - Number(n);
+  private forget(serial: number, n: number): void {
+    const left = (this.lookups.get(serial) ?? 0) - n;
     if (left > 0) this.lookups.set(serial, left);
     else {
       this.lookups.delete(serial);
@@ -375,8 +383,8 @@ export class KernelProtocol {
     const len = Math.min(b.readUInt32LE(0), b.length);
     const op = b.readUInt32LE(4);
     this.counts.set(op, (this.counts.get(op) ?? 0) + 1);
-    const unique = b.readBigUInt64LE(8);
-    const node = Number(b.readBigUInt64LE(16));
+    const unique = r64(b, 8);
+    const node = r64(b, 16);
     const owner: Owner = { uid: b.readUInt32LE(24), gid: b.readUInt32LE(28) };
     const p = IN_HDR;
     const ov = this.overlay;
@@ -410,11 +418,11 @@ export class KernelProtocol {
           this.ok(unique);
           return;
         case Op.FORGET:
-          this.forget(node, b.readBigUInt64LE(p));
+          this.forget(node, r64(b, p));
           return;
         case Op.BATCH_FORGET: {
           const count = b.readUInt32LE(p);
-          for (let i = 0; i < count && p + 8 + i * 16 + 16 <= len; i++) this.forget(Number(b.readBigUInt64LE(p + 8 + i * 16)), b.readBigUInt64LE(p + 16 + i * 16));
+          for (let i = 0; i < count && p + 8 + i * 16 + 16 <= len; i++) this.forget(r64(b, p + 8 + i * 16), r64(b, p + 16 + i * 16));
           return;
         }
         case Op.INTERRUPT:
@@ -422,24 +430,24 @@ export class KernelProtocol {
         case Op.LOOKUP: {
           const serial = ov.find(node, cstr(b, p, len).s);
           if (serial !== undefined) this.replyEntry(unique, serial);
-          else if (this.entryValid > 0n) {
+          else if (this.entryValid > 0) {
             // A negative entry the kernel may cache: every create goes through it.
-            this.payload(ENTRY_OUT).writeBigUInt64LE(this.entryValid, OUT_HDR + 16);
+            u64(this.payload(ENTRY_OUT), OUT_HDR + 16, this.entryValid);
             this.okPayload(unique, ENTRY_OUT);
           } else this.error(unique, -E.ENOENT);
           return;
         }
         case Op.GETATTR: {
           const flags = b.readUInt32LE(p);
-          const fh = Number(b.readBigUInt64LE(p + 8));
+          const fh = r64(b, p + 8);
           this.replyAttr(unique, flags & FUSE_GETATTR_FH && fh ? ov.fgetattr(fh) : ov.getattr(node));
           return;
         }
         case Op.SETATTR: {
           const valid = b.readUInt32LE(p);
-          const fh = Number(b.readBigUInt64LE(p + 8));
+          const fh = r64(b, p + 8);
           if (valid & FATTR_SIZE) {
-            const size = Number(b.readBigUInt64LE(p + 16));
+            const size = r64(b, p + 16);
             if (valid & FATTR_FH && fh) ov.ftruncate(fh, size);
             else ov.truncate(node, size);
           }
@@ -488,7 +496,7 @@ export class KernelProtocol {
           return;
         case Op.RENAME:
         case Op.RENAME2: {
-          const newdir = Number(b.readBigUInt64LE(p));
+          const newdir = r64(b, p);
           const flags = op === Op.RENAME2 ? b.readUInt32LE(p + 8) : 0;
           const at = op === Op.RENAME2 ? p + 16 : p + 8;
           const from = cstr(b, at, len);
@@ -499,7 +507,7 @@ export class KernelProtocol {
           return;
         }
         case Op.LINK: {
-          const old = Number(b.readBigUInt64LE(p));
+          const old = r64(b, p);
           ov.link(old, node, Buffer.from(cstr(b, p + 8, len).s));
           this.replyEntry(unique, old);
           return;
@@ -528,8 +536,8 @@ export class KernelProtocol {
           return;
         }
         case Op.READ: {
-          const fh = Number(b.readBigUInt64LE(p));
-          const offset = Number(b.readBigUInt64LE(p + 8));
+          const fh = r64(b, p);
+          const offset = r64(b, p + 8);
           const size = b.readUInt32LE(p + 16);
           const out = this.out;
           const got = ov.read(fh, out.subarray(OUT_HDR, OUT_HDR + Math.min(size, MAX_WRITE)), size, offset);
@@ -538,8 +546,8 @@ export class KernelProtocol {
           return;
         }
         case Op.WRITE: {
-          const fh = Number(b.readBigUInt64LE(p));
-          const offset = Number(b.readBigUInt64LE(p + 8));
+          const fh = r64(b, p);
+          const offset = r64(b, p + 8);
           const size = b.readUInt32LE(p + 16);
           const data = b.subarray(p + 40, p + 40 + size);
           if (data.length !== size) throw new FsError('EINVAL', 'short write request');
@@ -552,11 +560,11 @@ export class KernelProtocol {
         case Op.STATFS: {
           const s = ov.statfs();
           const out = Buffer.alloc(80);
-          out.writeBigUInt64LE(BigInt(s.blocks), 0);
-          out.writeBigUInt64LE(BigInt(s.bfree), 8);
-          out.writeBigUInt64LE(BigInt(s.bavail), 16);
-          out.writeBigUInt64LE(BigInt(s.files), 24);
-          out.writeBigUInt64LE(BigInt(s.ffree), 32);
+          u64(out, 0, s.blocks);
+          u64(out, 8, s.bfree);
+          u64(out, 16, s.bavail);
+          u64(out, 24, s.files);
+          u64(out, 32, s.ffree);
           out.writeUInt32LE(s.bsize, 40);
           out.writeUInt32LE(s.namemax, 44);
           out.writeUInt32LE(s.frsize, 48);
@@ -564,7 +572,7 @@ export class KernelProtocol {
           return;
         }
         case Op.RELEASE:
-          ov.release(Number(b.readBigUInt64LE(p)));
+          ov.release(r64(b, p));
           this.ok(unique);
           return;
         case Op.FLUSH:
@@ -611,26 +619,26 @@ export class KernelProtocol {
           const fh = this.nextDirFh++;
           this.dirs.set(fh, { serial: node, entries: this.snapshot(node) });
           const out = Buffer.alloc(OPEN_OUT);
-          out.writeBigUInt64LE(BigInt(fh), 0);
+          u64(out, 0, fh);
           this.ok(unique, out);
           return;
         }
         case Op.READDIR:
         case Op.READDIRPLUS: {
-          const fh = Number(b.readBigUInt64LE(p));
-          const offset = Number(b.readBigUInt64LE(p + 8));
+          const fh = r64(b, p);
+          const offset = r64(b, p + 8);
           const size = b.readUInt32LE(p + 16);
           this.readdir(unique, fh, offset, size, op === Op.READDIRPLUS);
           return;
         }
         case Op.RELEASEDIR:
-          this.dirs.delete(Number(b.readBigUInt64LE(p)));
+          this.dirs.delete(r64(b, p));
           this.ok(unique);
           return;
         case Op.FALLOCATE: {
-          const fh = Number(b.readBigUInt64LE(p));
-          const offset = Number(b.readBigUInt64LE(p + 8));
-          const length = Number(b.readBigUInt64LE(p + 16));
+          const fh = r64(b, p);
+          const offset = r64(b, p + 8);
+          const length = r64(b, p + 16);
           const mode = b.readUInt32LE(p + 24);
           if (mode !== 0) throw new FsError('EOPNOTSUPP');
           const serial = ov.serialOf(fh);
@@ -661,7 +669,7 @@ export class KernelProtocol {
     return [{ name: Buffer.from('.'), serial }, { name: Buffer.from('..'), serial: parent }, ...this.overlay.readdir(serial).map((e) => ({ name: e.name, serial: e.serial }))];
   }
 
-  private readdir(unique: bigint, fh: number, offset: number, size: number, plus: boolean): void {
+  private readdir(unique: number, fh: number, offset: number, size: number, plus: boolean): void {
     const h = this.dirs.get(fh);
     if (!h) throw new FsError('EBADF');
     // rewinddir: a listing from the start reflects the directory as it is now.
@@ -686,8 +694,8 @@ export class KernelProtocol {
         if (!dot) this.fillEntry(out, at, e.serial);
         d = at + ENTRY_OUT;
       }
-      out.writeBigUInt64LE(BigInt(attr.ino), d);
-      out.writeBigUInt64LE(BigInt(i + 1), d + 8);
+      u64(out, d, attr.ino);
+      u64(out, d + 8, i + 1);
       out.writeUInt32LE(e.name.length, d + 16);
       out.writeUInt32LE((attr.mode >>> 12) & 15, d + 20);
       e.name.copy(out, d + 24);
