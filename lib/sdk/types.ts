@@ -102,13 +102,8 @@ export interface RepackReceipt extends Receipt {
   vacuumMs: number;
 }
 
-export interface RepackProgress {
-  phase: 'rewrite' | 'vacuum' | 'done';
-  rowsDone: number;
-  rowsTotal: number;
-  bytesBefore: number;
-  bytesAfter: number;
-}
+/** Progress of a repack (rows rewritten of the rows that existed when it started). */
+export type { RepackProgress } from '../store/index.js';
 
 export interface VerifyResult {
   ok: boolean;

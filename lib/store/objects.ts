@@ -596,7 +596,8 @@ function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes:
   );
 }
 
-interface Locator {
+/** An object's index row, without its id: where its stored bytes are and how they decode. */
+export interface Locator {
   kind: number;
   size: number;
   codec: number;

@@ -4,18 +4,12 @@
  */
 import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
+import type { Locator } from './objects.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
 
 /** An object as the repack's snapshot found it (its index row). */
-export interface Planned {
+export interface Planned extends Omit<Locator, 'base'> {
   id: Buffer;
-  kind: number;
-  size: number;
-  codec: number;
-  pack: number;
-  offset: number;
-  length: number;
-  at: number;
 }
 
 /** A frame of a new row, and the objects it holds with their new locators relative to the frame. */
