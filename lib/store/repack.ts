@@ -25,6 +25,8 @@ export const REPACK_LEVEL = 19;
  * is the most a read of one small file should decode (0.309× vs 0.327× with 32 KiB at level 19).
  */
 export const REPACK_GROUP_MAX = 128 * 1024;
+/** Objects whose index rows a repack holds at a time (~150 bytes each): bounds its memory on large Stores. */
+export const REPACK_PLAN_OBJECTS = 250_000;
 /** Canonical bytes of old rows rewritten per transaction: bounds the work a crash can lose and the write lock's hold. */
 export const REPACK_BATCH_BYTES = 8 * 1024 * 1024;
 
@@ -43,6 +45,8 @@ export interface RepackOptions {
   level?: number;
   /** Canonical bytes per transaction (default REPACK_BATCH_BYTES). */
   batchBytes?: number;
+  /** Objects planned at a time (default REPACK_PLAN_OBJECTS): the index rows a repack holds in memory. */
+  planObjects?: number;
   /** VACUUM afterwards so the file shrinks (default true). */
   vacuum?: boolean;
   /**
@@ -89,6 +93,9 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
   const level = opts.level ?? REPACK_LEVEL;
   if (!Number.isInteger(level) || level < 1 || level > 22) throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack level must be an integer from 1 to 22, got ${level}`);
   const batchBytes = opts.batchBytes ?? REPACK_BATCH_BYTES;
+  if (opts.planObjects !== undefined && !(Number.isInteger(opts.planObjects) && opts.planObjects > 0)) {
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack planObjects must be a positive integer, got ${opts.planObjects}`);
+  }
   if (!(batchBytes > 0)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack batchBytes must be positive, got ${batchBytes}`);
   const db = store.db;
   if (db.readonly) throw new LayerFsError('ERR_READ_ONLY', 'cannot repack a Store opened read-only', { path: store.path, hint: 'connect without readonly' });
@@ -115,40 +122,42 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
   try {
     // One snapshot of what to rewrite: rows written later (by anyone, repack included) get
     // higher ids and are left as they are; the objects of an old row never change except by a
-    // repack, which each batch re-checks under the write lock.
-    const { plan, record, skip } = store.read(() => {
+    // repack, which each batch re-checks under the write lock. The snapshot keeps one count per
+    // row; the rows' objects are loaded a window of rows at a time (one scan of the index each,
+    // since `objects` is keyed by id), so memory follows planObjects, not the Store's size.
+    const { rows, record, skip } = store.read(() => {
       const record = loadRecord(db);
       const skip = !opts.full && record && level <= record.level ? record : undefined;
       const maxPack = (db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null) ?? 0;
       stats.rowsSkipped = skip ? (db.prepare('SELECT id FROM packs WHERE id <= ?').pluck().all(maxPack) as number[]).filter((id) => recorded(skip, id)).length : 0;
-      const rows = db.prepare('SELECT id, kind, size, codec, pack, offset, length, at FROM objects WHERE pack <= ?').all(maxPack) as Planned[];
-      const byPack = new Map<number, Planned[]>();
-      for (const r of rows) {
-        if (recorded(skip, r.pack)) continue;
-        let l = byPack.get(r.pack);
-        if (!l) byPack.set(r.pack, (l = []));
-        l.push(r);
-      }
-      for (const l of byPack.values()) l.sort((a, b) => a.offset - b.offset || a.at - b.at);
-      return { plan: [...byPack.entries()].sort((a, b) => a[0] - b[0]), record, skip };
+      const counts = db.prepare('SELECT pack, count(*) AS n FROM objects WHERE pack <= ? GROUP BY pack ORDER BY pack').all(maxPack) as { pack: number; n: number }[];
+      return { rows: counts.filter((r) => !recorded(skip, r.pack)), record, skip };
     });
-    const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: plan.length, bytesBefore: 0, bytesAfter: 0 };
-    stats.rowsBefore = plan.length;
+    const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: rows.length, bytesBefore: 0, bytesAfter: 0 };
+    stats.rowsBefore = rows.length;
     opts.onProgress?.({ ...progress });
-    let i = 0;
-    while (i < plan.length) {
-      let j = i;
-      let bytes = 0;
-      while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
-      // The first batch of a rewrite that skips an existing record (a higher level, or full)
-      // replaces it; otherwise rows are added to what is there (a concurrent repack's too).
-      const fresh = i === 0 && !skip && record !== undefined;
-      rewriteBatch(store, plan.slice(i, j), level, stats, progress, (ids) => recordRows(db, level, ids, fresh));
-      progress.rowsDone = j;
-      opts.onProgress?.({ ...progress });
-      i = j;
-      // Between transactions: let the event loop (and so this process's other work) run.
-      await new Promise((r) => setImmediate(r));
+    const planObjects = opts.planObjects ?? REPACK_PLAN_OBJECTS;
+    let first = true;
+    for (let w = 0; w < rows.length; ) {
+      let end = w;
+      for (let n = 0; end < rows.length && (end === w || n + rows[end]!.n <= planObjects); end++) n += rows[end]!.n;
+      const plan = planWindow(store, rows.slice(w, end));
+      w = end;
+      for (let i = 0; i < plan.length; ) {
+        let j = i;
+        let bytes = 0;
+        while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
+        // The first batch of a rewrite that skips an existing record (a higher level, or full)
+        // replaces it; otherwise rows are added to what is there (a concurrent repack's too).
+        const fresh = first && !skip && record !== undefined;
+        first = false;
+        rewriteBatch(store, plan.slice(i, j), level, stats, progress, (ids) => recordRows(db, level, ids, fresh));
+        progress.rowsDone += j - i;
+        opts.onProgress?.({ ...progress });
+        i = j;
+        // Between transactions: let the event loop (and so this process's other work) run.
+        await new Promise((r) => setImmediate(r));
+      }
     }
     store.objects.reset();
     stats.rewriteMs = performance.now() - t0;
@@ -178,6 +187,24 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
   } catch (e) {
     throw mapSqliteError(e, store.path);
   }
+}
+
+/** The objects of `rows` (consecutive old rows of the snapshot), by row, in each row's order. */
+function planWindow(store: Store, rows: { pack: number }[]): [number, Planned[]][] {
+  if (rows.length === 0) return [];
+  const wanted = new Set(rows.map((r) => r.pack));
+  return store.read(() => {
+    const byPack = new Map<number, Planned[]>();
+    const q = store.db.prepare('SELECT id, kind, size, codec, pack, offset, length, at FROM objects WHERE pack BETWEEN ? AND ?');
+    for (const r of q.iterate(rows[0]!.pack, rows.at(-1)!.pack) as IterableIterator<Planned>) {
+      if (!wanted.has(r.pack)) continue;
+      let l = byPack.get(r.pack);
+      if (!l) byPack.set(r.pack, (l = []));
+      l.push(r);
+    }
+    for (const l of byPack.values()) l.sort((a, b) => a.offset - b.offset || a.at - b.at);
+    return [...byPack.entries()].sort((a, b) => a[0] - b[0]);
+  });
 }
 
 /** Rewrites the objects of `packs` (old rows) into new rows in one transaction, then deletes the old rows. */
