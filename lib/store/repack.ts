@@ -158,6 +158,8 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
         // Between transactions: let the event loop (and so this process's other work) run.
         await new Promise((r) => setImmediate(r));
       }
+      // Rows a concurrent repack emptied since the snapshot count as done too.
+      progress.rowsDone = w;
     }
     store.objects.reset();
     stats.rewriteMs = performance.now() - t0;
