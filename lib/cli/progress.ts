@@ -1,22 +1,29 @@
-/** A progress bar for long imports, only on a terminal and never with --json. */
+/** Progress bars for long work, only on a terminal and never with --json. */
 import cliProgress from 'cli-progress';
 import type { ImportProgress, RepackProgress } from '../sdk/index.js';
 import { formatBytes } from './output.js';
 
-export function importProgress(enabled: boolean): { update: (p: ImportProgress) => void; stop: () => void } {
+export interface Progress<P> {
+  update: (p: P) => void;
+  stop: () => void;
+}
+
+/**
+ * A bar started on the first update, with `total` from it; `show` gives the bar's position and
+ * the values of the format's other {fields}.
+ */
+function progressBar<P>(enabled: boolean, format: string, total: (p: P) => number, show: (p: P) => [number, Record<string, string>]): Progress<P> {
   if (!enabled || !process.stderr.isTTY) return { update: () => {}, stop: () => {} };
-  const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: 'import [{bar}] {percentage}% | {value}/{total} entries | {size}', hideCursor: true, clearOnComplete: true },
-    cliProgress.Presets.shades_classic,
-  );
+  const bar = new cliProgress.SingleBar({ stream: process.stderr, format, hideCursor: true, clearOnComplete: true }, cliProgress.Presets.shades_classic);
   let started = false;
   return {
     update: (p) => {
+      const [value, fields] = show(p);
       if (!started) {
-        bar.start(p.totalEntries, 0, { size: '0 B' });
+        bar.start(total(p), 0, fields);
         started = true;
       }
-      bar.update(p.files, { size: formatBytes(p.bytes) });
+      bar.update(value, fields);
     },
     stop: () => {
       if (started) bar.stop();
@@ -24,24 +31,17 @@ export function importProgress(enabled: boolean): { update: (p: ImportProgress) 
   };
 }
 
-/** The same for `db repack`: rows rewritten, and the stored bytes of the old rows against the new ones. */
-export function repackProgress(enabled: boolean): { update: (p: RepackProgress) => void; stop: () => void } {
-  if (!enabled || !process.stderr.isTTY) return { update: () => {}, stop: () => {} };
-  const bar = new cliProgress.SingleBar(
-    { stream: process.stderr, format: 'repack [{bar}] {percentage}% | {value}/{total} rows | {before} -> {after} {phase}', hideCursor: true, clearOnComplete: true },
-    cliProgress.Presets.shades_classic,
+/** An import: entries scanned of the tree's, and the bytes read. */
+export function importProgress(enabled: boolean): Progress<ImportProgress> {
+  return progressBar(enabled, 'import [{bar}] {percentage}% | {value}/{total} entries | {size}', (p) => p.totalEntries, (p) => [p.files, { size: formatBytes(p.bytes) }]);
+}
+
+/** `db repack`: rows rewritten, and the stored bytes of the old rows against the new ones. */
+export function repackProgress(enabled: boolean): Progress<RepackProgress> {
+  return progressBar(
+    enabled,
+    'repack [{bar}] {percentage}% | {value}/{total} rows | {before} -> {after} {phase}',
+    (p) => p.rowsTotal,
+    (p) => [p.rowsDone, { before: formatBytes(p.bytesBefore), after: formatBytes(p.bytesAfter), phase: p.phase === 'vacuum' ? '(vacuum)' : '' }],
   );
-  let started = false;
-  return {
-    update: (p) => {
-      if (!started) {
-        bar.start(p.rowsTotal, 0, { before: '0 B', after: '0 B', phase: '' });
-        started = true;
-      }
-      bar.update(p.rowsDone, { before: formatBytes(p.bytesBefore), after: formatBytes(p.bytesAfter), phase: p.phase === 'vacuum' ? '(vacuum)' : '' });
-    },
-    stop: () => {
-      if (started) bar.stop();
-    },
-  };
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import Database from 'better-sqlite3';
 import { LayerFsError } from '../../lib/errors.js';
 import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
 
@@ -37,5 +38,19 @@ export function assertCorruptRead(path: string, id: Buffer): void {
     assert.throws(() => s.objects.get(id), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
   } finally {
     s.close();
+  }
+}
+
+/** Flips bits (`mask`) in the middle of `id`'s stored bytes, in place in its pack row; its codec must be `codec`. */
+export function damageStored(path: string, id: Buffer, codec: Codec, mask: number): void {
+  const db = new Database(path);
+  try {
+    const loc = db.prepare('SELECT codec, pack, offset, length FROM objects WHERE id = ?').get(id) as { codec: number; pack: number; offset: number; length: number };
+    assert.equal(loc.codec, codec);
+    const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
+    data[loc.offset + (loc.length >> 1)]! ^= mask;
+    db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
+  } finally {
+    db.close();
   }
 }

@@ -86,3 +86,14 @@ export function readAllObjects(store: string): string[] {
     s.close();
   }
 }
+
+/** What a repack must keep: every state's tree and every object's bytes. */
+export function contentOf(store: string, scratch: string): { trees: Map<string, WalkRecord[]>; objects: string[] } {
+  return { trees: exportStates(store, scratch), objects: readAllObjects(store) };
+}
+
+/** Every object and every state's tree equal `before` (from contentOf). */
+export function assertSameContent(store: string, scratch: string, before: { trees: Map<string, WalkRecord[]>; objects: string[] }): void {
+  assert.deepEqual(readAllObjects(store), before.objects);
+  assert.deepEqual(exportStates(store, scratch), before.trees);
+}

@@ -15,7 +15,7 @@ import { LayerFsError } from '../../lib/errors.js';
 import { DELTA_MAX_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
-import { assertCorruptRead, depthOf, hintedChain } from '../helpers/deltas.js';
+import { assertCorruptRead, damageStored, depthOf, hintedChain } from '../helpers/deltas.js';
 
 /** Deterministic text-like bytes: words from a small vocabulary, lines of code-ish shape. */
 function seededText(seed: number, n: number): Buffer {
@@ -308,17 +308,8 @@ test('a damaged compressed group: reads of its members fail with ERR_CORRUPT, ne
   const c = Client.create(path);
   await c.initLayerStack({ name: 'x', source: src });
   c.close();
-  const db = new Database(path);
-  try {
-    const victim = idOf(ObjectKind.Blob, seededText(3, 3000));
-    const loc = db.prepare('SELECT codec, pack, offset, length FROM objects WHERE id = ?').get(victim) as { codec: number; pack: number; offset: number; length: number };
-    assert.equal(loc.codec, Codec.Zstd);
-    const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
-    data[loc.offset + (loc.length >> 1)]! ^= 0x40;
-    db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
-  } finally {
-    db.close();
-  }
+  const victim = idOf(ObjectKind.Blob, seededText(3, 3000));
+  damageStored(path, victim, Codec.Zstd, 0x40);
   const c2 = Client.connect(path);
   try {
     // Which members the flipped byte reaches depends on the frame's layout: each either reads

@@ -7,11 +7,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import Database from 'better-sqlite3';
 import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
 import { DELTA_MAX_DEPTH, KEEP_DELTA, KEEP_TREE_DELTA, REBASE_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
-import { assertCorruptRead, depthOf, hintedChain } from '../helpers/deltas.js';
+import { assertCorruptRead, damageStored, depthOf, hintedChain } from '../helpers/deltas.js';
 
 /** 60 versions of one blob, each a small edit of the one before, each hinted with its predecessor. */
 function editChain(store: Store, versions = 60): [Buffer, Buffer][] {
@@ -57,16 +56,7 @@ test('a damaged link below a rebased delta fails the tip with ERR_CORRUPT', () =
   } finally {
     store.close();
   }
-  const db = new Database(path);
-  try {
-    const loc = db.prepare('SELECT codec, pack, offset, length FROM objects WHERE id = ?').get(link) as { codec: number; pack: number; offset: number; length: number };
-    assert.equal(loc.codec, Codec.Delta);
-    const data = Buffer.from(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(loc.pack) as Buffer);
-    data[loc.offset + (loc.length >> 1)]! ^= 0x21;
-    db.prepare('UPDATE packs SET data = ? WHERE id = ?').run(data, loc.pack);
-  } finally {
-    db.close();
-  }
+  damageStored(path, link, Codec.Delta, 0x21);
   assertCorruptRead(path, tip);
 });
 

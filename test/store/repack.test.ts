@@ -15,7 +15,7 @@ import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { Codec, Store } from '../../lib/store/index.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
-import { exportStates, makeHistory, makeSource, readAllObjects } from '../helpers/repack.js';
+import { assertSameContent, contentOf, exportStates, makeHistory, makeSource, readAllObjects } from '../helpers/repack.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -74,8 +74,7 @@ function physical(path: string): string {
 
 test('repack keeps every id, object and tree; verify passes; the file shrinks; a second repack is a no-op in content', { timeout: 120_000 }, async () => {
   const { store, dir } = await copyOfFixture();
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   const s0 = Store.open(store, { readonly: true });
   const deltas0 = s0.db.prepare('SELECT id, base FROM objects WHERE codec = ? ORDER BY id').all(Codec.Delta);
   s0.close();
@@ -95,8 +94,7 @@ test('repack keeps every id, object and tree; verify passes; the file shrinks; a
   assert.equal(seen.at(-1), `done:${r.rowsBefore}/${r.rowsBefore}`);
   assert.ok(seen.includes(`vacuum:${r.rowsBefore}/${r.rowsBefore}`));
 
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
   // Deltas keep their bases (the chains, and their bounds, are unchanged).
   const s1 = Store.open(store, { readonly: true });
   assert.deepEqual(s1.db.prepare('SELECT id, base FROM objects WHERE codec = ? ORDER BY id').all(Codec.Delta), deltas0);
@@ -116,14 +114,12 @@ test('repack keeps every id, object and tree; verify passes; the file shrinks; a
   assert.equal(r3.objects, objects.length);
   assert.equal(r3.rowsSkipped, 0);
   assert.ok(Math.abs(r3.fileBytesAfter - r.fileBytesAfter) <= r.fileBytesAfter * 0.02, `full second repack ${r3.fileBytesAfter} vs ${r.fileBytesAfter}`);
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
 });
 
 test('a repack planned a few rows at a time (planObjects) rewrites every object once, content unchanged', { timeout: 120_000 }, async () => {
   const { store, dir } = await copyOfFixture();
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   const s = Store.open(store);
   let r: Awaited<ReturnType<Store['repack']>>;
   try {
@@ -138,8 +134,7 @@ test('a repack planned a few rows at a time (planObjects) rewrites every object 
   const c = Client.connect(store);
   assertIntact(c);
   c.close();
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
   const s2 = Store.open(store);
   try {
     assert.equal((await s2.repack({ level: 3 })).objects, 0);
@@ -158,8 +153,7 @@ test('a repack after new commits rewrites only the rows written since; a higher 
     writeFileSync(join(ws, `inc-${i}.txt`), seededBytes(300 + i, 3000));
     assert.equal((await c.commitWorkspace(ws)).outcome, 'Created');
   }
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   const r2 = await c.repack({ level: 3 });
   assert.equal(r2.rowsSkipped, r1.rowsAfter);
   assert.ok(r2.rowsBefore >= 1 && r2.rowsBefore <= 6, `rows written by the commits: ${r2.rowsBefore}`);
@@ -170,8 +164,7 @@ test('a repack after new commits rewrites only the rows written since; a higher 
   assert.equal(r3.objects, objects.length);
   assertIntact(c);
   c.close();
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
 });
 
 test('repack at a fast level, then the Store takes new commits and imports as usual', { timeout: 120_000 }, async () => {
@@ -279,8 +272,7 @@ function runWorker(store: string, batch: number, level: number, onLine: (line: s
 
 test('SIGKILL mid-repack (seeded points): the Store is intact and every object and tree reads as before', { timeout: 300_000 }, async () => {
   const { store, dir } = await copyOfFixture();
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   let x = 11;
   const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
   let killedMidway = 0;
@@ -308,14 +300,12 @@ test('SIGKILL mid-repack (seeded points): the Store is intact and every object a
   assert.equal(again.objects, 0);
   assertIntact(c);
   c.close();
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
 });
 
 test('a writer on another connection during repack loses nothing', { timeout: 300_000 }, async () => {
   const { store, dir } = await copyOfFixture();
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   const c = Client.connect(store);
   const ws = join(dir, `ws-concurrent-${copies++}`);
   await c.createWorkspace('work', { at: ws });
@@ -378,8 +368,7 @@ test('a writer on another connection during repack loses nothing', { timeout: 30
 
 test('two repacks at once: each skips what the other moved; nothing is lost', { timeout: 300_000 }, async () => {
   const { store, dir } = await copyOfFixture();
-  const trees = exportStates(store, dir);
-  const objects = readAllObjects(store);
+  const { trees, objects } = contentOf(store, dir);
   const [a, b] = await Promise.all([runWorker(store, 32 * 1024, 3, () => {}, 20), runWorker(store, 48 * 1024, 3, () => {}, 20)]);
   const results = [a, b].map((o) => o.split('\n').find((l) => l.startsWith('done ')));
   assert.ok(results.every((r) => r !== undefined), `${a}\n${b}`);
@@ -387,8 +376,7 @@ test('two repacks at once: each skips what the other moved; nothing is lost', { 
   // Each object moved at least once; what one moved before the other's batch came is skipped there.
   assert.ok(stats[0]!.objects + stats[1]!.objects >= objects.length);
   assertStoreIntact(store);
-  assert.deepEqual(readAllObjects(store), objects);
-  assert.deepEqual(exportStates(store, dir), trees);
+  assertSameContent(store, dir, { trees, objects });
 });
 
 test('a format-1 Store with 64 KiB pages, written raw: upgraded on connect, then repacked; content unchanged', { timeout: 120_000 }, async () => {
