@@ -1,13 +1,12 @@
 /**
- * The Store's SQLite schema, format version 3. docs/FORMAT.md is the normative description;
- * change both in the same commit, and bump FORMAT_VERSION for any change an older reader
- * would misread.
+ * The Store's SQLite schema: SCHEMA (format 3) plus UPGRADE_STEPS. docs/FORMAT.md is the
+ * normative description; change both in the same commit, and append a step (which bumps
+ * FORMAT_VERSION) for any change an older reader would misread.
  */
 
 /** 'LFSJ': marks a SQLite file as a LayerFS Store (PRAGMA application_id). */
 export const APPLICATION_ID = 0x4c46534a;
-export const FORMAT_VERSION = 3;
-/** The oldest format this layerfs opens: format 1 is upgraded in place (upgradeSql below). */
+/** The oldest format this layerfs opens: older formats are upgraded in place (UPGRADE_STEPS). */
 export const OLDEST_FORMAT_VERSION = 1;
 /**
  * A pack row of small objects is closed once its payload reaches this many bytes: with 64 KiB
@@ -50,11 +49,33 @@ export const CHUNK_PACK_TARGET = 1024 * 1024;
  */
 export const PAGE_SIZE = 8192;
 
-/** Turns a format-1 Store into format 2: its objects are all raw, which format 2 reads as is. */
-export const UPGRADE_FROM_1 = `
+/**
+ * One step of the format's history: the SQL that turns a Store of format `to - 1` into format
+ * `to`. Steps run in order, each in the upgrade's one write transaction; a new Store runs SCHEMA
+ * (format BASE_FORMAT_VERSION) and then every later step, so each format change lives in one
+ * place. Every step has a section in docs/FORMAT.md.
+ */
+export interface UpgradeStep {
+  readonly to: number;
+  readonly sql: string;
+}
+
+/** The format SCHEMA below creates; later formats are SCHEMA plus the steps after it. */
+export const BASE_FORMAT_VERSION = 3;
+
+export const UPGRADE_STEPS: readonly UpgradeStep[] = [
+  // Format-1 objects are all raw, which format 2 reads as is.
+  { to: 2, sql: `
 ALTER TABLE objects ADD COLUMN at INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE objects ADD COLUMN base BLOB;
-`;
+` },
+  // No table changes: format 3 writers may store deltas with several bases, which a format-2
+  // reader would misread.
+  { to: 3, sql: '' },
+];
+
+/** The format this layerfs writes: the last step's. */
+export const FORMAT_VERSION = UPGRADE_STEPS[UPGRADE_STEPS.length - 1]!.to;
 
 export const SCHEMA = `
 CREATE TABLE meta (

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { APPLICATION_ID, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, SCHEMA, UPGRADE_FROM_1 } from './schema.js';
+import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, SCHEMA, UPGRADE_STEPS } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
 export type Db = Database.Database;
@@ -58,6 +58,7 @@ export function createStoreFile(path: string): StoreInfo {
       db.pragma(`page_size = ${PAGE_SIZE}`);
       applyPragmas(db);
       db.exec(SCHEMA);
+      applySteps(db, BASE_FORMAT_VERSION);
       db.prepare('INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)').run('store_id', storeId, 'created_ms', String(createdMs));
       db.pragma(`application_id = ${APPLICATION_ID}`);
       db.pragma(`user_version = ${FORMAT_VERSION}`);
@@ -120,17 +121,20 @@ export interface OpenOptions {
   readonly?: boolean;
 }
 
+/** Runs every upgrade step after format `from`, in order (schema.ts UPGRADE_STEPS). */
+function applySteps(db: Db, from: number): void {
+  for (const step of UPGRADE_STEPS) if (step.to > from && step.sql) db.exec(step.sql);
+}
+
 /**
- * Older formats upgraded in place, in one write transaction; no object is rewritten. 1 → 2 adds
- * two columns (format-1 objects are raw, a form later formats keep); 2 → 3 changes no table, only
- * what newer writers may store (deltas with several bases), which a format-2 reader would misread.
- * A concurrent opener may have done it first.
+ * Older formats upgraded in place, in one write transaction, step by step; no object is
+ * rewritten. A concurrent opener may have done it first.
  */
 function upgrade(db: Db): number {
   db.exec('BEGIN IMMEDIATE');
   try {
     const version = db.pragma('user_version', { simple: true }) as number;
-    if (version === 1) db.exec(UPGRADE_FROM_1);
+    applySteps(db, version);
     if (version < FORMAT_VERSION) db.pragma(`user_version = ${FORMAT_VERSION}`);
     db.exec('COMMIT');
   } catch (e) {
