@@ -6,7 +6,8 @@ import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
-import { commitId, uuidv7 } from './ids.js';
+import { commitIdV2, uuidv7 } from './ids.js';
+import { canonicalJson, EMPTY_NOTE, type CommitNote } from './note.js';
 import { getLayer } from './layerstacks.js';
 import { uniqueByPrefix } from './resolve.js';
 import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from './rows.js';
@@ -110,16 +111,21 @@ export type PublishOutcome =
 /**
  * Publishes `root` as the Branch's next Commit, inside the caller's write transaction, by
  * compare-and-swap on the head: it moves only if the head is still `expectedHead` (and the base
- * still `expectedBase`). The objects `root` reaches must already be written.
+ * still `expectedBase`). The objects `root` reaches must already be written. The note (message,
+ * metadata, author) and the creation time are part of the new Commit's id.
  */
-export function publishCommit(store: Store, branchId: Buffer, root: Buffer, expectedHead: Buffer | null, expectedBase: Buffer): PublishOutcome {
+export function publishCommit(store: Store, branchId: Buffer, root: Buffer, expectedHead: Buffer | null, expectedBase: Buffer, note: CommitNote = EMPTY_NOTE): PublishOutcome {
   const b = getBranch(store, branchId);
   if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(branchId)} no longer exists`, { id: toHex(branchId) });
   const sameHead = (b.headCommitId === null && expectedHead === null) || (b.headCommitId !== null && expectedHead !== null && b.headCommitId.equals(expectedHead));
   if (!sameHead || !b.baseLayerId.equals(expectedBase)) return { outcome: 'HeadMoved', expected: expectedHead, actual: b.headCommitId };
   if (branchRoot(store, b).equals(root)) return { outcome: 'UpToDate', head: b.headCommitId };
-  const id = commitId(root, expectedHead, expectedBase);
-  store.db.prepare('INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms) VALUES (?, ?, ?, ?, ?)').run(id, root, expectedHead, expectedBase, Date.now());
+  const createdMs = Date.now();
+  const metadata = note.metadata === null ? null : canonicalJson(note.metadata);
+  const id = commitIdV2(root, expectedHead, expectedBase, createdMs, note.author, note.message, metadata ?? '');
+  store.db
+    .prepare('INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 2)')
+    .run(id, root, expectedHead, expectedBase, createdMs, note.message, metadata, note.author);
   const r = store.db.prepare('UPDATE branches SET head_commit_id = ? WHERE id = ? AND head_commit_id IS ? AND base_layer_id = ?').run(id, branchId, expectedHead, expectedBase);
   if (r.changes !== 1) return { outcome: 'HeadMoved', expected: expectedHead, actual: getBranch(store, branchId)?.headCommitId ?? null };
   return { outcome: 'Created', commit: getCommit(store, id)!, previousHead: expectedHead };

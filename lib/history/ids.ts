@@ -7,6 +7,8 @@ import { objectId } from '../native/index.js';
 
 export const LAYER_TAG = 'layerfs/layer/v1';
 export const COMMIT_TAG = 'layerfs/commit/v1';
+/** Commits from format 4 on: the id also covers the note and the creation time (docs/FORMAT.md). */
+export const COMMIT_TAG_V2 = 'layerfs/commit/v2';
 
 const ABSENT = Buffer.from([0]);
 const PRESENT = Buffer.from([1]);
@@ -21,6 +23,24 @@ export function layerId(layerStackId: Buffer, parent: Buffer | null, root: Buffe
 
 export function commitId(root: Buffer, parent: Buffer | null, baseLayer: Buffer): Buffer {
   return objectId(COMMIT_TAG, root, ...opt(parent), baseLayer);
+}
+
+/** A length-prefixed (u32 BE) UTF-8 field: no field can run into the next. */
+function field(text: string): Buffer[] {
+  const b = Buffer.from(text, 'utf8');
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(b.length);
+  return [len, b];
+}
+
+/**
+ * A format-4 Commit id: root, parent and base Layer as in v1, then the creation time (u64 BE ms),
+ * author, message and canonical metadata JSON ('' for none), each length-prefixed.
+ */
+export function commitIdV2(root: Buffer, parent: Buffer | null, baseLayer: Buffer, createdMs: number, author: string, message: string, metadataJson: string): Buffer {
+  const t = Buffer.alloc(8);
+  t.writeBigUInt64BE(BigInt(createdMs));
+  return objectId(COMMIT_TAG_V2, root, ...opt(parent), baseLayer, t, ...field(author), ...field(message), ...field(metadataJson));
 }
 
 export function uuidv7(): Buffer {

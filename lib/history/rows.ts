@@ -36,7 +36,14 @@ export interface CommitRow {
   parentCommitId: Buffer | null;
   baseLayerId: Buffer;
   createdMs: number;
+  message: string;
+  /** Canonical JSON of the metadata object, or null. */
+  metadata: string | null;
+  author: string;
+  /** 1: the id covers root, parent and base only (Commits made before format 4); 2: note and time too. */
+  idVersion: number;
 }
 
 export const BRANCH_COLUMNS = 'id, layer_stack_id AS layerStackId, name, base_layer_id AS baseLayerId, head_commit_id AS headCommitId, created_ms AS createdMs';
-export const COMMIT_COLUMNS = 'id, root_id AS rootId, parent_commit_id AS parentCommitId, base_layer_id AS baseLayerId, created_ms AS createdMs';
+export const COMMIT_COLUMNS =
+  'id, root_id AS rootId, parent_commit_id AS parentCommitId, base_layer_id AS baseLayerId, created_ms AS createdMs, message, metadata, author, id_version AS idVersion';

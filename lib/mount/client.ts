@@ -13,6 +13,7 @@ import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LayerFsError, type ErrorCode } from '../errors.js';
+import type { CommitNoteInput } from '../history/index.js';
 import {
   daemonPaths,
   type Backend,
@@ -299,8 +300,8 @@ export function mountedChanges(storePath: string, workspaceId: string): Promise<
 }
 
 /** Commits a mounted Workspace while it stays mounted; it continues from the new Commit. */
-export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions = {}): Promise<MountedCommitOutcome> {
-  return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId }, opts);
+export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions & { note?: CommitNoteInput } = {}): Promise<MountedCommitOutcome> {
+  return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId, ...(opts.note ? { note: opts.note } : {}) }, opts);
 }
 
 /** Unmounts a Workspace; refuses (Dirty) with uncommitted changes unless discard. */

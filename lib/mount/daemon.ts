@@ -21,7 +21,7 @@ import { readdir, realpath, stat } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { isAbsolute, sep } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
-import { getBranch } from '../history/index.js';
+import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import type { FuseMount } from './fuse.js';
@@ -56,7 +56,7 @@ const IDLE_MS = 30_000;
 interface WorkspaceServer {
   mount(): Promise<void>;
   unmount(): Promise<void>;
-  commit(): Promise<ServedCommit>;
+  commit(note: CommitNote): Promise<ServedCommit>;
   state(): Promise<ServedState>;
   changes(): Promise<MountedChanges>;
   dispose(): void;
@@ -78,9 +78,9 @@ class InProcessServer implements WorkspaceServer {
     return this.fuse.unmount();
   }
 
-  async commit(): Promise<ServedCommit> {
+  async commit(note: CommitNote): Promise<ServedCommit> {
     const a0 = this.store.meter.allocatedGrowth;
-    const out = await this.overlay.commit();
+    const out = await this.overlay.commit(note);
     return { outcome: wireOutcome(out, this.store.meter.allocatedGrowth - a0), changed: this.overlay.changed };
   }
 
@@ -109,8 +109,8 @@ class WorkerServer implements WorkspaceServer {
     return this.k.unmount();
   }
 
-  commit(): Promise<ServedCommit> {
-    return this.k.commit();
+  commit(note: CommitNote): Promise<ServedCommit> {
+    return this.k.commit(note);
   }
 
   async state(): Promise<ServedState> {
@@ -362,7 +362,7 @@ export class Daemon {
       case 'mount':
         return this.mount(r);
       case 'commit':
-        return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')));
+        return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')), normalizeNote(r.note as CommitNoteInput | undefined, ''));
       case 'unmount':
         return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true);
       case 'changes': {
@@ -506,9 +506,10 @@ export class Daemon {
     return e;
   }
 
-  private async commit(workspaceId: string): Promise<MountedCommitOutcome> {
+  /** The note comes from a client: normalizeNote has checked it like any other argument. */
+  private async commit(workspaceId: string, note: CommitNote): Promise<MountedCommitOutcome> {
     const e = this.entry(workspaceId);
-    const run = this.commitChain.then(() => e.server.commit());
+    const run = this.commitChain.then(() => e.server.commit(note));
     this.commitChain = run.catch(() => {});
     e.committing = run;
     let served: ServedCommit;

@@ -32,6 +32,7 @@ import { E, FsError, negErrno } from './errno.js';
 import { RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay, type Owner } from './overlay.js';
 import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
 import { wakeLookup } from './waker.js';
+import type { CommitNote } from '../history/index.js';
 
 const IN_HDR = 40;
 const OUT_HDR = 16;
@@ -722,7 +723,8 @@ export interface KernelWorkerParams {
   protocol: { entryTimeout?: number; attrTimeout?: number };
 }
 
-export type ToWorker = { id: number; type: 'commit' } | { id: number; type: 'state' } | { id: number; type: 'changes' };
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote } | { id: number; type: 'state' } | { id: number; type: 'changes' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'dirty' }
@@ -889,27 +891,28 @@ export class KernelMount {
     this.markEnded();
   }
 
-  private ask<T>(type: ToWorker['type']): Promise<T> {
+  /** Sends one message to the serving thread and waits for its answer. */
+  private ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));
-    this.worker.postMessage({ id, type } satisfies ToWorker);
+    this.worker.postMessage({ ...message, id } as ToWorker);
     // The serving thread sleeps in read(2): a lookup of a fresh name wakes it. A child process
     // makes it, never a thread of ours (waker.ts: a killed daemon could otherwise never exit).
     wakeLookup(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`));
     return p;
   }
 
-  commit(): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
-    return this.ask('commit');
+  commit(note: CommitNote): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
+    return this.ask({ type: 'commit', note });
   }
 
   state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {
-    return this.ask('state');
+    return this.ask({ type: 'state' });
   }
 
   changes(): Promise<MountedChanges> {
-    return this.ask('changes');
+    return this.ask({ type: 'changes' });
   }
 
   /** Lazy unmount; the serving thread ends with the connection (a busy one is aborted after a grace period when fusectl allows). */

@@ -14,7 +14,7 @@
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { getBranch, publishCommit, type CommitRow } from '../history/index.js';
+import { EMPTY_NOTE, getBranch, publishCommit, type CommitNote, type CommitRow } from '../history/index.js';
 import { ContentForm, INODE_KIND_NAMES, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
 import { ContentCache, FileData, MemoryBudget, spoolFactory, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
 import { fail, FsError } from './errno.js';
@@ -894,17 +894,18 @@ export class Overlay {
    * nothing else runs on this thread meanwhile, so the Commit is a consistent cut. HeadMoved
    * stores nothing and leaves the overlay as it was.
    */
-  commitSync(): OverlayCommitOutcome {
-    return this.commitWith((fn) => this.store.writeSync(fn));
+  commitSync(note: CommitNote = EMPTY_NOTE): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note);
   }
 
   /** commitSync for callers that want a promise; mutations submitted through run() meanwhile wait. */
-  async commit(): Promise<OverlayCommitOutcome> {
-    return this.commitWith((fn) => this.store.write(fn));
+  async commit(note: CommitNote = EMPTY_NOTE): Promise<OverlayCommitOutcome> {
+    return this.commitWith((fn) => this.store.write(fn), note);
   }
 
   private commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
     write: (fn: (w: ObjectWriter) => CommitWrite) => CommitWrite | Promise<CommitWrite>,
+    note: CommitNote,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
     const t0 = performance.now();
@@ -939,7 +940,7 @@ export class Overlay {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => this.writeCommit(w, target, build, contents));
+      r = write((w) => this.writeCommit(w, target, build, contents, note));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -955,7 +956,7 @@ export class Overlay {
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  private writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>): CommitWrite {
+  private writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -974,7 +975,7 @@ export class Overlay {
       build.names += m.size;
     }
     const root = editor.finish();
-    const published = publishCommit(store, target.branchId, root, target.expectedHead, target.expectedBase);
+    const published = publishCommit(store, target.branchId, root, target.expectedHead, target.expectedBase, note);
     if (published.outcome === 'HeadMoved') throw new RollBack(published);
     const head = published.outcome === 'Created' ? published.commit.id : published.head;
     if (target.workspaceId) {

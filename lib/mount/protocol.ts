@@ -10,6 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
+import type { CommitNoteInput } from '../history/index.js';
 
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused. */
@@ -112,6 +113,10 @@ export type MountedCommitOutcome =
       /** The new Commit's base Layer and creation time: with commitId, rootId and previousHead, its whole row. */
       baseLayerId: string;
       createdAt: string;
+      /** The Commit's note (part of its id). */
+      message: string;
+      metadata: Record<string, unknown> | null;
+      author: string;
       /** SQLite pages the commit's write transaction allocated (bytes). */
       allocatedGrowth: number;
       ms: number;
@@ -134,7 +139,7 @@ export type StopOutcome = { outcome: 'Stopped'; unmounted: string[] } | { outcom
 
 export type Request =
   | ({ op: 'mount' } & MountRequest)
-  | { op: 'commit'; workspaceId: string }
+  | { op: 'commit'; workspaceId: string; note?: CommitNoteInput }
   | { op: 'unmount'; workspaceId: string; discard?: boolean }
   | { op: 'changes'; workspaceId: string }
   | { op: 'status' }

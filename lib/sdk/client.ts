@@ -24,6 +24,10 @@ import {
   listLayerStacks,
   resolveLayer,
   resolveLayerStack,
+  normalizeNote,
+  touchesPath,
+  getLayer,
+  type CommitNote,
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
@@ -47,6 +51,7 @@ import {
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
+import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
@@ -54,6 +59,7 @@ import type {
   DedupAnalysis,
   BranchInfo,
   CommitInfo,
+  CommitOptions,
   CommitResult,
   DaemonStatus,
   EndResult,
@@ -332,8 +338,21 @@ export class Client {
   }
 
   /** A Branch's Commits, newest first. */
-  log(branch: string, opts: { limit?: number } = {}): CommitInfo[] {
-    return this.store.read(() => branchLog(this.store, resolveBranch(this.store, branch), opts.limit).map(commitInfo));
+  /** A Branch's Commits, newest first; with `path`, only those that changed something at or below it. */
+  log(branch: string, opts: { limit?: number; path?: string } = {}): CommitInfo[] {
+    return this.store.read(() => {
+      const b = resolveBranch(this.store, branch);
+      if (opts.path === undefined) return branchLog(this.store, b, opts.limit).map(commitInfo);
+      const path = opts.path;
+      const all = branchLog(this.store, b);
+      const baseRoot = (c: (typeof all)[number]): Buffer => (c.parentCommitId ? all.find((p) => p.id.equals(c.parentCommitId!))?.rootId : undefined) ?? getLayer(this.store, c.baseLayerId)!.rootId;
+      const out: CommitInfo[] = [];
+      for (const c of all) {
+        if (out.length >= (opts.limit ?? Number.MAX_SAFE_INTEGER)) break;
+        if (touchesPath(this.store, baseRoot(c), c.rootId, path)) out.push(commitInfo(c));
+      }
+      return out;
+    });
   }
 
   /** Commits of one Branch (newest first), or of every Branch. */
@@ -434,14 +453,18 @@ export class Client {
     };
   }
 
-  /** Commits the Workspace's changes: Created | UpToDate | Busy | HeadMoved. */
-  async commitWorkspace(ref: string): Promise<CommitResult> {
+  /**
+   * Commits the Workspace's changes: Created | UpToDate | Busy | HeadMoved. The message, metadata
+   * and author (default: $LAYERFS_AUTHOR, else user@host) become part of the Commit and its id.
+   */
+  async commitWorkspace(ref: string, opts: CommitOptions = {}): Promise<CommitResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
+    const note = normalizeNote(opts, defaultAuthor());
     const w = resolveWorkspace(this.store, ref);
-    if (w.projection === 'fuse') return this.commitMounted(w, t0);
+    if (w.projection === 'fuse') return this.commitMounted(w, t0, note);
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
-    const r = await commitWorkspace(this.store, w, this.stateDir, phases);
+    const r = await commitWorkspace(this.store, w, this.stateDir, phases, note);
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
     let out: CommitResult;
     switch (r.outcome) {
@@ -464,8 +487,8 @@ export class Client {
    * A FUSE Workspace's commit, run by the daemon: its reply carries the whole Commit row and the
    * allocated growth of its own write transaction, so nothing is re-read here.
    */
-  private async commitMounted(w: WorkspaceRow, t0: number): Promise<CommitResult> {
-    const r = await commitMountedWorkspace(this.store, w, this.stateDir);
+  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote): Promise<CommitResult> {
+    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note);
     const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
     const base = {
       ...this.receipt('workspace.commit', r.outcome, t0, 0, write),
@@ -479,7 +502,7 @@ export class Client {
         out = {
           ...base,
           outcome: 'Created',
-          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt },
+          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author },
           previousHead: r.previousHead,
           changedPaths: r.recordsWritten + r.deleted,
         };

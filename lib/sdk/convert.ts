@@ -59,7 +59,16 @@ export function branchInfo(r: BranchRow, stackName: string, rootId: Buffer): Bra
 }
 
 export function commitInfo(r: CommitRow): CommitInfo {
-  return { id: toHex(r.id), rootId: toHex(r.rootId), parentCommitId: hexOrNull(r.parentCommitId), baseLayerId: toHex(r.baseLayerId), createdAt: iso(r.createdMs) };
+  return {
+    id: toHex(r.id),
+    rootId: toHex(r.rootId),
+    parentCommitId: hexOrNull(r.parentCommitId),
+    baseLayerId: toHex(r.baseLayerId),
+    createdAt: iso(r.createdMs),
+    message: r.message,
+    metadata: r.metadata === null ? null : (JSON.parse(r.metadata) as Record<string, unknown>),
+    author: r.author,
+  };
 }
 
 export function workspaceInfo(r: WorkspaceRow, branchName: string, state: WorkspaceInfo['state']): WorkspaceInfo {

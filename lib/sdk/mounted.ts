@@ -23,6 +23,7 @@ import {
 } from '../mount/index.js';
 import type { Store } from '../store/index.js';
 import { forgetMountedWorkspace, recordMountedWorkspace, runningExecutions, stopExecution, type Projection, type WorkspaceRow } from '../workspace/index.js';
+import type { CommitNote } from '../history/index.js';
 
 export type WorkspaceState = 'active' | 'mounted' | 'lost';
 
@@ -89,11 +90,11 @@ export async function mountedWorkspaceChanges(store: Store, ws: WorkspaceRow): P
 export type MountedCommit = { outcome: 'Busy'; executions: string[] } | MountedCommitOutcome;
 
 /** Commits through the daemon while the mount stays up; Busy while an execution runs in it. */
-export async function commitMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): Promise<MountedCommit> {
+export async function commitMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, note: CommitNote): Promise<MountedCommit> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   try {
-    return await commitMounted(store.path, toHex(ws.id));
+    return await commitMounted(store.path, toHex(ws.id), { note });
   } catch (e) {
     if (e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') throw lostError(ws);
     throw e;

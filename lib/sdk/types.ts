@@ -132,6 +132,19 @@ export interface CommitInfo {
   parentCommitId: string | null;
   baseLayerId: string;
   createdAt: string;
+  /** The note, part of the id ('' / null / '' for Commits made before format 4). */
+  message: string;
+  metadata: Record<string, unknown> | null;
+  author: string;
+}
+
+/** What `commitWorkspace` records with a Commit; all part of its id. */
+export interface CommitOptions {
+  message?: string;
+  /** Free-form JSON object: agent, tool call id, model… (at most 64 KiB as JSON). */
+  metadata?: Record<string, unknown> | null;
+  /** Default: $LAYERFS_AUTHOR, else user@host. */
+  author?: string;
 }
 
 export interface WorkspaceInfo {

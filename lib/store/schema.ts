@@ -72,6 +72,14 @@ ALTER TABLE objects ADD COLUMN base BLOB;
   // No table changes: format 3 writers may store deltas with several bases, which a format-2
   // reader would misread.
   { to: 3, sql: '' },
+  // Commit notes: message, metadata and author, covered by the id of every Commit made from now
+  // on (id_version 2); earlier Commits keep their ids (id_version 1) and an empty note.
+  { to: 4, sql: `
+ALTER TABLE commits ADD COLUMN message TEXT NOT NULL DEFAULT '';
+ALTER TABLE commits ADD COLUMN metadata TEXT;
+ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
+ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

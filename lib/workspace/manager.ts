@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getBranch, publishCommit, uuidv7, type BranchRow, type CommitRow } from '../history/index.js';
+import { branchRoot, EMPTY_NOTE, getBranch, publishCommit, uuidv7, type BranchRow, type CommitNote, type CommitRow } from '../history/index.js';
 import { NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
@@ -118,7 +118,13 @@ export interface CommitPhases {
   write: number;
 }
 
-export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 }): Promise<CommitOutcome> {
+export async function commitWorkspace(
+  store: Store,
+  ws: WorkspaceRow,
+  stateDir: string,
+  phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 },
+  note: CommitNote = EMPTY_NOTE,
+): Promise<CommitOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   let t = performance.now();
@@ -144,7 +150,7 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
       phases.write = performance.now() - t - phases.chunkHash;
-      const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId);
+      const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId, note);
       if (published.outcome === 'HeadMoved') throw new RollBack(published);
       saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
       const head = published.outcome === 'Created' ? published.commit.id : published.head;

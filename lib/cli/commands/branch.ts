@@ -62,13 +62,15 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
     );
 
   program
-    .command('log <branch>')
-    .description("a Branch's Commits, newest first")
+    .command('log <branch> [path...]')
+    .usage('[options] <branch> [-- path...]')
+    .description("a Branch's Commits, newest first, one line each (id, message); with -- PATH only those that changed it")
     .option('-n, --limit <n>', 'at most n Commits', (v) => Number(v))
-    .action((name: string, opts: { limit?: number }) =>
+    .action((name: string, paths: string[], opts: { limit?: number }) =>
       run(async (out, g) => {
-        const commits = await withClient(g.store, (c) => c.log(name, { limit: opts.limit }), true);
-        out.result({ commits }, () => commits.map((c) => `${c.id}\t${c.createdAt}\troot ${short(c.rootId)}`));
+        if (paths.length > 1) throw usage('give at most one path after --');
+        const commits = await withClient(g.store, (c) => c.log(name, { limit: opts.limit, path: paths[0] }), true);
+        out.result({ commits }, () => commits.map((c) => `${c.id.slice(0, 12)} ${oneLine(c.message) || '(no message)'}`));
       })(),
     );
 
@@ -138,4 +140,9 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
 
 function usage(message: string): LayerFsError {
   return new LayerFsError('ERR_INVALID_ARGUMENT', message);
+}
+
+/** A message's first line, as `git log --oneline` shows it. */
+function oneLine(message: string): string {
+  return message.split('\n', 1)[0]!.trim();
 }

@@ -1,5 +1,6 @@
 /** workspace create | status | exec | output | stop | commit | end */
 import type { Command } from 'commander';
+import { LayerFsError } from '../../sdk/index.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
 
@@ -71,9 +72,13 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     );
   ws.command('commit <workspace>')
     .description('commit the Workspace (Created | UpToDate | Busy | HeadMoved); it continues from the new Commit')
-    .action((ref: string) =>
+    .option('-m, --message <text>', 'the Commit message')
+    .option('--metadata <json>', 'a JSON object recorded with the Commit (agent, tool call id, model…)')
+    .option('--author <name>', 'who the Commit is by (default: $LAYERFS_AUTHOR, else user@host)')
+    .action((ref: string, opts: { message?: string; metadata?: string; author?: string }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.commitWorkspace(ref));
+        const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
+        const r = await withClient(g.store, (c) => c.commitWorkspace(ref, { message: opts.message, metadata, author: opts.author }));
         out.result(r, () => {
           switch (r.outcome) {
             case 'Created':
@@ -99,4 +104,16 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         if (r.outcome !== 'Ended') state.code = 3;
       })(),
     );
+}
+
+/** --metadata must be a JSON object; anything else is a usage error, not a stack trace. */
+function parseMetadata(text: string): Record<string, unknown> {
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', `--metadata is not valid JSON: ${(e as Error).message}`);
+  }
+  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new LayerFsError('ERR_INVALID_ARGUMENT', '--metadata must be a JSON object, such as {"tool":"bash","callId":"c17"}');
+  return v as Record<string, unknown>;
 }

@@ -1,0 +1,17 @@
+/**
+ * Turns a Store made by this layerfs back into an older format, exactly as that format's
+ * writers left it, so upgrade tests start from a real older schema. Each format change adds its
+ * undo here, newest first.
+ */
+import type { Database } from 'better-sqlite3';
+
+const UNDO: { from: number; sql: string }[] = [
+  { from: 4, sql: 'ALTER TABLE commits DROP COLUMN message; ALTER TABLE commits DROP COLUMN metadata; ALTER TABLE commits DROP COLUMN author; ALTER TABLE commits DROP COLUMN id_version;' },
+  { from: 2, sql: 'ALTER TABLE objects DROP COLUMN base; ALTER TABLE objects DROP COLUMN at;' },
+];
+
+export function asFormat(db: Database, version: number): void {
+  const current = db.pragma('user_version', { simple: true }) as number;
+  for (const u of UNDO) if (u.from > version && u.from <= current) db.exec(u.sql);
+  db.pragma(`user_version = ${version}`);
+}
