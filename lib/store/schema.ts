@@ -72,6 +72,20 @@ ALTER TABLE objects ADD COLUMN base BLOB;
   // No table changes: format 3 writers may store deltas with several bases, which a format-2
   // reader would misread.
   { to: 3, sql: '' },
+  // Sandboxes: named execution profiles (limits, mounts, network) and which Workspaces run in one.
+  { to: 4, sql: `
+CREATE TABLE IF NOT EXISTS sandboxes (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  name       TEXT NOT NULL UNIQUE,
+  profile    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS workspace_sandboxes (
+  workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+  sandbox_id   BLOB NOT NULL REFERENCES sandboxes(id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS workspace_sandboxes_by_sandbox ON workspace_sandboxes(sandbox_id);
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

@@ -46,10 +46,12 @@ import {
   sendSignal,
   spawnFailureCode,
   writeJsonAtomic,
+  type ExecutionResources,
   type ExecutionState,
   type ExitRecord,
   type MetaRecord,
 } from './exec-records.js';
+import { prepareLaunch, sandboxEnv, sandboxExit, type SandboxOutcome, type SandboxPlan, type SandboxRecord } from './sandbox-launch.js';
 
 export interface ExecutionInfo {
   /** 32 hex digits; a UUIDv7-style time prefix makes ids sort by start. */
@@ -67,6 +69,12 @@ export interface ExecutionInfo {
   exitCode: number | null;
   signal: string | null;
   endedAt: string | null;
+  /** The Sandbox it runs in, when its Workspace has one. */
+  sandbox?: string;
+  /** Sandboxed and ended by a limit: OutOfMemory (the OOM killer), PidsLimit (forks refused). */
+  outcome?: SandboxOutcome;
+  /** Sandboxed and ended: peak memory, CPU time, wall time, PIDs. */
+  resources?: ExecutionResources;
 }
 
 export interface ExecRequest {
@@ -79,6 +87,8 @@ export interface ExecRequest {
   argv: string[];
   /** The command's whole environment; process.env when omitted. */
   env?: NodeJS.ProcessEnv;
+  /** Run inside this Sandbox (sandbox.ts sandboxPlan). */
+  sandbox?: SandboxPlan;
 }
 
 export interface ReadOutputOptions {
@@ -99,15 +109,17 @@ const CHUNK = 64 * 1024;
 // ---------------------------------------------------------------------------------------------
 // Validation
 
-interface Checked {
+export interface Checked {
   stateDir: string;
   workspaceId: string;
   cwd: string;
   argv: string[];
   env: NodeJS.ProcessEnv;
+  sandbox: SandboxPlan | null;
 }
 
-function check(req: ExecRequest): Checked {
+/** Validates a request (shell.ts shares it). */
+export function check(req: ExecRequest): Checked {
   if (req === null || typeof req !== 'object') throw invalidArgument('an execution request must be an object');
   const { stateDir, workspaceId, cwd, argv } = req;
   if (typeof stateDir !== 'string' || stateDir === '') throw invalidArgument('stateDir must be a non-empty string');
@@ -134,7 +146,7 @@ function check(req: ExecRequest): Checked {
   const env = req.env ?? process.env;
   if (env === null || typeof env !== 'object') throw invalidArgument('env must be an object of strings');
   findProgram(argv[0]!, dir, env);
-  return { stateDir: resolve(stateDir), workspaceId, cwd: dir, argv: [...argv], env };
+  return { stateDir: resolve(stateDir), workspaceId, cwd: dir, argv: [...argv], env, sandbox: req.sandbox ?? null };
 }
 
 function isExecutableFile(path: string): boolean {
@@ -164,7 +176,7 @@ function findProgram(program: string, cwd: string, env: NodeJS.ProcessEnv): void
 // ---------------------------------------------------------------------------------------------
 // Records
 
-function newRecordDir(stateDir: string): { id: string; dir: string } {
+export function newRecordDir(stateDir: string): { id: string; dir: string } {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   for (;;) {
     const id = newExecutionId();
@@ -185,11 +197,15 @@ function readMeta(dir: string): MetaRecord {
 }
 
 function ended(meta: MetaRecord, exit: ExitRecord): ExecutionInfo {
-  return { ...base(meta), state: exit.state, exitCode: exit.exitCode, signal: exit.signal, endedAt: exit.endedAt };
+  const info: ExecutionInfo = { ...base(meta), state: exit.state, exitCode: exit.exitCode, signal: exit.signal, endedAt: exit.endedAt };
+  if (exit.outcome !== undefined) info.outcome = exit.outcome;
+  if (exit.resources !== undefined) info.resources = exit.resources;
+  return info;
 }
 
 function base(meta: MetaRecord): Omit<ExecutionInfo, 'state' | 'exitCode' | 'signal' | 'endedAt'> {
   return {
+    ...(meta.sandbox ? { sandbox: meta.sandbox.name } : {}),
     id: meta.id,
     workspaceId: meta.workspaceId,
     argv: meta.argv,
@@ -205,7 +221,7 @@ function commandAlive(meta: MetaRecord): boolean {
   return meta.command !== null && isAlive(meta.command);
 }
 
-function infoOf(dir: string, meta: MetaRecord = readMeta(dir)): ExecutionInfo {
+export function infoOf(dir: string, meta: MetaRecord = readMeta(dir)): ExecutionInfo {
   const exit = readJson<ExitRecord>(dir, EXIT);
   if (exit !== null) return ended(meta, exit);
   if (isAlive(meta.owner) || commandAlive(meta)) return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };
@@ -288,10 +304,12 @@ export function forgetExecutions(stateDir: string, workspaceId: string): void {
 export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
   const r = check(req);
   const { id, dir } = newRecordDir(r.stateDir);
-  const [program, ...args] = r.argv as [string, ...string[]];
+  const launch = launchOf(r, id, dir);
+  const [program, ...args] = (launch?.argv ?? r.argv) as [string, ...string[]];
+  const startMs = Date.now();
   let child: ChildProcess;
   try {
-    child = spawn(program, args, { cwd: r.cwd, env: r.env, stdio: 'inherit' });
+    child = spawn(program, args, { cwd: r.cwd, env: launch?.env ?? r.env, stdio: 'inherit' });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
     throw invalidArgument(`cannot run ${program}: ${(e as Error).message}`, { cause: e });
@@ -312,6 +330,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     owner: processRef(process.pid),
     command: pid === undefined ? null : processRef(pid),
     pgid: null,
+    ...(launch ? { sandbox: launch.record } : {}),
   };
   writeJsonAtomic(dir, META, meta);
 
@@ -335,9 +354,22 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     process.stderr.write(`layerfs: ${message}\n`);
     createJsonOnce(dir, EXIT, exitRecord(spawnFailureCode(result.error.code), null, false, message));
   } else {
-    createJsonOnce(dir, EXIT, exitRecord(result.code, result.signal, exists(dir, STOP)));
+    const usage = launch ? await sandboxExit(launch.record, result.code, result.signal, startMs) : {};
+    createJsonOnce(dir, EXIT, { ...exitRecord(result.code, result.signal, exists(dir, STOP)), ...usage });
   }
   return infoOf(dir);
+}
+
+/** The sandboxed launch (argv through the Sandbox's launcher, its environment), or null. */
+export function launchOf(r: Checked, id: string, dir: string, tty = false): { argv: string[]; env: NodeJS.ProcessEnv; record: SandboxRecord } | null {
+  if (r.sandbox === null) return null;
+  try {
+    const l = prepareLaunch(r.sandbox, id, r.argv, r.cwd, tty);
+    return { ...l, env: sandboxEnv(r.sandbox, r.env) };
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -391,8 +423,9 @@ export function startDetached(req: ExecRequest): ExecutionInfo {
   const r = check(req);
   const entry = supervisorPath();
   const { id, dir } = newRecordDir(r.stateDir);
+  const launch = launchOf(r, id, dir);
   try {
-    writeFileSync(join(dir, ENV), JSON.stringify(r.env), { mode: 0o600, flag: 'wx' });
+    writeFileSync(join(dir, ENV), JSON.stringify(launch?.env ?? r.env), { mode: 0o600, flag: 'wx' });
     writeFileSync(join(dir, OUTPUT), '', { mode: 0o600, flag: 'wx' });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
@@ -418,6 +451,7 @@ export function startDetached(req: ExecRequest): ExecutionInfo {
     owner: processRef(child.pid),
     command: null,
     pgid: null,
+    ...(launch ? { sandbox: launch.record, launch: launch.argv } : {}),
   };
   writeJsonAtomic(dir, META, meta);
   return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };

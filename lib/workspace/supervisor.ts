@@ -33,6 +33,7 @@ import {
   writeJsonAtomic,
   type MetaRecord,
 } from './exec-records.js';
+import { sandboxExit } from './sandbox-launch.js';
 
 /** How long to wait for the starting invocation to write meta.json before giving up. */
 const META_WAIT_MS = 10_000;
@@ -70,7 +71,8 @@ async function supervise(dir: string): Promise<void> {
     return;
   }
 
-  const [program, ...args] = meta.argv;
+  const [program, ...args] = meta.launch ?? meta.argv;
+  const startMs = Date.now();
   if (program === undefined) throw new Error('empty argv');
   const out = openSync(join(dir, OUTPUT), 'a');
   let child: ChildProcess;
@@ -103,7 +105,8 @@ async function supervise(dir: string): Promise<void> {
   if (exists(dir, STOP)) sendSignal(pid, 'SIGTERM', true);
 
   const { code, signal } = await exited;
-  createJsonOnce(dir, EXIT, exitRecord(code, signal, exists(dir, STOP)));
+  const usage = meta.sandbox ? await sandboxExit(meta.sandbox, code, signal, startMs) : {};
+  createJsonOnce(dir, EXIT, { ...exitRecord(code, signal, exists(dir, STOP)), ...usage });
 }
 
 const dir = process.argv[2];

@@ -19,6 +19,7 @@ import { assertSameContent, contentOf, exportStates, makeHistory, makeSource, re
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { FORMAT_VERSION } from '../../lib/store/schema.js';
 
 function listSource(root: string, rel = ''): string[] {
   const out: string[] = [];
@@ -233,11 +234,11 @@ test('bad input: a read-only Store, a newer format, a bad level: typed errors, t
   const other = new Database(store);
   other.pragma('user_version = 99');
   assert.throws(() => Client.connect(store), (e: unknown) => isLayerFsError(e, 'ERR_UNSUPPORTED_FORMAT'));
-  other.pragma('user_version = 3');
+  other.pragma(`user_version = ${FORMAT_VERSION}`);
   const c = Client.connect(store);
-  other.pragma('user_version = 4');
+  other.pragma(`user_version = ${FORMAT_VERSION + 1}`);
   await assert.rejects(c.repack(), (e: unknown) => isLayerFsError(e, 'ERR_UNSUPPORTED_FORMAT'));
-  other.pragma('user_version = 3');
+  other.pragma(`user_version = ${FORMAT_VERSION}`);
   other.close();
   c.close();
   assert.equal(physical(store), form);
@@ -401,7 +402,7 @@ test('a format-1 Store with 64 KiB pages, written raw: upgraded on connect, then
   const c = Client.connect(store);
   const r = await c.repack();
   assert.ok(r.fileBytesAfter < r.fileBytesBefore * 0.8, `${r.fileBytesAfter} vs ${r.fileBytesBefore}`);
-  assert.equal(c.info().formatVersion, 3);
+  assert.equal(c.info().formatVersion, FORMAT_VERSION);
   assertIntact(c);
   c.close();
   const check = new Database(store, { readonly: true });
