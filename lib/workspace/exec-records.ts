@@ -60,6 +60,8 @@ export interface MetaRecord {
 /** A sandboxed execution's resource use, from its cgroup leaf, plus its wall time. */
 export interface ExecutionResources extends ResourceUsage {
   wallMs: number;
+  /** With a disk cap: the Workspace's highest disk use measured while it ran, bytes. */
+  peakDiskBytes?: number;
 }
 
 export interface ExitRecord {

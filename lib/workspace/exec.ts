@@ -51,7 +51,7 @@ import {
   type ExitRecord,
   type MetaRecord,
 } from './exec-records.js';
-import { prepareLaunch, sandboxEnv, sandboxExit, type SandboxOutcome, type SandboxPlan, type SandboxRecord } from './sandbox-launch.js';
+import { prepareLaunch, sandboxEnv, sandboxExit, startWatch, type SandboxOutcome, type SandboxPlan, type SandboxRecord } from './sandbox-launch.js';
 
 export interface ExecutionInfo {
   /** 32 hex digits; a UUIDv7-style time prefix makes ids sort by start. */
@@ -319,6 +319,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   const pid = child.pid;
+  const watch = launch && pid !== undefined ? startWatch(launch.record) : null;
   const meta: MetaRecord = {
     version: 1,
     id,
@@ -354,7 +355,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     process.stderr.write(`layerfs: ${message}\n`);
     createJsonOnce(dir, EXIT, exitRecord(spawnFailureCode(result.error.code), null, false, message));
   } else {
-    const usage = launch ? await sandboxExit(launch.record, result.code, result.signal, startMs) : {};
+    const usage = launch ? await sandboxExit(launch.record, result.code, result.signal, startMs, watch) : {};
     createJsonOnce(dir, EXIT, { ...exitRecord(result.code, result.signal, exists(dir, STOP)), ...usage });
   }
   return infoOf(dir);

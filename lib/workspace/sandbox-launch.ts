@@ -17,6 +17,7 @@ import { delimiter, join, resolve, sep } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { createLeaf, procsFiles, readUsage, removeSet, type CgroupSet, type ResourceUsage } from './cgroup.js';
 import type { SandboxProfile } from './sandbox-rows.js';
+import { watchDisk, type DiskWatch } from './disk-watch.js';
 
 /** What a launch needs to know besides the command. */
 export interface SandboxPlan {
@@ -35,9 +36,12 @@ export interface SandboxPlan {
 export interface SandboxRecord {
   name: string;
   leaf: CgroupSet;
+  /** The Workspace directory and the profile's disk cap, for the owner's disk watch. */
+  workspace?: string;
+  diskMib?: number | null;
 }
 
-export type SandboxOutcome = 'OutOfMemory' | 'PidsLimit';
+export type SandboxOutcome = 'OutOfMemory' | 'PidsLimit' | 'DiskLimit';
 
 /** Exit status the wrapper uses when it could not join the cgroup (the command never ran). */
 export const CGROUP_JOIN_FAILED = 125;
@@ -139,19 +143,32 @@ export function sandboxEnv(plan: SandboxPlan, env: NodeJS.ProcessEnv): NodeJS.Pr
 export function prepareLaunch(plan: SandboxPlan, executionId: string, argv: string[], cwd: string, tty = false): { argv: string[]; record: SandboxRecord } {
   const bwrap = bwrapPath();
   const leaf = createLeaf(plan.cgroup, executionId);
-  const full = ['/bin/sh', '-c', WRAPPER, 'layerfs-sandbox', ...procsFiles(leaf), '--', bwrap, ...bwrapArgs(plan, cwd, tty), '--', ...argv];
-  return { argv: full, record: { name: plan.name, leaf } };
+  const disk = plan.profile.diskMib;
+  // No single file may outgrow the disk cap between two looks of the watch (disk-watch.ts).
+  const fsize = disk === null ? [] : ['prlimit', `--fsize=${disk * MIB}:${disk * MIB}`, '--'];
+  const full = ['/bin/sh', '-c', WRAPPER, 'layerfs-sandbox', ...procsFiles(leaf), '--', ...fsize, bwrap, ...bwrapArgs(plan, cwd, tty), '--', ...argv];
+  return { argv: full, record: { name: plan.name, leaf, workspace: plan.workspace, diskMib: disk } };
+}
+
+const MIB = 1024 * 1024;
+
+/** Starts the disk watch of a capped Sandbox's execution (null without a cap). */
+export function startWatch(record: SandboxRecord): DiskWatch | null {
+  if (!record.diskMib || !record.workspace) return null;
+  return watchDisk(record.workspace, record.diskMib * MIB, record.leaf);
 }
 
 /**
  * Reads what the execution used and removes its leaf. `signal`/`code` tell apart a kill by the
  * OOM killer (SIGKILL, or bwrap's 128+9) from an ordinary end.
  */
-export async function finishLaunch(record: SandboxRecord, code: number | null, signal: string | null): Promise<{ resources: ResourceUsage; outcome: SandboxOutcome | null }> {
+export async function finishLaunch(record: SandboxRecord, code: number | null, signal: string | null, diskExceeded = false): Promise<{ resources: ResourceUsage; outcome: SandboxOutcome | null }> {
   const resources = readUsage(record.leaf);
   const killed = signal === 'SIGKILL' || code === 128 + 9;
+  const xfsz = signal === 'SIGXFSZ' || code === 128 + 25;
   let outcome: SandboxOutcome | null = null;
-  if (resources.oomKills > 0 && (killed || code !== 0)) outcome = 'OutOfMemory';
+  if (diskExceeded || (xfsz && record.diskMib)) outcome = 'DiskLimit';
+  else if (resources.oomKills > 0 && (killed || code !== 0)) outcome = 'OutOfMemory';
   else if (resources.pidsLimitHits > 0 && code !== 0) outcome = 'PidsLimit';
   try {
     await removeSet(record.leaf);
@@ -162,10 +179,17 @@ export async function finishLaunch(record: SandboxRecord, code: number | null, s
 }
 
 /** The exit record's sandbox fields: outcome (when a limit ended it) and resources. */
-export async function sandboxExit(record: SandboxRecord, code: number | null, signal: string | null, startMs: number): Promise<{ outcome?: SandboxOutcome; resources: ResourceUsage & { wallMs: number } }> {
+export async function sandboxExit(
+  record: SandboxRecord,
+  code: number | null,
+  signal: string | null,
+  startMs: number,
+  watch: DiskWatch | null = null,
+): Promise<{ outcome?: SandboxOutcome; resources: ResourceUsage & { wallMs: number; peakDiskBytes?: number } }> {
   const wallMs = Date.now() - startMs;
-  const f = await finishLaunch(record, code, signal);
-  return { ...(f.outcome ? { outcome: f.outcome } : {}), resources: { ...f.resources, wallMs } };
+  watch?.stop();
+  const f = await finishLaunch(record, code, signal, watch?.exceeded ?? false);
+  return { ...(f.outcome ? { outcome: f.outcome } : {}), resources: { ...f.resources, wallMs, ...(watch ? { peakDiskBytes: watch.peakBytes } : {}) } };
 }
 
 /** Checks that bwrap can create the namespaces here; ERR_SANDBOX_UNAVAILABLE with its words otherwise. */

@@ -13,7 +13,7 @@ import { spawn as ptySpawn, type IPty } from 'node-pty';
 import { invalidArgument } from '../errors.js';
 import { check, infoOf, launchOf, newRecordDir, type ExecRequest, type ExecutionInfo } from './exec.js';
 import { EXIT, META, STOP, createJsonOnce, exists, exitRecord, processRef, writeJsonAtomic, type MetaRecord } from './exec-records.js';
-import { sandboxExit } from './sandbox-launch.js';
+import { sandboxExit, startWatch } from './sandbox-launch.js';
 
 export interface ShellRequest extends Omit<ExecRequest, 'argv'> {
   /** The shell and its arguments; $SHELL, else bash, else sh. */
@@ -69,6 +69,7 @@ export function startShell(req: ShellRequest): ShellSession {
     ...(launch ? { sandbox: launch.record } : {}),
   };
   writeJsonAtomic(dir, META, meta);
+  const watch = launch ? startWatch(launch.record) : null;
 
   const stream = new Duplex({
     read() {
@@ -84,7 +85,7 @@ export function startShell(req: ShellRequest): ShellSession {
     pty.onExit(({ exitCode, signal }) => {
       const sig = signal ? (signalName(signal) ?? null) : null;
       void (async () => {
-        const usage = launch ? await sandboxExit(launch.record, sig ? null : exitCode, sig, startMs) : {};
+        const usage = launch ? await sandboxExit(launch.record, sig ? null : exitCode, sig, startMs, watch) : {};
         createJsonOnce(dir, EXIT, { ...exitRecord(sig ? null : exitCode, sig, exists(dir, STOP)), ...usage });
         stream.push(null);
         resolve(infoOf(dir));

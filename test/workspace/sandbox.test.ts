@@ -235,6 +235,52 @@ test('a commit while a sandboxed execution runs is Busy; sandbox stop kills it',
   }
 });
 
+test('disk cap: many files past --disk-mib end DiskLimit (the watch kills it), so does one large file (RLIMIT_FSIZE)', async () => {
+  const w = world();
+  await seed(w, 'main');
+  w.client.createSandbox('disk', { diskMib: 16 });
+  const ws = await w.client.createWorkspace('main', { at: join(w.dir, 'ws'), projection: 'materialize', sandbox: 'disk' });
+  try {
+    const many = await w.client.exec(ws.id, [PY, '-c', 'import time\ni = 0\nwhile True:\n    open("f%d" % i, "wb").write(b"x" * (1 << 20)); i += 1; time.sleep(0.005)']);
+    assert.equal(many.outcome, 'DiskLimit');
+    assert.equal(many.signal, 'SIGKILL');
+    assert.ok(many.resources!.peakDiskBytes! > 16 * 1024 * 1024);
+    const du = spawnSync('du', ['-s', '--block-size=1', ws.path], { encoding: 'utf8' });
+    // The watch looks every 250 ms; a writer this fast cannot get far past the cap in that time.
+    assert.ok(Number(du.stdout.split('\t')[0]) < 200 * 1024 * 1024, du.stdout);
+    spawnSync('sh', ['-c', `rm -f ${ws.path}/f*`]);
+    const big = await w.client.exec(ws.id, ['sh', '-c', 'head -c 40000000 /dev/zero > big']);
+    assert.equal(big.outcome, 'DiskLimit');
+    assert.ok(readFileSync(join(ws.path, 'big')).length <= 16 * 1024 * 1024);
+    // The cap is on the Workspace's whole use, so make room first.
+    spawnSync('rm', [join(ws.path, 'big')]);
+    const small = await w.client.exec(ws.id, ['sh', '-c', 'head -c 1000000 /dev/zero > small']);
+    assert.equal(small.exitCode, 0);
+    assert.equal(small.outcome, undefined);
+  } finally {
+    await cleanup(w);
+  }
+});
+
+test('a FUSE Workspace runs in its Sandbox too: writes land in the mount, a commit takes them, and is Busy while a command runs', async () => {
+  const w = world();
+  await seed(w, 'main');
+  w.client.createSandbox('fuse');
+  const ws = await w.client.createWorkspace('main', { at: join(w.dir, 'mnt'), projection: 'fuse', sandbox: 'fuse' });
+  try {
+    const e = await w.client.exec(ws.id, ['sh', '-c', 'cat hello.txt > copy.txt && echo inside >> copy.txt']);
+    assert.equal(e.exitCode, 0);
+    const d = w.client.execDetached(ws.id, ['sleep', '30']);
+    assert.equal((await w.client.commitWorkspace(ws.id)).outcome, 'Busy');
+    await w.client.stopExecution(d.id, { graceMs: 0 });
+    const c = await w.client.commitWorkspace(ws.id);
+    assert.equal(c.outcome, 'Created');
+    assert.equal(w.client.cat('main', 'copy.txt').toString(), 'hello\ninside\n');
+  } finally {
+    await cleanup(w);
+  }
+});
+
 test('profiles: validated, unique, persisted; remove is refused while a Workspace uses it', async () => {
   const w = world();
   await seed(w, 'main');
