@@ -170,11 +170,10 @@ export async function finishLaunch(record: SandboxRecord, code: number | null, s
   if (diskExceeded || (xfsz && record.diskMib)) outcome = 'DiskLimit';
   else if (resources.oomKills > 0 && (killed || code !== 0)) outcome = 'OutOfMemory';
   else if (resources.pidsLimitHits > 0 && code !== 0) outcome = 'PidsLimit';
-  try {
-    await removeSet(record.leaf);
-  } catch {
-    // a leaf still emptying is removed with its Sandbox (stop or remove)
-  }
+  // Not awaited: the leaf may stay busy for a moment after the exit (its last tasks are still
+  // being released), and the caller should not wait for that. One that never empties is
+  // removed with its Sandbox (stop or remove).
+  removeSet(record.leaf).catch(() => undefined);
   return { resources, outcome };
 }
 

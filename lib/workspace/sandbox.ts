@@ -4,6 +4,7 @@
  * kernel and is (re)created from the profile whenever it is missing (after `sandbox stop`, or a
  * reboot), so a Sandbox that exists can always apply its limits or refuse to run.
  */
+import { existsSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { applySandboxCgroup, cgroupBase, childSet, currentUse, killAll, removeSet, type CgroupSet } from './cgroup.js';
@@ -134,7 +135,8 @@ export async function removeSandbox(store: Store, name: string): Promise<{ outco
 export function sandboxPlan(store: Store, row: SandboxRow, w: WorkspaceRow): SandboxPlan {
   const base = cgroupBase();
   const set = cgroupOf(base, row);
-  applySandboxCgroup(base, set, row.profile);
+  // Its limits were written when the cgroup was made; only a missing one (stopped, rebooted) is made again.
+  if (!existsSync(set.dirs[0]!)) applySandboxCgroup(base, set, row.profile);
   const stateRoot = `${store.path}.d`;
   const others = listWorkspaces(store).filter((o) => !o.id.equals(w.id)).map((o) => o.path);
   return {
