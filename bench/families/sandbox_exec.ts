@@ -20,7 +20,8 @@ const family: Family = {
     'namespaces); overhead = sandboxed − unsandboxed exec, goal ≤ 50 ms. cpu: two busy-loop ' +
     'processes for 2 s (5 s full) in Sandboxes with --cpus 0.5, 1 and 1.5; share = CPU time / ' +
     'wall time from the execution\'s resources (cgroup accounting), which should not exceed the ' +
-    'limit (the machine has 2 cores, shared). Root only.',
+    'limit (the machine has 2 cores, shared); "throttled periods" counts the 100 ms periods in ' +
+    'which the quota ran out (cgroup cpu.stat). Root only.',
   order: 90,
   charts: false,
   tiers: (quick) => [quick ? { label: 'quick', value: 0, unit: 'size' } : { label: 'full', value: 1, unit: 'size' }],
@@ -30,20 +31,20 @@ const family: Family = {
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];
-    const headers = ['tier', 'op', 'plain spawn', 'exec', 'sandboxed', 'overhead / share', 'goal', 'met'];
+    const headers = ['tier', 'op', 'plain spawn', 'exec', 'sandboxed', 'overhead / share', 'goal', 'met', 'throttled periods'];
     const out = rows.map((r) => {
       const x = r.extra;
       if (r.status !== 'ok') {
         notes.push(`${r.cell} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
-        return [r.tier, r.cell, DASH, DASH, `${r.status} [${notes.length}]`, DASH, DASH, DASH];
+        return [r.tier, r.cell, DASH, DASH, `${r.status} [${notes.length}]`, DASH, DASH, DASH, DASH];
       }
       if (x.op === 'start') {
         const o = num(x.overheadMs);
-        return [r.tier, 'start `true`', fmtMs(num(x.spawnMs)), fmtMs(num(x.execMs)), `${fmtMs(num(x.sandboxMs))} (p90 ${fmtMs(num(x.sandboxP90Ms))})`, fmtMs(o), '≤ 50 ms', o !== undefined && o <= 50 ? 'yes' : 'no'];
+        return [r.tier, 'start `true`', fmtMs(num(x.spawnMs)), fmtMs(num(x.execMs)), `${fmtMs(num(x.sandboxMs))} (p90 ${fmtMs(num(x.sandboxP90Ms))})`, fmtMs(o), '≤ 50 ms', o !== undefined && o <= 50 ? 'yes' : 'no', DASH];
       }
       const cpus = num(x.cpus) ?? 0;
       const share = num(x.share);
-      return [r.tier, r.cell, DASH, DASH, `${fmtMs(num(x.cpuMs))} CPU in ${fmtMs(r.ms)}`, share === undefined ? DASH : `${share.toFixed(2)} CPUs`, `≤ ${cpus} CPUs`, share !== undefined && share <= cpus * 1.05 ? 'yes' : 'no'];
+      return [r.tier, r.cell, DASH, DASH, `${fmtMs(num(x.cpuMs))} CPU in ${fmtMs(r.ms)}`, share === undefined ? DASH : `${share.toFixed(2)} CPUs`, `≤ ${cpus} CPUs`, share !== undefined && share <= cpus * 1.05 ? 'yes' : 'no', `${num(x.throttled) ?? '?'} of ${num(x.periods) ?? '?'}`];
     });
     return { headers, align: headers.map((_, i) => (i === 1 || i === 6 ? 'l' : 'r')), rows: out, notes };
   },
