@@ -48,7 +48,7 @@ import {
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { splitStatePath } from './paths.js';
-import { attachWorkspace, checkSandbox, createSandbox, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
+import { attachWorkspace, checkSandbox, createSandbox, execOutcome, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
@@ -513,8 +513,12 @@ export class Client {
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */
   async exec(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ExecutionInfo> {
+    const t0 = performance.now();
     const w = resolveWorkspace(this.store, ref);
-    return runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+    const e = await runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+    // A sandboxed execution's receipt carries its resource use (the cgroup's figures).
+    if (e.resources) this.monitor.record({ ...this.receipt('workspace.exec', execOutcome(e), t0, this.store.meter.allocatedGrowth, null), execution: e.id, sandbox: e.sandbox, resources: e.resources });
+    return e;
   }
 
   /** Starts a command in the background; follow it with executionOutput(). */

@@ -20,6 +20,7 @@ import {
   type SandboxProfileInput,
   type SandboxState,
   type ShellSession,
+  type ExecutionInfo,
   type WorkspaceRow,
 } from '../workspace/index.js';
 
@@ -72,6 +73,11 @@ export function attachWorkspace(store: Store, workspaceId: string, name: string)
 export function planFor(store: Store, w: WorkspaceRow): SandboxPlan | undefined {
   const row = sandboxOfWorkspace(store, w.id);
   return row ? sandboxPlan(store, row, w) : undefined;
+}
+
+/** The receipt outcome of an ended execution: the limit that ended it, else Exited or Killed. */
+export function execOutcome(e: ExecutionInfo): string {
+  return e.outcome ?? (e.state === 'exited' ? 'Exited' : e.state === 'killed' ? 'Killed' : 'Lost');
 }
 
 export function sandboxNameOf(store: Store, w: WorkspaceRow): string | null {

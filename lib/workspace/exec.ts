@@ -51,7 +51,7 @@ import {
   type ExitRecord,
   type MetaRecord,
 } from './exec-records.js';
-import { prepareLaunch, sandboxEnv, sandboxExit, startWatch, type SandboxOutcome, type SandboxPlan, type SandboxRecord } from './sandbox-launch.js';
+import { launchOf, sandboxExit, startWatch, type SandboxOutcome, type SandboxPlan } from './sandbox-launch.js';
 
 export interface ExecutionInfo {
   /** 32 hex digits; a UUIDv7-style time prefix makes ids sort by start. */
@@ -359,18 +359,6 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     createJsonOnce(dir, EXIT, { ...exitRecord(result.code, result.signal, exists(dir, STOP)), ...usage });
   }
   return infoOf(dir);
-}
-
-/** The sandboxed launch (argv through the Sandbox's launcher, its environment), or null. */
-export function launchOf(r: Checked, id: string, dir: string, tty = false): { argv: string[]; env: NodeJS.ProcessEnv; record: SandboxRecord } | null {
-  if (r.sandbox === null) return null;
-  try {
-    const l = prepareLaunch(r.sandbox, id, r.argv, r.cwd, tty);
-    return { ...l, env: sandboxEnv(r.sandbox, r.env) };
-  } catch (e) {
-    rmSync(dir, { recursive: true, force: true });
-    throw e;
-  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@
  * paths; then the Workspace read-write at its own path.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve, sep } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { createLeaf, procsFiles, readUsage, removeSet, type CgroupSet, type ResourceUsage } from './cgroup.js';
@@ -151,6 +151,26 @@ export function prepareLaunch(plan: SandboxPlan, executionId: string, argv: stri
 }
 
 const MIB = 1024 * 1024;
+
+/**
+ * The sandboxed launch of a checked request (argv through the Sandbox's launcher, its
+ * environment), or null without a Sandbox. The record directory is removed when it fails.
+ */
+export function launchOf(
+  r: { sandbox: SandboxPlan | null; argv: string[]; cwd: string; env: NodeJS.ProcessEnv },
+  id: string,
+  dir: string,
+  tty = false,
+): { argv: string[]; env: NodeJS.ProcessEnv; record: SandboxRecord } | null {
+  if (r.sandbox === null) return null;
+  try {
+    const l = prepareLaunch(r.sandbox, id, r.argv, r.cwd, tty);
+    return { ...l, env: sandboxEnv(r.sandbox, r.env) };
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
+}
 
 /** Starts the disk watch of a capped Sandbox's execution (null without a cap). */
 export function startWatch(record: SandboxRecord): DiskWatch | null {

@@ -11,9 +11,9 @@ import { existsSync } from 'node:fs';
 import { constants } from 'node:os';
 import { spawn as ptySpawn, type IPty } from 'node-pty';
 import { invalidArgument } from '../errors.js';
-import { check, infoOf, launchOf, newRecordDir, type ExecRequest, type ExecutionInfo } from './exec.js';
+import { check, infoOf, newRecordDir, type ExecRequest, type ExecutionInfo } from './exec.js';
 import { EXIT, META, STOP, createJsonOnce, exists, exitRecord, processRef, writeJsonAtomic, type MetaRecord } from './exec-records.js';
-import { sandboxExit, startWatch } from './sandbox-launch.js';
+import { launchOf, sandboxExit, startWatch } from './sandbox-launch.js';
 
 export interface ShellRequest extends Omit<ExecRequest, 'argv'> {
   /** The shell and its arguments; $SHELL, else bash, else sh. */

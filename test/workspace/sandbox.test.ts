@@ -184,6 +184,10 @@ test('limits: a memory hog ends OutOfMemory, a fork bomb stops at the PID limit;
     assert.ok(hog.resources!.oomKills >= 1);
     assert.ok(hog.resources!.peakMemoryBytes! <= 128 * 1024 * 1024 + 4096, `peak ${hog.resources!.peakMemoryBytes}`);
     assert.ok(hog.resources!.peakMemoryBytes! > 64 * 1024 * 1024, `peak ${hog.resources!.peakMemoryBytes}`);
+    const receipt = w.client.monitor.receipts().at(-1) as unknown as { operation: string; outcome: string; resources: { oomKills: number } };
+    assert.equal(receipt.operation, 'workspace.exec');
+    assert.equal(receipt.outcome, 'OutOfMemory');
+    assert.ok(receipt.resources.oomKills >= 1);
 
     const bomb = await w.client.exec(ws.id, ['bash', '-c', 'exec 2>/dev/null; b() { b | b & }; b; sleep 1; exit 0']);
     assert.ok(bomb.resources!.pidsLimitHits > 0, 'forks were refused');
