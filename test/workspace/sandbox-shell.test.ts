@@ -112,3 +112,20 @@ test('SDK shell(): a PTY stream with resize and kill; the shell is Busy for comm
     await finish(client);
   }
 });
+
+test('SDK shell() of a Workspace without a Sandbox: a plain shell on a PTY in the Workspace directory', async () => {
+  const { dir, client } = await sandboxedWorkspace();
+  try {
+    const plain = await client.createWorkspace('b', { at: join(dir, 'plain'), projection: 'materialize' });
+    const s = client.shell(plain.id, { argv: ['/bin/sh'], cols: 70, rows: 10 });
+    let out = '';
+    s.stream.on('data', (b: Buffer) => (out += b.toString('utf8')));
+    s.stream.write('echo "at $(pwd) size $(stty size)"; exit 5\r');
+    const end = await s.exited;
+    assert.equal(end.exitCode, 5);
+    assert.equal(end.sandbox, undefined);
+    assert.match(out, new RegExp(`at ${plain.path} size 10 70`));
+  } finally {
+    await finish(client);
+  }
+});
