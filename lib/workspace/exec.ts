@@ -19,6 +19,10 @@
  * program still fails to start (it vanished after that check, or is not executable), the
  * execution is recorded as ended with the shell's status, 127 (or 126 when not executable),
  * and the reason is written to output.log (detached) or to this process's stderr (foreground).
+ *
+ * Sandboxed executions (`sandbox` in the request, from sandbox.ts sandboxPlan) start through
+ * the Sandbox's launcher (sandbox-launch.ts) in a cgroup leaf of their own; whoever waits for
+ * them adds their resource use and, when a limit ended them, their outcome to exit.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
