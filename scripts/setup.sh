@@ -18,6 +18,8 @@ packages=(
   "python3      node-gyp"
   "git          the peer in benchmarks and patch round-trip tests"
   "rsync        the peer in benchmarks"
+  "bubblewrap   Sandboxes: the namespaces sandboxed executions run in (bwrap)"
+  "tmux         driving workspace shell through a terminal in tests"
 )
 
 need=()

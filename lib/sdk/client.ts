@@ -53,6 +53,8 @@ import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
+import { attachWorkspace, checkSandbox, createSandbox, execOutcome, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
+import type { SandboxState, ShellSession } from '../workspace/index.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
   AddResult,
@@ -405,7 +407,9 @@ export class Client {
   }
 
   private workspaceInfoOf(w: WorkspaceRow, state?: WorkspaceState): WorkspaceInfo {
-    return workspaceInfo(w, getBranch(this.store, w.branchId)?.name ?? '', state ?? workspaceStates(this.store.path, [w]).get(toHex(w.id))!);
+    const info = workspaceInfo(w, getBranch(this.store, w.branchId)?.name ?? '', state ?? workspaceStates(this.store.path, [w]).get(toHex(w.id))!);
+    const sandbox = sandboxNameOf(this.store, w);
+    return sandbox === null ? info : { ...info, sandbox };
   }
 
   /**
@@ -413,12 +417,14 @@ export class Client {
    * mounts a live view served by the Store's daemon (started on demand), `auto` picks fuse when
    * this machine can mount. Default: `$LAYERFS_PROJECTION`, else materialize.
    */
-  async createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native' }): Promise<WorkspaceInfo> {
+  async createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; sandbox?: string }): Promise<WorkspaceInfo> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
+    checkSandbox(this.store, opts.sandbox);
     const projection = chooseProjection(opts.projection);
     const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection);
+    if (opts.sandbox !== undefined) attachWorkspace(this.store, toHex(w.id), opts.sandbox);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
   }
@@ -530,14 +536,45 @@ export class Client {
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */
   async exec(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ExecutionInfo> {
+    const t0 = performance.now();
     const w = resolveWorkspace(this.store, ref);
-    return runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env });
+    const e = await runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+    // A sandboxed execution's receipt carries its resource use (the cgroup's figures).
+    if (e.resources) this.monitor.record({ ...this.receipt('workspace.exec', execOutcome(e), t0, this.store.meter.allocatedGrowth, null), execution: e.id, sandbox: e.sandbox, resources: e.resources });
+    return e;
   }
 
   /** Starts a command in the background; follow it with executionOutput(). */
   execDetached(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): ExecutionInfo {
     const w = resolveWorkspace(this.store, ref);
-    return startDetached({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env });
+    return startDetached({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+  }
+
+  /** An interactive shell in the Workspace on a PTY of its own (inside its Sandbox when it has one). */
+  shell(ref: string, opts: ShellOptions = {}): ShellSession {
+    return openShell(this.store, this.stateDir, ref, opts);
+  }
+
+  // ---- Sandboxes ----
+
+  /** Creates a named Sandbox (limits, mounts, network) and its cgroup; ERR_SANDBOX_UNAVAILABLE when this machine cannot enforce it. */
+  createSandbox(name: string, opts: CreateSandboxOptions = {}): SandboxState {
+    return createSandbox(this.store, name, opts);
+  }
+
+  /** One Sandbox's state (profile, cgroup, current use, Workspaces), or every Sandbox's. */
+  sandboxStatus(name?: string): SandboxState[] {
+    return sandboxStatus(this.store, name);
+  }
+
+  /** Kills everything running in the Sandbox and removes its cgroup (the next execution makes it again). */
+  stopSandbox(name: string): Promise<{ outcome: 'Stopped' | 'AlreadyStopped'; killed: number }> {
+    return stopSandbox(this.store, name);
+  }
+
+  /** Stops the Sandbox and deletes it; ERR_BUSY while Workspaces run in it. */
+  removeSandbox(name: string): Promise<{ outcome: 'Removed'; killed: number }> {
+    return removeSandbox(this.store, name);
   }
 
   execution(id: string): ExecutionInfo {

@@ -6,5 +6,6 @@ export { nativeInfo } from '../native/index.js';
 export { NAME_PATTERN } from '../format/names.js';
 export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
-export type { ExecutionInfo } from '../workspace/index.js';
+export type { ExecutionInfo, ExecutionResources, ResourceUsage, SandboxState, SandboxProfile, SandboxOutcome, ShellSession } from '../workspace/index.js';
+export type { CreateSandboxOptions, ShellOptions } from './sandbox.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';

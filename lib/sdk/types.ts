@@ -158,6 +158,8 @@ export interface WorkspaceInfo {
   baseRootId: string;
   expectedHeadId: string | null;
   createdAt: string;
+  /** The Sandbox its executions and shells run in, when it has one. */
+  sandbox?: string;
 }
 
 export interface WorkspaceStatus {

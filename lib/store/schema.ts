@@ -80,6 +80,20 @@ ALTER TABLE commits ADD COLUMN metadata TEXT;
 ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
 ` },
+  // Sandboxes: named execution profiles (limits, mounts, network) and which Workspaces run in one.
+  { to: 5, sql: `
+CREATE TABLE IF NOT EXISTS sandboxes (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  name       TEXT NOT NULL UNIQUE,
+  profile    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS workspace_sandboxes (
+  workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+  sandbox_id   BLOB NOT NULL REFERENCES sandboxes(id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS workspace_sandboxes_by_sandbox ON workspace_sandboxes(sandbox_id);
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

@@ -17,6 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, linkSync, openSync, readdirSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LayerFsError } from '../errors.js';
+import type { ResourceUsage } from './cgroup.js';
+import type { SandboxOutcome, SandboxRecord } from './sandbox-launch.js';
 
 export const META = 'meta.json';
 export const EXIT = 'exit.json';
@@ -49,6 +51,17 @@ export interface MetaRecord {
   command: ProcessRef | null;
   /** The command's process group when it leads its own (detached), else null. */
   pgid: number | null;
+  /** The Sandbox it runs in and its cgroup leaf, when sandboxed. */
+  sandbox?: SandboxRecord;
+  /** What the supervisor spawns when it differs from argv (the sandbox launcher, then argv). */
+  launch?: string[];
+}
+
+/** A sandboxed execution's resource use, from its cgroup leaf, plus its wall time. */
+export interface ExecutionResources extends ResourceUsage {
+  wallMs: number;
+  /** With a disk cap: the Workspace's highest disk use measured while it ran, bytes. */
+  peakDiskBytes?: number;
 }
 
 export interface ExitRecord {
@@ -58,6 +71,9 @@ export interface ExitRecord {
   endedAt: string;
   /** Why the command could not start, or who wrote the record when its owner had died. */
   note?: string;
+  /** Sandboxed: a limit that ended it (OutOfMemory) or refused its forks (PidsLimit). */
+  outcome?: SandboxOutcome;
+  resources?: ExecutionResources;
 }
 
 export const ID_RE = /^[0-9a-f]{32}$/;

@@ -19,6 +19,10 @@
  * program still fails to start (it vanished after that check, or is not executable), the
  * execution is recorded as ended with the shell's status, 127 (or 126 when not executable),
  * and the reason is written to output.log (detached) or to this process's stderr (foreground).
+ *
+ * Sandboxed executions (`sandbox` in the request, from sandbox.ts sandboxPlan) start through
+ * the Sandbox's launcher (sandbox-launch.ts) in a cgroup leaf of their own; whoever waits for
+ * them adds their resource use and, when a limit ended them, their outcome to exit.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -46,10 +50,12 @@ import {
   sendSignal,
   spawnFailureCode,
   writeJsonAtomic,
+  type ExecutionResources,
   type ExecutionState,
   type ExitRecord,
   type MetaRecord,
 } from './exec-records.js';
+import { launchOf, sandboxExit, startWatch, type SandboxOutcome, type SandboxPlan } from './sandbox-launch.js';
 
 export interface ExecutionInfo {
   /** 32 hex digits; a UUIDv7-style time prefix makes ids sort by start. */
@@ -67,6 +73,12 @@ export interface ExecutionInfo {
   exitCode: number | null;
   signal: string | null;
   endedAt: string | null;
+  /** The Sandbox it runs in, when its Workspace has one. */
+  sandbox?: string;
+  /** Sandboxed and ended by a limit: OutOfMemory (the OOM killer), PidsLimit (forks refused). */
+  outcome?: SandboxOutcome;
+  /** Sandboxed and ended: peak memory, CPU time, wall time, PIDs. */
+  resources?: ExecutionResources;
 }
 
 export interface ExecRequest {
@@ -79,6 +91,8 @@ export interface ExecRequest {
   argv: string[];
   /** The command's whole environment; process.env when omitted. */
   env?: NodeJS.ProcessEnv;
+  /** Run inside this Sandbox (sandbox.ts sandboxPlan). */
+  sandbox?: SandboxPlan;
 }
 
 export interface ReadOutputOptions {
@@ -99,15 +113,17 @@ const CHUNK = 64 * 1024;
 // ---------------------------------------------------------------------------------------------
 // Validation
 
-interface Checked {
+export interface Checked {
   stateDir: string;
   workspaceId: string;
   cwd: string;
   argv: string[];
   env: NodeJS.ProcessEnv;
+  sandbox: SandboxPlan | null;
 }
 
-function check(req: ExecRequest): Checked {
+/** Validates a request (shell.ts shares it). */
+export function check(req: ExecRequest): Checked {
   if (req === null || typeof req !== 'object') throw invalidArgument('an execution request must be an object');
   const { stateDir, workspaceId, cwd, argv } = req;
   if (typeof stateDir !== 'string' || stateDir === '') throw invalidArgument('stateDir must be a non-empty string');
@@ -134,7 +150,7 @@ function check(req: ExecRequest): Checked {
   const env = req.env ?? process.env;
   if (env === null || typeof env !== 'object') throw invalidArgument('env must be an object of strings');
   findProgram(argv[0]!, dir, env);
-  return { stateDir: resolve(stateDir), workspaceId, cwd: dir, argv: [...argv], env };
+  return { stateDir: resolve(stateDir), workspaceId, cwd: dir, argv: [...argv], env, sandbox: req.sandbox ?? null };
 }
 
 function isExecutableFile(path: string): boolean {
@@ -164,7 +180,7 @@ function findProgram(program: string, cwd: string, env: NodeJS.ProcessEnv): void
 // ---------------------------------------------------------------------------------------------
 // Records
 
-function newRecordDir(stateDir: string): { id: string; dir: string } {
+export function newRecordDir(stateDir: string): { id: string; dir: string } {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
   for (;;) {
     const id = newExecutionId();
@@ -185,11 +201,15 @@ function readMeta(dir: string): MetaRecord {
 }
 
 function ended(meta: MetaRecord, exit: ExitRecord): ExecutionInfo {
-  return { ...base(meta), state: exit.state, exitCode: exit.exitCode, signal: exit.signal, endedAt: exit.endedAt };
+  const info: ExecutionInfo = { ...base(meta), state: exit.state, exitCode: exit.exitCode, signal: exit.signal, endedAt: exit.endedAt };
+  if (exit.outcome !== undefined) info.outcome = exit.outcome;
+  if (exit.resources !== undefined) info.resources = exit.resources;
+  return info;
 }
 
 function base(meta: MetaRecord): Omit<ExecutionInfo, 'state' | 'exitCode' | 'signal' | 'endedAt'> {
   return {
+    ...(meta.sandbox ? { sandbox: meta.sandbox.name } : {}),
     id: meta.id,
     workspaceId: meta.workspaceId,
     argv: meta.argv,
@@ -205,7 +225,7 @@ function commandAlive(meta: MetaRecord): boolean {
   return meta.command !== null && isAlive(meta.command);
 }
 
-function infoOf(dir: string, meta: MetaRecord = readMeta(dir)): ExecutionInfo {
+export function infoOf(dir: string, meta: MetaRecord = readMeta(dir)): ExecutionInfo {
   const exit = readJson<ExitRecord>(dir, EXIT);
   if (exit !== null) return ended(meta, exit);
   if (isAlive(meta.owner) || commandAlive(meta)) return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };
@@ -288,10 +308,12 @@ export function forgetExecutions(stateDir: string, workspaceId: string): void {
 export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
   const r = check(req);
   const { id, dir } = newRecordDir(r.stateDir);
-  const [program, ...args] = r.argv as [string, ...string[]];
+  const launch = launchOf(r, id, dir);
+  const [program, ...args] = (launch?.argv ?? r.argv) as [string, ...string[]];
+  const startMs = Date.now();
   let child: ChildProcess;
   try {
-    child = spawn(program, args, { cwd: r.cwd, env: r.env, stdio: 'inherit' });
+    child = spawn(program, args, { cwd: r.cwd, env: launch?.env ?? r.env, stdio: 'inherit' });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
     throw invalidArgument(`cannot run ${program}: ${(e as Error).message}`, { cause: e });
@@ -301,6 +323,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     child.once('exit', (code, signal) => resolve({ code, signal }));
   });
   const pid = child.pid;
+  const watch = launch && pid !== undefined ? startWatch(launch.record) : null;
   const meta: MetaRecord = {
     version: 1,
     id,
@@ -312,6 +335,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     owner: processRef(process.pid),
     command: pid === undefined ? null : processRef(pid),
     pgid: null,
+    ...(launch ? { sandbox: launch.record } : {}),
   };
   writeJsonAtomic(dir, META, meta);
 
@@ -335,7 +359,8 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
     process.stderr.write(`layerfs: ${message}\n`);
     createJsonOnce(dir, EXIT, exitRecord(spawnFailureCode(result.error.code), null, false, message));
   } else {
-    createJsonOnce(dir, EXIT, exitRecord(result.code, result.signal, exists(dir, STOP)));
+    const usage = launch ? await sandboxExit(launch.record, result.code, result.signal, startMs, watch) : {};
+    createJsonOnce(dir, EXIT, { ...exitRecord(result.code, result.signal, exists(dir, STOP)), ...usage });
   }
   return infoOf(dir);
 }
@@ -391,8 +416,9 @@ export function startDetached(req: ExecRequest): ExecutionInfo {
   const r = check(req);
   const entry = supervisorPath();
   const { id, dir } = newRecordDir(r.stateDir);
+  const launch = launchOf(r, id, dir);
   try {
-    writeFileSync(join(dir, ENV), JSON.stringify(r.env), { mode: 0o600, flag: 'wx' });
+    writeFileSync(join(dir, ENV), JSON.stringify(launch?.env ?? r.env), { mode: 0o600, flag: 'wx' });
     writeFileSync(join(dir, OUTPUT), '', { mode: 0o600, flag: 'wx' });
   } catch (e) {
     rmSync(dir, { recursive: true, force: true });
@@ -418,6 +444,7 @@ export function startDetached(req: ExecRequest): ExecutionInfo {
     owner: processRef(child.pid),
     command: null,
     pgid: null,
+    ...(launch ? { sandbox: launch.record, launch: launch.argv } : {}),
   };
   writeJsonAtomic(dir, META, meta);
   return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };

@@ -33,6 +33,7 @@ import {
   writeJsonAtomic,
   type MetaRecord,
 } from './exec-records.js';
+import { sandboxExit, startWatch } from './sandbox-launch.js';
 
 /** How long to wait for the starting invocation to write meta.json before giving up. */
 const META_WAIT_MS = 10_000;
@@ -70,7 +71,8 @@ async function supervise(dir: string): Promise<void> {
     return;
   }
 
-  const [program, ...args] = meta.argv;
+  const [program, ...args] = meta.launch ?? meta.argv;
+  const startMs = Date.now();
   if (program === undefined) throw new Error('empty argv');
   const out = openSync(join(dir, OUTPUT), 'a');
   let child: ChildProcess;
@@ -98,12 +100,14 @@ async function supervise(dir: string): Promise<void> {
   );
 
   writeJsonAtomic(dir, META, { ...meta, command: processRef(pid), pgid: pid } satisfies MetaRecord);
+  const watch = meta.sandbox ? startWatch(meta.sandbox) : null;
   for (const sig of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(sig, () => sendSignal(pid, sig, true));
   // A stop that came before the pid was recorded could not signal the command; do it for it.
   if (exists(dir, STOP)) sendSignal(pid, 'SIGTERM', true);
 
   const { code, signal } = await exited;
-  createJsonOnce(dir, EXIT, exitRecord(code, signal, exists(dir, STOP)));
+  const usage = meta.sandbox ? await sandboxExit(meta.sandbox, code, signal, startMs, watch) : {};
+  createJsonOnce(dir, EXIT, { ...exitRecord(code, signal, exists(dir, STOP)), ...usage });
 }
 
 const dir = process.argv[2];

@@ -3,6 +3,27 @@ import type { Command } from 'commander';
 import { LayerFsError } from '../../sdk/index.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
+import type { ExecutionInfo, ShellSession } from '../../sdk/index.js';
+
+/** Connects this process's terminal (raw, resized along) to the shell's PTY until the shell exits. */
+async function runShell(s: ShellSession): Promise<ExecutionInfo> {
+  const stdin = process.stdin;
+  const raw = stdin.isTTY === true;
+  if (raw) stdin.setRawMode(true);
+  const onResize = () => s.resize(process.stdout.columns, process.stdout.rows);
+  if (process.stdout.isTTY) process.stdout.on('resize', onResize);
+  const onInput = (b: Buffer) => s.stream.write(b);
+  stdin.on('data', onInput);
+  s.stream.on('data', (b: Buffer) => process.stdout.write(b));
+  try {
+    return await s.exited;
+  } finally {
+    stdin.off('data', onInput);
+    stdin.pause();
+    if (raw) stdin.setRawMode(false);
+    process.stdout.off('resize', onResize);
+  }
+}
 
 const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
 
@@ -11,11 +32,12 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
   ws.command('create <branch>')
     .description('create a Workspace of the Branch head in a new or empty directory')
     .requiredOption('--at <dir>', 'the Workspace directory (must be empty or absent)')
+    .option('--sandbox <name>', 'run its executions and shells inside this Sandbox (layerfs sandbox create)')
     .option('--projection <kind>', 'fuse (a live mount served by the Store\'s daemon), materialize (files written into the directory) or auto (fuse when this machine can mount); default $LAYERFS_PROJECTION, else auto')
-    .action((branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto' }) =>
+    .action((branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; sandbox?: string }) =>
       run(async (out, g) => {
         const projection = opts.projection ?? ((process.env.LAYERFS_PROJECTION || 'auto') as 'materialize' | 'fuse' | 'auto');
-        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection }));
+        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection, sandbox: opts.sandbox }));
         out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path} (${w.projection}${w.projection === 'fuse' ? `, ${w.state}` : ''})`);
       })(),
     );
@@ -44,7 +66,17 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
           return;
         }
         const e = await withClient(g.store, (c) => c.exec(ref, command));
-        if (g.json) out.result({ outcome: 'Exited', execution: e }, () => []);
+        if (g.json) out.result({ outcome: e.outcome ?? 'Exited', execution: e }, () => []);
+        else if (e.outcome) process.stderr.write(`layerfs: ${e.outcome} (Sandbox ${e.sandbox})\n`);
+        state.code = e.exitCode ?? 128 + 15;
+      })(),
+    );
+  ws.command('shell <workspace>')
+    .description('an interactive shell in the Workspace on a terminal of its own (inside its Sandbox when it has one); exits with its exit code')
+    .action((ref: string) =>
+      run(async (out, g) => {
+        const e = await withClient(g.store, (c) => runShell(c.shell(ref, { cols: process.stdout.columns, rows: process.stdout.rows })));
+        if (g.json) out.result({ outcome: e.outcome ?? 'Exited', execution: e }, () => []);
         state.code = e.exitCode ?? 128 + 15;
       })(),
     );
