@@ -144,6 +144,16 @@ export interface SpoolLike {
 /** A file's spool moves to disk once it holds this much in memory. */
 export const SPILL_FILE = 1 << 20;
 
+/**
+ * Memory all in-memory spools of one overlay may hold by default: 64 MiB, or
+ * $LAYERFS_SPOOL_MEMORY_MIB. It bounds the daemon's resident size while a tool writes a large
+ * change (the rest goes to spool files), so it stays well under the 256 MiB a daemon may use.
+ */
+export function spoolMemoryBudget(): number {
+  const mib = Number(process.env.LAYERFS_SPOOL_MEMORY_MIB);
+  return (Number.isFinite(mib) && mib >= 0 ? mib : 64) * 1024 * 1024;
+}
+
 /** Memory all in-memory spools of one overlay may hold together. */
 export class MemoryBudget {
   used = 0;
@@ -211,13 +221,43 @@ export class MemSpool implements SpoolLike {
   }
 }
 
+/**
+ * The open descriptors of disk spools, least recently used first. A Workspace may hold far more
+ * dirty files than a process may open (rsync of a release over another dirties ~80,000), so a
+ * spool keeps its bytes in its file and opens it only while in use: at most OPEN_SPOOLS stay open
+ * per serving thread, and the least recently used is closed to make room.
+ */
+const OPEN_SPOOLS = 128;
+const openSpools = new Map<Spool, number>();
+
+function spoolFd(spool: Spool, flags: number): number {
+  const fd = openSpools.get(spool);
+  if (fd !== undefined) {
+    openSpools.delete(spool);
+    openSpools.set(spool, fd);
+    return fd;
+  }
+  if (openSpools.size >= OPEN_SPOOLS) {
+    const [oldest, oldFd] = openSpools.entries().next().value as [Spool, number];
+    openSpools.delete(oldest);
+    closeSync(oldFd);
+  }
+  const opened = openSync(spool.path, flags, 0o600);
+  openSpools.set(spool, opened);
+  return opened;
+}
+
 /** A private sparse file holding written bytes at their own offsets. Never inside a mount. */
 export class Spool implements SpoolLike {
-  private fd: number;
   private closed = false;
 
   constructor(readonly path: string) {
-    this.fd = openSync(path, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+    // Created now, exclusively and without following links; reopened later without O_CREAT.
+    spoolFd(this, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW);
+  }
+
+  private get fd(): number {
+    return spoolFd(this, fsc.O_RDWR | fsc.O_NOFOLLOW);
   }
 
   /** Fills dst[off, off + len) from the file at pos; bytes past its end read as zeros. */
@@ -243,13 +283,22 @@ export class Spool implements SpoolLike {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    closeSync(this.fd);
+    const fd = openSpools.get(this);
+    if (fd !== undefined) {
+      openSpools.delete(this);
+      closeSync(fd);
+    }
     try {
       unlinkSync(this.path);
     } catch {
       /* already gone */
     }
   }
+}
+
+/** How many spool descriptors this thread holds open (bounded by OPEN_SPOOLS). */
+export function openSpoolCount(): number {
+  return openSpools.size;
 }
 
 export interface SpoolFactory {

@@ -16,7 +16,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { EMPTY_NOTE, getBranch, publishCommit, type CommitNote, type CommitRow } from '../history/index.js';
 import { ContentForm, INODE_KIND_NAMES, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
-import { ContentCache, FileData, MemoryBudget, spoolFactory, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
+import { ContentCache, FileData, MemoryBudget, spoolFactory, spoolMemoryBudget, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
 import { fail, FsError } from './errno.js';
 
 export const NAME_MAX = 255;
@@ -110,7 +110,7 @@ export interface OverlayOptions {
   spool?: SpoolFactory;
   /** Shared read cache of stored content (one per Store is best). */
   cache?: ContentCache;
-  /** Bytes of written content kept in memory before spools move to files (default 256 MiB; 0: always files). */
+  /** Bytes of written content kept in memory before spools move to files (default: spoolMemoryBudget(); 0: always files). */
   memoryBudget?: number;
   /** Owner of new inodes (default: this process). fuse-native does not pass the caller's. */
   uid?: number;
@@ -200,7 +200,7 @@ export class Overlay {
     if (opts.spool) this.newSpool = opts.spool;
     else if (opts.spoolDir) this.newSpool = spoolFactory(opts.spoolDir);
     else throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an overlay needs a spool directory');
-    this.budget = new MemoryBudget(opts.memoryBudget ?? 256 * 1024 * 1024);
+    this.budget = new MemoryBudget(opts.memoryBudget ?? spoolMemoryBudget());
     this.uid = opts.uid ?? process.getuid?.() ?? 0;
     this.gid = opts.gid ?? process.getgid?.() ?? 0;
     this.onChange = opts.onChange;
