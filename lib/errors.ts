@@ -24,7 +24,9 @@ export type ErrorCode =
   | 'ERR_BUSY'
   | 'ERR_UNSAFE_PATH'
   | 'ERR_NO_CONTEXT'
-  | 'ERR_DIRTY';
+  | 'ERR_DIRTY'
+  /** The command line itself is wrong (unknown command or option, missing argument); exit code 2. */
+  | 'ERR_USAGE';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

@@ -67,7 +67,14 @@ export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
 }
 
 /** A Layer by (prefix of) id; a LayerStack name stands for its head Layer. */
+/** A Layer by id or prefix, by label `STACK#SEQ` (as `query layers` prints it), or a LayerStack name (its head). */
 export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
+  const label = /^(.+)#(\d{1,15})$/.exec(ref);
+  if (label) {
+    return store.db
+      .prepare(`SELECT ${LAYER_COLUMNS.replace(/(^|, )/g, '$1l.')} FROM layers l JOIN layer_stacks s ON s.id = l.layer_stack_id WHERE s.name = ? AND l.seq = ?`)
+      .get(label[1], Number(label[2])) as LayerRow | undefined;
+  }
   const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   if (id) return getLayer(store, id);
   const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;

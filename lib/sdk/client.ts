@@ -37,6 +37,7 @@ import {
   listExecutions,
   listWorkspaces,
   readOutput,
+  recordEnded,
   resolveWorkspace,
   runExecution,
   startDetached,
@@ -163,7 +164,7 @@ export class Client {
       layerStack: layerStackInfo(r.layerStack),
       layer: layerInfo(r.layer, r.layerStack.name),
       files: im?.files ?? 0,
-      directories: (im?.directories ?? 0) + 1,
+      directories: im ? im.directories : 1, // the root counts once: the import counts it as a directory it walked
       symlinks: im?.symlinks ?? 0,
       specials: im?.specials ?? 0,
       hardLinks: im?.hardLinks ?? 0,
@@ -502,6 +503,7 @@ export class Client {
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
+    if (r.outcome === 'Ended') recordEnded(this.store.path, { id: toHex(w.id), path: w.path });
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
   }
 

@@ -78,7 +78,8 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
   const abs = prepareTarget(target);
   const prefix = abs.length + 1;
   opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
-  const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
+  // The root is a directory of the state too, counted as the import counts it.
+  const stats: ExportStats = { files: 0, directories: 1, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
   const linked = new Map<number, Buffer>();
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.

@@ -1,7 +1,7 @@
 /** layerstack, query, ls, cat and export commands. */
 import type { Command } from 'commander';
 import { LayerFsError } from '../../sdk/index.js';
-import { formatBytes, modeString } from '../output.js';
+import { formatBytes, modeString, mtimeText, quoteName, treeCounts } from '../output.js';
 import { importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
@@ -32,9 +32,9 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
           const lines = [
             `created LayerStack ${r.layerStack.name} ${r.layerStack.id}`,
             `genesis Layer ${r.layer.id}`,
-            `  ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${formatBytes(r.bytes)} in ${(r.ms / 1000).toFixed(2)} s; ${r.objectsInserted} objects stored, ${r.objectsReused} reused`,
+            `  ${treeCounts(r)}, ${formatBytes(r.bytes)} in ${(r.ms / 1000).toFixed(2)} s; ${r.objectsInserted} objects stored, ${r.objectsReused} reused`,
           ];
-          for (const s of r.skipped) lines.push(`  skipped socket ${s}`);
+          for (const s of r.skipped) lines.push(`  skipped socket ${quoteName(s)}`);
           return lines;
         });
       })(),
@@ -61,12 +61,18 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
 
   program
     .command('ls <state> [path]')
-    .description('list a directory of a state (a Layer id or prefix, or a LayerStack name)')
-    .action((state: string, path: string | undefined) =>
+    .description('list a directory of a state (a Layer id, prefix or label STACK#SEQ, a Commit, a Branch or a LayerStack name), like ls -l')
+    .option('-H, --human-readable', 'sizes in KiB, MiB, …')
+    .action((state: string, path: string | undefined, opts: { humanReadable?: boolean }) =>
       run(async (out, g) => {
         const rows = await withClient(g.store, (c) => c.ls(state, path), true);
+        // A directory's size is not stored (its entries are): '-' rather than a misleading 0.
+        const size = (e: (typeof rows)[number]) => (e.kind === 'dir' ? '-' : opts.humanReadable ? formatBytes(e.size) : String(e.size));
         out.result({ entries: rows }, () =>
-          rows.map((e) => `${modeString(e.kind, e.mode)} ${String(e.nlink).padStart(2)} ${String(e.uid).padStart(5)} ${String(e.gid).padStart(5)} ${String(e.size).padStart(10)} ${e.name}${e.target !== undefined ? ` -> ${e.target}` : ''}`),
+          rows.map(
+            (e) =>
+              `${modeString(e.kind, e.mode)} ${String(e.nlink).padStart(2)} ${String(e.uid).padStart(5)} ${String(e.gid).padStart(5)} ${size(e).padStart(10)} ${mtimeText(e.mtimeNs)} ${quoteName(e.nameBytes)}${e.target !== undefined ? ` -> ${quoteName(e.target)}` : ''}`,
+          ),
         );
       })(),
     );
@@ -97,7 +103,7 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .action((state: string, directory: string) =>
       run(async (out, g) => {
         const r = await withClient(g.store, (c) => c.export(state, directory), true);
-        out.result(r, () => `exported ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks (${formatBytes(r.bytes)}) to ${r.target}`);
+        out.result(r, () => `exported ${treeCounts(r)} (${formatBytes(r.bytes)}) to ${quoteName(r.target)}`);
       })(),
     );
 }
