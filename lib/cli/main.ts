@@ -29,6 +29,7 @@ function packageVersion(): string {
 
 export interface Globals {
   json: boolean;
+  quiet?: boolean;
   store?: string;
 }
 
@@ -37,7 +38,8 @@ export function buildProgram(state: { code: number }): Command {
     .description('A content-addressed, branchable time machine for agent workspaces, in one SQLite file.')
     .version(`layerfs ${packageVersion()}`, '-V, --version')
     .option('--json', 'print one JSON object as the result')
-    .option('--store <path>', 'the Store to use (overrides the context)')
+    .option('--store <path>', 'the Store to use (else $LAYERFS_STORE, the nearest .layerfs/ upward, the context file)')
+    .option('-q, --quiet', 'no progress bars')
     .showHelpAfterError()
     .exitOverride();
   const globals = (): Globals => program.opts<Globals>();

@@ -27,7 +27,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ExportProgress, type ImportProgress, type VerifyProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -44,6 +44,7 @@ import {
   stopExecution,
   workspaceStatus,
   type ExecutionInfo,
+  type RemoveProgress,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
@@ -242,22 +243,22 @@ export class Client {
   }
 
   /** Writes a state into a new (or empty) directory. */
-  export(ref: StateRef, target: string): ExportReceipt {
+  export(ref: StateRef, target: string, opts: { onProgress?: (p: ExportProgress) => void } = {}): ExportReceipt {
     const t0 = performance.now();
-    const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target));
+    const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target, { onProgress: opts.onProgress }));
     const base = this.receipt('export', 'Exported', t0, this.store.meter.allocatedGrowth, null);
     return this.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
   }
 
   /** Re-reads and re-hashes everything reachable from every state. */
-  verify(): VerifyResult {
+  verify(opts: { onProgress?: (p: VerifyProgress) => void } = {}): VerifyResult {
     return this.store.read(() => {
       const states = [
         ...listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId })),
         ...(this.store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).map((c) => ({ kind: 'commit', id: toHex(c.id), rootId: c.rootId })),
         ...listWorkspaces(this.store).map((w) => ({ kind: 'workspace', id: toHex(w.id), rootId: w.baseRootId })),
       ];
-      const r = verifyStore(this.store, states);
+      const r = verifyStore(this.store, states, opts.onProgress);
       return { ...r };
     });
   }
@@ -395,12 +396,15 @@ export class Client {
    * mounts a live view served by the Store's daemon (started on demand), `auto` picks fuse when
    * this machine can mount. Default: `$LAYERFS_PROJECTION`, else materialize.
    */
-  async createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native' }): Promise<WorkspaceInfo> {
+  async createWorkspace(
+    branch: string,
+    opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; onProgress?: (p: ExportProgress) => void },
+  ): Promise<WorkspaceInfo> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     const projection = chooseProjection(opts.projection);
-    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection);
+    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection, opts.onProgress);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
   }
@@ -498,7 +502,7 @@ export class Client {
   }
 
   /** Ends a Workspace and removes its files (a FUSE one is unmounted). Never commits; a clean end refuses changes. */
-  async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
+  async endWorkspace(ref: string, opts: { discard?: boolean; onProgress?: (p: RemoveProgress) => void } = {}): Promise<EndResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);

@@ -4,3 +4,4 @@ export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type C
 export * from './exec.js';
 export { recordMountedWorkspace, forgetMountedWorkspace } from './mounted.js';
 export { recordEnded, findEnded, type EndedWorkspace } from './ended.js';
+export type { RemoveProgress } from './materialize.js';

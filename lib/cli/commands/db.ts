@@ -5,7 +5,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { chooseStore, contextPath, PROJECT_STORE, storeFromContext, writeContext, writeProjectContext } from '../context.js';
 import { formatBytes } from '../output.js';
-import { repackProgress } from '../progress.js';
+import { barsWanted, repackProgress, verifyProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 
 export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
@@ -66,7 +66,7 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
         if (level !== undefined && !(level >= 1 && level <= 22)) {
           throw new LayerFsError('ERR_INVALID_ARGUMENT', `--level must be an integer from 1 to 22, got ${JSON.stringify(opts.level)}`, { argument: '--level' });
         }
-        const bar = repackProgress(!g.json);
+        const bar = repackProgress(barsWanted(g));
         const r = await withClient(g.store, (c) => c.repack({ level, full: opts.full, onProgress: bar.update })).finally(bar.stop);
         out.result(r, () => {
           const pct = r.fileBytesBefore ? ((1 - r.fileBytesAfter / r.fileBytesBefore) * 100).toFixed(1) : '0.0';
@@ -112,7 +112,8 @@ via ${c.via}` : `no Store selected (no --store, no $LAYERFS_STORE, no .layerfs/ 
     .description('re-hash everything reachable from every state; exits 1 on any fault')
     .action(() =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.verify(), true);
+        const bar = verifyProgress(barsWanted(g));
+        const r = await withClient(g.store, (c) => c.verify({ onProgress: bar.update }), true).finally(bar.stop);
         out.result(r, () => {
           const lines = [`${r.ok ? 'ok' : 'DAMAGED'}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed; sqlite ${r.sqliteCheck}`];
           for (const d of r.damaged) lines.push(`  damaged ${d.objectId}: ${d.message}; reached from ${d.states.join(', ')}`);

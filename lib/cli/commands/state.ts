@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { LayerFsError } from '../../sdk/index.js';
 import { formatBytes, modeString, mtimeText, quoteName, treeCounts } from '../output.js';
-import { importProgress } from '../progress.js';
+import { barsWanted, exportProgress, importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
 
@@ -24,7 +24,7 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .option('--empty', 'start from an empty root')
     .action((directory: string | undefined, opts: { name: string; empty?: boolean }) =>
       run(async (out, g) => {
-        const bar = importProgress(!g.json && directory !== undefined);
+        const bar = importProgress(barsWanted(g) && directory !== undefined);
         const r = await withClient(g.store, (c) =>
           c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, onProgress: bar.update }),
         ).finally(bar.stop);
@@ -102,7 +102,8 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .description('write a state into a new or empty directory')
     .action((state: string, directory: string) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.export(state, directory), true);
+        const bar = exportProgress(barsWanted(g), 'export');
+        const r = await withClient(g.store, (c) => c.export(state, directory, { onProgress: bar.update }), true).finally(bar.stop);
         out.result(r, () => `exported ${treeCounts(r)} (${formatBytes(r.bytes)}) to ${quoteName(r.target)}`);
       })(),
     );

@@ -1,7 +1,9 @@
 /** workspace create | status | exec | output | stop | commit | end */
 import type { Command } from 'commander';
+import type { ExportProgress } from '../../sdk/index.js';
 import type { Runner } from '../main.js';
 import { quoteName } from '../output.js';
+import { activity, barsWanted, exportProgress, removeProgress } from '../progress.js';
 import { withClient } from './db.js';
 
 const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
@@ -17,7 +19,16 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .action((branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto' }) =>
       run(async (out, g) => {
         const projection = opts.projection ?? ((process.env.LAYERFS_PROJECTION || 'auto') as 'materialize' | 'fuse' | 'auto');
-        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection }));
+        const bar = exportProgress(barsWanted(g), 'create: writing files');
+        const busy = activity(barsWanted(g), 'create:');
+        const onProgress = (p: ExportProgress) => {
+          busy.stop();
+          bar.update(p);
+        };
+        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection, onProgress })).finally(() => {
+          bar.stop();
+          busy.stop();
+        });
         out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path} (${w.projection}${w.projection === 'fuse' ? `, ${w.state}` : ''})`);
       })(),
     );
@@ -77,10 +88,11 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .action((ref: string | undefined) =>
       run(async (out, g) => {
         let branch = 'BRANCH';
+        const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
         const r = await withClient(g.store, (c) => {
           branch = c.workspace(ref ?? here()).branch;
           return c.commitWorkspace(ref ?? here());
-        });
+        }).finally(busy.stop);
         out.result(r, () => {
           switch (r.outcome) {
             case 'Created':
@@ -104,7 +116,16 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .option('--discard', 'drop uncommitted changes (and stop running executions)')
     .action((ref: string | undefined, opts: { discard?: boolean }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.endWorkspace(ref ?? here(), { discard: opts.discard }));
+        const busy = activity(barsWanted(g), 'end: checking for uncommitted changes');
+        const bar = removeProgress(barsWanted(g));
+        const onProgress = (p: { done: number; total: number }) => {
+          busy.stop();
+          bar.update(p);
+        };
+        const r = await withClient(g.store, (c) => c.endWorkspace(ref ?? here(), { discard: opts.discard, onProgress })).finally(() => {
+          busy.stop();
+          bar.stop();
+        });
         out.result(r, () => {
           if (r.outcome === 'Ended') return `ENDED discarded=${r.discarded}`;
           if (r.outcome === 'Busy') return [`BUSY executions still running: ${r.executions.join(', ')}`, '  next: wait for them (workspace output ID --follow), stop them (workspace stop ID), or end with --discard'];
