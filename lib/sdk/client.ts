@@ -78,6 +78,11 @@ export interface InitLayerStackOptions {
   /** Directory to import as the genesis Layer; omit (or pass `empty: true`) for an empty one. */
   source?: string;
   empty?: boolean;
+  /**
+   * gitignore patterns to leave out (`['node_modules/', '*.log']`), after those of the source's
+   * `.layerfsignore`. The Store's own files are always left out.
+   */
+  exclude?: string[];
   onProgress?: (p: ImportProgress) => void;
 }
 
@@ -156,7 +161,7 @@ export class Client {
     if (opts.source === undefined && opts.empty === false) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give a source directory, or empty: true');
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
-    const r = await initLayerStack(this.store, { name: opts.name, source: opts.source, onProgress: opts.onProgress });
+    const r = await initLayerStack(this.store, { name: opts.name, source: opts.source, exclude: opts.exclude, onProgress: opts.onProgress });
     const im = r.import;
     const base = this.receipt('layerstack.init', 'Created', t0, a0, r.write, im ? im.phases : { walkRead: 0, chunkHash: 0, write: 0 });
     return this.monitor.record({

@@ -8,6 +8,7 @@ export { FsView, type DirEntry } from './tree/view.js';
 export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
 export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, type Inode, type Xattr } from './tree/inode.js';
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
+export { excludeMatcher, ignoreFilePatterns, IGNORE_FILE } from './import/excludes.js';
 export { readRange, clampRange, type ByteRange } from './read-range.js';
 export { exportTree, checkStoredName, type ExportStats, type ExportOptions, type ExportProgress } from './export.js';
 export { NamespaceEditor } from './tree/editor.js';

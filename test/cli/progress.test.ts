@@ -33,7 +33,8 @@ test('export, verify, a materialized create and end show bars on a terminal, not
     assert.equal(r.status, 0, `${args}: ${r.stdout}`);
     assert.match(r.stdout, bar, args);
   }
-  for (const [args, quiet] of [['--quiet export s out2', 'export ['], ['--quiet verify', 'verify ['], ['--json export s out3', 'export [']]) {
+  const quietRuns: [string, string][] = [['--quiet export s out2', 'export ['], ['--quiet verify', 'verify ['], ['--json export s out3', 'export [']];
+  for (const [args, quiet] of quietRuns) {
     const r = onTty(args);
     assert.equal(r.status, 0, r.stdout);
     assert.ok(!r.stdout.includes(quiet), `${args}: ${r.stdout}`);

@@ -22,11 +22,12 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .description('create a LayerStack whose genesis Layer is empty or imported from a directory')
     .requiredOption('--name <name>', 'LayerStack name')
     .option('--empty', 'start from an empty root')
-    .action((directory: string | undefined, opts: { name: string; empty?: boolean }) =>
+    .option('--exclude <glob>', 'leave out paths matching this gitignore pattern (repeatable; after the directory\'s .layerfsignore)', (v: string, prev: string[] = []) => [...prev, v])
+    .action((directory: string | undefined, opts: { name: string; empty?: boolean; exclude?: string[] }) =>
       run(async (out, g) => {
         const bar = importProgress(barsWanted(g) && directory !== undefined);
         const r = await withClient(g.store, (c) =>
-          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, onProgress: bar.update }),
+          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, exclude: opts.exclude, onProgress: bar.update }),
         ).finally(bar.stop);
         out.result(r, () => {
           const lines = [
