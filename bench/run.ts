@@ -26,7 +26,7 @@ import { machineInfo } from './lib/machine.js';
 import { OUT_DIR, REPO_ROOT } from './lib/paths.js';
 import { compileCells } from './lib/compile.js';
 import { runCell } from './lib/run-cell.js';
-import { firstLine, renderText, standardTable } from './lib/table.js';
+import { firstLine, renderText, standardTable, TEXT_WIDTH, wrapText } from './lib/table.js';
 import type { FixtureNote, Results } from './lib/results.js';
 import type { Family, Row, RunContext } from './lib/types.js';
 import { writeReport } from './report/markdown.js';
@@ -48,9 +48,25 @@ const { values: opt } = parseArgs({
 
 const log = (msg: string) => process.stderr.write(msg + '\n');
 
+/** The terms the tables share, printed once per run; each family's own terms are in its description. */
+const GLOSSARY = [
+  'tier: the size of the workload (files, MiB, variants); tool: layerfs or the peer it is compared with (git, tar).',
+  'time: wall time of the timed step (median over --reps); ×git, ×tar: this row\'s time over the peer\'s at the same tier (below 1× is faster).',
+  'stored: bytes the tool keeps on disk for the data; objects: stored objects (layerfs) or git objects; peak RSS: the cell process\'s largest resident set.',
+  '"semantic": a receipt\'s bytesInserted, the canonical bytes of new objects; "pages": its allocatedGrowth, the SQLite pages newly in use.',
+  'A "-" marks a value a tool does not have; [n] refers to the numbered notes under a table.',
+];
+
+let glossaryPrinted = false;
+
 function printTable(f: Family | undefined, name: string, rows: Row[]): void {
+  if (!glossaryPrinted) {
+    glossaryPrinted = true;
+    process.stdout.write(`\nTerms used in the tables below:\n${GLOSSARY.map((l) => wrapText(`- ${l}`, TEXT_WIDTH, '  ')).join('\n')}\n`);
+  }
   const table = f?.table ? f.table(rows) : standardTable(rows, f?.peers ?? []);
-  process.stdout.write(`\n== ${f?.title ?? name} (${name}) ==\n${renderText(table)}\n`);
+  const about = f?.description ? `${wrapText(f.description, TEXT_WIDTH, '')}\n\n` : '';
+  process.stdout.write(`\n== ${f?.title ?? name} (${name}) ==\n${about}${renderText(table)}\n`);
 }
 
 /** Runs a cell `reps` times; returns the median-time successful run (or the first failure),

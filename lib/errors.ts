@@ -25,7 +25,9 @@ export type ErrorCode =
   | 'ERR_UNSAFE_PATH'
   | 'ERR_NO_CONTEXT'
   | 'ERR_DIRTY'
-  | 'ERR_SANDBOX_UNAVAILABLE';
+  | 'ERR_SANDBOX_UNAVAILABLE'
+  /** The command line itself is wrong (unknown command or option, missing argument); exit code 2. */
+  | 'ERR_USAGE';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

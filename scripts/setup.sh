@@ -39,3 +39,9 @@ fi
 
 echo "setup: npm ci"
 npm ci --no-audit --no-fund
+
+# The addon (compiled here unless a prebuilt one loads) and dist/ for the CLI. Nothing in
+# package.json builds at install time: a consumer of the published package uses its prebuilt
+# addon and compiled files as they are.
+echo "setup: build"
+npm run build:dev

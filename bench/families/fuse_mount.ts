@@ -90,6 +90,11 @@ const family: Family = {
           return [r.tier, op, DASH, DASH, fmtMs(r.ms), fmtRatio(ratio), DASH, DASH, DASH];
       }
     });
+    // Quick sizes (16 MiB, 300 files) are too small for the goals, which are stated for full runs.
+    if (rows.some((r) => r.tier === 'quick')) {
+      for (const row of out) if (row[0] === 'quick' && row[7] !== DASH) row[7] = 'n/a';
+      notes.push('met: n/a in quick runs; the goals are judged at the full sizes (1 GiB read, 100,000 stat, 500 MiB commit, 10,000-file untar).');
+    }
     notes.push('ratio: read is mount throughput / plain throughput (higher is better); stat and untar are mount time / plain time (lower is better).');
     notes.push("untar floor: the requests tar's syscalls wait on (counted by the daemon) times the round trip of a request the daemon answers without Store work (listxattr from a child process): the least an untar through any /dev/fuse server here can take at that round trip.");
     return { headers, align: headers.map((_, i) => (i === 1 || i === 6 || i === 8 ? 'l' : 'r')), rows: out, notes };

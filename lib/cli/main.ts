@@ -5,7 +5,8 @@
 import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Out } from './output.js';
+import { LayerFsError } from '../sdk/index.js';
+import { Out, toJson } from './output.js';
 import { registerStoreCommands } from './commands/db.js';
 import { registerStateCommands } from './commands/state.js';
 import { registerBranchCommands } from './commands/branch.js';
@@ -13,6 +14,7 @@ import { registerWorkspaceCommands } from './commands/workspace.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
+import { registerTourCommand } from './commands/tour.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -28,6 +30,7 @@ function packageVersion(): string {
 
 export interface Globals {
   json: boolean;
+  quiet?: boolean;
   store?: string;
 }
 
@@ -36,7 +39,8 @@ export function buildProgram(state: { code: number }): Command {
     .description('A content-addressed, branchable time machine for agent workspaces, in one SQLite file.')
     .version(`layerfs ${packageVersion()}`, '-V, --version')
     .option('--json', 'print one JSON object as the result')
-    .option('--store <path>', 'the Store to use (overrides the context)')
+    .option('--store <path>', 'the Store to use (else $LAYERFS_STORE, the nearest .layerfs/ upward, the context file)')
+    .option('-q, --quiet', 'no progress bars')
     .showHelpAfterError()
     .exitOverride();
   const globals = (): Globals => program.opts<Globals>();
@@ -56,19 +60,56 @@ export function buildProgram(state: { code: number }): Command {
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
   registerSandboxCommands(program, run, state);
+  registerTourCommand(program, run);
   return program;
 }
 
 export type Runner = (fn: (out: Out, g: Globals) => Promise<void> | void) => () => Promise<void>;
 
+/** --json given before any `--` (commander has not parsed yet when a usage error is printed). */
+function wantsJson(argv: string[]): boolean {
+  const end = argv.indexOf('--');
+  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/** Commander's usage errors in every subcommand: with --json, kept for one JSON error on stdout. */
+function quietUsage(cmd: Command, sink: string[]): void {
+  cmd.configureOutput({ writeErr: (s) => sink.push(s), outputError: (s) => sink.push(s) });
+  for (const sub of cmd.commands) quietUsage(sub, sink);
+}
+
+/**
+ * A reader that goes away (`layerfs cat … | head`) ends the command quietly, like cat or git:
+ * the output nobody reads is dropped and the exit is clean. Nothing is lost: results are printed
+ * after the operation has finished.
+ */
+function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
+}
+
 export async function main(argv: string[]): Promise<void> {
+  endQuietlyOnClosedPipe();
   const state = { code: 0 };
   const program = buildProgram(state);
+  const json = wantsJson(argv.slice(2));
+  const usage: string[] = [];
+  if (json) quietUsage(program, usage);
   try {
     await program.parseAsync(argv);
   } catch (e) {
     if (e instanceof CommanderError) {
       process.exitCode = e.exitCode === 0 ? 0 : 2;
+      if (json && e.exitCode !== 0) {
+        const message = e.message.replace(/^error: /, '');
+        const error = new LayerFsError('ERR_USAGE', message, { hint: 'see `layerfs --help` or `layerfs COMMAND --help`' });
+        process.stdout.write(toJson({ error: error.toJSON() }) + '\n');
+        process.stderr.write(`layerfs: ${message} [ERR_USAGE]\n`);
+      } else if (json) process.stdout.write(usage.join(''));
       return;
     }
     throw e;

@@ -35,7 +35,13 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
   if (byName[0]) return byName[0];
   const id = uniqueByPrefix(store.db, 'branches', ref, 16, 'Branch');
   const row = id && getBranch(store, id);
-  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no Branch named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query branches`' });
+  if (!row) {
+    const isStack = store.db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(ref) !== undefined;
+    const hint = isStack
+      ? `${ref} is a LayerStack, not a Branch: see its Layers with \`layerfs query layers --layerstack ${ref}\`, its Branches with \`layerfs query branches --layerstack ${ref}\`, or fork one with \`layerfs branch fork --name NAME --layer ${ref}\``
+      : 'list them with `layerfs query branches`';
+    throw new LayerFsError('ERR_NOT_FOUND', `no Branch named or with id ${JSON.stringify(ref)}`, { id: ref, hint });
+  }
   return row;
 }
 

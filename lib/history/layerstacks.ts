@@ -5,7 +5,7 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import { buildNamespace, ContentForm, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
+import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
 import { uniqueByPrefix } from './resolve.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
@@ -21,6 +21,8 @@ export interface InitOptions {
   name: string;
   /** A directory to import; omitted for an empty genesis Layer. */
   source?: string;
+  /** gitignore patterns to leave out, after those of the source's `.layerfsignore`. */
+  exclude?: string[];
   onProgress?: (p: ImportProgress) => void;
 }
 
@@ -67,7 +69,14 @@ export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
 }
 
 /** A Layer by (prefix of) id; a LayerStack name stands for its head Layer. */
+/** A Layer by id or prefix, by label `STACK#SEQ` (as `query layers` prints it), or a LayerStack name (its head). */
 export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
+  const label = /^(.+)#(\d{1,15})$/.exec(ref);
+  if (label) {
+    return store.db
+      .prepare(`SELECT ${LAYER_COLUMNS.replace(/(^|, )/g, '$1l.')} FROM layers l JOIN layer_stacks s ON s.id = l.layer_stack_id WHERE s.name = ? AND l.seq = ?`)
+      .get(label[1], Number(label[2])) as LayerRow | undefined;
+  }
   const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   if (id) return getLayer(store, id);
   const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;
@@ -83,7 +92,8 @@ export async function initLayerStack(store: Store, opts: InitOptions): Promise<I
   const result = await store.write(async (w) => {
     let rootId: Buffer;
     if (opts.source !== undefined) {
-      const r = await importTree(opts.source, w, store.pages, { forbidden: store.files, onProgress: opts.onProgress });
+      const exclude = excludeMatcher(opts.source, opts.exclude);
+      const r = await importTree(opts.source, w, store.pages, { forbidden: store.files, exclude, onProgress: opts.onProgress });
       rootId = r.rootId;
       importStats = r.stats;
     } else {

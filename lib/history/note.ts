@@ -4,6 +4,7 @@
  * after the fact without every later id changing.
  */
 import { LayerFsError } from '../errors.js';
+import { commitId, commitIdV2 } from './ids.js';
 
 export interface CommitNote {
   message: string;
@@ -65,3 +66,9 @@ export function normalizeNote(input: CommitNoteInput | undefined, author: string
 }
 
 export const EMPTY_NOTE: CommitNote = { message: '', metadata: null, author: '' };
+
+/** The id a Commit row must have: what verify and a fetch from a remote re-derive. */
+export function expectedCommitId(c: { rootId: Buffer; parentCommitId: Buffer | null; baseLayerId: Buffer; createdMs: number; message: string; metadata: string | null; author: string; idVersion: number }): Buffer {
+  if (c.idVersion === 1) return commitId(c.rootId, c.parentCommitId, c.baseLayerId);
+  return commitIdV2(c.rootId, c.parentCommitId, c.baseLayerId, c.createdMs, c.author, c.message, c.metadata ?? '');
+}

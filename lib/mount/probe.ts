@@ -1,6 +1,10 @@
 /** Cheap checks of whether FUSE mounts can work here (no mount is attempted). */
 import { accessSync, constants, existsSync } from 'node:fs';
 
+/**
+ * Root mounts through the kernel backend (mount(2) on /dev/fuse) and needs no helper; an
+ * ordinary user mounts through fuse-native, whose libfuse 2 calls the setuid `fusermount`.
+ */
 export function fuseAvailable(): { ok: boolean; reason?: string } {
   if (process.platform !== 'linux') return { ok: false, reason: 'FUSE Workspaces need Linux' };
   try {
@@ -8,8 +12,8 @@ export function fuseAvailable(): { ok: boolean; reason?: string } {
   } catch {
     return { ok: false, reason: '/dev/fuse is missing or not accessible' };
   }
+  if (process.getuid?.() === 0) return { ok: true };
   const dirs = (process.env.PATH ?? '/usr/bin:/bin').split(':');
-  if (!dirs.some((d) => existsSync(`${d}/fusermount`) || existsSync(`${d}/fusermount3`))) return { ok: false, reason: 'fusermount is not installed (Debian: apt-get install fuse3)' };
-  if (process.getuid?.() !== 0 && !dirs.some((d) => existsSync(`${d}/fusermount`))) return { ok: false, reason: 'unprivileged mounts need fusermount' };
+  if (!dirs.some((d) => existsSync(`${d}/fusermount`))) return { ok: false, reason: 'unprivileged mounts need fusermount (Debian: apt-get install fuse)' };
   return { ok: true };
 }

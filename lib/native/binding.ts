@@ -181,7 +181,8 @@ function load(): NativeBinding {
     return nodeGypBuild(root) as NativeBinding;
   } catch (e) {
     throw new LayerFsError('ERR_NATIVE', 'the layerfs native addon could not be loaded', {
-      hint: 'run `npm run build:native` (needs cmake and a C++ compiler)',
+      // No prebuilt addon for this platform: the package carries every source its build needs.
+      hint: `no prebuilt addon loads on ${process.platform}-${process.arch}; build it with \`npx cmake-js compile --out build\` in ${root} (needs cmake and a C++17 compiler)`,
       path: root,
       cause: e,
     });

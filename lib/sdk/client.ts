@@ -31,7 +31,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ExportProgress, type ImportProgress, type VerifyProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -41,12 +41,14 @@ import {
   listExecutions,
   listWorkspaces,
   readOutput,
+  recordEnded,
   resolveWorkspace,
   runExecution,
   startDetached,
   stopExecution,
   workspaceStatus,
   type ExecutionInfo,
+  type RemoveProgress,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
@@ -84,6 +86,11 @@ export interface InitLayerStackOptions {
   /** Directory to import as the genesis Layer; omit (or pass `empty: true`) for an empty one. */
   source?: string;
   empty?: boolean;
+  /**
+   * gitignore patterns to leave out (`['node_modules/', '*.log']`), after those of the source's
+   * `.layerfsignore`. The Store's own files are always left out.
+   */
+  exclude?: string[];
   onProgress?: (p: ImportProgress) => void;
 }
 
@@ -162,7 +169,7 @@ export class Client {
     if (opts.source === undefined && opts.empty === false) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give a source directory, or empty: true');
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
-    const r = await initLayerStack(this.store, { name: opts.name, source: opts.source, onProgress: opts.onProgress });
+    const r = await initLayerStack(this.store, { name: opts.name, source: opts.source, exclude: opts.exclude, onProgress: opts.onProgress });
     const im = r.import;
     const base = this.receipt('layerstack.init', 'Created', t0, a0, r.write, im ? im.phases : { walkRead: 0, chunkHash: 0, write: 0 });
     return this.monitor.record({
@@ -171,7 +178,7 @@ export class Client {
       layerStack: layerStackInfo(r.layerStack),
       layer: layerInfo(r.layer, r.layerStack.name),
       files: im?.files ?? 0,
-      directories: (im?.directories ?? 0) + 1,
+      directories: im ? im.directories : 1, // the root counts once: the import counts it as a directory it walked
       symlinks: im?.symlinks ?? 0,
       specials: im?.specials ?? 0,
       hardLinks: im?.hardLinks ?? 0,
@@ -249,22 +256,22 @@ export class Client {
   }
 
   /** Writes a state into a new (or empty) directory. */
-  export(ref: StateRef, target: string): ExportReceipt {
+  export(ref: StateRef, target: string, opts: { onProgress?: (p: ExportProgress) => void } = {}): ExportReceipt {
     const t0 = performance.now();
-    const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target));
+    const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target, { onProgress: opts.onProgress }));
     const base = this.receipt('export', 'Exported', t0, this.store.meter.allocatedGrowth, null);
     return this.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
   }
 
   /** Re-reads and re-hashes everything reachable from every state. */
-  verify(): VerifyResult {
+  verify(opts: { onProgress?: (p: VerifyProgress) => void } = {}): VerifyResult {
     return this.store.read(() => {
       const states = [
         ...listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId })),
         ...(this.store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).map((c) => ({ kind: 'commit', id: toHex(c.id), rootId: c.rootId })),
         ...listWorkspaces(this.store).map((w) => ({ kind: 'workspace', id: toHex(w.id), rootId: w.baseRootId })),
       ];
-      const r = verifyStore(this.store, states);
+      const r = verifyStore(this.store, states, opts.onProgress);
       return { ...r };
     });
   }
@@ -417,13 +424,16 @@ export class Client {
    * mounts a live view served by the Store's daemon (started on demand), `auto` picks fuse when
    * this machine can mount. Default: `$LAYERFS_PROJECTION`, else materialize.
    */
-  async createWorkspace(branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; sandbox?: string }): Promise<WorkspaceInfo> {
+  async createWorkspace(
+    branch: string,
+    opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; sandbox?: string; onProgress?: (p: ExportProgress) => void },
+  ): Promise<WorkspaceInfo> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     checkSandbox(this.store, opts.sandbox);
     const projection = chooseProjection(opts.projection);
-    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection);
+    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection, opts.onProgress);
     if (opts.sandbox !== undefined) attachWorkspace(this.store, toHex(w.id), opts.sandbox);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
@@ -526,11 +536,12 @@ export class Client {
   }
 
   /** Ends a Workspace and removes its files (a FUSE one is unmounted). Never commits; a clean end refuses changes. */
-  async endWorkspace(ref: string, opts: { discard?: boolean } = {}): Promise<EndResult> {
+  async endWorkspace(ref: string, opts: { discard?: boolean; onProgress?: (p: RemoveProgress) => void } = {}): Promise<EndResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
+    if (r.outcome === 'Ended') recordEnded(this.store.path, { id: toHex(w.id), path: w.path });
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
   }
 

@@ -116,7 +116,13 @@ export async function endMountedWorkspace(store: Store, ws: WorkspaceRow, opts: 
     try {
       const r = await unmountWorkspace(store.path, id, { discard: opts.discard === true });
       if (r.outcome === 'Dirty') {
-        return { outcome: 'Dirty', changes: r.pending.records + r.pending.deleted, reason: 'uncommitted changes; commit them or end with --discard' };
+        // Count paths as `workspace status` lists them (a new file is one change, not its
+        // record plus its parent directory's).
+        const changes = await mountedWorkspaceChanges(store, ws).then(
+          (m) => m.changes.length,
+          () => r.pending.records + r.pending.deleted,
+        );
+        return { outcome: 'Dirty', changes, reason: 'uncommitted changes; commit them or end with --discard' };
       }
     } catch (e) {
       if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND')) throw e;

@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getLayer, resolveBranch, resolveCommit, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getLayer, resolveBranch, resolveCommit, resolveLayer, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -15,6 +15,11 @@ export interface ResolvedState {
 
 export function resolveState(store: Store, ref: string): ResolvedState {
   if (typeof ref !== 'string' || ref.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a state reference must be a non-empty string');
+  if (ref.includes('#')) {
+    const l = resolveLayer(store, ref);
+    if (l) return { kind: 'layer', id: l.id, rootId: l.rootId };
+    throw new LayerFsError('ERR_NOT_FOUND', `no Layer labelled ${JSON.stringify(ref)}`, { id: ref, hint: 'labels are LAYERSTACK#SEQ, as `layerfs query layers` prints them' });
+  }
   const layerId = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   const commit = resolveCommit(store, ref);
   if (layerId && commit) {
@@ -42,7 +47,7 @@ export function resolveState(store: Store, ref: string): ResolvedState {
   }
   if (branch) return { kind: 'branch', id: branch.id, rootId: branchRoot(store, branch) };
   if (stackHead) return { kind: 'layer', id: stackHead, rootId: getLayer(store, stackHead)!.rootId };
-  throw new LayerFsError('ERR_NOT_FOUND', `no Layer, Commit, Branch or LayerStack matches ${JSON.stringify(ref)}`, { id: ref, hint: 'see `layerfs query layers|commits|branches`' });
+  throw new LayerFsError('ERR_NOT_FOUND', `no Layer, Commit, Branch or LayerStack matches ${JSON.stringify(ref)}`, { id: ref, hint: 'give a Layer id or label (LAYERSTACK#SEQ), a Commit id, a Branch or a LayerStack name; see `layerfs query layers|commits|branches`' });
 }
 
 export function describeState(s: ResolvedState): string {

@@ -69,17 +69,47 @@ function makeSpecial(path: Buffer, inode: Inode): void {
   if (r.status !== 0) throw new LayerFsError('ERR_NATIVE_IO', `cannot create special file ${p}`, { path: p });
 }
 
+/** Export progress: entries written and file bytes written, of the state's totals. */
+export interface ExportProgress {
+  entries: number;
+  totalEntries: number;
+  bytes: number;
+  totalBytes: number;
+}
+
 export interface ExportOptions {
   /** Called for every entry written (the root too, with an empty relative path). */
   onEntry?: (relPath: Buffer, serial: number, parentSerial: number) => void;
+  /** Called every few entries; the totals come from one pass over the inode table first. */
+  onProgress?: (p: ExportProgress) => void;
+}
+
+/** Entries (by name: a hard link counts per name) and file bytes (once per inode) of a state. */
+function stateTotals(view: FsView): { totalEntries: number; totalBytes: number } {
+  let totalEntries = 0;
+  let totalBytes = 0;
+  for (const [, inode] of view.inodes()) {
+    totalEntries += inode.kind === InodeKind.Dir ? 1 : Math.max(1, inode.nlink);
+    if (inode.kind === InodeKind.File) totalBytes += inode.size;
+  }
+  return { totalEntries, totalBytes };
 }
 
 export function exportTree(view: FsView, target: string, opts: ExportOptions = {}): ExportStats {
   const abs = prepareTarget(target);
   const prefix = abs.length + 1;
   opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
-  const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
+  // The root is a directory of the state too, counted as the import counts it.
+  const stats: ExportStats = { files: 0, directories: 1, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
   const linked = new Map<number, Buffer>();
+  const totals = opts.onProgress ? stateTotals(view) : { totalEntries: 0, totalBytes: 0 };
+  let entries = 1; // the root, written first
+  let reportedAt = 0;
+  const report = (force: boolean) => {
+    if (!opts.onProgress || (!force && stats.bytes - reportedAt < 4 << 20 && entries % 256 !== 0)) return;
+    reportedAt = stats.bytes;
+    opts.onProgress({ entries, totalEntries: totals.totalEntries, bytes: stats.bytes, totalBytes: totals.totalBytes });
+  };
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.
   const dirs: { path: Buffer; inode: Inode }[] = [];
@@ -93,6 +123,8 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
       const p = Buffer.concat([path, Buffer.from('/'), name]);
       const inode = view.inode(childSerial);
       opts.onEntry?.(p.subarray(prefix), childSerial, serial);
+      entries++;
+      report(false);
       switch (inode.kind) {
         case InodeKind.Dir:
           mkdirSync(p, { mode: 0o700 });
@@ -132,5 +164,6 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
     }
   }
   for (let i = dirs.length - 1; i >= 0; i--) applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0);
+  report(true);
   return stats;
 }

@@ -3,7 +3,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, SCHEMA, UPGRADE_STEPS } from './schema.js';
@@ -42,11 +42,15 @@ export function createStoreFile(path: string): StoreInfo {
     throw new LayerFsError('ERR_EXISTS', `refusing to create a Store over an existing path`, { path: abs, hint: 'choose a new path, or use db connect' });
   }
   const dir = dirname(abs);
+  // Like `git init`, a new Store makes its directory (0700: the Store holds every state).
   try {
-    if (!statSync(dir).isDirectory()) throw new Error('not a directory');
-  } catch {
-    throw new LayerFsError('ERR_NOT_FOUND', `the directory for the Store does not exist`, { path: dir, hint: 'create the directory first' });
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot create the Store's directory: ${(e as Error).message}`, { path: dir, errno: code });
   }
+  if (!statSync(dir).isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
   const tmp = join(dir, `.${basename(abs)}.creating-${process.pid}-${randomBytes(4).toString('hex')}`);
   // Create the file ourselves first so that it is 0600 from its first byte.
   closeSync(openSync(tmp, 'wx', 0o600));

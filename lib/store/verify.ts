@@ -40,7 +40,15 @@ function isSqliteCorrupt(e: unknown): boolean {
   return /^SQLITE_CORRUPT/.test((e as { code?: string } | null)?.code ?? '');
 }
 
-export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
+/** Verify progress: distinct objects re-hashed so far, of the objects the Store holds. */
+export interface VerifyProgress {
+  objects: number;
+  totalObjects: number;
+  bytes: number;
+}
+
+export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: VerifyProgress) => void): VerifyReport {
+  const totalObjects = onProgress ? store.counts().objects : 0;
   const report: VerifyReport = { ok: true, states: states.length, objectsChecked: 0, bytesChecked: 0, sqliteCheck: 'ok', damaged: [] };
   try {
     const rows = store.db.pragma('quick_check') as { quick_check: string }[];
@@ -61,6 +69,7 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
       const data = store.objects.get(id, kind);
       report.objectsChecked++;
       report.bytesChecked += data.length;
+      if (onProgress && report.objectsChecked % 512 === 0) onProgress({ objects: report.objectsChecked, totalObjects, bytes: report.bytesChecked });
       return data;
     } catch (e) {
       // A damaged SQLite page under the object's row is damage to that object.

@@ -11,7 +11,7 @@
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
 import { walkName, walkRelPath, walkTreeAgainst, walkTreeAgainstSync, WalkKind, WALK_KIND_NAMES, type WalkAgainst, type WalkResult } from '../native/index.js';
-import { ROOT_SERIAL } from '../store/index.js';
+import { excludeMatcher, ROOT_SERIAL } from '../store/index.js';
 import type { StatCache } from './cache.js';
 
 export interface ChangeSet {
@@ -242,6 +242,27 @@ function inoKey(kind: number, lo: number, hi: number): number | string {
   return hi < 0x40000 ? (hi * 0x100000000 + lo) * 8 + kind : `${kind}:${hi}:${lo}`;
 }
 
+/**
+ * `.layerfsignore` in a materialized Workspace: new paths it matches are left out (keep[i] = 0)
+ * and so never committed; paths the state already has stay, as files git tracks stay whatever
+ * .gitignore says. Returns how many were left out.
+ */
+function leaveOutNew(dir: string, walk: WalkResult, cache: StatCache, keep: Uint8Array): number {
+  const exclude = excludeMatcher(dir);
+  if (!exclude) return 0;
+  const old = matchPaths(walk, cache);
+  let n = 0;
+  for (let i = 1; i < walk.count; i++) {
+    if (old[i]! >= 0 || !keep[walk.parent[i]!]) continue;
+    const rel = walkRelPath(walk, i).toString();
+    if (exclude(walk.kind[i] === WalkKind.Dir ? `${rel}/` : rel)) {
+      keep[i] = 0;
+      n++;
+    }
+  }
+  return n;
+}
+
 export function diffWalk(dir: string, walk: WalkResult, cache: StatCache): ChangeSet {
   const root = Buffer.from(dir);
   const skipped: string[] = [];
@@ -249,15 +270,16 @@ export function diffWalk(dir: string, walk: WalkResult, cache: StatCache): Chang
   {
     let bad = 0;
     for (let i = 1; i < walk.count; i++) if (walk.kind[i] === WalkKind.Socket || walk.kind[i] === WalkKind.Unknown) bad++;
+    const keep = new Uint8Array(walk.count).fill(1);
     if (bad > 0) {
-      const keep = new Uint8Array(walk.count).fill(1);
       for (let i = 1; i < walk.count; i++) {
         if (walk.kind[i] !== WalkKind.Socket && walk.kind[i] !== WalkKind.Unknown) continue;
         keep[i] = 0;
         skipped.push(Buffer.concat([root, SLASH, walkRelPath(walk, i)]).toString());
       }
-      now = compactWalk(walk, keep).walk;
     }
+    const excluded = leaveOutNew(dir, walk, cache, keep);
+    if (bad > 0 || excluded > 0) now = compactWalk(walk, keep).walk;
   }
   const n = now.count;
   const m = cache.count;

@@ -9,3 +9,5 @@ export { bwrapArgs, prepareLaunch, sandboxEnv, sandboxExit, type SandboxPlan, ty
 export type { ResourceUsage } from './cgroup.js';
 export type { ExecutionResources } from './exec-records.js';
 export { startShell, type ShellRequest, type ShellSession } from './shell.js';
+export { recordEnded, findEnded, type EndedWorkspace } from './ended.js';
+export type { RemoveProgress } from './materialize.js';

@@ -6,16 +6,16 @@ import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, publishCommit, uuidv7, type BranchRow, type CommitNote, type CommitRow } from '../history/index.js';
-import { NamespaceEditor, type Store, type WriteStats } from '../store/index.js';
+import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
-import { materialize, removeProjection } from './materialize.js';
+import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
 import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
-export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize'): WorkspaceRow {
+export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize', onProgress?: (p: ExportProgress) => void): WorkspaceRow {
   if (projection !== 'materialize') {
     throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${projection} projection is not available yet`, { hint: 'use --projection materialize' });
   }
@@ -24,7 +24,7 @@ export function createWorkspace(store: Store, branch: BranchRow, at: string, pro
     const b = getBranch(store, branch.id)!;
     return { head: b.headCommitId, base: b.baseLayerId, root: branchRoot(store, b) };
   });
-  const cache = materialize(store, root, dir);
+  const cache = materialize(store, root, dir, onProgress);
   const id = uuidv7();
   try {
     store.writeSync(() => {
@@ -168,7 +168,7 @@ export async function commitWorkspace(
 
 export type EndOutcome = { outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
 
-export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { discard?: boolean }, stateDir: string): Promise<EndOutcome> {
+export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { discard?: boolean; onProgress?: (p: RemoveProgress) => void }, stateDir: string): Promise<EndOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) {
     if (!opts.discard) return { outcome: 'Busy', executions: running.map((e) => e.id) };
@@ -179,7 +179,7 @@ export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { disca
     const { entries } = workspaceStatus(store, ws);
     if (entries.length > 0) return { outcome: 'Dirty', changes: entries.length, reason: 'uncommitted changes; commit them or end with --discard' };
   }
-  removeProjection(ws.path);
+  removeProjection(ws.path, opts.onProgress);
   store.writeSync(() => {
     dropCache(store, ws.id);
     store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);

@@ -2,17 +2,17 @@
  * Materialize projection: writes a state into the Workspace directory and records the stat
  * cache that later commits compare against.
  */
-import { rmSync } from 'node:fs';
+import { readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { walkName, walkTreeSync } from '../native/index.js';
-import { exportTree, ROOT_SERIAL, type Store } from '../store/index.js';
+import { exportTree, ROOT_SERIAL, type ExportProgress, type Store } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { compactWalk } from './changes.js';
 import { racyWaitMs } from './record.js';
 
 /** Writes `rootId` into `dir` (absent or empty) and returns the stat cache for it. */
-export function materialize(store: Store, rootId: Buffer, dir: string): StatCache {
+export function materialize(store: Store, rootId: Buffer, dir: string, onProgress?: (p: ExportProgress) => void): StatCache {
   const abs = resolve(dir);
   // (parent serial, name) → serial of every entry written.
   const written = new Map<string, number>();
@@ -25,6 +25,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string): StatCach
           written.set(`${parentSerial}/${rel.toString('latin1', rel.lastIndexOf(0x2f) + 1)}`, serial);
           if (serial > maxSerial) maxSerial = serial;
         },
+        onProgress,
       }),
     );
   } catch (e) {
@@ -68,9 +69,30 @@ function waitPastTickSync(ctimeNs: BigInt64Array): void {
   if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-/** Removes a Workspace directory; never follows symlinks out of it. */
-export function removeProjection(dir: string): void {
+/** Removal progress: top-level entries of the Workspace removed so far. */
+export interface RemoveProgress {
+  done: number;
+  total: number;
+}
+
+/**
+ * Removes a Workspace directory; never follows symlinks out of it. With `onProgress`, entry
+ * by top-level entry (each removed as rm -r would), so a large tree shows that it moves.
+ */
+export function removeProjection(dir: string, onProgress?: (p: RemoveProgress) => void): void {
   const abs = resolve(dir);
   if (abs === '/' || abs === resolve(join(abs, '..'))) throw new LayerFsError('ERR_UNSAFE_PATH', `refusing to remove ${abs}`, { path: abs });
+  if (onProgress) {
+    let names: Buffer[] = [];
+    try {
+      names = readdirSync(abs, { encoding: 'buffer' });
+    } catch {
+      /* gone or not a directory: the rmSync below settles it */
+    }
+    names.forEach((name, i) => {
+      rmSync(Buffer.concat([Buffer.from(abs + '/'), name]), { recursive: true, force: true });
+      onProgress({ done: i + 1, total: names.length });
+    });
+  }
   rmSync(abs, { recursive: true, force: true });
 }

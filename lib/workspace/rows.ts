@@ -2,8 +2,9 @@
 import { LayerFsError } from '../errors.js';
 import { uniqueByPrefix } from '../history/index.js';
 import type { Store } from '../store/index.js';
-import { existsSync, readdirSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { existsSync, readdirSync, realpathSync } from 'node:fs';
+import { resolve, sep } from 'node:path';
+import { findEnded } from './ended.js';
 
 export type Projection = 'materialize' | 'fuse';
 
@@ -34,12 +35,37 @@ export function listWorkspaces(store: Store, branchId?: Buffer): WorkspaceRow[] 
 
 /** A Workspace by id (or unambiguous prefix) or by its directory. */
 export function resolveWorkspace(store: Store, ref: string): WorkspaceRow {
-  const byPath = store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(resolve(ref)) as WorkspaceRow | undefined;
+  const dir = resolve(ref);
+  const byPath = store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(dir) as WorkspaceRow | undefined;
   if (byPath) return byPath;
-  const id = uniqueByPrefix(store.db, 'workspaces', ref, 16, 'Workspace');
-  const row = id && getWorkspace(store, id);
-  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no Workspace with id or directory ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query workspaces`' });
-  return row;
+  const id = /^[0-9a-fA-F]+$/.test(ref) ? uniqueByPrefix(store.db, 'workspaces', ref, 16, 'Workspace') : undefined;
+  const row = (id && getWorkspace(store, id)) || (existsSync(dir) ? workspaceContaining(store, dir) : undefined);
+  if (row) return row;
+  const ended = findEnded(store.path, ref, dir);
+  if (ended) {
+    throw new LayerFsError('ERR_NOT_FOUND', `Workspace ${ended.id} (${ended.path}) has ended (${ended.endedAt})`, {
+      id: ended.id,
+      path: ended.path,
+      hint: 'its Commits stay on its Branch; start another with `layerfs workspace create BRANCH --at DIR`',
+    });
+  }
+  throw new LayerFsError('ERR_NOT_FOUND', `no Workspace with id or directory ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query workspaces`, or run the command inside a Workspace' });
+}
+
+/** The Workspace whose directory is `dir` or contains it (the innermost, should they nest). */
+export function workspaceContaining(store: Store, dir: string): WorkspaceRow | undefined {
+  let real = resolve(dir);
+  try {
+    real = realpathSync(dir);
+  } catch {
+    /* a path that is gone can still name a Workspace */
+  }
+  let best: WorkspaceRow | undefined;
+  for (const w of listWorkspaces(store)) {
+    const inside = real === w.path || real.startsWith(w.path.endsWith(sep) ? w.path : w.path + sep) || dir === w.path || dir.startsWith(w.path + sep);
+    if (inside && (!best || w.path.length > best.path.length)) best = w;
+  }
+  return best;
 }
 
 /**

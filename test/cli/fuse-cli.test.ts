@@ -86,6 +86,8 @@ test('CLI: a FUSE Workspace from create to end, with status, commit, Busy and en
     const dirty = run(['workspace', 'end', ws.id]);
     assert.equal(dirty.json.outcome, 'Dirty', dirty.stderr);
     assert.equal(dirty.code, 3);
+    // One new file is one change, as `workspace status` lists it (not its record plus its directory's).
+    assert.equal(dirty.json.changes, ok(['workspace', 'status', ws.id]).changes.length);
     assert.equal(ok(['workspace', 'end', ws.id, '--discard']).outcome, 'Ended');
     assert.equal(await mounted(at), false);
     assert.deepEqual(ok(['query', 'workspaces']).workspaces, []);
@@ -105,7 +107,7 @@ test('CLI: a FUSE Workspace from create to end, with status, commit, Busy and en
 });
 
 test('CLI: daemon status/stop; Workspaces of a stopped or SIGKILLed daemon are lost and end with --discard', { skip }, async () => {
-  const { dir, store, run, ok } = setup();
+  const { dir, env, store, run, ok } = setup();
   const a = join(dir, 'ws-a');
   const b = join(dir, 'ws-b');
   try {
@@ -137,6 +139,8 @@ test('CLI: daemon status/stop; Workspaces of a stopped or SIGKILLed daemon are l
     assert.match(st2.stderr + st2.stdout, /ERR_NOT_FOUND|gone/);
     assert.equal(await mounted(b), true, 'the stale mount is still attached');
     assert.equal(run(['workspace', 'end', wb.id]).json.outcome, 'Dirty');
+    // In text mode, a lost Workspace says what to do next.
+    assert.match(cli(['workspace', 'end', wb.id], env).stdout, /next: layerfs workspace end \S+ --discard/);
     assert.equal(ok(['workspace', 'end', wb.id, '--discard']).outcome, 'Ended');
     assert.equal(await mounted(b), false);
     assert.deepEqual(ok(['query', 'workspaces']).workspaces, []);

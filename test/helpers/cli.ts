@@ -1,7 +1,17 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
+export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
+const bin = join(repoRoot, 'lib/cli/bin.ts');
+const tsx = import.meta.resolve('tsx');
+/**
+ * An empty directory to run in: commands find a Store upward from their working directory, so
+ * a `.layerfs/` in the repository (made by trying the README's tour) must not be found.
+ */
+let neutral: string | undefined;
 
 export interface CliResult {
   code: number;
@@ -10,9 +20,15 @@ export interface CliResult {
   json: any;
 }
 
-/** Runs the CLI from sources in a child process, as a user would. */
-export function cli(args: string[], env: Record<string, string> = {}): CliResult {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', ...args], { cwd: root, env: { ...process.env, ...env }, encoding: 'utf8' });
+/** The argv that runs the CLI from sources, as `npx layerfs` would run the compiled one. */
+export function cliArgv(args: string[]): string[] {
+  return ['--import', tsx, bin, ...args];
+}
+
+/** Runs the CLI from sources in a child process, as a user would (in `cwd`, default an empty directory). */
+export function cli(args: string[], env: Record<string, string> = {}, cwd?: string): CliResult {
+  neutral ??= mkdtempSync(join(tmpdir(), 'layerfs-cwd-'));
+  const r = spawnSync(process.execPath, cliArgv(args), { cwd: cwd ?? neutral, env: { ...process.env, LAYERFS_STORE: '', ...env }, encoding: 'utf8' });
   let json: any;
   if (args.includes('--json')) {
     try {

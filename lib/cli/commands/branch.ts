@@ -2,13 +2,14 @@
 import type { Command } from 'commander';
 import { LayerFsError, type Client, type DiffPage } from '../../sdk/index.js';
 import type { Runner } from '../main.js';
+import { quoteName } from '../output.js';
 import { withClient } from './db.js';
 
 const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
 
 function printDiff(page: DiffPage): string[] {
   const letter = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
-  const lines = page.entries.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${e.oldPath} -> ` : ''}${e.path}${e.fields.length ? `\t(${e.fields.join(',')})` : ''}`);
+  const lines = page.entries.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPathBytes ?? e.oldPath)} -> ` : ''}${quoteName(e.pathBytes)}${e.fields.length ? `\t(${e.fields.join(',')})` : ''}`);
   if (page.next) lines.push(`… ${page.total - page.entries.length} more; continue with --after ${page.next}`);
   return lines;
 }
@@ -85,13 +86,16 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
         out.result(r, () => {
           switch (r.outcome) {
             case 'Added':
-              return `ADDED Layer ${r.layer.id} (#${r.layer.seq}) previous=${short(r.previousHead)}`;
+              return `ADDED Layer ${r.layer.id} (${r.layer.layerStack}#${r.layer.seq}) previous=${short(r.previousHead)}`;
             case 'UpToDate':
               return `UP_TO_DATE already added as Layer ${r.layer.id}`;
             case 'NoChanges':
               return `NO_CHANGES the Branch state equals the head ${short(r.head)}`;
             default:
-              return `HEAD_MOVED expected=${short(r.expected)} actual=${short(r.actual)}`;
+              return [
+                `HEAD_MOVED the LayerStack head is ${short(r.actual)}, not the expected ${short(r.expected)}; nothing was added`,
+                '  next: look at the new head (layerfs query layers), then run add again with --expect-head set to it',
+              ];
           }
         });
         if (r.outcome === 'HeadMoved') state.code = 3;

@@ -1,6 +1,9 @@
 /** monitor snapshot | analyze-dedup */
 import type { Command } from 'commander';
 import { formatBytes } from '../output.js';
+
+/** +1.2 MiB, -296.0 KiB: a growth that may be negative (repack, VACUUM). */
+const signedBytes = (n: number) => `${n < 0 ? '-' : '+'}${formatBytes(Math.abs(n))}`;
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
 
@@ -23,7 +26,7 @@ export function registerMonitorCommands(program: Command, run: Runner): void {
             (o) =>
               `${o.operation.padEnd(18)} ${String(o.count).padStart(5)}× median ${o.msMedian.toFixed(1)} ms p90 ${o.msP90.toFixed(1)} ms; ${Object.entries(o.outcomes)
                 .map(([k, v]) => `${k} ${v}`)
-                .join(', ')}; +${formatBytes(o.semanticGrowth)} semantic, +${formatBytes(o.allocatedGrowth)} allocated${phaseText(o.phasesMs, o.msTotal)}`,
+                .join(', ')}; ${signedBytes(o.semanticGrowth)} semantic, ${signedBytes(o.allocatedGrowth)} allocated${phaseText(o.phasesMs, o.msTotal)}`,
           ),
         ]);
       })(),

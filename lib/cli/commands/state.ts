@@ -1,8 +1,8 @@
 /** layerstack, query, ls, cat and export commands. */
 import type { Command } from 'commander';
 import { LayerFsError } from '../../sdk/index.js';
-import { formatBytes, modeString } from '../output.js';
-import { importProgress } from '../progress.js';
+import { formatBytes, modeString, mtimeText, quoteName, treeCounts } from '../output.js';
+import { barsWanted, exportProgress, importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
 
@@ -22,19 +22,20 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .description('create a LayerStack whose genesis Layer is empty or imported from a directory')
     .requiredOption('--name <name>', 'LayerStack name')
     .option('--empty', 'start from an empty root')
-    .action((directory: string | undefined, opts: { name: string; empty?: boolean }) =>
+    .option('--exclude <glob>', 'leave out paths matching this gitignore pattern (repeatable; after the directory\'s .layerfsignore)', (v: string, prev: string[] = []) => [...prev, v])
+    .action((directory: string | undefined, opts: { name: string; empty?: boolean; exclude?: string[] }) =>
       run(async (out, g) => {
-        const bar = importProgress(!g.json && directory !== undefined);
+        const bar = importProgress(barsWanted(g) && directory !== undefined);
         const r = await withClient(g.store, (c) =>
-          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, onProgress: bar.update }),
+          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, exclude: opts.exclude, onProgress: bar.update }),
         ).finally(bar.stop);
         out.result(r, () => {
           const lines = [
             `created LayerStack ${r.layerStack.name} ${r.layerStack.id}`,
             `genesis Layer ${r.layer.id}`,
-            `  ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks, ${formatBytes(r.bytes)} in ${(r.ms / 1000).toFixed(2)} s; ${r.objectsInserted} objects stored, ${r.objectsReused} reused`,
+            `  ${treeCounts(r)}, ${formatBytes(r.bytes)} in ${(r.ms / 1000).toFixed(2)} s; ${r.objectsInserted} objects stored, ${r.objectsReused} reused`,
           ];
-          for (const s of r.skipped) lines.push(`  skipped socket ${s}`);
+          for (const s of r.skipped) lines.push(`  skipped socket ${quoteName(s)}`);
           return lines;
         });
       })(),
@@ -61,12 +62,18 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
 
   program
     .command('ls <state> [path]')
-    .description('list a directory of a state (a Layer id or prefix, or a LayerStack name)')
-    .action((state: string, path: string | undefined) =>
+    .description('list a directory of a state (a Layer id, prefix or label STACK#SEQ, a Commit, a Branch or a LayerStack name), like ls -l')
+    .option('-H, --human-readable', 'sizes in KiB, MiB, …')
+    .action((state: string, path: string | undefined, opts: { humanReadable?: boolean }) =>
       run(async (out, g) => {
         const rows = await withClient(g.store, (c) => c.ls(state, path), true);
+        // A directory's size is not stored (its entries are): '-' rather than a misleading 0.
+        const size = (e: (typeof rows)[number]) => (e.kind === 'dir' ? '-' : opts.humanReadable ? formatBytes(e.size) : String(e.size));
         out.result({ entries: rows }, () =>
-          rows.map((e) => `${modeString(e.kind, e.mode)} ${String(e.nlink).padStart(2)} ${String(e.uid).padStart(5)} ${String(e.gid).padStart(5)} ${String(e.size).padStart(10)} ${e.name}${e.target !== undefined ? ` -> ${e.target}` : ''}`),
+          rows.map(
+            (e) =>
+              `${modeString(e.kind, e.mode)} ${String(e.nlink).padStart(2)} ${String(e.uid).padStart(5)} ${String(e.gid).padStart(5)} ${size(e).padStart(10)} ${mtimeText(e.mtimeNs)} ${quoteName(e.nameBytes)}${e.target !== undefined ? ` -> ${quoteName(e.target)}` : ''}`,
+          ),
         );
       })(),
     );
@@ -96,8 +103,9 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     .description('write a state into a new or empty directory')
     .action((state: string, directory: string) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.export(state, directory), true);
-        out.result(r, () => `exported ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks (${formatBytes(r.bytes)}) to ${r.target}`);
+        const bar = exportProgress(barsWanted(g), 'export');
+        const r = await withClient(g.store, (c) => c.export(state, directory, { onProgress: bar.update }), true).finally(bar.stop);
+        out.result(r, () => `exported ${treeCounts(r)} (${formatBytes(r.bytes)}) to ${quoteName(r.target)}`);
       })(),
     );
 }

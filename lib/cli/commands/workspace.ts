@@ -1,7 +1,9 @@
 /** workspace create | status | exec | output | stop | commit | end */
 import type { Command } from 'commander';
-import { LayerFsError } from '../../sdk/index.js';
+import { LayerFsError, type ExportProgress } from '../../sdk/index.js';
 import type { Runner } from '../main.js';
+import { quoteName } from '../output.js';
+import { activity, barsWanted, exportProgress, removeProgress } from '../progress.js';
 import { withClient } from './db.js';
 import type { ExecutionInfo, ShellSession } from '../../sdk/index.js';
 
@@ -26,6 +28,8 @@ async function runShell(s: ShellSession): Promise<ExecutionInfo> {
 }
 
 const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+/** With no Workspace named, the one containing the working directory (from any subdirectory). */
+const here = () => process.cwd();
 
 export function registerWorkspaceCommands(program: Command, run: Runner, state: { code: number }): void {
   const ws = program.command('workspace').description('Workspaces: ephemeral writable views of a Branch head');
@@ -37,19 +41,28 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .action((branch: string, opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; sandbox?: string }) =>
       run(async (out, g) => {
         const projection = opts.projection ?? ((process.env.LAYERFS_PROJECTION || 'auto') as 'materialize' | 'fuse' | 'auto');
-        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection, sandbox: opts.sandbox }));
+        const bar = exportProgress(barsWanted(g), 'create: writing files');
+        const busy = activity(barsWanted(g), 'create:');
+        const onProgress = (p: ExportProgress) => {
+          busy.stop();
+          bar.update(p);
+        };
+        const w = await withClient(g.store, (c) => c.createWorkspace(branch, { at: opts.at, projection, sandbox: opts.sandbox, onProgress })).finally(() => {
+          bar.stop();
+          busy.stop();
+        });
         out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path} (${w.projection}${w.projection === 'fuse' ? `, ${w.state}` : ''})`);
       })(),
     );
-  ws.command('status <workspace>')
+  ws.command('status [workspace]')
     .description('what changed since the Workspace last matched its Branch, like git status')
-    .action((ref: string) =>
+    .action((ref: string | undefined) =>
       run(async (out, g) => {
-        const s = await withClient(g.store, (c) => c.workspaceStatus(ref), true);
+        const s = await withClient(g.store, (c) => c.workspaceStatus(ref ?? here()), true);
         const letter = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
         out.result(s, () => {
           if (s.clean) return ['clean'];
-          const lines = s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${e.oldPath} -> ` : ''}${e.path}`);
+          const lines = s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPath)} -> ` : ''}${quoteName(e.path)}`);
           if (s.truncated) lines.push('… (more changes not listed)');
           return lines;
         });
@@ -102,15 +115,20 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         out.result(r, () => `${r.outcome === 'Stopped' ? 'STOPPED' : 'ALREADY_ENDED'} ${r.info.id}`);
       })(),
     );
-  ws.command('commit <workspace>')
+  ws.command('commit [workspace]')
     .description('commit the Workspace (Created | UpToDate | Busy | HeadMoved); it continues from the new Commit')
     .option('-m, --message <text>', 'the Commit message')
     .option('--metadata <json>', 'a JSON object recorded with the Commit (agent, tool call id, model…)')
     .option('--author <name>', 'who the Commit is by (default: $LAYERFS_AUTHOR, else user@host)')
-    .action((ref: string, opts: { message?: string; metadata?: string; author?: string }) =>
+    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string }) =>
       run(async (out, g) => {
         const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
-        const r = await withClient(g.store, (c) => c.commitWorkspace(ref, { message: opts.message, metadata, author: opts.author }));
+        let branch = 'BRANCH';
+        const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
+        const r = await withClient(g.store, (c) => {
+          branch = c.workspace(ref ?? here()).branch;
+          return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author });
+        }).finally(busy.stop);
         out.result(r, () => {
           switch (r.outcome) {
             case 'Created':
@@ -120,19 +138,36 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
             case 'Busy':
               return `BUSY executions still running: ${r.executions.join(', ')}`;
             default:
-              return `HEAD_MOVED expected=${short(r.expected)} actual=${short(r.actual)}`;
+              return [
+                `HEAD_MOVED the Branch moved since this Workspace started: expected head ${short(r.expected)}, found ${short(r.actual)}; nothing was committed`,
+                `  next: keep the files and start over from the new head (layerfs workspace create ${branch} --at NEW_DIR, then copy your changes over), or end this one with --discard`,
+              ];
           }
         });
         if (r.outcome === 'Busy' || r.outcome === 'HeadMoved') state.code = 3;
       })(),
     );
-  ws.command('end <workspace>')
+  ws.command('end [workspace]')
     .description('end the Workspace and remove its files; never commits')
     .option('--discard', 'drop uncommitted changes (and stop running executions)')
-    .action((ref: string, opts: { discard?: boolean }) =>
+    .action((ref: string | undefined, opts: { discard?: boolean }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.endWorkspace(ref, { discard: opts.discard }));
-        out.result(r, () => (r.outcome === 'Ended' ? `ENDED discarded=${r.discarded}` : r.outcome === 'Dirty' ? `DIRTY ${r.changes} changes: ${r.reason}` : `BUSY executions still running: ${r.executions.join(', ')}`));
+        const busy = activity(barsWanted(g), 'end: checking for uncommitted changes');
+        const bar = removeProgress(barsWanted(g));
+        const onProgress = (p: { done: number; total: number }) => {
+          busy.stop();
+          bar.update(p);
+        };
+        const r = await withClient(g.store, (c) => c.endWorkspace(ref ?? here(), { discard: opts.discard, onProgress })).finally(() => {
+          busy.stop();
+          bar.stop();
+        });
+        out.result(r, () => {
+          if (r.outcome === 'Ended') return `ENDED discarded=${r.discarded}`;
+          if (r.outcome === 'Busy') return [`BUSY executions still running: ${r.executions.join(', ')}`, '  next: wait for them (workspace output ID --follow), stop them (workspace stop ID), or end with --discard'];
+          if (r.changes === 0) return [`DIRTY ${r.reason}`, `  next: layerfs workspace end ${ref ?? ''}${ref ? ' ' : ''}--discard (what was not committed is gone with the mount)`];
+          return [`DIRTY ${r.changes} uncommitted change${r.changes === 1 ? '' : 's'}; nothing was removed`, '  next: layerfs workspace commit (then end), or end with --discard to drop them'];
+        });
         if (r.outcome !== 'Ended') state.code = 3;
       })(),
     );

@@ -8,7 +8,7 @@
  */
 import { realpathSync, statSync } from 'node:fs';
 import { inodeMetadata, SCAN_KINDS } from './entry.js';
-import { sep } from 'node:path';
+import { basename, dirname, join, sep } from 'node:path';
 import { scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
@@ -57,8 +57,14 @@ export interface ImportStats {
 }
 
 export interface ImportOptions {
-  /** Paths that must not be inside the tree (the Store file and its WAL). */
+  /**
+   * The Store's files (the Store file, its WAL, …): left out of the tree, with the Store's
+   * directory `<store>.d` and, when it is below the root, the directory holding the Store
+   * (`.layerfs/`). Another name for one of them (a hard link) is refused.
+   */
   forbidden: string[];
+  /** Further paths to leave out: '/'-joined relative paths, a directory's ending with '/'. */
+  exclude?: (relPath: string) => boolean;
   onProgress?: (p: ImportProgress) => void;
 }
 
@@ -80,14 +86,33 @@ function checkSource(source: string, forbidden: string[]): string {
     } catch {
       continue;
     }
-    if (rf === real || rf.startsWith(real.endsWith(sep) ? real : real + sep)) {
-      throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, {
-        path: f,
-        hint: 'keep the Store outside the imported tree',
-      });
+    if (rf === real) {
+      throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the directory to import is the Store itself`, { path: f, hint: 'give the directory to import' });
     }
   }
   return real;
+}
+
+/**
+ * The absolute real paths an import of `real` leaves out: the Store's files and `<store>.d`
+ * where they are, and the Store's own directory when it lies below the root (a project's
+ * `.layerfs/`, with whatever else is kept there).
+ */
+function storeLeaveOut(real: string, forbidden: string[]): string[] {
+  const below = (p: string) => p.startsWith(real.endsWith(sep) ? real : real + sep);
+  const out: string[] = [];
+  const store = forbidden[0];
+  if (store === undefined) return out;
+  let realStore: string;
+  try {
+    realStore = join(realpathSync(dirname(store)), basename(store));
+  } catch {
+    return out;
+  }
+  const storeDir = dirname(realStore);
+  if (below(storeDir)) return [storeDir];
+  for (const f of [...forbidden.map((p) => join(storeDir, basename(p))), `${realStore}.d`]) if (below(f)) out.push(f);
+  return out;
 }
 
 function scanError(e: ScanEntry & { error: NonNullable<ScanEntry['error']> }): LayerFsError {
@@ -113,7 +138,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
       /* not created yet */
     }
   }
-  const walk = walkTable(real);
+  const walk = walkTable(real, { paths: storeLeaveOut(real, opts.forbidden), exclude: opts.exclude });
   const t1 = performance.now();
   const stats: ImportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0, skipped: [], phases: { walkRead: t1 - t0, chunkHash: 0, write: 0 } };
 

@@ -3,6 +3,7 @@
  * byte order so serials and pages are deterministic for a given tree.
  */
 import { readdirSync, type Dirent } from 'node:fs';
+import { basename, dirname } from 'node:path';
 import { LayerFsError } from '../../errors.js';
 
 export interface WalkEntry {
@@ -120,8 +121,26 @@ export class WalkTable {
   }
 }
 
-/** walkTree into a WalkTable: same entries in the same order. */
-export function walkTable(root: string): WalkTable {
+/**
+ * What an import leaves out. `paths`: absolute paths (the Store's own files and directory),
+ * looked up once per directory; `exclude`: a predicate on the '/'-joined path relative to the
+ * root (a directory's ends with '/'), as gitignore patterns match.
+ */
+export interface LeaveOut {
+  paths?: string[];
+  exclude?: (relPath: string) => boolean;
+}
+
+/** walkTree into a WalkTable: same entries in the same order, less what `leaveOut` names. */
+export function walkTable(root: string, leaveOut: LeaveOut = {}): WalkTable {
+  const byDir = new Map<string, Set<string>>();
+  for (const p of leaveOut.paths ?? []) {
+    const dir = dirname(p);
+    if (!byDir.has(dir)) byDir.set(dir, new Set());
+    byDir.get(dir)!.add(basename(p));
+  }
+  const exclude = leaveOut.exclude;
+  const rel = new Map<number, string>([[0, '']]);
   const t = new WalkTable();
   t.add(-1, Buffer.alloc(0));
   t.setDirPath(0, Buffer.from(root));
@@ -136,6 +155,12 @@ export function walkTable(root: string): WalkTable {
       const err = e as NodeJS.ErrnoException;
       throw new LayerFsError('ERR_NATIVE_IO', `cannot read directory ${dirPath.toString()}: ${err.code}`, { path: dirPath.toString(), errno: err.code });
     }
+    const skip = byDir.get(dirPath.toString());
+    if (skip) list = list.filter((d) => !skip.has(d.name.toString()));
+    if (exclude) {
+      const base = rel.get(index)!;
+      list = list.filter((d) => !exclude(`${base}${d.name.toString()}${d.isDirectory() ? '/' : ''}`));
+    }
     list.sort((a, b) => Buffer.compare(a.name, b.name));
     const start = t.count;
     const dirs: number[] = [];
@@ -143,6 +168,7 @@ export function walkTable(root: string): WalkTable {
       const i = t.add(index, d.name);
       if (d.isDirectory()) {
         t.setDirPath(i, Buffer.concat([dirPath, SLASH, d.name]));
+        if (exclude) rel.set(i, `${rel.get(index)!}${d.name.toString()}/`);
         dirs.push(i);
       }
     }

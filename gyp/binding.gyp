@@ -1,17 +1,19 @@
+# node-gyp's build of the addon (npm run build:gyp; CI checks it against CMakeLists.txt). It lives
+# here, not in the package root, where npm would run `node-gyp rebuild` on every install.
 {
   "variables": {
-    "zstd_dir": "<!(node -p \"require('path').relative('.', require('path').join(require('path').dirname(require.resolve('zstd-napi/package.json')), 'deps', 'zstd', 'lib'))\")",
-    "blake3_dir": "<!(node -p \"require('path').relative('.', require('path').join(require('path').dirname(require.resolve('@c4312/blake3-native/package.json')), 'c'))\")"
+    "zstd_dir": "<!(node ../scripts/c-sources.cjs dir zstd)",
+    "blake3_dir": "<!(node ../scripts/c-sources.cjs dir blake3)"
   },
   "targets": [
     {
       "target_name": "layerfs_native",
       "sources": [
-        "<!@(node -p \"require('fs').readdirSync('native').filter(f => f.endsWith('.cc')).sort().map(f => 'native/' + f).join(' ')\")",
+        "<!@(node -p \"require('fs').readdirSync('../native').filter(f => f.endsWith('.cc')).sort().map(f => '../native/' + f).join(' ')\")",
         "<(blake3_dir)/blake3.c",
         "<(blake3_dir)/blake3_dispatch.c",
         "<(blake3_dir)/blake3_portable.c",
-        "<!@(node -p \"const p=require('path'),f=require('fs'),d=p.relative('.', p.join(p.dirname(require.resolve('zstd-napi/package.json')),'deps','zstd','lib'));['common','compress','decompress'].flatMap(s=>f.readdirSync(p.join(d,s)).filter(n=>n.endsWith('.c')).sort().map(n=>d+'/'+s+'/'+n)).join(' ')\")"
+        "<!@(node ../scripts/c-sources.cjs zstd-sources)"
       ],
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
