@@ -24,7 +24,17 @@ export type ErrorCode =
   | 'ERR_BUSY'
   | 'ERR_UNSAFE_PATH'
   | 'ERR_NO_CONTEXT'
-  | 'ERR_DIRTY';
+  | 'ERR_DIRTY'
+  /** A remote head is no longer what this push started from (compare-and-swap lost). */
+  | 'ERR_HEAD_MOVED'
+  /** The remote's LayerStack or Branch of that name has another id. */
+  | 'ERR_REMOTE_MISMATCH'
+  | 'ERR_REMOTE_UNREACHABLE'
+  | 'ERR_REMOTE_AUTH'
+  /** The remote's schema is missing or of another version. */
+  | 'ERR_REMOTE_SCHEMA'
+  /** Any other failure reported by the remote's server. */
+  | 'ERR_REMOTE';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

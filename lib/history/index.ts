@@ -4,5 +4,5 @@ export * from './branches.js';
 export * from './add.js';
 export * from './rows.js';
 export { layerId, commitId, uuidv7 } from './ids.js';
-export { uniqueByPrefix } from './resolve.js';
+export { uniqueByPrefix, resolveRemoteRef, type RemoteRefTarget } from './resolve.js';
 export * from './diff.js';

@@ -7,7 +7,7 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import { buildNamespace, ContentForm, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
-import { uniqueByPrefix } from './resolve.js';
+import { resolveRemoteRef, uniqueByPrefix } from './resolve.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
 
 export interface InitResult {
@@ -68,6 +68,8 @@ export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
 
 /** A Layer by (prefix of) id; a LayerStack name stands for its head Layer. */
 export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
+  const remote = resolveRemoteRef(store.db, ref, ['layerstack']);
+  if (remote) return getLayer(store, remote.head!);
   const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   if (id) return getLayer(store, id);
   const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;

@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getLayer, resolveBranch, resolveCommit, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getCommit, getLayer, resolveBranch, resolveCommit, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -15,6 +15,10 @@ export interface ResolvedState {
 
 export function resolveState(store: Store, ref: string): ResolvedState {
   if (typeof ref !== 'string' || ref.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a state reference must be a non-empty string');
+  const remote = resolveRemoteRef(store.db, ref);
+  if (remote?.kind === 'layerstack') return { kind: 'layer', id: remote.head!, rootId: getLayer(store, remote.head!)!.rootId };
+  if (remote?.head) return { kind: 'commit', id: remote.head, rootId: getCommit(store, remote.head)!.rootId };
+  if (remote?.baseLayerId) return { kind: 'layer', id: remote.baseLayerId, rootId: getLayer(store, remote.baseLayerId)!.rootId };
   const layerId = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   const commit = resolveCommit(store, ref);
   if (layerId && commit) {
