@@ -46,14 +46,44 @@ export class RemoteObjects implements Holder, TreeSource {
     return out;
   }
 
-  /** The stored bytes of each distinct frame the locators name, by place. */
+  /**
+   * The stored bytes of each distinct frame the locators name, by place. Pack rows of which at
+   * least half is wanted are read whole (a clone reads most rows in the order a push wrote
+   * them); of the others only the frames, with substring() (the data is stored EXTERNAL, so
+   * PostgreSQL reads just the TOAST chunks it needs).
+   */
   async frameBytes(locs: RemoteLocator[]): Promise<Map<string, Buffer>> {
     const places = new Map<string, RemoteLocator>();
     for (const l of locs) places.set(placeKey(l), l);
-    const list = [...places.values()];
+    const byPack = new Map<string, RemoteLocator[]>();
+    for (const l of places.values()) {
+      const list = byPack.get(l.pack);
+      if (list) list.push(l);
+      else byPack.set(l.pack, [l]);
+    }
+    const sizes = new Map<string, number>();
+    const packIds = [...byPack.keys()];
+    for (let i = 0; i < packIds.length; i += LOCATE_BATCH) {
+      const rows = await this.conn.query<{ id: string; n: number }>('SELECT id::text AS id, octet_length(data) AS n FROM layerfs.packs WHERE id = ANY($1::int8[])', [packIds.slice(i, i + LOCATE_BATCH)]);
+      for (const r of rows) sizes.set(r.id, r.n);
+    }
+    const whole: string[] = [];
+    const parts: RemoteLocator[] = [];
+    for (const [pack, list] of byPack) {
+      const wanted = list.reduce((n, l) => n + l.length, 0);
+      if (wanted * 2 >= (sizes.get(pack) ?? Infinity)) whole.push(pack);
+      else parts.push(...list);
+    }
     const out = new Map<string, Buffer>();
-    for (let i = 0; i < list.length; i += LOCATE_BATCH) {
-      const part = list.slice(i, i + LOCATE_BATCH);
+    for (let i = 0; i < whole.length; i += 16) {
+      const rows = await this.conn.query<{ id: string; data: Buffer }>('SELECT id::text AS id, data FROM layerfs.packs WHERE id = ANY($1::int8[])', [whole.slice(i, i + 16)]);
+      for (const r of rows) {
+        this.bytesReceived += r.data.length;
+        for (const l of byPack.get(r.id)!) if (l.offset >= 0 && l.offset + l.length <= r.data.length) out.set(placeKey(l), r.data.subarray(l.offset, l.offset + l.length));
+      }
+    }
+    for (let i = 0; i < parts.length; i += LOCATE_BATCH) {
+      const part = parts.slice(i, i + LOCATE_BATCH);
       const rows = await this.conn.query<{ data: Buffer; ord: number }>(
         'SELECT substring(p.data FROM f.off + 1 FOR f.len) AS data, f.ord::int4 AS ord FROM unnest($1::int8[], $2::int4[], $3::int4[]) WITH ORDINALITY AS f(pack, off, len, ord) JOIN layerfs.packs p ON p.id = f.pack',
         [part.map((l) => l.pack), part.map((l) => l.offset), part.map((l) => l.length)],

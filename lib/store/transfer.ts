@@ -58,7 +58,7 @@ export function wholeFrame(id: Buffer, kind: number, data: Buffer): Frame {
  * bytes, concatenated), re-hashed against its id: a mismatch is ERR_CORRUPT naming `where`.
  */
 export function decodeForm(form: ObjectForm, stored: Buffer, bases: Buffer | undefined, where: string): Buffer {
-  const bad = (why: string, cause?: unknown) => new LayerFsError('ERR_CORRUPT', `object ${toHex(form.id)} from ${where} is damaged (${why})`, { id: toHex(form.id), hint: 'the remote holds damaged or forged data; nothing of it was kept', cause });
+  const bad = (why: string, cause?: unknown) => new LayerFsError('ERR_CORRUPT', `object ${toHex(form.id)} from ${where} is damaged (${why})`, { id: toHex(form.id), hint: 'the data there is damaged or forged; nothing of it was stored or sent', cause });
   const tag = DOMAIN_TAGS[form.kind as ObjectKind];
   if (tag === undefined) throw bad(`unknown kind ${form.kind}`);
   let data: Buffer;
@@ -82,13 +82,22 @@ export class FrameSource {
   private readonly locate;
   private readonly part;
 
+  /** Locators looked up once: a push asks for each several times (sizes, bases, frames). */
+  private readonly known = new Map<string, Locator>();
+
   constructor(private readonly store: Store) {
     this.locate = store.db.prepare('SELECT kind, size, codec, pack, offset, length, at, base FROM objects WHERE id = ?');
     this.part = store.db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
   }
 
   locator(id: Buffer): Locator | undefined {
-    return this.locate.get(id) as Locator | undefined;
+    const key = id.toString('latin1');
+    let loc = this.known.get(key);
+    if (!loc) {
+      loc = this.locate.get(id) as Locator | undefined;
+      if (loc) this.known.set(key, loc);
+    }
+    return loc;
   }
 
   /**
@@ -100,7 +109,8 @@ export class FrameSource {
     const out: Frame[] = [];
     try {
       for (const id of ids) {
-        const loc = this.locator(id);
+        // Not the cached locator: a repack may have moved the object since it was looked up.
+        const loc = this.locate.get(id) as Locator | undefined;
         if (!loc) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the Store`, { id: toHex(id), path: this.store.path, hint: 'run layerfs verify' });
         if (loc.codec === Codec.Delta && whole(id, loc)) {
           out.push(wholeFrame(id, loc.kind, this.store.objects.get(id)));
@@ -117,6 +127,9 @@ export class FrameSource {
         }
         f.members.push({ id, kind: loc.kind, size: loc.size, codec: loc.codec, at: loc.at, base: loc.base });
       }
+      // What leaves is checked like what arrives: a damaged Store must not seed a remote with
+      // objects every other Store would then refuse (and no push would ever resend).
+      for (const f of out) checkFrame(f.data, f.members, (b) => this.store.objects.get(b), undefined, this.store.path);
     } catch (e) {
       throw mapSqliteError(e, this.store.path);
     }
@@ -126,17 +139,20 @@ export class FrameSource {
 
 /**
  * Stores received frames in one write transaction: frames are appended to pack rows as they
- * came, index rows point into them, then every object is read back through the authenticated
- * path (expected kind checked where known) before COMMIT. Any damage rolls the whole batch back.
- * Returns the objects new to this Store.
+ * came and index rows point into them. Before COMMIT every new object is decoded from the bytes
+ * received (a group frame once for all its members; a delta against its bases, read from the
+ * Store or decoded earlier in this batch) and re-hashed against its id, its kind checked where
+ * the caller knows it; any damage rolls the whole batch back. Returns the objects new here.
  */
 export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: Buffer) => number | undefined): number {
-  return store.writeSync(() => {
+  return store.writeSync((w) => {
     const db = store.db;
     const has = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
     const insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
     const insertObject = db.prepare('INSERT OR IGNORE INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    const fresh: ObjectForm[] = [];
+    const decoded = new Map<string, Buffer>();
+    const baseOf = (id: Buffer) => decoded.get(id.toString('latin1')) ?? store.objects.get(id);
+    let fresh = 0;
     let row: { frame: Frame; members: ObjectForm[] }[] = [];
     let rowBytes = 0;
     const writeRow = () => {
@@ -154,19 +170,47 @@ export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: 
     for (const f of frames) {
       const members = f.members.filter((m) => has.get(m.id) === undefined);
       if (members.length === 0) continue;
+      for (const [m, data] of checkFrame(f.data, members, baseOf, expectedKind)) {
+        decoded.set(m.id.toString('latin1'), data);
+        w.stats.bytesInserted += m.size;
+      }
+      w.stats.objectsInserted += members.length;
       row.push({ frame: f, members });
-      fresh.push(...members);
+      fresh += members.length;
       rowBytes += f.data.length;
       if (rowBytes >= INSERT_ROW_TARGET) writeRow();
     }
     writeRow();
-    for (const m of fresh) {
-      const kind = expectedKind?.(m.id);
-      if (kind !== undefined && kind !== m.kind) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} was sent as kind ${m.kind}, expected ${kind}`, { id: toHex(m.id), hint: 'the remote holds damaged or forged data; nothing of it was kept' });
-      store.objects.get(m.id, kind as ObjectKind | undefined);
-    }
-    return fresh.length;
+    return fresh;
   });
+}
+
+/**
+ * Decodes the members of one frame from its stored bytes (a group frame once for all) and
+ * re-hashes each against its id, its kind checked where `expectedKind` knows it; `baseOf` gives
+ * a delta's base bytes. Returns each member with its canonical bytes; damage is ERR_CORRUPT.
+ */
+export function checkFrame(stored: Buffer, members: ObjectForm[], baseOf: (id: Buffer) => Buffer, expectedKind?: (id: Buffer) => number | undefined, where = 'the remote'): [ObjectForm, Buffer][] {
+  let plain: Buffer | undefined;
+  return members.map((m) => {
+    const kind = expectedKind?.(m.id);
+    if (kind !== undefined && kind !== m.kind) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} was sent as kind ${m.kind}, expected ${kind}`, { id: toHex(m.id), hint: 'the remote holds damaged or forged data; nothing of it was kept' });
+    if (m.codec === Codec.Zstd) {
+      plain ??= decodeFrame(m, stored, where);
+      return [m, decodeForm({ ...m, codec: Codec.Raw }, plain.subarray(m.at, m.at + m.size), undefined, where)];
+    }
+    const bases = m.codec === Codec.Delta && m.base && m.base.length > 0 && m.base.length % 32 === 0 ? Buffer.concat(baseIds(m.base).map(baseOf)) : undefined;
+    return [m, decodeForm(m, stored, bases, where)];
+  });
+}
+
+/** A zstd group frame, decoded once for all its members (damage is ERR_CORRUPT naming one). */
+function decodeFrame(m: ObjectForm, stored: Buffer, where: string): Buffer {
+  try {
+    return zstdDecompress(stored, -1);
+  } catch (e) {
+    throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} from ${where} is damaged (frame does not decode)`, { id: toHex(m.id), hint: 'the data there is damaged or forged; nothing of it was stored or sent', cause: e });
+  }
 }
 
 /** An object a tree object refers to, with the kind it must have. */

@@ -6,6 +6,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
+import { Store } from '../../lib/store/index.js';
+import { damageStored } from '../helpers/deltas.js';
 import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -205,4 +207,24 @@ test('refs: a LayerStack of that name with another id is refused; a stale push i
   assert.equal(b.cat('origin/w', 'a.txt').toString(), 'a');
   a.close();
   b.close();
+});
+
+test('a damaged local object is refused before it leaves: the remote never holds it', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const a = await seeded(dir, url);
+  const big = a.stat('demo', 'deep/er/big.bin');
+  a.close();
+  // The large file's first chunk: find it through the Store and damage its stored bytes.
+  const s = Store.open(join(dir, 'a.sqlite'));
+  const chunk = s.db.prepare('SELECT id, codec FROM objects WHERE kind = 2 LIMIT 1').get() as { id: Buffer; codec: number };
+  s.close();
+  damageStored(join(dir, 'a.sqlite'), chunk.id, chunk.codec, 0x55);
+  const again = Client.connect(join(dir, 'a.sqlite'));
+  await assert.rejects(again.push('demo'), (e: unknown) => isLayerFsError(e, 'ERR_CORRUPT'));
+  const db = new URL(url).pathname.slice(1);
+  assert.equal(pg.psql(`SELECT count(*) FROM layerfs.objects WHERE id = '\\x${chunk.id.toString('hex')}'`, db).trim(), '0');
+  assert.equal(pg.psql(`SELECT count(*) FROM layerfs.layer_stacks`, db).trim(), '0');
+  assert.ok(big.size > 0);
+  again.close();
 });
