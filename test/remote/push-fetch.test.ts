@@ -4,7 +4,9 @@
  */
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
 import { damageStored } from '../helpers/deltas.js';
@@ -156,6 +158,37 @@ test('an interrupted push resumes: whole batches stay, nothing half-sent is reac
   a.close();
 });
 
+test('a push SIGKILLed mid-transfer leaves nothing reachable on the remote; the next push sends the rest', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const a = await seeded(dir, url);
+  a.close();
+  const worker = fileURLToPath(new URL('./slow-push-worker.ts', import.meta.url));
+  const child = spawn(process.execPath, ['--import', 'tsx', worker, join(dir, 'a.sqlite'), 'demo'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const killed = await new Promise<boolean>((resolve) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (/batch 3\n/.test(out)) child.kill('SIGKILL');
+    });
+    child.on('exit', (_code, signal) => resolve(signal === 'SIGKILL'));
+  });
+  assert.ok(killed, `the push finished before it could be killed: ${out}`);
+  const db = new URL(url).pathname.slice(1);
+  assert.equal(pg.psql('SELECT count(*) FROM layerfs.layer_stacks', db).trim(), '0');
+  const landed = Number(pg.psql('SELECT count(*) FROM layerfs.objects', db).trim());
+  assert.ok(landed > 0);
+  const again = Client.connect(join(dir, 'a.sqlite'));
+  const p = await again.push('demo');
+  assert.equal(p.transfer.objects + landed, again.info().objects);
+  const { client: b } = await Client.clone(url, join(dir, 'b.sqlite'));
+  assert.deepEqual(exported(b, 'demo', join(dir, 'xb')), exported(again, 'demo', join(dir, 'xa')));
+  assertIntact(b);
+  assertIntact(again);
+  b.close();
+  again.close();
+});
+
 test('an interrupted fetch resumes and the retry completes the clone', async () => {
   const dir = tempDir();
   const url = await freshRemote();
@@ -227,4 +260,47 @@ test('a damaged local object is refused before it leaves: the remote never holds
   assert.equal(pg.psql(`SELECT count(*) FROM layerfs.layer_stacks`, db).trim(), '0');
   assert.ok(big.size > 0);
   again.close();
+});
+
+test('a Branch that only shares the name is ERR_REMOTE_MISMATCH; diverged LayerStacks are HeadMoved on push and Diverged on fetch', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const a = await seeded(dir, url);
+  a.forkBranch({ name: 'v', layer: 'demo' });
+  await a.push('v');
+  const { client: b } = await Client.clone(url, join(dir, 'b.sqlite'));
+  const { client: c } = await Client.clone(url, join(dir, 'c.sqlite'));
+  // A third Store fetches the LayerStack (and the remote's v), drops its copy of v and forks a
+  // Branch of its own under the same name: same LayerStack, same name, another id.
+  const d = Client.create(join(dir, 'd.sqlite'));
+  d.remoteAdd('origin', url);
+  await d.fetch();
+  d.close();
+  const raw = Store.open(join(dir, 'd.sqlite'));
+  raw.db.prepare('DELETE FROM branches WHERE name = ?').run('v');
+  raw.close();
+  const d2 = Client.connect(join(dir, 'd.sqlite'));
+  d2.forkBranch({ name: 'v', layer: 'demo' });
+  await assert.rejects(d2.push('v'), (e: unknown) => isLayerFsError(e, 'ERR_REMOTE_MISMATCH'));
+  d2.close();
+
+  // Two Stores each Add a Layer: the second push of the LayerStack is HeadMoved; its fetch
+  // reports the remote LayerStack Diverged and takes nothing of it.
+  for (const [s, f] of [[b, 'b.txt'], [c, 'c.txt']] as const) {
+    s.forkBranch({ name: `add-${f}`, layer: 'demo' });
+    await commitFiles(s, `add-${f}`, join(dir, `ws-${f}`), { [f]: f });
+    assert.equal(s.add(`add-${f}`).outcome, 'Added');
+  }
+  await b.push('demo');
+  await assert.rejects(c.push('demo'), (e: unknown) => isLayerFsError(e, 'ERR_HEAD_MOVED'));
+  const r = await c.fetch();
+  assert.equal(r.refs.find((x) => x.kind === 'layerstack')?.outcome, 'Diverged');
+  assert.equal(c.ls('demo').some((e) => e.name === 'c.txt'), true);
+  assertIntact(c);
+  // The first Store, behind, fast-forwards its LayerStack.
+  const fa = await a.fetch();
+  assert.equal(fa.refs.find((x) => x.kind === 'layerstack')?.outcome, 'FastForward');
+  assert.equal(a.cat('demo', 'b.txt').toString(), 'b.txt');
+  assertIntact(a);
+  for (const x of [a, b, c]) x.close();
 });
