@@ -24,6 +24,8 @@ const placeKey = (l: RemoteLocator) => `${l.pack}:${l.offset}:${l.length}`;
 export class RemoteObjects implements Holder, TreeSource {
   /** Decoded objects kept for the walk (tree objects) and as delta bases. */
   private readonly decoded = new Map<string, Buffer>();
+  /** Stored frames read for the walk, by place: the transfer that follows needs them again. */
+  private readonly frames = new Map<string, Buffer>();
   bytesReceived = 0;
 
   constructor(
@@ -53,8 +55,14 @@ export class RemoteObjects implements Holder, TreeSource {
    * PostgreSQL reads just the TOAST chunks it needs).
    */
   async frameBytes(locs: RemoteLocator[]): Promise<Map<string, Buffer>> {
+    const out = new Map<string, Buffer>();
     const places = new Map<string, RemoteLocator>();
-    for (const l of locs) places.set(placeKey(l), l);
+    for (const l of locs) {
+      const key = placeKey(l);
+      const kept = this.frames.get(key);
+      if (kept) out.set(key, kept);
+      else places.set(key, l);
+    }
     const byPack = new Map<string, RemoteLocator[]>();
     for (const l of places.values()) {
       const list = byPack.get(l.pack);
@@ -74,7 +82,6 @@ export class RemoteObjects implements Holder, TreeSource {
       if (wanted * 2 >= (sizes.get(pack) ?? Infinity)) whole.push(pack);
       else parts.push(...list);
     }
-    const out = new Map<string, Buffer>();
     for (let i = 0; i < whole.length; i += 16) {
       const rows = await this.conn.query<{ id: string; data: Buffer }>('SELECT id::text AS id, data FROM layerfs.packs WHERE id = ANY($1::int8[])', [whole.slice(i, i + 16)]);
       for (const r of rows) {
@@ -115,6 +122,10 @@ export class RemoteObjects implements Holder, TreeSource {
     const locs = await this.locators(want);
     for (const id of want) if (!locs.has(keyOf(id))) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the remote ${this.conn.name}`, { id: toHex(id), hint: 'the remote is incomplete; nothing of it was kept' });
     const frames = await this.frameBytes([...locs.values()]);
+    for (const l of locs.values()) {
+      const f = frames.get(placeKey(l));
+      if (f) this.frames.set(placeKey(l), f);
+    }
     const bases = [...locs.values()].filter((l) => l.codec === Codec.Delta).flatMap((l) => baseIds(l.base));
     const baseBytes = new Map<string, Buffer>();
     const fromRemote: Buffer[] = [];
@@ -144,9 +155,13 @@ export class RemoteObjects implements Holder, TreeSource {
     return m;
   }
 
-  /** Forgets decoded bytes once they are stored locally. */
-  forget(ids: Buffer[]): void {
-    for (const id of ids) this.decoded.delete(keyOf(id));
+  /** Forgets decoded bytes and frames once they are stored locally. */
+  forget(ids: Buffer[], locs?: Map<string, RemoteLocator>): void {
+    for (const id of ids) {
+      this.decoded.delete(keyOf(id));
+      const l = locs?.get(keyOf(id));
+      if (l) this.frames.delete(placeKey(l));
+    }
   }
 
   /**

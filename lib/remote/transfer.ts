@@ -123,7 +123,7 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
       f.members.push({ id: l.id, kind: l.kind, size: l.size, codec: l.codec, at: l.at, base: l.base });
     }
     insertFrames(store, frames, (id) => kinds.get(keyOf(id)));
-    remote.forget(batch.map((r) => r.id));
+    remote.forget(batch.map((r) => r.id), locs);
     stats.objects += batch.length;
     stats.bytes += frames.reduce((n, f) => n + f.data.length, 0);
     stats.batches++;
