@@ -18,6 +18,9 @@ export function mapPgError(e: unknown, remote: string): unknown {
   if (UNREACHABLE.has(code) || /timeout|Connection terminated|connect ECONNREFUSED/i.test(message) && !/^\d/.test(code)) {
     return new LayerFsError('ERR_REMOTE_UNREACHABLE', `the remote ${remote} cannot be reached: ${message}`, { ...details, hint: 'check the host, port or socket directory and that PostgreSQL is running; nothing was changed' });
   }
+  if (/CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS|ERR_SSL/.test(code) || /does not support SSL|certificate/i.test(message)) {
+    return new LayerFsError('ERR_REMOTE_AUTH', `the remote ${remote}: TLS failed: ${message}`, { ...details, hint: 'check sslmode and sslrootcert in the URL (or PGSSLMODE), and the server certificate' });
+  }
   if (code === '28P01' || code === '28000') {
     return new LayerFsError('ERR_REMOTE_AUTH', `the remote ${remote} refused the credentials: ${message}`, { ...details, hint: 'check the user, and the password in PGPASSWORD or ~/.pgpass' });
   }
@@ -53,7 +56,11 @@ export class RemoteConnection {
       await client.connect();
     } catch (e) {
       await client.end().catch(() => {});
-      throw mapPgError(e, `${name} (${displayUrl(url)})`);
+      const where = `${name} (${displayUrl(url)})`;
+      const mapped = mapPgError(e, where);
+      // Whatever else stops a connection from opening still names the remote, typed.
+      if (mapped instanceof LayerFsError) throw mapped;
+      throw new LayerFsError('ERR_REMOTE_UNREACHABLE', `cannot connect to the remote ${where}: ${(e as Error)?.message ?? String(e)}`, { remote: where, cause: e, hint: 'check the URL' });
     }
     return new RemoteConnection(client, name);
   }

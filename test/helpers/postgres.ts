@@ -25,6 +25,8 @@ export interface PgCluster {
   /** A connection URL over TCP on 127.0.0.1 (only with `tcp`), without the password. */
   tcpUrl?: string;
   password?: string;
+  /** With `tls`: the certificate to verify the server with (sslrootcert). */
+  caFile?: string;
   stop(): void;
   /** Runs SQL with psql over the Unix socket as the superuser, in database `db` (default postgres). */
   psql(sql: string, db?: string): string;
@@ -35,6 +37,11 @@ export interface ClusterOptions {
   password?: string;
   /** Durable settings (fsync on) for benchmarks; tests run with fsync off. */
   durable?: boolean;
+  /**
+   * With `password`: TCP connections must use TLS (a self-signed certificate for localhost and
+   * 127.0.0.1, written to `caFile`); plain TCP connections are refused by pg_hba.
+   */
+  tls?: boolean;
 }
 
 function freePort(): Promise<number> {
@@ -69,9 +76,20 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     auth.splice(0, 2, '--auth-local=scram-sha-256', '--auth-host=scram-sha-256', `--pwfile=${pw}`);
   }
   asPostgres([`${PG_BIN}/initdb`, '-D', data, '-U', user, '-E', 'UTF8', '--no-sync', ...auth]);
+  let caFile: string | undefined;
+  if (opts.tls) {
+    caFile = join(dir, 'server.crt');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '2', '-subj', '/CN=localhost', '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1', '-keyout', join(data, 'server.key'), '-out', join(data, 'server.crt')], { stdio: 'ignore' });
+    writeFileSync(caFile, execFileSync('cat', [join(data, 'server.crt')]));
+    for (const f of ['server.key', 'server.crt']) chownSync(join(data, f), UID, GID);
+    chmodSync(join(data, 'server.key'), 0o600);
+    // Only TLS over TCP; the Unix socket (psql of the tests) stays as it was.
+    writeFileSync(join(data, 'pg_hba.conf'), 'local all all scram-sha-256\nhostssl all all 127.0.0.1/32 scram-sha-256\n');
+  }
   const port = await freePort();
   const listen = opts.password !== undefined ? '127.0.0.1' : '';
   const settings = [`-k ${dir}`, `-p ${port}`, `-c listen_addresses='${listen}'`, '-c max_connections=60', '-c shared_buffers=64MB'];
+  if (opts.tls) settings.push('-c ssl=on');
   if (!opts.durable) settings.push('-c fsync=off', '-c synchronous_commit=off', '-c full_page_writes=off');
   asPostgres([`${PG_BIN}/pg_ctl`, 'start', '-w', '-D', data, '-l', join(dir, 'log'), '-o', settings.join(' ')]);
   let stopped = false;
@@ -94,6 +112,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     url,
     tcpUrl: opts.password !== undefined ? `postgres://${user}@127.0.0.1:${port}/postgres` : undefined,
     password: opts.password,
+    caFile,
     stop,
     psql,
   };

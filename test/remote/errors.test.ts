@@ -226,3 +226,26 @@ test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/
   ok(['--store', other, 'remote', 'remove', 'origin']);
   assert.deepEqual(ok(['--store', other, 'remote', 'refs']).refs, []);
 });
+
+test('TLS: verify-full against the server certificate works; a plain connection and an unknown certificate are refused', async () => {
+  const tls = await startCluster({ password: PASSWORD, tls: true });
+  try {
+    const dir = tempDir();
+    const a = await storeWithDemo(dir);
+    const base = `postgres://layerfs@localhost:${tls.port}/postgres`;
+    a.remoteAdd('secure', `${base}?sslmode=verify-full&sslrootcert=${encodeURIComponent(tls.caFile!)}`);
+    a.remoteAdd('plain', `${base}?sslmode=disable`);
+    const otherCa = join(dir, 'other.crt');
+    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost', '-keyout', join(dir, 'other.key'), '-out', otherCa], { stdio: 'ignore' });
+    a.remoteAdd('forged', `${base}?sslmode=verify-full&sslrootcert=${encodeURIComponent(otherCa)}`);
+    await withEnv({ PGPASSWORD: PASSWORD }, async () => {
+      await a.remoteInit('secure');
+      assert.equal((await a.push('demo', { remote: 'secure' })).outcome, 'Pushed');
+      await assert.rejects(a.fetch('plain'), code('ERR_REMOTE_AUTH'));
+      await assert.rejects(a.fetch('forged'), code('ERR_REMOTE_AUTH'));
+    });
+    a.close();
+  } finally {
+    tls.stop();
+  }
+});
