@@ -15,7 +15,11 @@ import { RemoteObjects } from './pg-objects.js';
 import { setRemoteRef } from './remotes.js';
 import { fetchObjects, type TransferOptions, type TransferStats } from './transfer.js';
 
-export type RefOutcome = 'New' | 'FastForward' | 'UpToDate' | 'LocalAhead' | 'Diverged' | 'NameTaken';
+/**
+ * What a fetch did with one remote ref here. Tracked: a local Branch of that id differs from the
+ * remote's; only the remote head (REMOTE/NAME) was recorded, the local Branch left as it is.
+ */
+export type RefOutcome = 'New' | 'FastForward' | 'UpToDate' | 'Tracked' | 'LocalAhead' | 'Diverged' | 'NameTaken';
 
 export interface FetchedRef {
   kind: 'layerstack' | 'branch';
@@ -134,14 +138,12 @@ function applySnapshot(store: Store, remote: string, s: Snapshot): { refs: Fetch
       if (!accepted.has(b.layerStackId.toString('latin1'))) continue;
       const local = db.prepare('SELECT id, head_commit_id AS head FROM branches WHERE id = ?').get(b.id) as { id: Buffer; head: Buffer | null } | undefined;
       let outcome: RefOutcome;
-      if (local) outcome = sameId(local.head, b.headCommitId) ? 'UpToDate' : 'FastForward';
+      if (local) outcome = sameId(local.head, b.headCommitId) ? 'UpToDate' : 'Tracked';
       else if (db.prepare('SELECT 1 FROM branches WHERE layer_stack_id = ? AND name = ?').get(b.layerStackId, b.name)) outcome = 'NameTaken';
       else {
         db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(b.id, b.layerStackId, b.name, b.baseLayerId, b.headCommitId, b.createdMs);
         outcome = 'New';
       }
-      // Local Branches are never moved by a fetch: FastForward here only says the remote differs.
-      if (outcome === 'FastForward') outcome = 'UpToDate';
       setRemoteRef(store, { remote, kind: 'branch', name: b.name, layerStackId: b.layerStackId, id: b.id, head: b.headCommitId, baseLayerId: b.baseLayerId });
       refs.push({ kind: 'branch', name: b.name, layerStack: stackName, head: b.headCommitId ? toHex(b.headCommitId) : null, outcome });
     }
