@@ -52,7 +52,8 @@ export class RemoteObjects implements Holder, TreeSource {
    * The stored bytes of each distinct frame the locators name, by place. Pack rows of which at
    * least half is wanted are read whole (a clone reads most rows in the order a push wrote
    * them); of the others only the frames, with substring() (the data is stored EXTERNAL, so
-   * PostgreSQL reads just the TOAST chunks it needs).
+   * PostgreSQL reads just the TOAST chunks it needs). Bytes come base64-encoded: pg reads results
+   * as text only, and decoding base64 took a third of the time of bytea's hex form here.
    */
   async frameBytes(locs: RemoteLocator[]): Promise<Map<string, Buffer>> {
     const out = new Map<string, Buffer>();
@@ -83,23 +84,25 @@ export class RemoteObjects implements Holder, TreeSource {
       else parts.push(...list);
     }
     for (let i = 0; i < whole.length; i += 16) {
-      const rows = await this.conn.query<{ id: string; data: Buffer }>('SELECT id::text AS id, data FROM layerfs.packs WHERE id = ANY($1::int8[])', [whole.slice(i, i + 16)]);
+      const rows = await this.conn.query<{ id: string; data: string }>(`SELECT id::text AS id, encode(data, 'base64') AS data FROM layerfs.packs WHERE id = ANY($1::int8[])`, [whole.slice(i, i + 16)]);
       for (const r of rows) {
-        this.bytesReceived += r.data.length;
-        for (const l of byPack.get(r.id)!) if (l.offset >= 0 && l.offset + l.length <= r.data.length) out.set(placeKey(l), r.data.subarray(l.offset, l.offset + l.length));
+        const data = Buffer.from(r.data, 'base64');
+        this.bytesReceived += data.length;
+        for (const l of byPack.get(r.id)!) if (l.offset >= 0 && l.offset + l.length <= data.length) out.set(placeKey(l), data.subarray(l.offset, l.offset + l.length));
       }
     }
     for (let i = 0; i < parts.length; i += LOCATE_BATCH) {
       const part = parts.slice(i, i + LOCATE_BATCH);
-      const rows = await this.conn.query<{ data: Buffer; ord: number }>(
-        'SELECT substring(p.data FROM f.off + 1 FOR f.len) AS data, f.ord::int4 AS ord FROM unnest($1::int8[], $2::int4[], $3::int4[]) WITH ORDINALITY AS f(pack, off, len, ord) JOIN layerfs.packs p ON p.id = f.pack',
+      const rows = await this.conn.query<{ data: string; ord: number }>(
+        `SELECT encode(substring(p.data FROM f.off + 1 FOR f.len), 'base64') AS data, f.ord::int4 AS ord FROM unnest($1::int8[], $2::int4[], $3::int4[]) WITH ORDINALITY AS f(pack, off, len, ord) JOIN layerfs.packs p ON p.id = f.pack`,
         [part.map((l) => l.pack), part.map((l) => l.offset), part.map((l) => l.length)],
       );
       for (const r of rows) {
         const l = part[r.ord - 1]!;
-        if (r.data.length !== l.length) continue;
-        out.set(placeKey(l), r.data);
-        this.bytesReceived += r.data.length;
+        const data = Buffer.from(r.data, 'base64');
+        if (data.length !== l.length) continue;
+        out.set(placeKey(l), data);
+        this.bytesReceived += data.length;
       }
     }
     return out;
