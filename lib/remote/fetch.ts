@@ -38,7 +38,7 @@ export interface FetchResult {
   ms: number;
 }
 
-interface Snapshot {
+export interface Snapshot {
   stacks: LayerStackRow[];
   layers: LayerRow[];
   branches: BranchRow[];
@@ -51,7 +51,8 @@ const LAYER_COLS =
 const BRANCH_COLS = 'id, layer_stack_id AS "layerStackId", name, base_layer_id AS "baseLayerId", head_commit_id AS "headCommitId", created_ms::float8 AS "createdMs"';
 const COMMIT_COLS = 'id, root_id AS "rootId", parent_commit_id AS "parentCommitId", base_layer_id AS "baseLayerId", created_ms::float8 AS "createdMs"';
 
-async function snapshot(conn: RemoteConnection, only?: string): Promise<Snapshot> {
+/** The remote's history rows (all, or one LayerStack's), read in one snapshot. */
+export async function snapshot(conn: RemoteConnection, only?: string): Promise<Snapshot> {
   return conn.transaction(async () => {
     const stacks = await conn.query<LayerStackRow>(`SELECT ${STACK_COLS} FROM layerfs.layer_stacks ${only ? 'WHERE name = $1' : ''} ORDER BY created_ms, name`, only ? [only] : []);
     if (only && stacks.length === 0) throw new LayerFsError('ERR_NOT_FOUND', `the remote ${conn.name} has no LayerStack ${only}`, { name: only });
@@ -67,7 +68,7 @@ async function snapshot(conn: RemoteConnection, only?: string): Promise<Snapshot
 }
 
 /** History rows are untrusted too: Layer and Commit ids must follow from their contents. */
-function checkIds(s: Snapshot, remote: string): void {
+export function checkIds(s: Snapshot, remote: string): void {
   const bad = (what: string, id: Buffer) => new LayerFsError('ERR_CORRUPT', `the remote ${remote} sent ${what} ${toHex(id)} whose id does not match its contents`, { id: toHex(id), hint: 'the remote holds damaged or forged history; nothing of it was kept' });
   for (const l of s.layers) if (!layerId(l.layerStackId, l.parentLayerId, l.rootId).equals(l.id)) throw bad('Layer', l.id);
   for (const c of s.commits) if (!commitId(c.rootId, c.parentCommitId, c.baseLayerId).equals(c.id)) throw bad('Commit', c.id);
@@ -162,7 +163,7 @@ export async function fetchRemote(store: Store, conn: RemoteConnection, opts: Tr
   const knownLayer = store.db.prepare('SELECT 1 FROM layers WHERE id = ?').pluck();
   const knownCommit = store.db.prepare('SELECT 1 FROM commits WHERE id = ?').pluck();
   const roots = [...s.layers.filter((l) => !knownLayer.get(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !knownCommit.get(c.id)).map((c) => c.rootId)];
-  const transfer = await fetchObjects(store, new RemoteObjects(conn, store), roots, opts);
+  const transfer = await fetchObjects(store, new RemoteObjects(conn, store, true), roots, opts);
   const applied = applySnapshot(store, conn.name, s);
   return { remote: conn.name, ...applied, transfer, ms: Date.now() - t0 };
 }

@@ -6,3 +6,4 @@ export { pushRef, type PushResult } from './push.js';
 export { fetchRemote, type FetchResult, type FetchedRef, type RefOutcome } from './fetch.js';
 export { BATCH_BYTES, type TransferStats, type TransferOptions } from './transfer.js';
 export { displayUrl, withoutPassword, ENV_URL } from './url.js';
+export { verifyRemote, type RemoteVerifyReport } from './verify.js';

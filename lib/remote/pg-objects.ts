@@ -32,6 +32,8 @@ export class RemoteObjects implements Holder, TreeSource {
     private readonly conn: RemoteConnection,
     /** The local Store: delta bases it holds are read there rather than fetched. */
     private readonly local?: Store,
+    /** Keep the frames canonical() reads, for a transfer that stores them next (fetch). */
+    private readonly keepFrames = false,
   ) {}
 
   async has(ids: Buffer[]): Promise<Set<string>> {
@@ -125,9 +127,11 @@ export class RemoteObjects implements Holder, TreeSource {
     const locs = await this.locators(want);
     for (const id of want) if (!locs.has(keyOf(id))) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the remote ${this.conn.name}`, { id: toHex(id), hint: 'the remote is incomplete; nothing of it was kept' });
     const frames = await this.frameBytes([...locs.values()]);
-    for (const l of locs.values()) {
-      const f = frames.get(placeKey(l));
-      if (f) this.frames.set(placeKey(l), f);
+    if (this.keepFrames) {
+      for (const l of locs.values()) {
+        const f = frames.get(placeKey(l));
+        if (f) this.frames.set(placeKey(l), f);
+      }
     }
     const bases = [...locs.values()].filter((l) => l.codec === Codec.Delta).flatMap((l) => baseIds(l.base));
     const baseBytes = new Map<string, Buffer>();

@@ -633,6 +633,11 @@ export class Client {
     return remotes.remoteInit(this.store, remote, opts);
   }
 
+  /** Re-hashes everything the remote's states reach (storing nothing); `ok: false` names the first damage. */
+  remoteVerify(remote?: string, opts: remotes.RemoteOptions = {}): Promise<remotes.RemoteVerifyReport> {
+    return remotes.remoteVerify(this.store, remote, opts);
+  }
+
   /** Sends a LayerStack or a Branch; the remote head moves by compare-and-swap (ERR_HEAD_MOVED). */
   push(ref: string, opts: remotes.RemoteOptions & { remote?: string } = {}): Promise<remotes.PushResult> {
     return remotes.push(this.store, opts.remote, ref, opts);

@@ -8,4 +8,4 @@ export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
 export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
-export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats } from './remotes.js';
+export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats, RemoteVerifyReport } from './remotes.js';

@@ -19,10 +19,12 @@ import {
   type FetchResult,
   type PushResult,
   type TransferOptions,
+  verifyRemote,
+  type RemoteVerifyReport,
 } from '../remote/index.js';
 import { Store } from '../store/index.js';
 
-export type { FetchResult, PushResult, FetchedRef, TransferStats } from '../remote/index.js';
+export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport } from '../remote/index.js';
 
 export interface RemoteInfo {
   name: string;
@@ -112,4 +114,8 @@ export async function clone(url: string, path: string, opts: RemoteOptions & { l
     store.close();
     throw e;
   }
+}
+
+export function remoteVerify(store: Store, remote: string | undefined, opts: RemoteOptions = {}): Promise<RemoteVerifyReport> {
+  return withRemote(store, remote, (c) => verifyRemote(c), opts);
 }

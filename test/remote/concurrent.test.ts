@@ -90,5 +90,7 @@ test('8 Stores push to one remote Branch at once: exactly one wins each race, th
   const names = check.ls('shared').map((e) => e.name);
   for (let i = 0; i < 8; i++) assert.ok(names.includes(`w${i}.txt`), `w${i}.txt landed`);
   assertIntact(check);
+  const rv = await check.remoteVerify();
+  assert.equal(rv.ok, true, JSON.stringify(rv.damage));
   check.close();
 });

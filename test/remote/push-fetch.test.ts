@@ -55,6 +55,9 @@ test('push a LayerStack and a Branch, clone them back: same states, both sides v
   assert.equal((await a.push('work')).outcome, 'UpToDate');
   assert.equal((await a.push('demo')).outcome, 'UpToDate');
 
+  const rv = await a.remoteVerify();
+  assert.equal(rv.ok, true);
+  assert.equal(rv.objectsChecked, a.info().objects);
   const { client: b, result } = await Client.clone(url, join(dir, 'b.sqlite'));
   assert.deepEqual(result.refs.map((r) => `${r.kind}:${r.name}:${r.outcome}`).sort(), ['branch:work:New', 'layerstack:demo:New']);
   assert.deepEqual(exported(b, 'work', join(dir, 'xb')), exported(a, 'work', join(dir, 'xa')));
@@ -107,6 +110,9 @@ test('a forged or damaged object on the remote is refused on fetch; nothing beco
   const db = new URL(url).pathname.slice(1);
   // Flip bytes inside every pack row: every frame then fails to decode or to match its id.
   pg.psql(`UPDATE layerfs.packs SET data = overlay(data PLACING '\\xdeadbeefdeadbeef'::bytea FROM greatest(1, length(data) / 2) FOR 8)`, db);
+  const rv = await a.remoteVerify();
+  assert.equal(rv.ok, false);
+  assert.match(rv.damage!.message, /damaged|does not match|missing/);
   const path = join(dir, 'b.sqlite');
   await assert.rejects(Client.clone(url, path), (e: unknown) => isLayerFsError(e, 'ERR_CORRUPT'));
   const b = Client.connect(path);

@@ -54,6 +54,16 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
       })(),
     );
   remote
+    .command('verify [name]')
+    .description("re-hash everything the remote's states reach (stores nothing); exits 1 on damage")
+    .action((name: string | undefined) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.remoteVerify(name), true);
+        out.result(r, () => `${r.ok ? 'ok' : 'DAMAGED'}: ${r.remote}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed${r.damage ? `; ${r.damage.message}` : ''}`);
+        if (!r.ok) state.code = 1;
+      })(),
+    );
+  remote
     .command('refs [name]')
     .description('the remote heads seen at the last fetch or push (readable as REMOTE/NAME)')
     .action((name: string | undefined) =>
