@@ -95,7 +95,7 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
   // Locators first (small), to cut batches by stored size.
   const locs = await remote.locators(m.order.map((r) => r.id));
   const sizeOf = (r: ChildRef) => locs.get(keyOf(r.id))?.length ?? 0;
-  for (const batch of batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES)) {
+  const prepare = async (batch: ChildRef[]): Promise<Frame[]> => {
     const frames: Frame[] = [];
     const viaFrame: RemoteLocator[] = [];
     for (const r of batch) {
@@ -115,14 +115,26 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
       const key = `${l.pack}:${l.offset}:${l.length}`;
       let f = byPlace.get(key);
       if (!f) {
-        // A frame the remote cannot produce: the reader's re-hash below names the object.
+        // A frame the remote cannot produce: the re-hash when it is stored names the object.
         f = { data: bytes.get(key) ?? Buffer.alloc(0), members: [] };
         byPlace.set(key, f);
         frames.push(f);
       }
       f.members.push({ id: l.id, kind: l.kind, size: l.size, codec: l.codec, at: l.at, base: l.base });
     }
-    insertFrames(store, frames, (id) => kinds.get(keyOf(id)));
+    return frames;
+  };
+  // Batch k+1 is read from the remote while batch k is stored (insertFrames yields between
+  // pack rows, so the connection's replies keep flowing): PostgreSQL and this process overlap.
+  const all = batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES);
+  let next = all.length > 0 ? prepare(all[0]!) : undefined;
+  for (let i = 0; i < all.length; i++) {
+    const frames = await next!;
+    next = i + 1 < all.length ? prepare(all[i + 1]!) : undefined;
+    // Awaited in the next round; a failure of this store must not leave it unobserved.
+    next?.catch(() => {});
+    const batch = all[i]!;
+    await insertFrames(store, frames, (id) => kinds.get(keyOf(id)));
     remote.forget(batch.map((r) => r.id), locs);
     stats.objects += batch.length;
     stats.bytes += frames.reduce((n, f) => n + f.data.length, 0);

@@ -143,9 +143,10 @@ export class FrameSource {
  * received (a group frame once for all its members; a delta against its bases, read from the
  * Store or decoded earlier in this batch) and re-hashed against its id, its kind checked where
  * the caller knows it; any damage rolls the whole batch back. Returns the objects new here.
+ * It yields to the event loop between pack rows (the transaction stays open on this handle).
  */
-export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: Buffer) => number | undefined): number {
-  return store.writeSync((w) => {
+export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: Buffer) => number | undefined): Promise<number> {
+  return store.write(async (w) => {
     const db = store.db;
     const has = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
     const insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
@@ -178,7 +179,11 @@ export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: 
       row.push({ frame: f, members });
       fresh += members.length;
       rowBytes += f.data.length;
-      if (rowBytes >= INSERT_ROW_TARGET) writeRow();
+      if (rowBytes >= INSERT_ROW_TARGET) {
+        writeRow();
+        // Lets the caller's pending network reads progress while this batch is stored.
+        await new Promise((r) => setImmediate(r));
+      }
     }
     writeRow();
     return fresh;
