@@ -1,14 +1,17 @@
 // Lint exists mainly to hold the architecture: layers depend one way
-// (native ← store ← history ← workspace ← mount ← sdk ← cli; errors, format, monitor are leaves),
+// (native ← store ← history ← remote ← workspace ← mount ← sdk ← cli; errors, format, monitor are leaves),
 // and only one folder may touch each foreign engine (SQLite, FUSE, the addon loader).
 import tseslint from 'typescript-eslint';
 
-const layers = ['native', 'store', 'history', 'workspace', 'mount', 'sdk', 'cli'];
+const layers = ['native', 'store', 'history', 'remote', 'workspace', 'mount', 'sdk', 'cli'];
 const leaves = ['errors', 'format', 'monitor'];
 const engines = {
   'better-sqlite3': 'store',
   'fuse-native': 'mount',
   'node-gyp-build': 'native',
+  pg: 'remote',
+  pgpass: 'remote',
+  'pg-connection-string': 'remote',
 };
 
 function above(layer) {

@@ -27,7 +27,17 @@ export type ErrorCode =
   | 'ERR_DIRTY'
   | 'ERR_SANDBOX_UNAVAILABLE'
   /** The command line itself is wrong (unknown command or option, missing argument); exit code 2. */
-  | 'ERR_USAGE';
+  | 'ERR_USAGE'
+  /** A remote head is no longer what this push started from (compare-and-swap lost). */
+  | 'ERR_HEAD_MOVED'
+  /** The remote's LayerStack or Branch of that name has another id. */
+  | 'ERR_REMOTE_MISMATCH'
+  | 'ERR_REMOTE_UNREACHABLE'
+  | 'ERR_REMOTE_AUTH'
+  /** The remote's schema is missing or of another version. */
+  | 'ERR_REMOTE_SCHEMA'
+  /** Any other failure reported by the remote's server. */
+  | 'ERR_REMOTE';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

@@ -20,6 +20,7 @@ packages=(
   "rsync        the peer in benchmarks"
   "bubblewrap   Sandboxes: the namespaces sandboxed executions run in (bwrap)"
   "tmux         driving workspace shell through a terminal in tests"
+  "postgresql   remotes: tests and benchmarks start throw-away PostgreSQL 15 clusters"
 )
 
 need=()

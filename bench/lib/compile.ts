@@ -41,7 +41,8 @@ export async function compileCells(): Promise<CompiledCells> {
   const remove = () => fs.rmSync(root, { recursive: true, force: true });
   try {
     await build({
-      entryPoints: [...sources(path.join(REPO_ROOT, 'lib')), ...sources(BENCH_DIR)],
+      // The throw-away PostgreSQL cluster of the remote tests is shared with the remote cells.
+      entryPoints: [...sources(path.join(REPO_ROOT, 'lib')), ...sources(BENCH_DIR), path.join(REPO_ROOT, 'test', 'helpers', 'postgres.ts')],
       outdir: root,
       outbase: REPO_ROOT,
       bundle: false,

@@ -15,6 +15,7 @@ import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerTourCommand } from './commands/tour.js';
+import { registerRemoteCommands } from './commands/remote.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -61,6 +62,7 @@ export function buildProgram(state: { code: number }): Command {
   registerDaemonCommands(program, run, state);
   registerSandboxCommands(program, run, state);
   registerTourCommand(program, run);
+  registerRemoteCommands(program, run, state);
   return program;
 }
 

@@ -5,6 +5,6 @@ export * from './add.js';
 export * from './rows.js';
 export { layerId, commitId, commitIdV2, uuidv7 } from './ids.js';
 export * from './note.js';
-export { uniqueByPrefix } from './resolve.js';
+export { uniqueByPrefix, resolveRemoteRef, type RemoteRefTarget } from './resolve.js';
 export * from './diff.js';
 export { touchesPath } from './diff-path.js';

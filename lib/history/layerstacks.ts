@@ -7,7 +7,7 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
-import { uniqueByPrefix } from './resolve.js';
+import { resolveRemoteRef, uniqueByPrefix } from './resolve.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
 
 export interface InitResult {
@@ -77,6 +77,8 @@ export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
       .prepare(`SELECT ${LAYER_COLUMNS.replace(/(^|, )/g, '$1l.')} FROM layers l JOIN layer_stacks s ON s.id = l.layer_stack_id WHERE s.name = ? AND l.seq = ?`)
       .get(label[1], Number(label[2])) as LayerRow | undefined;
   }
+  const remote = resolveRemoteRef(store.db, ref, ['layerstack']);
+  if (remote) return getLayer(store, remote.head!);
   const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   if (id) return getLayer(store, id);
   const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;

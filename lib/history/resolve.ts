@@ -30,3 +30,25 @@ export function uniqueByPrefix(db: Db, table: string, text: string, bytes: numbe
   }
   return ids[0];
 }
+
+export interface RemoteRefTarget {
+  kind: 'layerstack' | 'branch';
+  /** LayerStack: its head Layer; Branch: its head Commit (null before its first Commit). */
+  head: Buffer | null;
+  baseLayerId: Buffer | null;
+}
+
+/**
+ * `REMOTE/NAME`: the head a remote had for a LayerStack or Branch of that name at the last fetch
+ * or push (names cannot hold '/', so nothing else is read this way). LayerStacks come first.
+ */
+export function resolveRemoteRef(db: Db, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
+  const m = /^([^/]+)\/([^/]+)$/.exec(ref);
+  if (!m || !db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'remote_refs'`).get()) return undefined;
+  for (const kind of kinds) {
+    const rows = db.prepare('SELECT head, base_layer_id AS baseLayerId FROM remote_refs WHERE remote = ? AND kind = ? AND name = ?').all(m[1], kind, m[2]) as { head: Buffer | null; baseLayerId: Buffer | null }[];
+    if (rows.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks on ${m[1]} have a Branch named ${m[2]}`, { id: ref, hint: 'give the Commit id instead' });
+    if (rows[0]) return { kind, ...rows[0] };
+  }
+  return undefined;
+}

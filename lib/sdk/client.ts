@@ -57,6 +57,7 @@ import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { attachWorkspace, checkSandbox, createSandbox, execOutcome, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
+import * as remotes from './remotes.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
   AddResult,
@@ -111,6 +112,15 @@ export class Client {
   /** Creates a new Store file (refusing an existing path) and connects to it. */
   static create(path: string): Client {
     return new Client(Store.create(path));
+  }
+
+  /**
+   * Clones the remote at `url` (postgres://…; its password, if any, is used once and not stored)
+   * into a new Store at `path`, recording it as remote `origin` (docs/REMOTES.md).
+   */
+  static async clone(url: string, path: string, opts: remotes.RemoteOptions & { layerStack?: string; remote?: string } = {}): Promise<{ client: Client; result: remotes.FetchResult }> {
+    const { store, result } = await remotes.clone(url, path, opts);
+    return { client: new Client(store), result };
   }
 
   /** Connects to an existing Store, checking that it is a Store of a supported format. */
@@ -669,6 +679,44 @@ export class Client {
   /** Stops the daemon, unmounting every FUSE Workspace (they become lost); refuses (Dirty) with uncommitted changes unless discard. */
   stopDaemon(opts: { discard?: boolean } = {}): Promise<StopDaemonResult> {
     return stopDaemon(this.store.path, opts);
+  }
+
+  /** Records a remote (a postgres:// URL without password, or "env:" for the PG* variables). */
+  remoteAdd(name: string, url: string): remotes.RemoteInfo {
+    return remotes.remoteAdd(this.store, name, url);
+  }
+
+  remotes(): remotes.RemoteInfo[] {
+    return remotes.remoteList(this.store);
+  }
+
+  remoteRemove(name: string): void {
+    remotes.remoteRemove(this.store, name);
+  }
+
+  /** The remote heads seen at the last fetch or push, readable as REMOTE/NAME. */
+  remoteRefs(remote?: string): remotes.RemoteRefInfo[] {
+    return remotes.remoteRefList(this.store, remote);
+  }
+
+  /** Creates or upgrades the remote's schema. */
+  remoteInit(remote?: string, opts: remotes.RemoteOptions = {}): Promise<{ remote: string; from: number | null; to: number }> {
+    return remotes.remoteInit(this.store, remote, opts);
+  }
+
+  /** Re-hashes everything the remote's states reach (storing nothing); `ok: false` names the first damage. */
+  remoteVerify(remote?: string, opts: remotes.RemoteOptions = {}): Promise<remotes.RemoteVerifyReport> {
+    return remotes.remoteVerify(this.store, remote, opts);
+  }
+
+  /** Sends a LayerStack or a Branch; the remote head moves by compare-and-swap (ERR_HEAD_MOVED). */
+  push(ref: string, opts: remotes.RemoteOptions & { remote?: string } = {}): Promise<remotes.PushResult> {
+    return remotes.push(this.store, opts.remote, ref, opts);
+  }
+
+  /** Fetches objects and heads of a remote; its states become readable as REMOTE/NAME. */
+  fetch(remote?: string, opts: remotes.RemoteOptions & { layerStack?: string } = {}): Promise<remotes.FetchResult> {
+    return remotes.fetch(this.store, remote, opts);
   }
 
   close(): void {

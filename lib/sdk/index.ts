@@ -10,3 +10,4 @@ export type { ExecutionInfo, ExecutionResources, ResourceUsage, SandboxState, Sa
 export type { CreateSandboxOptions, ShellOptions } from './sandbox.js';
 export type { RemoveProgress } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
+export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats, RemoteVerifyReport } from './remotes.js';

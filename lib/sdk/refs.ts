@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getLayer, resolveBranch, resolveCommit, resolveLayer, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getCommit, getLayer, resolveBranch, resolveCommit, resolveLayer, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -20,6 +20,10 @@ export function resolveState(store: Store, ref: string): ResolvedState {
     if (l) return { kind: 'layer', id: l.id, rootId: l.rootId };
     throw new LayerFsError('ERR_NOT_FOUND', `no Layer labelled ${JSON.stringify(ref)}`, { id: ref, hint: 'labels are LAYERSTACK#SEQ, as `layerfs query layers` prints them' });
   }
+  const remote = resolveRemoteRef(store.db, ref);
+  if (remote?.kind === 'layerstack') return { kind: 'layer', id: remote.head!, rootId: getLayer(store, remote.head!)!.rootId };
+  if (remote?.head) return { kind: 'commit', id: remote.head, rootId: getCommit(store, remote.head)!.rootId };
+  if (remote?.baseLayerId) return { kind: 'layer', id: remote.baseLayerId, rootId: getLayer(store, remote.baseLayerId)!.rootId };
   const layerId = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
   const commit = resolveCommit(store, ref);
   if (layerId && commit) {

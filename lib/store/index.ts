@@ -19,3 +19,5 @@ export { verifyStore, type VerifyReport, type VerifyProgress } from './verify.js
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
 export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
+export { FrameSource, insertFrames, childrenOf, type ChildRef, decodeForm, wholeFrame, baseIds, type Frame, type ObjectForm } from './transfer.js';
+export type { Locator } from './objects.js';

@@ -94,6 +94,26 @@ CREATE TABLE IF NOT EXISTS workspace_sandboxes (
 ) STRICT;
 CREATE INDEX IF NOT EXISTS workspace_sandboxes_by_sandbox ON workspace_sandboxes(sandbox_id);
 ` },
+  // Remotes (docs/REMOTES.md): where this Store pushes and fetches, and the remote heads it saw
+  // at its last fetch or push. No password is ever stored here.
+  { to: 6, sql: `
+CREATE TABLE IF NOT EXISTS remotes (
+  name       TEXT PRIMARY KEY,
+  url        TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS remote_refs (
+  remote         TEXT NOT NULL REFERENCES remotes(name) ON DELETE CASCADE,
+  kind           TEXT NOT NULL CHECK (kind IN ('layerstack', 'branch')),
+  name           TEXT NOT NULL,
+  layer_stack_id BLOB NOT NULL CHECK (length(layer_stack_id) = 16),
+  id             BLOB NOT NULL,
+  head           BLOB,
+  base_layer_id  BLOB,
+  updated_ms     INTEGER NOT NULL,
+  PRIMARY KEY (remote, kind, layer_stack_id, name)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

@@ -1,0 +1,70 @@
+// Family remote_push_clone: remotes on PostgreSQL against git over the loopback (docs/REMOTES.md).
+// Push of an N-file Store to an empty remote (goal ≤ 1.5× `git push` to a local bare repository),
+// clone back (goal ≤ 1.5× `git clone --no-local`), push after a 10-file commit (goal: bytes ≤ 2×
+// the commit's new bytes, ≤ 1 s).
+
+import { countLabel, DASH, fmtBytes, fmtMs, fmtRatio } from '../lib/format.js';
+import { firstLine } from '../lib/table.js';
+import { ensureTree } from '../fixtures/tree.js';
+import type { Family, Row, Table } from '../lib/types.js';
+import { useFixture } from './_fixture.js';
+
+const CELLS = [
+  { tool: 'layerfs', script: 'layerfs-remote.ts' },
+  { tool: 'git', script: 'git-remote.ts' },
+] as const;
+
+const num = (x: unknown): number | undefined => (typeof x === 'number' && Number.isFinite(x) ? x : undefined);
+
+const family: Family = {
+  name: 'remote_push_clone',
+  title: 'Remotes: push, clone, incremental push (PostgreSQL vs git, loopback)',
+  description:
+    'layerfs: a throw-away PostgreSQL 15 cluster (fsync on, Unix socket) as the remote; push of the ' +
+    'imported LayerStack to the empty remote ("push"), `Client.clone` into a new Store ("clone", ' +
+    'every object re-hashed), then 10 files edited in a Workspace, committed, and Branch work pushed ' +
+    '("push10"). git: `git push` of the same tree to an empty bare repository, `git clone --no-local` ' +
+    '(with checkout; "clone objects" is --no-checkout), the same 10 edits committed and pushed. ' +
+    'Bytes: layerfs counts stored bytes sent; git the growth of the bare repository.',
+  order: 80,
+  peers: ['git'],
+  tiers: (quick) => (quick ? [1_000] : [10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
+  run(tier, ctx) {
+    const fx = useFixture(ctx, ensureTree(tier.value));
+    const args = ['--dir', fx.dir, '--files', String(tier.value), '--edits', '10', '--edit-bytes', '64', '--edit-mode', 'mixed', '--seed', '1'];
+    return CELLS.map((c) => {
+      const row = ctx.runCell({ tier, tool: c.tool, script: c.script, args });
+      row.bytes ??= fx.manifest.bytes;
+      return row;
+    });
+  },
+  table(rows: Row[]): Table {
+    const notes: string[] = [];
+    const headers = ['tier', 'tool', 'push', '×git', 'push bytes', 'clone', '×git', 'clone objects', 'push10', 'push10 bytes', 'commit new bytes'];
+    const out = rows.map((r) => {
+      if (r.status !== 'ok') {
+        notes.push(`${r.tool} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
+        return [r.tier, r.tool, `${r.status} [${notes.length}]`, ...Array<string>(headers.length - 3).fill(DASH)];
+      }
+      const x = r.extra;
+      const git = rows.find((q) => q.tool === 'git' && q.tier === r.tier && q.status === 'ok');
+      const ratio = (k: string) => (r.tool === 'git' ? DASH : fmtRatio(num(x[k]) !== undefined && num(git?.extra[k]) ? num(x[k])! / num(git!.extra[k])! : undefined));
+      return [
+        r.tier,
+        r.tool,
+        fmtMs(num(x.pushMs)),
+        ratio('pushMs'),
+        fmtBytes(num(x.pushBytes)),
+        fmtMs(num(x.cloneMs)),
+        ratio('cloneMs'),
+        r.tool === 'git' ? fmtMs(num(x.cloneBareMs)) : DASH,
+        fmtMs(num(x.push10Ms)),
+        fmtBytes(num(x.push10Bytes)),
+        r.tool === 'git' ? DASH : fmtBytes(num(x.commitBytesInserted)),
+      ];
+    });
+    return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };
+  },
+};
+
+export default family;

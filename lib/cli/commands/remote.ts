@@ -1,0 +1,113 @@
+/** remote add|ls|remove|init|refs, push, fetch, clone (docs/REMOTES.md). */
+import type { Command } from 'commander';
+import { Client, LayerFsError, type FetchResult, type TransferStats } from '../../sdk/index.js';
+import { formatBytes } from '../output.js';
+import type { Runner } from '../main.js';
+import { withClient } from './db.js';
+
+const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+
+function transferLine(t: TransferStats, ms: number): string {
+  return `${t.objects} objects, ${formatBytes(t.bytes)} in ${t.batches} batches (${t.asked} ids negotiated in ${t.queries} queries${t.whole ? `, ${t.whole} sent whole` : ''}) in ${(ms / 1000).toFixed(2)} s`;
+}
+
+function fetchLines(r: FetchResult): string[] {
+  return [`fetched from ${r.remote}: ${transferLine(r.transfer, r.ms)}; ${r.layers} Layers, ${r.commits} Commits new here`, ...r.refs.map((x) => `  ${x.outcome}\t${r.remote}/${x.name}\t${x.kind}${x.kind === 'branch' ? ` of ${x.layerStack}` : ''}\t${short(x.head)}`)];
+}
+
+export function registerRemoteCommands(program: Command, run: Runner, state: { code: number }): void {
+  const remote = program.command('remote').description('remotes on PostgreSQL: where push, fetch and clone go');
+  remote
+    .command('add <name> <url>')
+    .description('record a remote: postgres://USER@HOST[:PORT]/DB (no password: use ~/.pgpass or PGPASSWORD), or "env:" for the PG* variables')
+    .action((name: string, url: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.remoteAdd(name, url));
+        out.result({ outcome: 'Added', remote: r }, () => `added remote ${r.name} ${r.url}`);
+      })(),
+    );
+  remote
+    .command('ls')
+    .description('list remotes')
+    .action(() =>
+      run(async (out, g) => {
+        const rows = await withClient(g.store, (c) => c.remotes(), true);
+        out.result({ remotes: rows }, () => rows.map((r) => `${r.name}\t${r.url}`));
+      })(),
+    );
+  remote
+    .command('remove <name>')
+    .description('forget a remote and the remote heads recorded for it (the remote itself is untouched)')
+    .action((name: string) =>
+      run(async (out, g) => {
+        await withClient(g.store, (c) => c.remoteRemove(name));
+        out.result({ outcome: 'Removed', name }, () => `removed remote ${name}`);
+      })(),
+    );
+  remote
+    .command('init [name]')
+    .description("create the remote's layerfs schema, or upgrade it to this layerfs's version")
+    .action((name: string | undefined) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.remoteInit(name));
+        out.result({ outcome: r.from === r.to ? 'UpToDate' : r.from === null ? 'Created' : 'Upgraded', ...r }, () => `${r.remote}: schema version ${r.from ?? 'none'} -> ${r.to}`);
+      })(),
+    );
+  remote
+    .command('verify [name]')
+    .description("re-hash everything the remote's states reach (stores nothing); exits 1 on damage")
+    .action((name: string | undefined) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.remoteVerify(name), true);
+        out.result(r, () => `${r.ok ? 'ok' : 'DAMAGED'}: ${r.remote}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed${r.damage ? `; ${r.damage.message}` : ''}`);
+        if (!r.ok) state.code = 1;
+      })(),
+    );
+  remote
+    .command('refs [name]')
+    .description('the remote heads seen at the last fetch or push (readable as REMOTE/NAME)')
+    .action((name: string | undefined) =>
+      run(async (out, g) => {
+        const rows = await withClient(g.store, (c) => c.remoteRefs(name), true);
+        out.result({ refs: rows }, () => rows.map((r) => `${r.ref}\t${r.kind}\t${short(r.head)}\t${r.updatedAt}`));
+      })(),
+    );
+
+  program
+    .command('push <remoteOrRef> [ref]')
+    .description('push [REMOTE] REF: send a LayerStack (its Layers) or a Branch (its Commits); the remote head moves by compare-and-swap (exit 3 on HeadMoved)')
+    .action((a: string, b: string | undefined) =>
+      run(async (out, g) => {
+        const [remoteName, ref] = b === undefined ? [undefined, a] : [a, b];
+        try {
+          const r = await withClient(g.store, (c) => c.push(ref, { remote: remoteName }));
+          out.result(r, () => `${r.outcome === 'Pushed' ? 'PUSHED' : 'UP_TO_DATE'} ${r.kind} ${r.ref} head ${short(r.head)}: ${r.layersSent} Layers, ${r.commitsSent} Commits; ${transferLine(r.transfer, r.ms)}`);
+        } catch (e) {
+          state.code = out.error(e);
+          if (e instanceof LayerFsError && e.code === 'ERR_HEAD_MOVED') state.code = 3;
+        }
+      })(),
+    );
+  program
+    .command('fetch [remote]')
+    .description("fetch a remote's objects and heads; its states become readable as REMOTE/NAME")
+    .option('--layerstack <name>', 'only this LayerStack (its Layers, Branches and Commits)')
+    .action((name: string | undefined, opts: { layerstack?: string }) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.fetch(name, { layerStack: opts.layerstack }));
+        out.result(r, () => fetchLines(r));
+      })(),
+    );
+  program
+    .command('clone <url> <path>')
+    .description('a new Store at PATH holding what the remote has (recorded as remote origin)')
+    .option('--layerstack <name>', 'only this LayerStack')
+    .action((url: string, path: string, opts: { layerstack?: string }) =>
+      run(async (out) => {
+        const { client, result } = await Client.clone(url, path, { layerStack: opts.layerstack });
+        const storePath = client.storePath;
+        client.close();
+        out.result({ outcome: 'Cloned', store: storePath, ...result }, () => [`cloned into ${storePath}`, ...fetchLines(result)]);
+      })(),
+    );
+}

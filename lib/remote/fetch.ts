@@ -1,0 +1,172 @@
+/**
+ * fetch: the remote's LayerStacks, Layers, Branches and Commits (read in one snapshot), the
+ * objects they reach, then one local write transaction that makes them reachable. Everything
+ * received is checked first: every object is re-hashed as it is stored (transfer.ts), and
+ * Layer and Commit ids are re-derived from their rows. Local LayerStacks fast-forward to the
+ * remote's (Layers are shared history); local Branches are created when new, never moved; the
+ * remote heads are recorded as REMOTE/NAME.
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { expectedCommitId, getLayerStack, layerId, listLayers, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
+import type { Store } from '../store/index.js';
+import type { RemoteConnection } from './connection.js';
+import { RemoteObjects } from './pg-objects.js';
+import { setRemoteRef } from './remotes.js';
+import { fetchObjects, type TransferOptions, type TransferStats } from './transfer.js';
+
+/**
+ * What a fetch did with one remote ref here. Tracked: a local Branch of that id differs from the
+ * remote's; only the remote head (REMOTE/NAME) was recorded, the local Branch left as it is.
+ */
+export type RefOutcome = 'New' | 'FastForward' | 'UpToDate' | 'Tracked' | 'LocalAhead' | 'Diverged' | 'NameTaken';
+
+export interface FetchedRef {
+  kind: 'layerstack' | 'branch';
+  name: string;
+  layerStack: string;
+  head: string | null;
+  outcome: RefOutcome;
+}
+
+export interface FetchResult {
+  remote: string;
+  refs: FetchedRef[];
+  layers: number;
+  commits: number;
+  transfer: TransferStats;
+  ms: number;
+}
+
+export interface Snapshot {
+  stacks: LayerStackRow[];
+  layers: LayerRow[];
+  branches: BranchRow[];
+  commits: CommitRow[];
+}
+
+const STACK_COLS = 'id, name, head_layer_id AS "headLayerId", created_ms::float8 AS "createdMs"';
+const LAYER_COLS =
+  'id, layer_stack_id AS "layerStackId", seq, parent_layer_id AS "parentLayerId", root_id AS "rootId", source_branch_id AS "sourceBranchId", source_commit_id AS "sourceCommitId", created_ms::float8 AS "createdMs"';
+const BRANCH_COLS = 'id, layer_stack_id AS "layerStackId", name, base_layer_id AS "baseLayerId", head_commit_id AS "headCommitId", created_ms::float8 AS "createdMs"';
+const COMMIT_COLS =
+  'id, root_id AS "rootId", parent_commit_id AS "parentCommitId", base_layer_id AS "baseLayerId", created_ms::float8 AS "createdMs", message, metadata, author, id_version AS "idVersion"';
+
+/** The remote's history rows (all, or one LayerStack's), read in one snapshot. */
+export async function snapshot(conn: RemoteConnection, only?: string): Promise<Snapshot> {
+  return conn.transaction(async () => {
+    const stacks = await conn.query<LayerStackRow>(`SELECT ${STACK_COLS} FROM layerfs.layer_stacks ${only ? 'WHERE name = $1' : ''} ORDER BY created_ms, name`, only ? [only] : []);
+    if (only && stacks.length === 0) throw new LayerFsError('ERR_NOT_FOUND', `the remote ${conn.name} has no LayerStack ${only}`, { name: only });
+    const ids = stacks.map((s) => s.id);
+    const layers = await conn.query<LayerRow>(`SELECT ${LAYER_COLS} FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY layer_stack_id, seq`, [ids]);
+    const branches = await conn.query<BranchRow>(`SELECT ${BRANCH_COLS} FROM layerfs.branches WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY created_ms, name`, [ids]);
+    const commits = await conn.query<CommitRow>(
+      `SELECT ${COMMIT_COLS} FROM layerfs.commits WHERE base_layer_id IN (SELECT id FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[])) ORDER BY created_ms, id`,
+      [ids],
+    );
+    return { stacks, layers, branches, commits };
+  }, 'REPEATABLE READ READ ONLY');
+}
+
+/** History rows are untrusted too: Layer and Commit ids must follow from their contents. */
+export function checkIds(s: Snapshot, remote: string): void {
+  const bad = (what: string, id: Buffer) => new LayerFsError('ERR_CORRUPT', `the remote ${remote} sent ${what} ${toHex(id)} whose id does not match its contents`, { id: toHex(id), hint: 'the remote holds damaged or forged history; nothing of it was kept' });
+  for (const l of s.layers) if (!layerId(l.layerStackId, l.parentLayerId, l.rootId).equals(l.id)) throw bad('Layer', l.id);
+  for (const c of s.commits) if (!expectedCommitId(c).equals(c.id)) throw bad('Commit', c.id);
+}
+
+/** Parents before children, so the local foreign keys hold as rows go in. */
+function commitsInOrder(commits: CommitRow[]): CommitRow[] {
+  const byId = new Map(commits.map((c) => [c.id.toString('latin1'), c]));
+  const done = new Set<string>();
+  const out: CommitRow[] = [];
+  const visit = (c: CommitRow) => {
+    const stack: CommitRow[] = [];
+    let cur: CommitRow | undefined = c;
+    while (cur && !done.has(cur.id.toString('latin1'))) {
+      done.add(cur.id.toString('latin1'));
+      stack.push(cur);
+      cur = cur.parentCommitId ? byId.get(cur.parentCommitId.toString('latin1')) : undefined;
+    }
+    out.push(...stack.reverse());
+  };
+  commits.forEach(visit);
+  return out;
+}
+
+/** Applies the snapshot to the Store in one write transaction; objects are all stored already. */
+function applySnapshot(store: Store, remote: string, s: Snapshot): { refs: FetchedRef[]; layers: number; commits: number } {
+  return store.writeSync(() => {
+    const db = store.db;
+    const refs: FetchedRef[] = [];
+    let nLayers = 0;
+    let nCommits = 0;
+    const accepted = new Set<string>();
+    const insertLayer = db.prepare('INSERT OR IGNORE INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
+    for (const st of s.stacks) {
+      const chain = s.layers.filter((l) => l.layerStackId.equals(st.id));
+      const here = getLayerStack(store, st.id);
+      let outcome: RefOutcome;
+      if (!here) {
+        if (db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(st.name)) outcome = 'NameTaken';
+        else {
+          db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(st.id, st.name, st.headLayerId, st.createdMs);
+          outcome = 'New';
+        }
+      } else {
+        const local = listLayers(store, st.id);
+        const localHead = local.find((l) => l.id.equals(here.headLayerId))!;
+        const remoteAt = chain.findIndex((l) => l.id.equals(here.headLayerId));
+        if (here.headLayerId.equals(st.headLayerId)) outcome = 'UpToDate';
+        else if (remoteAt >= 0) outcome = 'FastForward';
+        else if (local.some((l) => l.id.equals(st.headLayerId)) && localHead) outcome = 'LocalAhead';
+        else outcome = 'Diverged';
+      }
+      if (outcome === 'NameTaken' || outcome === 'Diverged') {
+        refs.push({ kind: 'layerstack', name: st.name, layerStack: st.name, head: toHex(st.headLayerId), outcome });
+        continue;
+      }
+      accepted.add(st.id.toString('latin1'));
+      for (const l of chain) nLayers += insertLayer.run(l.id, l.layerStackId, l.seq, l.parentLayerId, l.rootId, l.sourceBranchId, l.sourceCommitId, l.createdMs).changes;
+      if (outcome === 'FastForward') db.prepare('UPDATE layer_stacks SET head_layer_id = ? WHERE id = ?').run(st.headLayerId, st.id);
+      setRemoteRef(store, { remote, kind: 'layerstack', name: st.name, layerStackId: st.id, id: st.id, head: st.headLayerId, baseLayerId: null });
+      refs.push({ kind: 'layerstack', name: st.name, layerStack: st.name, head: toHex(st.headLayerId), outcome });
+    }
+    const insertCommit = db.prepare(
+      'INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    );
+    const hasLayer = db.prepare('SELECT 1 FROM layers WHERE id = ?').pluck();
+    for (const c of commitsInOrder(s.commits)) if (hasLayer.get(c.baseLayerId)) nCommits += insertCommit.run(c.id, c.rootId, c.parentCommitId, c.baseLayerId, c.createdMs, c.message, c.metadata, c.author, c.idVersion).changes;
+    for (const b of s.branches) {
+      const stackName = s.stacks.find((x) => x.id.equals(b.layerStackId))!.name;
+      if (!accepted.has(b.layerStackId.toString('latin1'))) continue;
+      const local = db.prepare('SELECT id, head_commit_id AS head FROM branches WHERE id = ?').get(b.id) as { id: Buffer; head: Buffer | null } | undefined;
+      let outcome: RefOutcome;
+      if (local) outcome = sameId(local.head, b.headCommitId) ? 'UpToDate' : 'Tracked';
+      else if (db.prepare('SELECT 1 FROM branches WHERE layer_stack_id = ? AND name = ?').get(b.layerStackId, b.name)) outcome = 'NameTaken';
+      else {
+        db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(b.id, b.layerStackId, b.name, b.baseLayerId, b.headCommitId, b.createdMs);
+        outcome = 'New';
+      }
+      setRemoteRef(store, { remote, kind: 'branch', name: b.name, layerStackId: b.layerStackId, id: b.id, head: b.headCommitId, baseLayerId: b.baseLayerId });
+      refs.push({ kind: 'branch', name: b.name, layerStack: stackName, head: b.headCommitId ? toHex(b.headCommitId) : null, outcome });
+    }
+    return { refs, layers: nLayers, commits: nCommits };
+  });
+}
+
+function sameId(a: Buffer | null, b: Buffer | null): boolean {
+  return a === null || b === null ? a === b : a.equals(b);
+}
+
+export async function fetchRemote(store: Store, conn: RemoteConnection, opts: TransferOptions & { layerStack?: string } = {}): Promise<FetchResult> {
+  const t0 = Date.now();
+  const s = await snapshot(conn, opts.layerStack);
+  checkIds(s, conn.name);
+  const knownLayer = store.db.prepare('SELECT 1 FROM layers WHERE id = ?').pluck();
+  const knownCommit = store.db.prepare('SELECT 1 FROM commits WHERE id = ?').pluck();
+  const roots = [...s.layers.filter((l) => !knownLayer.get(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !knownCommit.get(c.id)).map((c) => c.rootId)];
+  const transfer = await fetchObjects(store, new RemoteObjects(conn, store, true), roots, opts);
+  const applied = applySnapshot(store, conn.name, s);
+  return { remote: conn.name, ...applied, transfer, ms: Date.now() - t0 };
+}

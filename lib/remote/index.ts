@@ -1,0 +1,9 @@
+/** lib/remote: remotes on PostgreSQL — push, fetch, clone, remote heads (docs/REMOTES.md). */
+export { RemoteConnection, mapPgError } from './connection.js';
+export { initRemoteSchema, checkRemoteSchema, REMOTE_SCHEMA_VERSION } from './schema.js';
+export { addRemote, getRemote, listRemotes, removeRemote, remoteRefs, type RemoteRow, type RemoteRefRow } from './remotes.js';
+export { pushRef, type PushResult } from './push.js';
+export { fetchRemote, type FetchResult, type FetchedRef, type RefOutcome } from './fetch.js';
+export { BATCH_BYTES, type TransferStats, type TransferOptions } from './transfer.js';
+export { displayUrl, withoutPassword, ENV_URL } from './url.js';
+export { verifyRemote, type RemoteVerifyReport } from './verify.js';

@@ -1,0 +1,10 @@
+declare module 'pgpass' {
+  interface ConnInfo {
+    host?: string;
+    port?: number;
+    database?: string;
+    user?: string;
+  }
+  function pgpass(conn: ConnInfo, cb: (password?: string) => void): void;
+  export default pgpass;
+}

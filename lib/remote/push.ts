@@ -1,0 +1,182 @@
+/**
+ * push: send a LayerStack (its Layers) or a Branch (its Commits, and the Layers up to its base)
+ * to a remote. Objects first, in batches the remote keeps even if the push stops halfway; then
+ * one PostgreSQL transaction that moves the heads by compare-and-swap (rows locked FOR UPDATE).
+ * A head that is no longer what this push started from is ERR_HEAD_MOVED: a push never
+ * overwrites. A LayerStack or Branch of that name with another id is ERR_REMOTE_MISMATCH.
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { branchLog, getLayerStack, listLayers, resolveBranch, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
+import type { Store } from '../store/index.js';
+import type { RemoteConnection } from './connection.js';
+import { RemoteObjects } from './pg-objects.js';
+import { setRemoteRef } from './remotes.js';
+import { pushObjects, type TransferOptions, type TransferStats } from './transfer.js';
+
+export interface PushResult {
+  ref: string;
+  kind: 'layerstack' | 'branch';
+  outcome: 'Pushed' | 'UpToDate';
+  /** The remote head now: a Layer id (LayerStack) or a Commit id (Branch; null before its first Commit). */
+  head: string | null;
+  layersSent: number;
+  commitsSent: number;
+  transfer: TransferStats;
+  ms: number;
+}
+
+function headMoved(what: string, expected: Buffer | null | undefined, actual: Buffer | null | undefined): LayerFsError {
+  return new LayerFsError('ERR_HEAD_MOVED', `the remote ${what} moved since this push started (or holds work this Store lacks)`, {
+    expected: expected ? toHex(expected) : null,
+    actual: actual ? toHex(actual) : null,
+    hint: 'fetch, continue from the remote state, and push again; a push never overwrites',
+  });
+}
+
+interface StackPlan {
+  stack: LayerStackRow;
+  /** Remote head before (null: the remote has no such LayerStack). */
+  remoteHead: Buffer | null;
+  /** Layers to insert, oldest first, and the new head ([] = no change). */
+  send: LayerRow[];
+}
+
+/** What moving the remote LayerStack to `upTo` needs: nothing, a fast-forward, or HeadMoved. */
+async function planStack(conn: RemoteConnection, store: Store, stack: LayerStackRow, upTo: LayerRow): Promise<StackPlan> {
+  const rows = await conn.query<{ id: Buffer; head: Buffer }>('SELECT id, head_layer_id AS head FROM layerfs.layer_stacks WHERE name = $1', [stack.name]);
+  const chain = listLayers(store, stack.id).filter((l) => l.seq <= upTo.seq);
+  const r = rows[0];
+  if (!r) return { stack, remoteHead: null, send: chain };
+  if (!r.id.equals(stack.id)) {
+    throw new LayerFsError('ERR_REMOTE_MISMATCH', `the remote's LayerStack ${stack.name} is another LayerStack (id ${toHex(r.id)}, here ${toHex(stack.id)})`, { name: stack.name, id: toHex(stack.id), hint: 'rename one of them' });
+  }
+  const has = await conn.query('SELECT 1 FROM layerfs.layers WHERE id = $1', [upTo.id]);
+  if (has.length) return { stack, remoteHead: r.head, send: [] };
+  const at = chain.findIndex((l) => l.id.equals(r.head));
+  if (at < 0) throw headMoved(`LayerStack ${stack.name}`, chain[chain.length - 1]?.id, r.head);
+  return { stack, remoteHead: r.head, send: chain.slice(at + 1) };
+}
+
+interface BranchPlan {
+  branch: BranchRow;
+  exists: boolean;
+  remoteHead: Buffer | null;
+  send: CommitRow[];
+}
+
+async function planBranch(conn: RemoteConnection, store: Store, b: BranchRow): Promise<BranchPlan> {
+  const rows = await conn.query<{ id: Buffer; head: Buffer | null }>('SELECT id, head_commit_id AS head FROM layerfs.branches WHERE layer_stack_id = $1 AND name = $2', [b.layerStackId, b.name]);
+  const log = branchLog(store, b).reverse();
+  const r = rows[0];
+  if (!r) return { branch: b, exists: false, remoteHead: null, send: log };
+  if (!r.id.equals(b.id)) {
+    throw new LayerFsError('ERR_REMOTE_MISMATCH', `the remote's Branch ${b.name} is another Branch (id ${toHex(r.id)}, here ${toHex(b.id)})`, { name: b.name, id: toHex(b.id), hint: 'fork under another name, or fetch and continue the remote Branch' });
+  }
+  if (r.head === null) return { branch: b, exists: true, remoteHead: null, send: log };
+  const at = log.findIndex((c) => c.id.equals(r.head!));
+  if (at < 0) throw headMoved(`Branch ${b.name}`, b.headCommitId, r.head);
+  return { branch: b, exists: true, remoteHead: r.head, send: log.slice(at + 1) };
+}
+
+async function moveStack(conn: RemoteConnection, p: StackPlan): Promise<void> {
+  if (p.send.length === 0) return;
+  const head = p.send[p.send.length - 1]!;
+  if (p.remoteHead === null) {
+    const ins = await conn.query('INSERT INTO layerfs.layer_stacks (id, name, head_layer_id, created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1', [p.stack.id, p.stack.name, head.id, p.stack.createdMs]);
+    if (ins.length === 0) throw headMoved(`LayerStack ${p.stack.name}`, null, null);
+  } else {
+    const cur = await conn.query<{ head: Buffer }>('SELECT head_layer_id AS head FROM layerfs.layer_stacks WHERE id = $1 FOR UPDATE', [p.stack.id]);
+    if (!cur[0] || !cur[0].head.equals(p.remoteHead)) throw headMoved(`LayerStack ${p.stack.name}`, p.remoteHead, cur[0]?.head);
+  }
+  for (const l of p.send) {
+    await conn.query('INSERT INTO layerfs.layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+      l.id,
+      l.layerStackId,
+      l.seq,
+      l.parentLayerId,
+      l.rootId,
+      l.sourceBranchId,
+      l.sourceCommitId,
+      l.createdMs,
+    ]);
+  }
+  if (p.remoteHead !== null) await conn.query('UPDATE layerfs.layer_stacks SET head_layer_id = $1 WHERE id = $2', [head.id, p.stack.id]);
+}
+
+async function moveBranch(conn: RemoteConnection, p: BranchPlan): Promise<void> {
+  const b = p.branch;
+  for (const c of p.send) {
+    await conn.query(
+      'INSERT INTO layerfs.commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING',
+      [c.id, c.rootId, c.parentCommitId, c.baseLayerId, c.createdMs, c.message, c.metadata, c.author, c.idVersion],
+    );
+  }
+  if (!p.exists) {
+    const ins = await conn.query('INSERT INTO layerfs.branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1', [
+      b.id,
+      b.layerStackId,
+      b.name,
+      b.baseLayerId,
+      b.headCommitId,
+      b.createdMs,
+    ]);
+    if (ins.length === 0) throw headMoved(`Branch ${b.name}`, null, null);
+    return;
+  }
+  const cur = await conn.query<{ head: Buffer | null }>('SELECT head_commit_id AS head FROM layerfs.branches WHERE id = $1 FOR UPDATE', [b.id]);
+  const same = cur[0] && (cur[0].head === null ? p.remoteHead === null : p.remoteHead !== null && cur[0].head.equals(p.remoteHead));
+  if (!same) throw headMoved(`Branch ${b.name}`, p.remoteHead, cur[0]?.head);
+  await conn.query('UPDATE layerfs.branches SET head_commit_id = $1, base_layer_id = $2 WHERE id = $3', [b.headCommitId, b.baseLayerId, b.id]);
+}
+
+/** What REF names here: a LayerStack name, or a Branch (name or id). */
+function resolvePushRef(store: Store, ref: string): { stack: LayerStackRow; branch?: BranchRow } {
+  const stack = store.db.prepare('SELECT id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
+  let branch: BranchRow | undefined;
+  try {
+    branch = resolveBranch(store, ref);
+  } catch (e) {
+    if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') || stack === undefined) throw e;
+  }
+  if (stack && branch) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} names both a LayerStack and a Branch`, { name: ref, hint: 'give the Branch id to push the Branch' });
+  if (branch) return { stack: getLayerStack(store, branch.layerStackId)!, branch };
+  return { stack: getLayerStack(store, stack!)! };
+}
+
+export async function pushRef(store: Store, conn: RemoteConnection, ref: string, opts: TransferOptions = {}): Promise<PushResult> {
+  const t0 = Date.now();
+  const { stack, branch } = store.read(() => resolvePushRef(store, ref));
+  const upTo = store.read(() => listLayers(store, stack.id).find((l) => l.id.equals(branch ? branch.baseLayerId : stack.headLayerId))!);
+  const sp = await planStack(conn, store, stack, upTo);
+  const bp = branch ? await planBranch(conn, store, branch) : undefined;
+  const roots = [...sp.send.map((l) => l.rootId), ...(bp?.send.map((c) => c.rootId) ?? [])];
+  const transfer = await pushObjects(store, new RemoteObjects(conn), roots, opts);
+  const branchChanges = bp !== undefined && (!bp.exists || bp.send.length > 0 || !sameId(bp.remoteHead, bp.branch.headCommitId));
+  if (sp.send.length > 0 || branchChanges) {
+    await conn.transaction(async () => {
+      await moveStack(conn, sp);
+      if (bp && branchChanges) await moveBranch(conn, bp);
+    });
+  }
+  const stackHead = sp.send.length ? sp.send[sp.send.length - 1]!.id : sp.remoteHead!;
+  store.writeSync(() => {
+    if (!branch || sp.send.length) setRemoteRef(store, { remote: conn.name, kind: 'layerstack', name: stack.name, layerStackId: stack.id, id: stack.id, head: stackHead, baseLayerId: null });
+    if (branch) setRemoteRef(store, { remote: conn.name, kind: 'branch', name: branch.name, layerStackId: stack.id, id: branch.id, head: branch.headCommitId, baseLayerId: branch.baseLayerId });
+  });
+  const head = branch ? branch.headCommitId : stackHead;
+  return {
+    ref,
+    kind: branch ? 'branch' : 'layerstack',
+    outcome: sp.send.length > 0 || branchChanges ? 'Pushed' : 'UpToDate',
+    head: head ? toHex(head) : null,
+    layersSent: sp.send.length,
+    commitsSent: bp?.send.length ?? 0,
+    transfer,
+    ms: Date.now() - t0,
+  };
+}
+
+function sameId(a: Buffer | null, b: Buffer | null): boolean {
+  return a === null || b === null ? a === b : a.equals(b);
+}

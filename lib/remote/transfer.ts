@@ -1,0 +1,145 @@
+/**
+ * Moving the objects of some states between a Store and a remote, in both directions: negotiate
+ * (walk.ts), then send the missing objects in post-order, in batches of about BATCH_BYTES
+ * canonical bytes, each batch one transaction on the receiving side. Frames travel as stored;
+ * a delta travels as a delta only when its bases are on the receiving side already or sent
+ * before it, else decoded (wholeFrame). An interrupted transfer leaves whole batches behind,
+ * each closed under "children first", so the next one skips them.
+ */
+import { baseIds, Codec, FrameSource, insertFrames, wholeFrame, type ChildRef, type Frame, type Store } from '../store/index.js';
+import type { RemoteObjects, RemoteLocator } from './pg-objects.js';
+import { findMissing, keyOf, NEGOTIATION_BATCH, type Holder, type TreeSource } from './walk.js';
+
+export const BATCH_BYTES = 16 * 1024 * 1024;
+
+export interface TransferStats {
+  /** Objects the receiver lacked and was sent. */
+  objects: number;
+  /** Stored bytes sent (frames as they travel). */
+  bytes: number;
+  /** Of those, objects sent decoded because their delta bases stay behind. */
+  whole: number;
+  /** Ids the receiver was asked about, in how many queries. */
+  asked: number;
+  queries: number;
+  batches: number;
+}
+
+export interface TransferOptions {
+  batchBytes?: number;
+  /** Called after each batch landed. */
+  onBatch?: (s: TransferStats) => void;
+}
+
+function batches(order: ChildRef[], sizeOf: (r: ChildRef) => number, limit: number): ChildRef[][] {
+  const out: ChildRef[][] = [];
+  let cur: ChildRef[] = [];
+  let bytes = 0;
+  for (const r of order) {
+    cur.push(r);
+    bytes += sizeOf(r);
+    if (bytes >= limit) {
+      out.push(cur);
+      cur = [];
+      bytes = 0;
+    }
+  }
+  if (cur.length) out.push(cur);
+  return out;
+}
+
+/** Sends the objects of the states `roots` that the remote lacks. */
+export async function pushObjects(store: Store, remote: RemoteObjects, roots: Buffer[], opts: TransferOptions = {}): Promise<TransferStats> {
+  const local: TreeSource = {
+    trees: async (refs) => new Map(refs.map((r) => [keyOf(r.id), store.objects.get(r.id, r.kind)])),
+  };
+  const m = await findMissing(roots, local, remote);
+  const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: m.asked, queries: m.queries, batches: 0 };
+  const src = new FrameSource(store);
+  const pos = new Map(m.order.map((r, i) => [keyOf(r.id), i]));
+  const unknown: Buffer[] = [];
+  for (const r of m.order) {
+    const loc = src.locator(r.id);
+    if (loc?.codec !== Codec.Delta) continue;
+    for (const b of baseIds(loc.base)) if (!pos.has(keyOf(b)) && !m.present.has(keyOf(b))) unknown.push(b);
+  }
+  const there = new Set<string>(m.present);
+  for (let i = 0; i < unknown.length; i += NEGOTIATION_BATCH) for (const k of await remote.has(unknown.slice(i, i + NEGOTIATION_BATCH))) there.add(k);
+  stats.queries += Math.ceil(unknown.length / NEGOTIATION_BATCH);
+  const whole = (id: Buffer, loc: { base: Buffer | null }) => {
+    const at = pos.get(keyOf(id))!;
+    return baseIds(loc.base).some((b) => !there.has(keyOf(b)) && !((pos.get(keyOf(b)) ?? Infinity) < at));
+  };
+  const sizeOf = (r: ChildRef) => src.locator(r.id)?.length ?? 0;
+  for (const batch of batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES)) {
+    const frames = store.read(() => src.frames(batch.map((r) => r.id), whole));
+    const w = await remote.writeBatch(frames);
+    stats.objects += batch.length;
+    stats.bytes += w.bytes;
+    stats.whole += frames.filter((f) => f.members.length === 1 && f.members[0]!.codec !== Codec.Delta && src.locator(f.members[0]!.id)?.codec === Codec.Delta).length;
+    stats.batches++;
+    opts.onBatch?.(stats);
+  }
+  return stats;
+}
+
+/** Fetches the objects of the remote states `roots` that the Store lacks, re-hashing each. */
+export async function fetchObjects(store: Store, remote: RemoteObjects, roots: Buffer[], opts: TransferOptions = {}): Promise<TransferStats> {
+  const holder: Holder = {
+    has: async (ids) => new Set(ids.filter((id) => store.objects.has(id)).map(keyOf)),
+  };
+  const m = await findMissing(roots, remote, holder);
+  const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: m.asked, queries: m.queries, batches: 0 };
+  const pos = new Map(m.order.map((r, i) => [keyOf(r.id), i]));
+  const kinds = new Map(m.order.map((r) => [keyOf(r.id), r.kind as number]));
+  // Locators first (small), to cut batches by stored size.
+  const locs = await remote.locators(m.order.map((r) => r.id));
+  const sizeOf = (r: ChildRef) => locs.get(keyOf(r.id))?.length ?? 0;
+  const prepare = async (batch: ChildRef[]): Promise<Frame[]> => {
+    const frames: Frame[] = [];
+    const viaFrame: RemoteLocator[] = [];
+    for (const r of batch) {
+      const l = locs.get(keyOf(r.id));
+      const at = pos.get(keyOf(r.id))!;
+      const baseMissing = l && l.codec === Codec.Delta && baseIds(l.base).some((b) => !store.objects.has(b) && !((pos.get(keyOf(b)) ?? Infinity) < at));
+      if (!l || baseMissing) {
+        // Missing on the remote (canonical() names it) or a delta whose base stays behind.
+        const data = (await remote.canonical([r.id])).get(keyOf(r.id))!;
+        frames.push(wholeFrame(r.id, r.kind, data));
+        stats.whole++;
+      } else viaFrame.push(l);
+    }
+    const bytes = await remote.frameBytes(viaFrame);
+    const byPlace = new Map<string, Frame>();
+    for (const l of viaFrame) {
+      const key = `${l.pack}:${l.offset}:${l.length}`;
+      let f = byPlace.get(key);
+      if (!f) {
+        // A frame the remote cannot produce: the re-hash when it is stored names the object.
+        f = { data: bytes.get(key) ?? Buffer.alloc(0), members: [] };
+        byPlace.set(key, f);
+        frames.push(f);
+      }
+      f.members.push({ id: l.id, kind: l.kind, size: l.size, codec: l.codec, at: l.at, base: l.base });
+    }
+    return frames;
+  };
+  // Batch k+1 is read from the remote while batch k is stored (insertFrames yields between
+  // pack rows, so the connection's replies keep flowing): PostgreSQL and this process overlap.
+  const all = batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES);
+  let next = all.length > 0 ? prepare(all[0]!) : undefined;
+  for (let i = 0; i < all.length; i++) {
+    const frames = await next!;
+    next = i + 1 < all.length ? prepare(all[i + 1]!) : undefined;
+    // Awaited in the next round; a failure of this store must not leave it unobserved.
+    next?.catch(() => {});
+    const batch = all[i]!;
+    await insertFrames(store, frames, (id) => kinds.get(keyOf(id)));
+    remote.forget(batch.map((r) => r.id), locs);
+    stats.objects += batch.length;
+    stats.bytes += frames.reduce((n, f) => n + f.data.length, 0);
+    stats.batches++;
+    opts.onBatch?.(stats);
+  }
+  return stats;
+}
