@@ -52,6 +52,8 @@ import {
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
+import { checkpoint, checkpoints, rewind, type CheckpointInfo, type RewindResult } from './rewind.js';
+import { endPolicy, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
@@ -391,6 +393,28 @@ export class Client {
     return this.monitor.record(out) as AddResult;
   }
 
+  /**
+   * Publishes a new Commit whose tree equals an older state's: a checkpoint name, a Commit of the
+   * Branch's history, or its base Layer. The head never moves backwards, so everything made since
+   * stays in the log. UpToDate when the Branch already shows that tree.
+   *
+   * ```ts
+   * const r = client.rewind('try-a', 'before-refactor', { message: 'undo the refactor' });
+   * ```
+   */
+  rewind(branch: string, to: string, opts: CommitOptions = {}): RewindResult {
+    return this.monitor.record(rewind(this.store, branch, to, opts)) as RewindResult;
+  }
+
+  /** Pins the Branch's current state under a name (unique per Branch), for `rewind` and `diff`. */
+  checkpoint(branch: string, name: string): CheckpointInfo {
+    return checkpoint(this.store, branch, name);
+  }
+
+  checkpoints(branch: string): CheckpointInfo[] {
+    return checkpoints(this.store, branch);
+  }
+
   // ---- Diff ----
 
   /** Differences between two states (any StateRef), paged. */
@@ -524,8 +548,26 @@ export class Client {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
+    opts = endPolicy(this.store, w, opts);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
+  }
+
+  /**
+   * One tool call of an agent: `fn` gets a fresh Workspace of the Branch head (`ws.path`,
+   * `ws.exec`); it is committed only when `fn` returns `{ keep: true, message, metadata }`, and
+   * ended in every case (throw, abort, timeout) except a commit that could not publish, which
+   * leaves it (`workspace` in the result). The result carries the diff of what the call changed.
+   *
+   * ```ts
+   * const r = await client.toolCall('try-a', async (ws) => {
+   *   const t = await ws.exec(['npm', 'test']);
+   *   return { keep: t.exitCode === 0, message: 'run tests', metadata: { tool: 'bash', callId: 'c17' } };
+   * });
+   * ```
+   */
+  toolCall(branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
+    return runToolCall(this, this.store, branch, fn, opts);
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

@@ -8,3 +8,5 @@ export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
 export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
+export type { ToolCallOptions, ToolCallResult, ToolCallWorkspace, ToolCallDecision, ToolCallOutcome, ToolCallChange, ToolCallExecResult } from './tool-call.js';
+export type { CheckpointInfo, RewindResult, RewindTargetInfo } from './rewind.js';

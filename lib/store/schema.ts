@@ -80,6 +80,23 @@ ALTER TABLE commits ADD COLUMN metadata TEXT;
 ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
 ` },
+  // Tool calls: a Workspace records the process that owns it (pid, /proc start time, boot id) so
+  // one left by a killed process is ended only once that process is proven gone; checkpoints are
+  // named pins of a Branch's state.
+  { to: 5, sql: `
+ALTER TABLE workspaces ADD COLUMN owner_pid INTEGER;
+ALTER TABLE workspaces ADD COLUMN owner_start TEXT;
+ALTER TABLE workspaces ADD COLUMN owner_boot TEXT;
+CREATE TABLE checkpoints (
+  branch_id     BLOB NOT NULL REFERENCES branches(id),
+  name          TEXT NOT NULL,
+  commit_id     BLOB REFERENCES commits(id),
+  base_layer_id BLOB NOT NULL REFERENCES layers(id),
+  root_id       BLOB NOT NULL,
+  created_ms    INTEGER NOT NULL,
+  PRIMARY KEY (branch_id, name)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */
