@@ -13,6 +13,7 @@ import { registerWorkspaceCommands } from './commands/workspace.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerRewindCommands } from './commands/rewind.js';
+import { registerMcpCommands } from './commands/mcp.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -56,6 +57,7 @@ export function buildProgram(state: { code: number }): Command {
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
   registerRewindCommands(program, run);
+  registerMcpCommands(program, run, packageVersion());
   return program;
 }
 

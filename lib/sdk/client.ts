@@ -53,7 +53,7 @@ import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
 import { checkpoint, checkpoints, rewind, type CheckpointInfo, type RewindResult } from './rewind.js';
-import { endPolicy, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
+import { endPolicy, openOwnedWorkspace, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
@@ -568,6 +568,15 @@ export class Client {
    */
   toolCall(branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
     return runToolCall(this, this.store, branch, fn, opts);
+  }
+
+  /**
+   * A Workspace of the Branch head owned by this process (under `<store>.d/tool-calls/` unless
+   * `at`), for work spread over several requests; commit and end it as usual. If this process
+   * dies, the next tool call (or `workspace end`) ends it with discard.
+   */
+  async openToolWorkspace(branch: string, opts: { projection?: 'materialize' | 'fuse' | 'auto'; at?: string } = {}): Promise<WorkspaceInfo> {
+    return this.workspace(await openOwnedWorkspace(this, this.store, branch, opts));
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

@@ -268,6 +268,16 @@ async function stopExecutionQuietly(stateDir: string, id: string): Promise<void>
   }
 }
 
+/**
+ * A Workspace owned by this process that outlives one call (the MCP server's write/patch tools
+ * fill it over several requests, then commit or discard it). Like a tool call's, it is ended by
+ * the next call once this process is gone.
+ */
+export async function openOwnedWorkspace(client: Client, store: Store, branch: string, opts: Pick<ToolCallOptions, 'projection' | 'backend' | 'at'> = {}): Promise<string> {
+  await sweepOrphans(client, store);
+  return toHex((await createOwned(store, branch, opts)).id);
+}
+
 export async function runToolCall(client: Client, store: Store, branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
   const t0 = performance.now();
   const cleaned = await sweepOrphans(client, store);
