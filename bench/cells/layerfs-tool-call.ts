@@ -1,0 +1,69 @@
+// Cell: overhead of an empty tool call — client.toolCall(branch, fn) where fn changes nothing and
+// asks to keep (create the Workspace, status, commit nothing, end) — on a Branch of a tree
+// fixture, through the SDK in one process. FUSE: the Store's daemon is started by a warm-up call
+// first, then --calls calls are timed one by one; materialize: --mcalls calls (each writes the
+// whole tree). `ms` is the FUSE median (the materialize median when FUSE is unusable here).
+//   node --import tsx bench/cells/layerfs-tool-call.ts --dir FIXTURE --tmp SCRATCH --tier 100000 [--calls 20] [--mcalls 3]
+
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { performance } from 'node:perf_hooks';
+import { Client } from '../../lib/sdk/index.js';
+import { fuseAvailable } from '../../lib/mount/index.js';
+import { emit, fail, round1 } from '../lib/cell.js';
+
+const CELL = 'layerfs-tool-call';
+const { values: a } = parseArgs({
+  options: {
+    dir: { type: 'string' },
+    tmp: { type: 'string' },
+    tier: { type: 'string', default: '?' },
+    calls: { type: 'string', default: '20' },
+    mcalls: { type: 'string', default: '3' },
+  },
+});
+const tier = a.tier!;
+const r2 = (ms: number) => Math.round(ms * 100) / 100;
+const sorted = (xs: number[]) => [...xs].sort((p, q) => p - q);
+const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
+const p90 = (xs: number[]) => sorted(xs)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
+
+async function timeCalls(c: Client, projection: 'fuse' | 'materialize', n: number): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const t = performance.now();
+    const r = await c.toolCall('main', () => ({ keep: true, message: 'empty' }), { projection });
+    out.push(performance.now() - t);
+    if (r.outcome !== 'UpToDate') throw new Error(`an empty tool call gave ${r.outcome}`);
+  }
+  return out;
+}
+
+try {
+  if (a.dir === undefined || a.tmp === undefined) throw new Error('--dir and --tmp are required');
+  const storePath = path.join(path.resolve(a.tmp), 'bench.layerfs');
+  const c = Client.create(storePath);
+  try {
+    const t0 = performance.now();
+    const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
+    const initMs = performance.now() - t0;
+    c.forkBranch({ name: 'main', layer: init.layer.id });
+    const extra: Record<string, unknown> = { initMs: round1(initMs) };
+    const fuse = fuseAvailable();
+    if (fuse.ok && process.getuid?.() === 0) {
+      const tw = performance.now();
+      await timeCalls(c, 'fuse', 1); // starts the daemon
+      extra.fuseWarmupMs = round1(performance.now() - tw);
+      const xs = await timeCalls(c, 'fuse', Math.max(1, Number(a.calls)));
+      Object.assign(extra, { fuseMs: r2(median(xs)), fuseMinMs: r2(Math.min(...xs)), fuseP90Ms: r2(p90(xs)), fuseCalls: xs.length });
+    } else extra.fuseSkipped = fuse.ok ? 'not root' : fuse.reason;
+    const ms = await timeCalls(c, 'materialize', Math.max(1, Number(a.mcalls)));
+    Object.assign(extra, { materializeMs: round1(median(ms)), materializeMinMs: round1(Math.min(...ms)), materializeCalls: ms.length });
+    emit({ cell: CELL, tier, ms: (extra.fuseMs as number | undefined) ?? (extra.materializeMs as number), ...extra });
+  } finally {
+    await c.stopDaemon({ discard: true }).catch(() => {});
+    c.close();
+  }
+} catch (e) {
+  fail(CELL, tier, e);
+}
