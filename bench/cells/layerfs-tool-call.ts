@@ -3,6 +3,8 @@
 // fixture, through the SDK in one process. FUSE: the Store's daemon is started by a warm-up call
 // first, then --calls calls are timed one by one; materialize: --mcalls calls (each writes the
 // whole tree). `ms` is the FUSE median (the materialize median when FUSE is unusable here).
+// Then --calls FUSE calls with `standby` after --think ms each (the next Workspace is made while
+// the agent would think), timed the same way.
 //   node --import tsx bench/cells/layerfs-tool-call.ts --dir FIXTURE --tmp SCRATCH --tier 100000 [--calls 20] [--mcalls 3]
 
 import path from 'node:path';
@@ -20,6 +22,7 @@ const { values: a } = parseArgs({
     tier: { type: 'string', default: '?' },
     calls: { type: 'string', default: '20' },
     mcalls: { type: 'string', default: '3' },
+    think: { type: 'string', default: '3000' },
   },
 });
 const tier = a.tier!;
@@ -28,11 +31,13 @@ const sorted = (xs: number[]) => [...xs].sort((p, q) => p - q);
 const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => sorted(xs)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
 
-async function timeCalls(c: Client, projection: 'fuse' | 'materialize', n: number): Promise<number[]> {
+/** With `thinkMs`, each call is preceded by that pause (an agent's think time: the standby is made meanwhile). */
+async function timeCalls(c: Client, projection: 'fuse' | 'materialize', n: number, thinkMs = 0): Promise<number[]> {
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
+    if (thinkMs > 0) await new Promise((r) => setTimeout(r, thinkMs));
     const t = performance.now();
-    const r = await c.toolCall('main', () => ({ keep: true, message: 'empty' }), { projection });
+    const r = await c.toolCall('main', () => ({ keep: true, message: 'empty' }), { projection, standby: thinkMs > 0 });
     out.push(performance.now() - t);
     if (r.outcome !== 'UpToDate') throw new Error(`an empty tool call gave ${r.outcome}`);
   }
@@ -56,6 +61,10 @@ try {
       extra.fuseWarmupMs = round1(performance.now() - tw);
       const xs = await timeCalls(c, 'fuse', Math.max(1, Number(a.calls)));
       Object.assign(extra, { fuseMs: r2(median(xs)), fuseMinMs: r2(Math.min(...xs)), fuseP90Ms: r2(p90(xs)), fuseCalls: xs.length });
+      await timeCalls(c, 'fuse', 1, 1); // makes the first standby
+      const sb = (await timeCalls(c, 'fuse', Math.max(1, Number(a.calls)), Number(a.think))).slice(0);
+      await c.endStandbys();
+      Object.assign(extra, { standbyMs: r2(median(sb)), standbyMinMs: r2(Math.min(...sb)), standbyP90Ms: r2(p90(sb)), thinkMs: Number(a.think) });
     } else extra.fuseSkipped = fuse.ok ? 'not root' : fuse.reason;
     const ms = await timeCalls(c, 'materialize', Math.max(1, Number(a.mcalls)));
     Object.assign(extra, { materializeMs: round1(median(ms)), materializeMinMs: round1(Math.min(...ms)), materializeCalls: ms.length });

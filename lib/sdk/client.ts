@@ -52,6 +52,7 @@ import {
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
+import { endStandbys } from './standby.js';
 import { checkpoint, checkpoints, rewind, type CheckpointInfo, type RewindResult } from './rewind.js';
 import { endPolicy, openOwnedWorkspace, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
 import { splitStatePath } from './paths.js';
@@ -577,6 +578,11 @@ export class Client {
    */
   async openToolWorkspace(branch: string, opts: { projection?: 'materialize' | 'fuse' | 'auto'; at?: string } = {}): Promise<WorkspaceInfo> {
     return this.workspace(await openOwnedWorkspace(this, this.store, branch, opts));
+  }
+
+  /** Ends the standby Workspaces `toolCall({ standby: true })` keeps ready (call before close). */
+  endStandbys(): Promise<void> {
+    return endStandbys(this);
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

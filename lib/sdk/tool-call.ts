@@ -32,6 +32,7 @@ import {
 import type { Client } from './client.js';
 import { chooseProjection, createMountedWorkspace } from './mounted.js';
 import type { CommitInfo, CommitResult, WorkspaceStatus } from './types.js';
+import { prepareStandby, takeStandby } from './standby.js';
 
 export interface ToolCallOptions {
   /** fuse, materialize or auto (default: $LAYERFS_PROJECTION, else auto: fuse where this machine can mount). */
@@ -49,6 +50,11 @@ export interface ToolCallOptions {
    * compatibility.
    */
   strict?: boolean;
+  /**
+   * Keep one fresh Workspace of the Branch head ready for the next call (made in the background
+   * after this one), so that call skips creating one. End them with `client.endStandbys()`.
+   */
+  standby?: boolean;
 }
 
 export interface ToolCallExecResult {
@@ -201,14 +207,30 @@ function makeWorkspace(client: Client, w: WorkspaceRow, branch: string, signal: 
   };
 }
 
-async function createOwned(store: Store, branch: string, opts: ToolCallOptions): Promise<WorkspaceRow> {
+async function createOwned(client: Client, store: Store, branch: string, opts: ToolCallOptions): Promise<WorkspaceRow> {
   const owner = selfOwner();
   const b = resolveBranch(store, branch);
   const projection = chooseProjection(opts.projection, 'auto');
-  const at = opts.at ?? join(toolCallRoot(store), `${ownerTag(owner)}-${randomBytes(6).toString('hex')}`);
-  mkdirSync(dirname(at), { recursive: true });
-  if (projection === 'fuse') return createMountedWorkspace(store, b, at, { backend: opts.backend, owner });
-  return createWorkspace(store, b, at, projection, owner);
+  const make = (): Promise<WorkspaceRow> => {
+    const at = opts.at ?? join(toolCallRoot(store), `${ownerTag(owner)}-${randomBytes(6).toString('hex')}`);
+    mkdirSync(dirname(at), { recursive: true });
+    if (projection === 'fuse') return createMountedWorkspace(store, b, at, { backend: opts.backend, owner });
+    return Promise.resolve().then(() => createWorkspace(store, b, at, projection, owner));
+  };
+  if (!opts.standby || opts.at !== undefined) return make();
+  const ready = await takeStandby(client, store, b, projection);
+  return ready ?? make();
+}
+
+/** After a call with `standby`: the next Workspace of the (possibly new) head, made meanwhile. */
+function refillStandby(client: Client, store: Store, branch: string, opts: ToolCallOptions): void {
+  if (!opts.standby || opts.at !== undefined) return;
+  try {
+    const b = resolveBranch(store, branch);
+    prepareStandby(client, b, chooseProjection(opts.projection, 'auto'), () => createOwned(client, store, branch, { ...opts, standby: false }));
+  } catch {
+    /* the Branch is gone: no standby */
+  }
 }
 
 /** Resolves with fn's decision, or rejects with ERR_ABORTED as soon as the signal fires. */
@@ -275,7 +297,7 @@ async function stopExecutionQuietly(stateDir: string, id: string): Promise<void>
  */
 export async function openOwnedWorkspace(client: Client, store: Store, branch: string, opts: Pick<ToolCallOptions, 'projection' | 'backend' | 'at'> = {}): Promise<string> {
   await sweepOrphans(client, store);
-  return toHex((await createOwned(store, branch, opts)).id);
+  return toHex((await createOwned(client, store, branch, opts)).id);
 }
 
 export async function runToolCall(client: Client, store: Store, branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
@@ -287,6 +309,7 @@ export async function runToolCall(client: Client, store: Store, branch: string, 
     return await callIn(client, store, branch, fn, opts, signal, t0, cleaned);
   } finally {
     dispose();
+    refillStandby(client, store, branch, opts);
   }
 }
 
@@ -300,7 +323,7 @@ async function callIn(
   t0: number,
   cleaned: string[],
 ): Promise<ToolCallResult> {
-  const w = await createOwned(store, branch, opts);
+  const w = await createOwned(client, store, branch, opts);
   const id = toHex(w.id);
   const own = (outcome: ToolCallOutcome): Receipt => ({
     operation: 'tool.call',

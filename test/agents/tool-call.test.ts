@@ -157,6 +157,34 @@ test('the head moved meanwhile: HeadMoved, the Workspace stays with the work, it
   client.close();
 });
 
+test('standby: the next call takes the Workspace made after the last one; a stale one (the head moved) is replaced', async () => {
+  const { client } = await setup();
+  const opts = { ...materialize, standby: true };
+  const first = await client.toolCall('main', (ws) => (writeFileSync(join(ws.path, 'a.txt'), 'a'), { keep: true, message: 'a' }), opts);
+  assert.equal(first.outcome, 'Created');
+  // The standby is made in the background after the call.
+  let spare: string | undefined;
+  for (let i = 0; i < 200 && !spare; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    spare = client.workspaces()[0]?.id;
+  }
+  assert.ok(spare, 'a standby Workspace is ready');
+  let used = '';
+  const second = await client.toolCall('main', (ws) => ((used = ws.id), writeFileSync(join(ws.path, 'b.txt'), 'b'), { keep: true, message: 'b' }), opts);
+  assert.equal(used, spare);
+  assert.equal(second.outcome, 'Created');
+  assert.deepEqual(second.diff.map((d) => d.path), ['b.txt']);
+  // Another writer moves the head: the standby made after `second` is stale and not used.
+  await new Promise((r) => setTimeout(r, 300));
+  await client.toolCall('main', (ws) => (writeFileSync(join(ws.path, 'c.txt'), 'c'), { keep: true, message: 'c' }), materialize);
+  const third = await client.toolCall('main', (ws) => (assert.ok(existsSync(join(ws.path, 'c.txt')), 'a Workspace of the new head'), { keep: true }), opts);
+  assert.equal(third.outcome, 'UpToDate');
+  await client.endStandbys();
+  assert.deepEqual(client.workspaces(), []);
+  assertIntact(client);
+  client.close();
+});
+
 function worker(store: string, mode: 'commit' | 'hold', projection = 'materialize') {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/agents/tool-call-worker.ts', store, 'main', mode, projection], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const line = new Promise<string>((resolve, reject) => {

@@ -28,6 +28,7 @@ function tokenFor(opts: McpOptions): { token: string; generated: boolean } {
 async function endOpened(ctx: McpContext): Promise<void> {
   for (const id of ctx.opened) await ctx.client.endWorkspace(id, { discard: true }).catch(() => {});
   ctx.opened.clear();
+  await ctx.client.endStandbys();
 }
 
 function untilSignal(): Promise<void> {

@@ -165,7 +165,7 @@ export const TOOLS: ToolDef[] = [
           const keep = a.keep === 'always' || (a.keep === 'on_success' && exec.exitCode === 0);
           return keep ? { keep: true, message: a.message ?? a.command.join(' '), metadata: { tool: 'run_command', command: a.command, exitCode: exec.exitCode, ...a.metadata } } : { keep: false };
         },
-        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000 },
+        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000, standby: true },
       );
       return { outcome: r.outcome, exitCode: exec?.exitCode ?? null, signal: exec?.signal ?? null, output: exec?.output ?? '', outputTruncated: exec?.truncated ?? false, commit: r.commit ?? null, changes: r.diff, ...(r.workspace ? { workspace: r.workspace } : {}) };
     },
