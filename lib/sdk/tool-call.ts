@@ -131,9 +131,13 @@ export async function sweepOrphans(client: Client, store: Store): Promise<string
     const dir = join(root, name);
     const owner = parseOwnerTag(name);
     if (!owner || known.has(dir) || !ownerGone(owner)) continue;
-    // Never recurse into a mount point: the files under it are not this directory's.
-    if (statSync(dir).dev !== statSync(root).dev) continue;
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      // Never recurse into a mount point: the files under it are not this directory's.
+      if (statSync(dir).dev !== statSync(root).dev) continue;
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* a dead mount (ENOTCONN) or gone meanwhile: left for `daemon`/`workspace end` */
+    }
   }
   return ended;
 }
