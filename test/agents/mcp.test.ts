@@ -92,6 +92,9 @@ test('stdio: a whole agent session (fork, three tool calls, edits, diff, rewind)
     assert.equal((await call(m, 'read_file', { state: 'try', path: 'out.txt' })).text, 'built\n');
     const missing = await callError(m, 'run_command', { branch: 'try', command: ['no-such-program-xyz'] });
     assert.equal(missing.code, 'ERR_NOT_FOUND');
+    const noFile = await callError(m, 'read_file', { state: 'try', path: 'nope.txt' });
+    assert.equal(noFile.code, 'ERR_NOT_FOUND');
+    assert.match(noFile.hint!, /list_directory/);
 
     // Edits through a Workspace: write, patch, commit.
     const ws = (await call(m, 'open_workspace', { branch: 'try' })).workspace;

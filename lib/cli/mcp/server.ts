@@ -18,11 +18,21 @@ function json(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v), 2);
 }
 
+/** What to do, for errors raised without a hint of their own, in the terms of this server's tools. */
+const DEFAULT_HINTS: Partial<Record<string, string>> = {
+  ERR_NOT_FOUND: 'check the name or path: list_branches, log and list_directory show what exists',
+  ERR_AMBIGUOUS_ID: 'give more hex digits of the id',
+  ERR_INVALID_ARGUMENT: 'check the arguments against the tool\'s input schema',
+  ERR_INVALID_NAME: "use 1-63 characters of a-z, 0-9, '.', '_' or '-'",
+  ERR_NAME_TAKEN: 'choose another name',
+  ERR_BUSY: 'wait for the running work to end, then call again',
+};
+
 /** A typed error as a tool error: code, message, hint and the offending path or id. */
 export function toolError(e: unknown): CallToolResult {
   const error =
     e instanceof LayerFsError
-      ? { code: e.code, message: e.message, ...Object.fromEntries(Object.entries(e.details).filter(([k, v]) => k !== 'cause' && v !== undefined)) }
+      ? { code: e.code, message: e.message, hint: DEFAULT_HINTS[e.code], ...Object.fromEntries(Object.entries(e.details).filter(([k, v]) => k !== 'cause' && v !== undefined)) }
       : { code: 'ERR_INTERNAL', message: e instanceof Error ? e.message : String(e), hint: 'this is a bug in layerfs; the Store is unchanged by a failed call' };
   return { isError: true, content: [{ type: 'text', text: json({ error }) }] };
 }
