@@ -32,13 +32,23 @@ const median = (xs: number[]) => sorted(xs)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => sorted(xs)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
 
 /** With `thinkMs`, each call is preceded by that pause (an agent's think time: the standby is made meanwhile). */
+/** Each call's phases (toolCall's own breakdown), per timeCalls run. */
+let phases: Record<string, number>[] = [];
+
+function medianPhases(): Record<string, number> {
+  const keys = [...new Set(phases.flatMap((p) => Object.keys(p)))];
+  return Object.fromEntries(keys.map((k) => [k, r2(median(phases.map((p) => p[k] ?? 0)))]));
+}
+
 async function timeCalls(c: Client, projection: 'fuse' | 'materialize', n: number, thinkMs = 0): Promise<number[]> {
   const out: number[] = [];
+  phases = [];
   for (let i = 0; i < n; i++) {
     if (thinkMs > 0) await new Promise((r) => setTimeout(r, thinkMs));
     const t = performance.now();
     const r = await c.toolCall('main', () => ({ keep: true, message: 'empty' }), { projection, standby: thinkMs > 0 });
     out.push(performance.now() - t);
+    phases.push(r.phases);
     if (r.outcome !== 'UpToDate') throw new Error(`an empty tool call gave ${r.outcome}`);
   }
   return out;
@@ -63,15 +73,15 @@ try {
       extra.fuseWarmupMs = round1(performance.now() - tw);
       await timeCalls(c, 'fuse', 1);
       const xs = await timeCalls(c, 'fuse', Math.max(1, Number(a.calls)));
-      Object.assign(extra, { fuseMs: r2(median(xs)), fuseMinMs: r2(Math.min(...xs)), fuseP90Ms: r2(p90(xs)), fuseCalls: xs.length });
+      Object.assign(extra, { fuseMs: r2(median(xs)), fuseMinMs: r2(Math.min(...xs)), fuseP90Ms: r2(p90(xs)), fuseCalls: xs.length, fusePhases: medianPhases() });
       await timeCalls(c, 'fuse', 1, 1); // makes the first standby
       const sb = (await timeCalls(c, 'fuse', Math.max(1, Number(a.calls)), Number(a.think))).slice(0);
       await c.endStandbys();
       await c.endWorkspace(keeper.id, { discard: true });
-      Object.assign(extra, { standbyMs: r2(median(sb)), standbyMinMs: r2(Math.min(...sb)), standbyP90Ms: r2(p90(sb)), thinkMs: Number(a.think) });
+      Object.assign(extra, { standbyMs: r2(median(sb)), standbyMinMs: r2(Math.min(...sb)), standbyP90Ms: r2(p90(sb)), thinkMs: Number(a.think), standbyPhases: medianPhases() });
     } else extra.fuseSkipped = fuse.ok ? 'not root' : fuse.reason;
     const ms = await timeCalls(c, 'materialize', Math.max(1, Number(a.mcalls)));
-    Object.assign(extra, { materializeMs: round1(median(ms)), materializeMinMs: round1(Math.min(...ms)), materializeCalls: ms.length });
+    Object.assign(extra, { materializeMs: round1(median(ms)), materializeMinMs: round1(Math.min(...ms)), materializeCalls: ms.length, materializePhases: medianPhases() });
     emit({ cell: CELL, tier, ms: (extra.fuseMs as number | undefined) ?? (extra.materializeMs as number), ...extra });
   } finally {
     await c.stopDaemon({ discard: true }).catch(() => {});

@@ -51,6 +51,13 @@ const family: Family = {
       const met = (v: number | undefined) => (v === undefined ? String(x.fuseSkipped ?? DASH) : v <= GOAL_MS ? 'yes' : 'no');
       return [r.tier, fmtMs(f), fmtMs(num(x.fuseMinMs)), fmtMs(num(x.fuseP90Ms)), `≤ ${GOAL_MS} ms`, met(f), fmtMs(sb), fmtMs(num(x.standbyP90Ms)), met(sb), fmtMs(num(x.materializeMs)), fmtMs(num(x.fuseWarmupMs)), fmtMs(num(x.initMs))];
     });
+    for (const r of rows) {
+      if (r.status !== 'ok') continue;
+      for (const [k, label] of [['fusePhases', 'fuse'], ['standbyPhases', 'fuse + standby'], ['materializePhases', 'materialize']] as const) {
+        const p = r.extra[k] as Record<string, number> | undefined;
+        if (p) notes.push(`${r.tier}, ${label}, median by step: ${Object.entries(p).map(([s, v]) => `${s} ${fmtMs(v)}`).join(', ')}`);
+      }
+    }
     return { headers, align: ['r', 'r', 'r', 'r', 'l', 'l', 'r', 'r', 'l', 'r', 'r', 'r'], rows: out, notes };
   },
 };

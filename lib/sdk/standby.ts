@@ -1,7 +1,8 @@
 /**
  * Standby Workspaces for tool calls: with `standby`, a call that ends leaves one fresh owned
  * Workspace of the same Branch head ready (made in the background, while the agent thinks), so
- * the next call skips the mount or the materialize. A standby is used only if the Branch head is
+ * the next call skips the mount or the materialize, and its own Workspace is ended in the
+ * background once its outcome is settled. A standby is used only if the Branch head is
  * still the one it was made from; otherwise it is discarded and a fresh one made. Standbys are
  * owned by this process like any tool call's Workspace: if the process dies they are orphans,
  * ended by the next call.
@@ -15,6 +16,24 @@ import type { Client } from './client.js';
 type Spare = Promise<string | null>;
 
 const spares = new WeakMap<Client, Map<string, Spare>>();
+/** Ends of finished calls' Workspaces still under way (standby mode ends them in the background). */
+const ending = new WeakMap<Client, Set<Promise<void>>>();
+
+/**
+ * Runs the end of a finished call's Workspace in the background: its outcome is settled (kept
+ * work is committed, the rest was not asked for), so the call need not wait for the unmount or
+ * the removal. endStandbys() waits for these; if the process dies first, the Workspace is an
+ * orphan, ended by the next call.
+ */
+export function endInBackground(client: Client, end: () => Promise<unknown>): void {
+  let set = ending.get(client);
+  if (!set) ending.set(client, (set = new Set()));
+  const p: Promise<void> = end().then(
+    () => void set.delete(p),
+    () => void set.delete(p),
+  );
+  set.add(p);
+}
 
 function key(branch: BranchRow, projection: string): string {
   return `${toHex(branch.id)}:${projection}`;
@@ -57,8 +76,9 @@ export function prepareStandby(client: Client, branch: BranchRow, projection: st
   );
 }
 
-/** Ends every standby of this Client (before closing it). */
+/** Ends every standby of this Client, after the background ends of finished calls (before closing it). */
 export async function endStandbys(client: Client): Promise<void> {
+  await Promise.all(ending.get(client) ?? []);
   const t = spares.get(client);
   if (!t) return;
   const ids = await Promise.all(t.values());

@@ -32,7 +32,7 @@ import {
 import type { Client } from './client.js';
 import { chooseProjection, createMountedWorkspace } from './mounted.js';
 import type { CommitInfo, CommitResult, WorkspaceStatus } from './types.js';
-import { prepareStandby, takeStandby } from './standby.js';
+import { endInBackground, prepareStandby, takeStandby } from './standby.js';
 
 export interface ToolCallOptions {
   /** fuse, materialize or auto (default: $LAYERFS_PROJECTION, else auto: fuse where this machine can mount). */
@@ -52,7 +52,9 @@ export interface ToolCallOptions {
   strict?: boolean;
   /**
    * Keep one fresh Workspace of the Branch head ready for the next call (made in the background
-   * after this one), so that call skips creating one. End them with `client.endStandbys()`.
+   * after this one), so that call skips creating one; the call's own Workspace is ended in the
+   * background once its outcome is settled. `client.endStandbys()` waits for those ends and ends
+   * the standbys.
    */
   standby?: boolean;
 }
@@ -101,6 +103,8 @@ export interface ToolCallResult {
   receipt: Receipt;
   /** Orphaned Workspaces (of killed processes) this call ended first. */
   cleaned: string[];
+  /** Wall ms by step: sweep (orphans), create (or take the standby), fn, status, commit, end. */
+  phases: Record<string, number>;
 }
 
 const DEFAULT_MAX_OUTPUT = 1024 * 1024;
@@ -304,13 +308,29 @@ export async function openOwnedWorkspace(client: Client, store: Store, branch: s
   return toHex((await createOwned(client, store, branch, opts)).id);
 }
 
+type Laps = ((step: string) => void) & { phases: Record<string, number> };
+
+/** Wall ms per step since the previous one. */
+function laps(t0: number): Laps {
+  let last = t0;
+  const lap = ((step: string) => {
+    const now = performance.now();
+    lap.phases[step] = (lap.phases[step] ?? 0) + (now - last);
+    last = now;
+  }) as Laps;
+  lap.phases = {};
+  return lap;
+}
+
 export async function runToolCall(client: Client, store: Store, branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
   const t0 = performance.now();
   const cleaned = await sweepOrphans(client, store);
   const { signal, dispose } = callSignal(opts);
   try {
     if (signal.aborted) throw abortError(signal);
-    return await callIn(client, store, branch, fn, opts, signal, t0, cleaned);
+    const lap = laps(t0);
+    lap('sweep');
+    return { ...(await callIn(client, store, branch, fn, opts, signal, t0, cleaned, lap)), phases: lap.phases };
   } finally {
     dispose();
     refillStandby(client, store, branch, opts);
@@ -326,8 +346,10 @@ async function callIn(
   signal: AbortSignal,
   t0: number,
   cleaned: string[],
-): Promise<ToolCallResult> {
+  lap: Laps,
+): Promise<Omit<ToolCallResult, 'phases'>> {
   const w = await createOwned(client, store, branch, opts);
+  lap('create');
   const id = toHex(w.id);
   const own = (outcome: ToolCallOutcome): Receipt => ({
     operation: 'tool.call',
@@ -347,6 +369,7 @@ async function callIn(
   pending.catch(() => {}); // after an abort its rejection is expected and ignored
   try {
     decision = await untilAborted(pending, signal);
+    lap('fn');
   } catch (e) {
     if (signal.aborted) await settle(store, id, pending);
     const diff = await changesOf(client, id);
@@ -358,13 +381,20 @@ async function callIn(
     throw e;
   }
   const diff = await changesOf(client, id);
+  lap('status');
+  const finish = async (end: () => Promise<unknown>) => {
+    if (opts.standby && opts.at === undefined) endInBackground(client, end);
+    else await end();
+    lap('end');
+  };
   if (!decision || !decision.keep) {
-    await discard(client, store, id);
+    await finish(() => discard(client, store, id));
     return { outcome: 'Discarded', diff, receipt: client.monitor.record(own('Discarded')), cleaned };
   }
   let r: CommitResult;
   try {
     r = await client.commitWorkspace(id, { message: decision.message, metadata: decision.metadata, author: decision.author });
+    lap('commit');
   } catch (e) {
     // The work is not thrown away: the Workspace is handed over, its id on the error.
     store.writeSync(() => setWorkspaceOwner(store, w.id, null));
@@ -372,7 +402,7 @@ async function callIn(
     throw e;
   }
   if (r.outcome === 'Created' || r.outcome === 'UpToDate') {
-    await client.endWorkspace(id, { discard: true });
+    await finish(() => client.endWorkspace(id, { discard: true }));
     return { outcome: r.outcome, ...(r.outcome === 'Created' ? { commit: r.commit } : {}), diff, receipt: r, cleaned };
   }
   // Not published: the work stays in the Workspace, which is no longer this call's to end.

@@ -160,13 +160,16 @@ test('the head moved meanwhile: HeadMoved, the Workspace stays with the work, it
 test('standby: the next call takes the Workspace made after the last one; a stale one (the head moved) is replaced', async () => {
   const { client } = await setup();
   const opts = { ...materialize, standby: true };
-  const first = await client.toolCall('main', (ws) => (writeFileSync(join(ws.path, 'a.txt'), 'a'), { keep: true, message: 'a' }), opts);
+  let firstWs = '';
+  const first = await client.toolCall('main', (ws) => ((firstWs = ws.id), writeFileSync(join(ws.path, 'a.txt'), 'a'), { keep: true, message: 'a' }), opts);
   assert.equal(first.outcome, 'Created');
   // The standby is made in the background after the call.
+  // The standby is made, and the call's own Workspace ended, in the background after the call.
   let spare: string | undefined;
-  for (let i = 0; i < 200 && !spare; i++) {
+  for (let i = 0; i < 500 && !spare; i++) {
     await new Promise((r) => setTimeout(r, 20));
-    spare = client.workspaces()[0]?.id;
+    const open = client.workspaces();
+    if (open.length === 1 && open[0]!.id !== firstWs) spare = open[0]!.id;
   }
   assert.ok(spare, 'a standby Workspace is ready');
   let used = '';
@@ -175,7 +178,7 @@ test('standby: the next call takes the Workspace made after the last one; a stal
   assert.equal(second.outcome, 'Created');
   assert.deepEqual(second.diff.map((d) => d.path), ['b.txt']);
   // Another writer moves the head: the standby made after `second` is stale and not used.
-  await new Promise((r) => setTimeout(r, 300));
+  for (let i = 0; i < 500 && (client.workspaces().length !== 1 || client.workspaces()[0]!.id === used); i++) await new Promise((r) => setTimeout(r, 20));
   await client.toolCall('main', (ws) => (writeFileSync(join(ws.path, 'c.txt'), 'c'), { keep: true, message: 'c' }), materialize);
   const third = await client.toolCall('main', (ws) => (assert.ok(existsSync(join(ws.path, 'c.txt')), 'a Workspace of the new head'), { keep: true }), opts);
   assert.equal(third.outcome, 'UpToDate');
