@@ -37,7 +37,8 @@ export type ErrorCode =
   /** The remote's schema is missing or of another version. */
   | 'ERR_REMOTE_SCHEMA'
   /** Any other failure reported by the remote's server. */
-  | 'ERR_REMOTE';
+  | 'ERR_REMOTE'
+  | 'ERR_ABORTED';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

@@ -16,6 +16,8 @@ import { registerDaemonCommands } from './commands/daemon.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
 import { registerTourCommand } from './commands/tour.js';
 import { registerRemoteCommands } from './commands/remote.js';
+import { registerRewindCommands } from './commands/rewind.js';
+import { registerMcpCommands } from './commands/mcp.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -63,6 +65,8 @@ export function buildProgram(state: { code: number }): Command {
   registerSandboxCommands(program, run, state);
   registerTourCommand(program, run);
   registerRemoteCommands(program, run, state);
+  registerRewindCommands(program, run);
+  registerMcpCommands(program, run, packageVersion());
   return program;
 }
 

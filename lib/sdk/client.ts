@@ -54,6 +54,9 @@ import {
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
+import { endStandbys } from './standby.js';
+import { checkpoint, checkpoints, rewind, type CheckpointInfo, type RewindResult } from './rewind.js';
+import { endPolicy, openOwnedWorkspace, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
 import { splitStatePath } from './paths.js';
 import { attachWorkspace, checkSandbox, createSandbox, execOutcome, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
@@ -410,6 +413,28 @@ export class Client {
     return this.monitor.record(out) as AddResult;
   }
 
+  /**
+   * Publishes a new Commit whose tree equals an older state's: a checkpoint name, a Commit of the
+   * Branch's history, or its base Layer. The head never moves backwards, so everything made since
+   * stays in the log. UpToDate when the Branch already shows that tree.
+   *
+   * ```ts
+   * const r = client.rewind('try-a', 'before-refactor', { message: 'undo the refactor' });
+   * ```
+   */
+  rewind(branch: string, to: string, opts: CommitOptions = {}): RewindResult {
+    return this.monitor.record(rewind(this.store, branch, to, opts)) as RewindResult;
+  }
+
+  /** Pins the Branch's current state under a name (unique per Branch), for `rewind` and `diff`. */
+  checkpoint(branch: string, name: string): CheckpointInfo {
+    return checkpoint(this.store, branch, name);
+  }
+
+  checkpoints(branch: string): CheckpointInfo[] {
+    return checkpoints(this.store, branch);
+  }
+
   // ---- Diff ----
 
   /** Differences between two states (any StateRef), paged. */
@@ -443,7 +468,7 @@ export class Client {
     const b = resolveBranch(this.store, branch);
     checkSandbox(this.store, opts.sandbox);
     const projection = chooseProjection(opts.projection);
-    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection, opts.onProgress);
+    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection, { onProgress: opts.onProgress });
     if (opts.sandbox !== undefined) attachWorkspace(this.store, toHex(w.id), opts.sandbox);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
@@ -550,9 +575,41 @@ export class Client {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
+    opts = endPolicy(this.store, w, opts);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
     if (r.outcome === 'Ended') recordEnded(this.store.path, { id: toHex(w.id), path: w.path });
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
+  }
+
+  /**
+   * One tool call of an agent: `fn` gets a fresh Workspace of the Branch head (`ws.path`,
+   * `ws.exec`); it is committed only when `fn` returns `{ keep: true, message, metadata }`, and
+   * ended in every case (throw, abort, timeout) except a commit that could not publish, which
+   * leaves it (`workspace` in the result). The result carries the diff of what the call changed.
+   *
+   * ```ts
+   * const r = await client.toolCall('try-a', async (ws) => {
+   *   const t = await ws.exec(['npm', 'test']);
+   *   return { keep: t.exitCode === 0, message: 'run tests', metadata: { tool: 'bash', callId: 'c17' } };
+   * });
+   * ```
+   */
+  toolCall(branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
+    return runToolCall(this, this.store, branch, fn, opts);
+  }
+
+  /**
+   * A Workspace of the Branch head owned by this process (under `<store>.d/tool-calls/` unless
+   * `at`), for work spread over several requests; commit and end it as usual. If this process
+   * dies, the next tool call (or `workspace end`) ends it with discard.
+   */
+  async openToolWorkspace(branch: string, opts: { projection?: 'materialize' | 'fuse' | 'auto'; at?: string } = {}): Promise<WorkspaceInfo> {
+    return this.workspace(await openOwnedWorkspace(this, this.store, branch, opts));
+  }
+
+  /** Ends the standby Workspaces `toolCall({ standby: true })` keeps ready (call before close). */
+  endStandbys(): Promise<void> {
+    return endStandbys(this);
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

@@ -22,7 +22,7 @@ import {
   type MountedCommitOutcome,
 } from '../mount/index.js';
 import type { Store } from '../store/index.js';
-import { forgetMountedWorkspace, recordMountedWorkspace, runningExecutions, stopExecution, type Projection, type WorkspaceRow } from '../workspace/index.js';
+import { forgetMountedWorkspace, recordMountedWorkspace, runningExecutions, stopExecution, type ProcessRef, type Projection, type WorkspaceRow } from '../workspace/index.js';
 import type { CommitNote } from '../history/index.js';
 
 export type WorkspaceState = 'active' | 'mounted' | 'lost';
@@ -63,8 +63,8 @@ function isLost(storePath: string, ws: WorkspaceRow): boolean {
 }
 
 /** Records the Workspace and mounts it (starting the daemon when none runs). */
-export async function createMountedWorkspace(store: Store, branch: BranchRow, at: string, opts: { backend?: Backend } = {}): Promise<WorkspaceRow> {
-  const ws = recordMountedWorkspace(store, branch, at);
+export async function createMountedWorkspace(store: Store, branch: BranchRow, at: string, opts: { backend?: Backend; owner?: ProcessRef } = {}): Promise<WorkspaceRow> {
+  const ws = recordMountedWorkspace(store, branch, at, opts.owner ?? null);
   try {
     await mountWorkspace(store.path, {
       workspaceId: toHex(ws.id),

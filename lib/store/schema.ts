@@ -114,6 +114,23 @@ CREATE TABLE IF NOT EXISTS remote_refs (
   PRIMARY KEY (remote, kind, layer_stack_id, name)
 ) STRICT;
 ` },
+  // Tool calls: a Workspace records the process that owns it (pid, /proc start time, boot id) so
+  // one left by a killed process is ended only once that process is proven gone; checkpoints are
+  // named pins of a Branch's state.
+  { to: 7, sql: `
+ALTER TABLE workspaces ADD COLUMN owner_pid INTEGER;
+ALTER TABLE workspaces ADD COLUMN owner_start TEXT;
+ALTER TABLE workspaces ADD COLUMN owner_boot TEXT;
+CREATE TABLE checkpoints (
+  branch_id     BLOB NOT NULL REFERENCES branches(id),
+  name          TEXT NOT NULL,
+  commit_id     BLOB REFERENCES commits(id),
+  base_layer_id BLOB NOT NULL REFERENCES layers(id),
+  root_id       BLOB NOT NULL,
+  created_ms    INTEGER NOT NULL,
+  PRIMARY KEY (branch_id, name)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

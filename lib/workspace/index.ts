@@ -11,3 +11,4 @@ export type { ExecutionResources } from './exec-records.js';
 export { startShell, type ShellRequest, type ShellSession } from './shell.js';
 export { recordEnded, findEnded, type EndedWorkspace } from './ended.js';
 export type { RemoveProgress } from './materialize.js';
+export * from './owner.js';

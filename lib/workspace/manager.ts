@@ -13,9 +13,21 @@ import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
+import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
-export function createWorkspace(store: Store, branch: BranchRow, at: string, projection: Projection = 'materialize', onProgress?: (p: ExportProgress) => void): WorkspaceRow {
+/**
+ * `owner`: the process a tool call's Workspace belongs to (owner.ts), recorded with the row;
+ * `onProgress`: files written so far while materializing.
+ */
+export function createWorkspace(
+  store: Store,
+  branch: BranchRow,
+  at: string,
+  projection: Projection = 'materialize',
+  opts: { owner?: ProcessRef | null; onProgress?: (p: ExportProgress) => void } = {},
+): WorkspaceRow {
+  const { owner = null, onProgress } = opts;
   if (projection !== 'materialize') {
     throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${projection} projection is not available yet`, { hint: 'use --projection materialize' });
   }
@@ -31,6 +43,7 @@ export function createWorkspace(store: Store, branch: BranchRow, at: string, pro
       store.db
         .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
         .run(id, branch.id, dir, projection, root, head, base, 'active', Date.now());
+      if (owner) setWorkspaceOwner(store, id, owner);
       saveCache(store, id, cache);
     });
   } catch (e) {

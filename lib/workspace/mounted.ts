@@ -9,10 +9,11 @@ import { branchRoot, getBranch, uuidv7, type BranchRow } from '../history/index.
 import type { Store } from '../store/index.js';
 import { dropCache } from './cache.js';
 import { forgetExecutions } from './exec.js';
+import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { getWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
 
 /** Records a FUSE Workspace of the Branch head at `at` (created empty when absent); nothing is written there. */
-export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string): WorkspaceRow {
+export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string, owner: ProcessRef | null = null): WorkspaceRow {
   const dir = workspaceTarget(store, at);
   mkdirSync(dir, { recursive: true });
   const id = uuidv7();
@@ -21,6 +22,7 @@ export function recordMountedWorkspace(store: Store, branch: BranchRow, at: stri
     store.db
       .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
       .run(id, b.id, dir, 'fuse', branchRoot(store, b), b.headCommitId, b.baseLayerId, 'active', Date.now());
+    if (owner) setWorkspaceOwner(store, id, owner);
   });
   return getWorkspace(store, id)!;
 }

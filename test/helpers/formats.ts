@@ -6,6 +6,7 @@
 import type { Database } from 'better-sqlite3';
 
 const UNDO: { from: number; sql: string }[] = [
+  { from: 7, sql: 'DROP TABLE checkpoints; ALTER TABLE workspaces DROP COLUMN owner_pid; ALTER TABLE workspaces DROP COLUMN owner_start; ALTER TABLE workspaces DROP COLUMN owner_boot;' },
   { from: 6, sql: 'DROP TABLE remote_refs; DROP TABLE remotes;' },
   { from: 5, sql: 'DROP TABLE workspace_sandboxes; DROP TABLE sandboxes;' },
   { from: 4, sql: 'ALTER TABLE commits DROP COLUMN message; ALTER TABLE commits DROP COLUMN metadata; ALTER TABLE commits DROP COLUMN author; ALTER TABLE commits DROP COLUMN id_version;' },

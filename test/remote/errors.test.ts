@@ -16,6 +16,7 @@ import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { commitFiles, writeTree } from './fixture.js';
+import { asFormat } from '../helpers/formats.js';
 
 const PASSWORD = 'correct horse';
 let pg: PgCluster;
@@ -159,17 +160,16 @@ test('a full disk on the remote is ERR_NO_SPACE and publishes nothing; locally a
   a.close();
 });
 
-test('a format-3 Store is upgraded in place: remotes and remote_refs appear, nothing else changes', async () => {
+test('a format-5 Store is upgraded in place: remotes and remote_refs appear, nothing else changes', async () => {
   const dir = tempDir();
   const a = await storeWithDemo(dir);
   const before = a.ls('demo').map((e) => e.name);
   a.close();
   const db = new Database(join(dir, 'a.sqlite'));
-  db.exec('DROP TABLE remote_refs; DROP TABLE remotes;');
-  db.pragma('user_version = 3');
+  asFormat(db, 5);
   db.close();
   const ro = Client.connect(join(dir, 'a.sqlite'), { readonly: true });
-  assert.equal(ro.info().formatVersion, 3);
+  assert.equal(ro.info().formatVersion, 5);
   assert.deepEqual(ro.ls('demo').map((e) => e.name), before);
   ro.close();
   const rw = Client.connect(join(dir, 'a.sqlite'));

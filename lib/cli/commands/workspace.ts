@@ -174,7 +174,7 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
 }
 
 /** --metadata must be a JSON object; anything else is a usage error, not a stack trace. */
-function parseMetadata(text: string): Record<string, unknown> {
+export function parseMetadata(text: string): Record<string, unknown> {
   let v: unknown;
   try {
     v = JSON.parse(text);
