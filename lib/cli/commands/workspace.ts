@@ -85,13 +85,14 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     );
   ws.command('commit [workspace]')
     .description('commit the Workspace (Created | UpToDate | Busy | HeadMoved); it continues from the new Commit')
-    .action((ref: string | undefined) =>
+    .option('--exclude <glob>', 'leave new paths matching this gitignore pattern out of the Commit (repeatable; materialized Workspaces)', (v: string, prev: string[] = []) => [...prev, v])
+    .action((ref: string | undefined, opts: { exclude?: string[] }) =>
       run(async (out, g) => {
         let branch = 'BRANCH';
         const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
         const r = await withClient(g.store, (c) => {
           branch = c.workspace(ref ?? here()).branch;
-          return c.commitWorkspace(ref ?? here());
+          return c.commitWorkspace(ref ?? here(), { exclude: opts.exclude });
         }).finally(busy.stop);
         out.result(r, () => {
           switch (r.outcome) {
