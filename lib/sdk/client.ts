@@ -507,15 +507,22 @@ export class Client {
   /**
    * Commits the Workspace's changes: Created | UpToDate | Busy | HeadMoved. The message, metadata
    * and author (default: $LAYERFS_AUTHOR, else user@host) become part of the Commit and its id.
+   * `exclude` (materialized Workspaces): gitignore patterns whose new paths stay out of this Commit.
    */
   async commitWorkspace(ref: string, opts: CommitOptions = {}): Promise<CommitResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const note = normalizeNote(opts, defaultAuthor());
     const w = resolveWorkspace(this.store, ref);
-    if (w.projection === 'fuse') return this.commitMounted(w, t0, note);
+    if (opts.exclude?.some((p) => typeof p !== 'string' || p.trim() === '')) {
+      throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an exclude pattern must be a non-empty string', { argument: 'exclude' });
+    }
+    if (w.projection === 'fuse') {
+      if (opts.exclude?.length) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'excludes apply to materialized Workspaces; a FUSE Workspace commits what was written to it', { argument: 'exclude' });
+      return this.commitMounted(w, t0, note);
+    }
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
-    const r = await commitWorkspace(this.store, w, this.stateDir, phases, note);
+    const r = await commitWorkspace(this.store, w, this.stateDir, phases, note, opts.exclude);
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
     let out: CommitResult;
     switch (r.outcome) {

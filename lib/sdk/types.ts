@@ -145,6 +145,8 @@ export interface CommitOptions {
   metadata?: Record<string, unknown> | null;
   /** Default: $LAYERFS_AUTHOR, else user@host. */
   author?: string;
+  /** Materialized Workspaces: gitignore patterns whose new paths stay out of this Commit. */
+  exclude?: string[];
 }
 
 export interface WorkspaceInfo {

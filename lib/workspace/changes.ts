@@ -50,14 +50,14 @@ function gone(dir: string, e: unknown): unknown {
  * only stats changed in place (edits, chmod, touch), no walk is copied out and the change set is
  * built from the changed entries alone; otherwise the whole walk is diffed here (diffWalk).
  */
-export async function computeChanges(dir: string, cache: StatCache): Promise<ChangeSet> {
+export async function computeChanges(dir: string, cache: StatCache, exclude: readonly string[] = []): Promise<ChangeSet> {
   let r: WalkAgainst;
   try {
     r = await walkTreeAgainst(dir, cache);
   } catch (e) {
     throw gone(dir, e);
   }
-  return changesFrom(dir, r, cache);
+  return changesFrom(dir, r, cache, exclude);
 }
 
 export function computeChangesSync(dir: string, cache: StatCache): ChangeSet {
@@ -70,8 +70,8 @@ export function computeChangesSync(dir: string, cache: StatCache): ChangeSet {
   return changesFrom(dir, r, cache);
 }
 
-function changesFrom(dir: string, r: WalkAgainst, cache: StatCache): ChangeSet {
-  if (r.kind === 'walk') return diffWalk(dir, r.walk, cache);
+function changesFrom(dir: string, r: WalkAgainst, cache: StatCache, exclude: readonly string[] = []): ChangeSet {
+  if (r.kind === 'walk') return diffWalk(dir, r.walk, cache, exclude);
   return statsChanged(dir, cache, r.kind === 'stats' ? r : null);
 }
 
@@ -243,12 +243,13 @@ function inoKey(kind: number, lo: number, hi: number): number | string {
 }
 
 /**
- * `.layerfsignore` in a materialized Workspace: new paths it matches are left out (keep[i] = 0)
+ * `.layerfsignore` in a materialized Workspace, and a commit's `--exclude` patterns: new paths
+ * they match are left out (keep[i] = 0)
  * and so never committed; paths the state already has stay, as files git tracks stay whatever
  * .gitignore says. Returns how many were left out.
  */
-function leaveOutNew(dir: string, walk: WalkResult, cache: StatCache, keep: Uint8Array): number {
-  const exclude = excludeMatcher(dir);
+function leaveOutNew(dir: string, walk: WalkResult, cache: StatCache, keep: Uint8Array, patterns: readonly string[]): number {
+  const exclude = excludeMatcher(dir, patterns);
   if (!exclude) return 0;
   const old = matchPaths(walk, cache);
   let n = 0;
@@ -263,7 +264,7 @@ function leaveOutNew(dir: string, walk: WalkResult, cache: StatCache, keep: Uint
   return n;
 }
 
-export function diffWalk(dir: string, walk: WalkResult, cache: StatCache): ChangeSet {
+export function diffWalk(dir: string, walk: WalkResult, cache: StatCache, exclude: readonly string[] = []): ChangeSet {
   const root = Buffer.from(dir);
   const skipped: string[] = [];
   let now = walk;
@@ -278,7 +279,7 @@ export function diffWalk(dir: string, walk: WalkResult, cache: StatCache): Chang
         skipped.push(Buffer.concat([root, SLASH, walkRelPath(walk, i)]).toString());
       }
     }
-    const excluded = leaveOutNew(dir, walk, cache, keep);
+    const excluded = leaveOutNew(dir, walk, cache, keep, exclude);
     if (bad > 0 || excluded > 0) now = compactWalk(walk, keep).walk;
   }
   const n = now.count;

@@ -131,18 +131,20 @@ export interface CommitPhases {
   write: number;
 }
 
+/** `note`: the Commit's message, metadata and author; `exclude`: gitignore patterns whose new paths this commit leaves out (after `.layerfsignore`'s). */
 export async function commitWorkspace(
   store: Store,
   ws: WorkspaceRow,
   stateDir: string,
   phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 },
   note: CommitNote = EMPTY_NOTE,
+  exclude: readonly string[] = [],
 ): Promise<CommitOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   let t = performance.now();
   const cache = loadCache(store, ws.id);
-  const cs = await computeChanges(ws.path, cache);
+  const cs = await computeChanges(ws.path, cache, exclude);
   phases.walkRead = performance.now() - t;
   if (cs.clean) {
     const b = getBranch(store, ws.branchId);

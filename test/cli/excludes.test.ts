@@ -69,3 +69,25 @@ test('SDK: initLayerStack({ exclude }); a materialized commit leaves out new pat
     c.close();
   }
 });
+
+test('workspace commit --exclude (repeatable) leaves new matching paths out of that Commit', () => {
+  const dir = tempDir();
+  const env = { LAYERFS_STORE: join(dir, 'store.sqlite'), LAYERFS_CONTEXT: join(dir, 'ctx.json'), LAYERFS_PROJECTION: 'materialize' };
+  mkdirSync(join(dir, 'src'));
+  writeFileSync(join(dir, 'src/a.txt'), 'a');
+  const run = (...args: string[]) => cli(['--json', ...args], env);
+  assert.equal(run('db', 'create', env.LAYERFS_STORE).code, 0);
+  assert.equal(run('layerstack', 'init', '--name', 'p', join(dir, 'src')).code, 0);
+  assert.equal(run('branch', 'fork', '--name', 'b', '--layer', 'p#0').code, 0);
+  const ws = run('workspace', 'create', 'b', '--at', join(dir, 'ws')).json.workspace;
+  tree(ws.path);
+  assert.equal(run('workspace', 'commit', ws.id, '--exclude', '').json.error.code, 'ERR_INVALID_ARGUMENT');
+  const r = run('workspace', 'commit', ws.id, '--exclude', 'node_modules/', '--exclude', '.git', '--exclude', '*.log');
+  assert.equal(r.json.outcome, 'Created', r.stdout + r.stderr);
+  assert.deepEqual(run('ls', 'b').json.entries.map((e: { name: string }) => e.name), ['a.txt', 'build', 'src']);
+  // Left out of that Commit only: without the patterns, the next status lists them as new.
+  const status = run('workspace', 'status', ws.id).json.changes.map((e: { path: string }) => e.path);
+  assert.ok(status.includes('debug.log') && status.includes('node_modules'), status.join(' '));
+  assert.equal(run('workspace', 'end', ws.id, '--discard').json.outcome, 'Ended');
+  assertStoreIntact(env.LAYERFS_STORE);
+});

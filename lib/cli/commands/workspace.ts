@@ -120,14 +120,15 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .option('-m, --message <text>', 'the Commit message')
     .option('--metadata <json>', 'a JSON object recorded with the Commit (agent, tool call id, model…)')
     .option('--author <name>', 'who the Commit is by (default: $LAYERFS_AUTHOR, else user@host)')
-    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string }) =>
+    .option('--exclude <glob>', 'leave new paths matching this gitignore pattern out of the Commit (repeatable; materialized Workspaces)', (v: string, prev: string[] = []) => [...prev, v])
+    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string; exclude?: string[] }) =>
       run(async (out, g) => {
         const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
         let branch = 'BRANCH';
         const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
         const r = await withClient(g.store, (c) => {
           branch = c.workspace(ref ?? here()).branch;
-          return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author });
+          return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author, exclude: opts.exclude });
         }).finally(busy.stop);
         out.result(r, () => {
           switch (r.outcome) {
