@@ -8,3 +8,4 @@ export * from './note.js';
 export { uniqueByPrefix } from './resolve.js';
 export * from './diff.js';
 export { touchesPath } from './diff-path.js';
+export * from './git-patch.js';

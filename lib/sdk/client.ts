@@ -54,6 +54,7 @@ import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMo
 import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
+import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
   DedupAnalysis,
@@ -396,6 +397,29 @@ export class Client {
   /** Differences between two states (any StateRef), paged. */
   diff(from: StateRef, to: StateRef, opts: { after?: string; limit?: number } = {}): DiffPage {
     return this.store.read(() => diffStates(this.store, this.state(from).rootId, this.state(to).rootId, opts));
+  }
+
+  /**
+   * A git patch from one state to another (`git apply` accepts it): binary files summarised
+   * unless `binary`, text decided as git does unless `text`; only under `paths` when given.
+   */
+  diffPatch(from: StateRef, to: StateRef, opts: PatchRequest = {}): PatchResult {
+    return this.store.read(() => {
+      const skipped: string[] = [];
+      const pairs = statePairs(this.store, this.state(from).rootId, this.state(to).rootId, pathFilters(opts.paths), skipped);
+      return formatPairs(pairs, opts, skipped);
+    });
+  }
+
+  /** The Workspace's uncommitted changes as a git patch (its base state against its files). */
+  async workspaceDiff(ref: string, opts: PatchRequest = {}): Promise<PatchResult> {
+    const s = await this.workspaceStatus(ref);
+    const w = resolveWorkspace(this.store, ref);
+    return this.store.read(() => {
+      const skipped: string[] = [];
+      const pairs = workspacePairs(this.store, w.baseRootId, w.path, s.changes, pathFilters(opts.paths), skipped);
+      return formatPairs(pairs, opts, skipped);
+    });
   }
 
   // ---- Workspaces ----

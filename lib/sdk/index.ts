@@ -8,3 +8,4 @@ export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
 export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
+export { formatStat, type PatchRequest, type PatchResult, type FileStat, type PatchOptions } from './patch.js';

@@ -1,0 +1,75 @@
+/** diff, workspace diff: git patches of states and Workspaces. */
+import type { Command } from 'commander';
+import type { PatchResult } from '../../sdk/index.js';
+import type { Out } from '../output.js';
+import type { Runner } from '../main.js';
+import { formatStat } from '../../sdk/index.js';
+import { withClient } from './db.js';
+
+interface PatchFlags {
+  patch?: boolean;
+  stat?: boolean;
+  text?: boolean;
+  binary?: boolean;
+  fullIndex?: boolean;
+  unified?: string;
+}
+
+const LETTER = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
+
+export async function writeStdout(b: Buffer | string): Promise<void> {
+  if (!process.stdout.write(b)) await new Promise((r) => process.stdout.once('drain', r));
+}
+
+/** Prints a patch result as --patch / --stat / name-status (default) / --json ask. */
+export async function printPatch(out: Out, r: PatchResult, f: PatchFlags): Promise<void> {
+  if (out.json) {
+    out.result({ files: r.files, skipped: r.skipped, ...(f.patch ? { patch: r.patch.toString('utf8') } : {}) }, () => []);
+    return;
+  }
+  for (const s of r.skipped) process.stderr.write(`layerfs: skipped ${s} (git patches cannot hold FIFOs or devices)\n`);
+  if (f.stat && r.files.length > 0) await writeStdout(formatStat(r.files).join('\n') + '\n' + (f.patch ? '\n' : ''));
+  if (f.patch) await writeStdout(r.patch);
+  if (!f.patch && !f.stat) await writeStdout(r.files.map((s) => `${LETTER[s.change]}\t${s.oldPath !== undefined ? `${s.oldPath} -> ` : ''}${s.path}\n`).join(''));
+}
+
+function patchOptions(cmd: Command): Command {
+  return cmd
+    .option('-p, --patch', 'print a unified, git-compatible patch (`git apply` accepts it)')
+    .option('--stat', "print git's --stat summary")
+    .option('-a, --text', 'treat every file as text')
+    .option('--binary', 'write binary changes as GIT binary patch data (else one summary line)')
+    .option('--full-index', 'full 40-digit blob ids on index lines')
+    .option('-U, --unified <n>', 'lines of context (default 3)');
+}
+
+function requestOf(f: PatchFlags, paths: string[]) {
+  const context = f.unified === undefined ? undefined : Number(f.unified);
+  return { paths, text: f.text, binary: f.binary, fullIndex: f.fullIndex, ...(context !== undefined && Number.isInteger(context) && context >= 0 ? { context } : {}) };
+}
+
+export function registerPatchCommands(program: Command, run: Runner): void {
+  patchOptions(
+    program
+      .command('diff <from> <to> [path...]')
+      .usage('[options] <from> <to> [-- path...]')
+      .description('what changed from one state to another: paths (default), --stat, or a git patch with --patch'),
+  ).action((from: string, to: string, paths: string[], f: PatchFlags) =>
+    run(async (out, g) => {
+      const r = await withClient(g.store, (c) => c.diffPatch(from, to, requestOf(f, paths)), true);
+      await printPatch(out, r, f);
+    })(),
+  );
+  const ws = program.commands.find((c) => c.name() === 'workspace')!;
+  patchOptions(
+    ws
+      .command('diff <workspace> [path...]')
+      .usage('[options] <workspace> [-- path...]')
+      .description("the Workspace's uncommitted changes: paths (default), --stat, or a git patch with --patch"),
+  ).action((ref: string, paths: string[], f: PatchFlags) =>
+    run(async (out, g) => {
+      const r = await withClient(g.store, (c) => c.workspaceDiff(ref, requestOf(f, paths)), true);
+      await printPatch(out, r, f);
+    })(),
+  );
+}

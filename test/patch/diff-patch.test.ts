@@ -1,0 +1,113 @@
+// diff --patch: git-compatible patches. Random edit scripts (seed printed) between Commits;
+// each patch applied by `git apply` to an export of the first state gives the second.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '../../lib/sdk/index.js';
+import { cli } from '../helpers/cli.js';
+import { gitView, randomEdits, rng } from '../helpers/edits.js';
+import { assertIntact } from '../helpers/integrity.js';
+import { tempDir } from '../helpers/tmp.js';
+
+export function git(cwd: string, args: string[], input?: Buffer): string {
+  const r = spawnSync('git', args, { cwd, input, encoding: 'buffer', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@e', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@e' } });
+  if (r.status !== 0) throw new Error(`git ${args.join(' ')} failed: ${r.stderr.toString()}`);
+  return r.stdout.toString();
+}
+
+/** A Store with a LayerStack and a Branch of `commits` random Commits; returns the states in order. */
+export async function randomHistory(seed: number, commits: number, steps = 12) {
+  const dir = tempDir();
+  const r = rng(seed);
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  randomEdits(src, r, 25);
+  const store = join(dir, 'store.sqlite');
+  const client = Client.create(store);
+  const init = await client.initLayerStack({ name: 'proj', source: src });
+  client.forkBranch({ name: 'main', layer: init.layer.id });
+  const ws = await client.createWorkspace('main', { at: join(dir, 'ws'), projection: 'materialize' });
+  const states = [init.layer.id];
+  const logs: string[][] = [];
+  for (let i = 0; i < commits; i++) {
+    logs.push(randomEdits(ws.path, r, steps));
+    const c = await client.commitWorkspace(ws.id, { message: `change ${i}\n\nbody of change ${i}\n`, author: 'Ann Example <ann@example.com>' });
+    if (c.outcome === 'Created') states.push(c.commit.id);
+  }
+  return { dir, store, client, ws, states, logs };
+}
+
+test('diff --patch of random edit scripts applies with git apply, byte for byte', async () => {
+  const seed = Number(process.env.SEED ?? Date.now() % 100000);
+  console.log(`seed ${seed}`);
+  const h = await randomHistory(seed, 6);
+  for (let i = 1; i < h.states.length; i++) {
+    const [a, b] = [h.states[i - 1]!, h.states[i]!];
+    const target = join(h.dir, `apply-${i}`);
+    h.client.export(a, target);
+    git(target, ['init', '-q']);
+    const p = h.client.diffPatch(a, b, { binary: true });
+    if (p.patch.length) git(target, ['apply', '--whitespace=nowarn', '-'], p.patch);
+    const want = join(h.dir, `want-${i}`);
+    h.client.export(b, want);
+    assert.deepEqual(gitView(target), gitView(want), `seed ${seed} step ${i}: ${h.logs[i - 1]!.join('; ')}`);
+  }
+  assertIntact(h.client);
+  h.client.close();
+});
+
+test('workspace diff --patch applies to an export of its base; binaries summarised unless --binary', async () => {
+  const h = await randomHistory(7, 1);
+  writeFileSync(join(h.ws.path, 'blob.bin'), Buffer.from([1, 0, 2, 3]));
+  writeFileSync(join(h.ws.path, 'note.txt'), 'hello\n');
+  const p = await h.client.workspaceDiff(h.ws.id, { binary: true });
+  const target = join(h.dir, 'wsapply');
+  h.client.export('main', target);
+  git(target, ['init', '-q']);
+  git(target, ['apply', '-'], p.patch);
+  assert.deepEqual(gitView(target), gitView(h.ws.path));
+  const summary = await h.client.workspaceDiff(h.ws.id, { paths: ['blob.bin'] });
+  assert.match(summary.patch.toString(), /^diff --git a\/blob.bin b\/blob.bin\nnew file mode 100644\nindex 0000000\.\.[0-9a-f]{7}\nBinary files \/dev\/null and b\/blob.bin differ\n$/);
+  assert.equal(summary.files[0]!.binary, true);
+  assert.equal(summary.files[0]!.newSize, 4);
+  const forced = await h.client.workspaceDiff(h.ws.id, { paths: ['blob.bin'], text: true });
+  assert.match(forced.patch.toString('latin1'), /\+\x01\x00\x02\x03\n\\ No newline at end of file/);
+  h.client.close();
+});
+
+test('CLI: diff --stat and --patch match git for a small change', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  writeFileSync(join(src, 'a.txt'), 'one\ntwo\nthree\n');
+  const store = join(dir, 's.sqlite');
+  const c = Client.create(store);
+  const init = await c.initLayerStack({ name: 'p', source: src });
+  c.forkBranch({ name: 'main', layer: init.layer.id });
+  const ws = await c.createWorkspace('main', { at: join(dir, 'ws'), projection: 'materialize' });
+  writeFileSync(join(ws.path, 'a.txt'), 'one\n2\nthree\n');
+  await c.commitWorkspace(ws.id, { message: 'm' });
+  c.close();
+  const patch = cli(['--store', store, 'diff', 'p', 'main', '--patch']);
+  assert.equal(patch.code, 0, patch.stderr);
+  // The same change made in git gives the same text.
+  const g = join(dir, 'g');
+  mkdirSync(g);
+  git(g, ['init', '-q']);
+  writeFileSync(join(g, 'a.txt'), 'one\ntwo\nthree\n');
+  git(g, ['add', '.']);
+  git(g, ['commit', '-qm', 'a']);
+  writeFileSync(join(g, 'a.txt'), 'one\n2\nthree\n');
+  assert.equal(patch.stdout, git(g, ['diff']));
+  const stat = cli(['--store', store, 'diff', 'p', 'main', '--stat']);
+  assert.equal(stat.stdout, git(g, ['diff', '--stat=80']));
+  const names = cli(['--store', store, 'diff', 'p', 'main', '--', 'a.txt']);
+  assert.equal(names.stdout, 'M\ta.txt\n');
+  const none = cli(['--store', store, 'diff', 'p', 'main', '--', 'other']);
+  assert.equal(none.stdout, '');
+  const bad = cli(['--store', store, 'diff', 'p', 'nope']);
+  assert.equal(bad.code, 1);
+  assert.match(bad.stderr, /ERR_NOT_FOUND/);
+});
