@@ -55,7 +55,7 @@ export function buildProgram(state: { code: number }): Command {
   registerWorkspaceCommands(program, run, state);
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
-  registerPatchCommands(program, run);
+  registerPatchCommands(program, run, state);
   return program;
 }
 

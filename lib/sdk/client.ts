@@ -53,7 +53,8 @@ import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
-import { resolveState, type ResolvedState } from './refs.js';
+import { forkBase, resolveState, type ResolvedState } from './refs.js';
+import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
 import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
@@ -409,6 +410,21 @@ export class Client {
       const pairs = statePairs(this.store, this.state(from).rootId, this.state(to).rootId, pathFilters(opts.paths), skipped);
       return formatPairs(pairs, opts, skipped);
     });
+  }
+
+  /**
+   * Brings a state's changes (from `from`, default its fork base) into an existing directory
+   * or git work tree: checks every path first and writes nothing on a conflict (outcome
+   * Conflicts), then writes each file atomically. Refuses a dirty git work tree unless `force`.
+   */
+  apply(ref: StateRef, dir: string, opts: ApplyOptions & { from?: StateRef } = {}): ApplyResult {
+    const { base, state } = this.store.read(() => {
+      const state = this.state(ref);
+      const base = opts.from !== undefined ? this.state(opts.from) : forkBase(this.store, state);
+      if (!base) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${ref} is the first Layer of its LayerStack and has no base`, { id: ref, hint: 'give --from STATE, or use `layerfs export`' });
+      return { base, state };
+    });
+    return applyState(this.store, base.rootId, state.rootId, dir, opts);
   }
 
   /** The Workspace's uncommitted changes as a git patch (its base state against its files). */

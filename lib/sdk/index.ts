@@ -9,3 +9,4 @@ export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/i
 export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
 export { formatStat, type PatchRequest, type PatchResult, type FileStat, type PatchOptions } from './patch.js';
+export type { ApplyOptions, ApplyResult } from './apply.js';

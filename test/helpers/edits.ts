@@ -117,3 +117,20 @@ export function gitView(root: string): Map<string, string> {
   }
   return m;
 }
+
+/** gitView plus exact permission bits of files and directories, and empty directories. */
+export function fullView(root: string, rel = ''): Map<string, string> {
+  const m = new Map<string, string>();
+  for (const name of readdirSync(join(root, rel)).sort()) {
+    if (rel === '' && name === '.git') continue;
+    const p = rel ? `${rel}/${name}` : name;
+    const abs = join(root, p);
+    const st = lstatSync(abs);
+    if (st.isSymbolicLink()) m.set(p, `link:${readlinkSync(abs)}`);
+    else if (st.isDirectory()) {
+      m.set(p, `dir:${(st.mode & 0o7777).toString(8)}`);
+      for (const [k, v] of fullView(root, p)) m.set(k, v);
+    } else m.set(p, `${(st.mode & 0o7777).toString(8)}:${readFileSync(abs).toString('base64')}`);
+  }
+  return m;
+}

@@ -48,7 +48,31 @@ function requestOf(f: PatchFlags, paths: string[]) {
   return { paths, text: f.text, binary: f.binary, fullIndex: f.fullIndex, ...(context !== undefined && Number.isInteger(context) && context >= 0 ? { context } : {}) };
 }
 
-export function registerPatchCommands(program: Command, run: Runner): void {
+export function registerPatchCommands(program: Command, run: Runner, state: { code: number }): void {
+  program
+    .command('apply <state> [path...]')
+    .usage('[options] <state> --to <dir> [-- path...]')
+    .description("bring a state's changes (relative to --from, default its fork base) into an existing directory or git work tree; nothing is written if any path conflicts")
+    .requiredOption('--to <dir>', 'the directory to change')
+    .option('--from <state>', 'count changes from this state (default: the Layer the Branch was forked from; a Layer\'s parent)')
+    .option('--check', 'only check: list what would change and any conflicts')
+    .option('--git', 'stage the changed paths in the git index')
+    .option('--force', 'apply even though the git work tree has uncommitted changes')
+    .action((ref: string, paths: string[], f: { to: string; from?: string; check?: boolean; git?: boolean; force?: boolean }) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.apply(ref, f.to, { from: f.from, check: f.check, git: f.git, force: f.force, paths }), true);
+        out.result(r, () => {
+          if (r.outcome === 'Conflicts') return [`CONFLICTS: nothing written to ${r.target}`, ...r.conflicts.map((x) => `  ${x.path}: ${x.reason}`)];
+          const lines = r.changes.map((x) => `${x.change.padEnd(6)} ${x.path}`);
+          for (const k of r.kept) lines.push(`kept   ${k} (holds files the base does not have)`);
+          for (const k of r.skipped) lines.push(`skipped ${k} (FIFO or device)`);
+          lines.push(`${r.outcome === 'Checked' ? 'would change' : 'changed'} ${r.changes.length} paths in ${r.target}`);
+          return lines;
+        });
+        if (r.outcome === 'Conflicts') state.code = 1;
+      })(),
+    );
+
   patchOptions(
     program
       .command('diff <from> <to> [path...]')
