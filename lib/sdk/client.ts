@@ -55,6 +55,7 @@ import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { forkBase, resolveState, type ResolvedState } from './refs.js';
 import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
+import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
 import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
@@ -425,6 +426,14 @@ export class Client {
       return { base, state };
     });
     return applyState(this.store, base.rootId, state.rootId, dir, opts);
+  }
+
+  /**
+   * One git mbox patch per Commit of a Branch (after `since`), written to `outDir` as
+   * 0001-subject.patch…; `git am` applies them with each Commit's message, author and time.
+   */
+  formatPatch(branch: string, outDir: string, opts: FormatPatchOptions = {}): FormatPatchResult {
+    return this.store.read(() => formatPatches(this.store, branch, outDir, opts));
   }
 
   /** The Workspace's uncommitted changes as a git patch (its base state against its files). */

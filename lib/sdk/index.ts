@@ -10,3 +10,4 @@ export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
 export { formatStat, type PatchRequest, type PatchResult, type FileStat, type PatchOptions } from './patch.js';
 export type { ApplyOptions, ApplyResult } from './apply.js';
+export type { FormatPatchOptions, FormatPatchResult } from './format-patch.js';

@@ -4,7 +4,7 @@
  * symlinks, kind changes, names with spaces, quotes and non-ASCII — and a comparison of two
  * trees as git sees them (files, symlinks, exec bits, bytes).
  */
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 export function rng(seed: number): () => number {
@@ -17,6 +17,16 @@ export function rng(seed: number): () => number {
     x >>>= 0;
     return x / 0x100000000;
   };
+}
+
+/** Whether anything (a dangling symlink too) is at the path. */
+function lexists(p: string): boolean {
+  try {
+    lstatSync(p);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 const NAMES = ['a.txt', 'b.md', 'c', 'with space.txt', 'quote"d', 'naïve.txt', 'tab\tname', 'data.bin', 'x.sh', 'long-' + 'n'.repeat(120)];
@@ -58,7 +68,7 @@ export function randomEdits(root: string, r: () => number, steps: number): strin
     const target = files.length ? pick(files) : undefined;
     const fresh = join(pick(DIRS), pick(NAMES) + (r() < 0.5 ? String(Math.floor(r() * 9)) : ''));
     const abs = join(root, fresh);
-    if (op <= 1 && !existsSync(abs)) {
+    if (op <= 1 && !lexists(abs)) {
       mkdirSync(dirname(abs), { recursive: true });
       writeFileSync(abs, fresh.includes('bin') ? binary(r, 50 + Math.floor(r() * 3000)) : textLines(r, Math.floor(r() * 40)));
       log.push(`create ${fresh}`);
@@ -75,7 +85,7 @@ export function randomEdits(root: string, r: () => number, steps: number): strin
     } else if (op === 5 && target) {
       rmSync(join(root, target));
       log.push(`delete ${target}`);
-    } else if (op === 6 && target && !existsSync(abs)) {
+    } else if (op === 6 && target && !lexists(abs)) {
       mkdirSync(dirname(abs), { recursive: true });
       renameSync(join(root, target), abs);
       log.push(`rename ${target} -> ${fresh}`);
@@ -83,7 +93,7 @@ export function randomEdits(root: string, r: () => number, steps: number): strin
       const p = join(root, target);
       chmodSync(p, lstatSync(p).mode & 0o100 ? 0o644 : 0o755);
       log.push(`chmod ${target}`);
-    } else if (op === 8 && !existsSync(abs)) {
+    } else if (op === 8 && !lexists(abs)) {
       mkdirSync(dirname(abs), { recursive: true });
       symlinkSync(target ?? 'nowhere', abs);
       log.push(`symlink ${fresh} -> ${target}`);
@@ -95,8 +105,8 @@ export function randomEdits(root: string, r: () => number, steps: number): strin
       else symlinkSync('../elsewhere', p);
       log.push(`retype ${target}`);
     } else if (op === 6 && r() < 0.3) {
-      const dirs = DIRS.filter((d) => d && existsSync(join(root, d)));
-      if (dirs.length && !existsSync(join(root, 'moved'))) {
+      const dirs = DIRS.filter((d) => d && lexists(join(root, d)));
+      if (dirs.length && !lexists(join(root, 'moved'))) {
         const d = pick(dirs);
         renameSync(join(root, d), join(root, 'moved'));
         log.push(`rename dir ${d} -> moved`);

@@ -84,6 +84,17 @@ export function registerPatchCommands(program: Command, run: Runner, state: { co
       await printPatch(out, r, f);
     })(),
   );
+  program
+    .command('format-patch <branch>')
+    .description('one git mbox patch per Commit (message, author, time), for `git am`')
+    .requiredOption('-o, --out <dir>', 'directory for the patch files')
+    .option('--since <commit>', 'only Commits after this one')
+    .action((branch: string, f: { out: string; since?: string }) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.formatPatch(branch, f.out, { since: f.since }), true);
+        out.result(r, () => [...r.files, ...r.empty.map((id) => `skipped ${id.slice(0, 12)} (no change git can see)`)]);
+      })(),
+    );
   const ws = program.commands.find((c) => c.name() === 'workspace')!;
   patchOptions(
     ws
