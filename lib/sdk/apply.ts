@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
+import { setTimes } from '../native/index.js';
 import { checkStoredName, InodeKind, type FsView, type Store } from '../store/index.js';
 import { allDiffEntries, inodeAt, pathFilters, underAny } from './patch.js';
 
@@ -39,22 +40,24 @@ export interface ApplyResult {
 }
 
 type NodeKind = 'absent' | 'file' | 'symlink' | 'dir' | 'special';
-interface Node {
+export interface Node {
   kind: NodeKind;
   mode: number;
   bytes?: () => Buffer;
+  /** A state's files: their mtime, given back by restore. */
+  mtimeNs?: bigint;
 }
 
 const ABSENT: Node = { kind: 'absent', mode: 0 };
 
-function stateNode(view: FsView, path: Buffer): Node {
+export function stateNode(view: FsView, path: Buffer): Node {
   const n = inodeAt(view, path);
   if (!n) return ABSENT;
   switch (n.kind) {
     case InodeKind.Dir:
       return { kind: 'dir', mode: n.mode };
     case InodeKind.File:
-      return { kind: 'file', mode: n.mode, bytes: () => Buffer.concat([...view.content(n)]) };
+      return { kind: 'file', mode: n.mode, bytes: () => Buffer.concat([...view.content(n)]), mtimeNs: n.mtimeNs };
     case InodeKind.Symlink:
       return { kind: 'symlink', mode: 0o777, bytes: () => n.target! };
     default:
@@ -62,7 +65,7 @@ function stateNode(view: FsView, path: Buffer): Node {
   }
 }
 
-function diskNode(abs: Buffer): Node {
+export function diskNode(abs: Buffer): Node {
   let st;
   try {
     st = lstatSync(abs);
@@ -77,14 +80,14 @@ function diskNode(abs: Buffer): Node {
 }
 
 /** Same kind and bytes (modes aside: a mode difference is never a conflict). */
-function sameContent(a: Node, b: Node): boolean {
+export function sameContent(a: Node, b: Node): boolean {
   if (a.kind !== b.kind) return false;
   if (a.kind === 'file' || a.kind === 'symlink') return a.bytes!().equals(b.bytes!());
   return true;
 }
 
 /** DIR/path as bytes, after checking each stored name and that no existing parent is a symlink. */
-function safePath(root: Buffer, path: Buffer): Buffer {
+export function safePath(root: Buffer, path: Buffer): Buffer {
   const parts = path.toString('latin1').split('/').map((p) => Buffer.from(p, 'latin1'));
   let cur = root;
   for (let i = 0; i < parts.length; i++) {
@@ -102,7 +105,7 @@ function safePath(root: Buffer, path: Buffer): Buffer {
   return cur;
 }
 
-interface Step {
+export interface Step {
   path: Buffer;
   abs: Buffer;
   want: Node;
@@ -157,7 +160,7 @@ function plan(store: Store, baseRoot: Buffer, stateRoot: Buffer, root: Buffer, f
   return steps;
 }
 
-function writeAtomically(step: Step): void {
+function writeAtomically(step: Step, keepTimes: boolean): void {
   const tmp = Buffer.concat([step.abs, Buffer.from(`.layerfs-${process.pid}-${randomBytes(4).toString('hex')}`)]);
   if (step.want.kind === 'symlink') symlinkSync(step.want.bytes!(), tmp);
   else {
@@ -170,6 +173,7 @@ function writeAtomically(step: Step): void {
       closeSync(fd);
     }
     chmodSync(tmp, step.want.mode);
+    if (keepTimes && step.want.mtimeNs !== undefined) setTimes(tmp, step.want.mtimeNs, step.want.mtimeNs);
   }
   try {
     renameSync(tmp, step.abs);
@@ -180,7 +184,7 @@ function writeAtomically(step: Step): void {
 }
 
 /** Writes the planned steps: removals deepest first, then directories and files shallowest first. */
-function write(steps: Step[], r: ApplyResult): void {
+export function writeSteps(steps: Step[], r: Pick<ApplyResult, 'changes' | 'kept'>, keepTimes = false): void {
   const byDepth = (a: Step, b: Step) => Buffer.compare(a.path, b.path);
   const removals = steps.filter((s) => s.disk.kind !== 'absent' && (s.want.kind === 'absent' || s.want.kind !== s.disk.kind)).sort(byDepth).reverse();
   for (const s of removals) {
@@ -204,7 +208,7 @@ function write(steps: Step[], r: ApplyResult): void {
       chmodSync(s.abs, s.want.mode);
       r.changes.push({ path: s.path.toString(), change: 'chmod' });
     } else {
-      writeAtomically(s);
+      writeAtomically(s, keepTimes);
       r.changes.push({ path: s.path.toString(), change: 'write' });
     }
   }
@@ -228,7 +232,7 @@ export function applyState(store: Store, baseRoot: Buffer, stateRoot: Buffer, di
     for (const s of steps) r.changes.push({ path: s.path.toString(), change: s.want.kind === 'absent' ? 'remove' : s.want.kind === 'dir' ? (s.disk.kind === 'dir' ? 'chmod' : 'mkdir') : sameContent(s.disk, s.want) ? 'chmod' : 'write' });
     return { ...r, outcome: 'Checked' };
   }
-  store.read(() => write(steps, r));
+  store.read(() => writeSteps(steps, r));
   if (opts.git && top && r.changes.length > 0) {
     const paths = r.changes.filter((c) => c.change !== 'mkdir').map((c) => c.path);
     const g = spawnSync('git', ['-C', target, 'add', '-A', '--', ...paths], { encoding: 'utf8' });

@@ -55,6 +55,8 @@ import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { forkBase, resolveState, type ResolvedState } from './refs.js';
 import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
+import { grepState, type GrepOptions, type GrepResult } from './grep.js';
+import { restorePaths, type RestoreResult } from './restore.js';
 import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
 import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
 import type {
@@ -434,6 +436,20 @@ export class Client {
    */
   formatPatch(branch: string, outDir: string, opts: FormatPatchOptions = {}): FormatPatchResult {
     return this.store.read(() => formatPatches(this.store, branch, outDir, opts));
+  }
+
+  /**
+   * Takes paths back from any state into a Workspace (like `git restore --source`): each
+   * subtree becomes the source's exactly; a path the source lacks is removed.
+   */
+  restore(ref: string, opts: { source: StateRef; paths: string[] }): RestoreResult {
+    const w = resolveWorkspace(this.store, ref);
+    return this.store.read(() => restorePaths(this.store, this.state(opts.source).rootId, w.path, opts.paths));
+  }
+
+  /** Searches a state's files for a pattern (a JavaScript regular expression, or fixed), like `git grep -n`. */
+  grep(pattern: string, ref: StateRef, opts: GrepOptions = {}): GrepResult {
+    return this.store.read(() => grepState(this.store.view(this.state(ref).rootId), pattern, opts));
   }
 
   /** The Workspace's uncommitted changes as a git patch (its base state against its files). */

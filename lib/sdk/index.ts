@@ -11,3 +11,5 @@ export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/rece
 export { formatStat, type PatchRequest, type PatchResult, type FileStat, type PatchOptions } from './patch.js';
 export type { ApplyOptions, ApplyResult } from './apply.js';
 export type { FormatPatchOptions, FormatPatchResult } from './format-patch.js';
+export type { RestoreResult } from './restore.js';
+export type { GrepOptions, GrepResult, GrepMatch } from './grep.js';

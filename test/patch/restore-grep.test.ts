@@ -1,0 +1,78 @@
+// workspace restore --source and grep over states.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, rmSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client, isLayerFsError } from '../../lib/sdk/index.js';
+import { cli } from '../helpers/cli.js';
+import { fullView } from '../helpers/edits.js';
+import { randomHistory } from '../helpers/history.js';
+import { assertIntact } from '../helpers/integrity.js';
+import { tempDir } from '../helpers/tmp.js';
+
+function sub(view: Map<string, string>, prefix: string): Map<string, string> {
+  return new Map([...view].filter(([k]) => k === prefix || k.startsWith(prefix + '/')));
+}
+
+test('restore takes subtrees back from any state; a path the source lacks is removed', async () => {
+  const seed = Number(process.env.SEED ?? Date.now() % 100000);
+  console.log(`seed ${seed}`);
+  const h = await randomHistory(seed, 3);
+  const proj = join(h.dir, 'proj');
+  h.client.export('proj', proj);
+  // Local damage: a directory replaced, a new file, a file made a symlink.
+  rmSync(join(h.ws.path, 'src'), { recursive: true, force: true });
+  mkdirSync(join(h.ws.path, 'src'));
+  writeFileSync(join(h.ws.path, 'src', 'stray'), 'x');
+  writeFileSync(join(h.ws.path, 'new.txt'), 'new');
+  symlinkSync('nowhere', join(h.ws.path, 'src', 'link'));
+  chmodSync(join(h.ws.path, 'src'), 0o700);
+  const r = h.client.restore(h.ws.id, { source: 'proj', paths: ['src', 'new.txt'] });
+  assert.ok(r.changes.length > 0);
+  const got = fullView(h.ws.path);
+  assert.deepEqual(sub(got, 'src'), sub(fullView(proj), 'src'));
+  assert.equal(got.has('new.txt'), false);
+  // Everything back to the head: no change is left (status may still list rewritten inodes).
+  h.client.restore(h.ws.id, { source: 'main', paths: ['.'] });
+  const head = join(h.dir, 'head');
+  h.client.export('main', head);
+  assert.deepEqual(fullView(h.ws.path), fullView(head));
+  assert.equal((await h.client.workspaceDiff(h.ws.id)).patch.length, 0);
+  assert.throws(() => h.client.restore(h.ws.id, { source: 'main', paths: ['no/such'] }), (e: unknown) => isLayerFsError(e) && e.code === 'ERR_NOT_FOUND');
+  assert.throws(() => h.client.restore(h.ws.id, { source: 'main', paths: ['../x'] }), (e: unknown) => isLayerFsError(e) && e.code === 'ERR_UNSAFE_PATH');
+  // CLI
+  writeFileSync(join(h.ws.path, 'new.txt'), 'again');
+  const c = cli(['--store', h.store, 'workspace', 'restore', h.ws.id, 'new.txt', '--source', 'main']);
+  assert.equal(c.code, 0, c.stderr);
+  assert.match(c.stdout, /remove +new\.txt/);
+  assertIntact(h.client);
+  h.client.close();
+});
+
+test('grep finds lines in a state, by path, like grep -n', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(join(src, 'lib'), { recursive: true });
+  writeFileSync(join(src, 'README'), 'Hello world\nnothing here\nhello again\n');
+  writeFileSync(join(src, 'lib/a.ts'), 'const hello = 1;\n');
+  writeFileSync(join(src, 'lib/b.bin'), Buffer.from('hello\0binary'));
+  symlinkSync('README', join(src, 'link'));
+  const store = join(dir, 's.sqlite');
+  const c = Client.create(store);
+  await c.initLayerStack({ name: 'p', source: src });
+  const r = c.grep('hello', 'p');
+  assert.deepEqual(r.matches, [
+    { path: 'README', line: 3, text: 'hello again' },
+    { path: 'lib/a.ts', line: 1, text: 'const hello = 1;' },
+  ]);
+  assert.deepEqual(r.binaryFiles, ['lib/b.bin']);
+  assert.equal(c.grep('HELLO', 'p', { ignoreCase: true }).matches.length, 3);
+  assert.deepEqual(c.grep('hello', 'p', { paths: ['lib'] }).matches.map((m) => m.path), ['lib/a.ts']);
+  assert.equal(c.grep('a.', 'p', { fixed: true }).matches.length, 0);
+  assert.throws(() => c.grep('(', 'p'), (e: unknown) => isLayerFsError(e) && e.code === 'ERR_INVALID_ARGUMENT');
+  c.close();
+  const out = cli(['--store', store, 'grep', '-i', 'hello', 'p', '--', 'README']);
+  assert.equal(out.code, 0, out.stderr);
+  assert.equal(out.stdout, 'README:1:Hello world\nREADME:3:hello again\n');
+  assert.equal(cli(['--store', store, 'grep', 'zzz', 'p']).code, 1);
+});
