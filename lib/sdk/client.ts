@@ -2,7 +2,8 @@
  * Client: the public API. One Client binds one Store and one Monitor. Every mutating operation
  * returns a typed receipt; failures are LayerFsError with a stable `code`.
  */
-import { statSync } from 'node:fs';
+import { mkdirSync, rmSync, statSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
@@ -31,7 +32,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, extractTar, tarStream, type TarSource, type TarStats, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -257,6 +258,46 @@ export class Client {
     const s = this.store.read(() => exportTree(this.store.view(this.state(ref).rootId), target));
     const base = this.receipt('export', 'Exported', t0, this.store.meter.allocatedGrowth, null);
     return this.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
+  }
+
+  /**
+   * Streams a state as a deterministic pax tar (the same state gives the same bytes): `sink`
+   * gets pieces of about 64 KiB in order and may return a promise to apply backpressure.
+   */
+  async exportTar(ref: StateRef, sink: (piece: Buffer) => void | Promise<void>): Promise<TarStats & { ms: number }> {
+    const t0 = performance.now();
+    const view = this.store.read(() => this.store.view(this.state(ref).rootId));
+    const stats: TarStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
+    let held: Buffer[] = [];
+    let heldBytes = 0;
+    for (const piece of tarStream(view, stats)) {
+      held.push(piece);
+      heldBytes += piece.length;
+      if (heldBytes >= 64 * 1024) {
+        await sink(Buffer.concat(held));
+        held = [];
+        heldBytes = 0;
+      }
+    }
+    if (heldBytes) await sink(Buffer.concat(held));
+    return { ...stats, ms: performance.now() - t0 };
+  }
+
+  /**
+   * Creates a LayerStack whose genesis Layer is the content of a tar stream (ustar, pax or
+   * GNU): extracted beside the Store as `tar -xp --xattrs` would, imported, then removed, so
+   * the root id equals that of importing the extracted directory.
+   */
+  async initLayerStackFromTar(opts: { name: string; tar: TarSource; onProgress?: (p: ImportProgress) => void }): Promise<InitReceipt> {
+    if (this.layerStacks().some((s) => s.name === opts.name)) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${opts.name} already exists`, { name: opts.name, hint: 'choose another name' });
+    const tmp = `${this.store.path}.d/tar-${process.pid}-${randomBytes(4).toString('hex')}`;
+    mkdirSync(tmp, { recursive: true, mode: 0o700 });
+    try {
+      await extractTar(opts.tar, tmp);
+      return await this.initLayerStack({ name: opts.name, source: tmp, onProgress: opts.onProgress });
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   }
 
   /** Re-reads and re-hashes everything reachable from every state. */

@@ -13,3 +13,4 @@ export type { ApplyOptions, ApplyResult } from './apply.js';
 export type { FormatPatchOptions, FormatPatchResult } from './format-patch.js';
 export type { RestoreResult } from './restore.js';
 export type { GrepOptions, GrepResult, GrepMatch } from './grep.js';
+export type { TarStats, TarSource } from '../store/index.js';
