@@ -32,7 +32,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, extractTar, tarStream, type TarSource, type TarStats, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, extractTar, tarStream, copyStore, publishCopy, discardCopy, type BackupProgress, type TarSource, type TarStats, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -62,6 +62,7 @@ import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from '
 import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
+  BackupReceipt,
   DedupAnalysis,
   BranchInfo,
   CommitInfo,
@@ -298,6 +299,37 @@ export class Client {
     } finally {
       rmSync(tmp, { recursive: true, force: true });
     }
+  }
+
+  /**
+   * A consistent online copy of the Store at a new path (SQLite's backup API), while other
+   * processes go on reading and committing: the copy is verified (every state re-hashed)
+   * before it is put in place; a copy that fails verification is removed (ERR_CORRUPT).
+   */
+  async backup(dest: string, opts: { onProgress?: (p: BackupProgress) => void } = {}): Promise<BackupReceipt> {
+    const t0 = performance.now();
+    const copy = await copyStore(this.store, dest, opts.onProgress);
+    const copyMs = performance.now() - t0;
+    let v: VerifyResult;
+    try {
+      const c = Client.connect(copy.tmp, { readonly: true });
+      try {
+        v = c.verify();
+      } finally {
+        c.close();
+      }
+      rmSync(`${copy.tmp}.d`, { recursive: true, force: true });
+    } catch (e) {
+      discardCopy(copy);
+      throw e;
+    }
+    if (!v.ok) {
+      discardCopy(copy);
+      throw new LayerFsError('ERR_CORRUPT', `the backup failed verification: ${v.damaged.length} damaged objects, sqlite ${v.sqliteCheck}`, { path: copy.dest, hint: 'run `layerfs verify` on the Store' });
+    }
+    publishCopy(copy);
+    const base = this.receipt('db.backup', 'BackedUp', t0, this.store.meter.allocatedGrowth, null);
+    return this.monitor.record({ ...base, outcome: 'BackedUp', path: copy.dest, pages: copy.pages, fileBytes: copy.bytes, copyMs, verifyMs: performance.now() - t0 - copyMs, states: v.states, objectsChecked: v.objectsChecked } as BackupReceipt) as BackupReceipt;
   }
 
   /** Re-reads and re-hashes everything reachable from every state. */

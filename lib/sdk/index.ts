@@ -14,3 +14,4 @@ export type { FormatPatchOptions, FormatPatchResult } from './format-patch.js';
 export type { RestoreResult } from './restore.js';
 export type { GrepOptions, GrepResult, GrepMatch } from './grep.js';
 export type { TarStats, TarSource } from '../store/index.js';
+export type { BackupProgress } from '../store/index.js';

@@ -20,3 +20,4 @@ export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } fro
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
 export { tarStream, type TarStats } from './tar.js';
 export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
+export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';
