@@ -129,12 +129,25 @@ function hunks(a: string, b: string, context: number): { text: string; added: nu
   return { text, added, removed };
 }
 
-/** Percentage of lines the two texts share, as git's `similarity index` approximates it. */
-function similarity(a: Buffer, b: Buffer, removed: number, added: number, bin: boolean): number {
+/**
+ * How much of two versions is the same, 0–100, as git's rename detection estimates it: the
+ * bytes of lines they share (each line counted as often as both have it) over the larger size.
+ * 100 only for identical bytes. Renames below 50 are shown as a deletion and an addition.
+ */
+export function similarityScore(a: Buffer, b: Buffer): number {
   if (a.equals(b)) return 100;
-  if (bin) return 50;
-  const lines = Math.max(1, a.toString('latin1').split('\n').length, b.toString('latin1').split('\n').length);
-  return Math.max(0, Math.min(99, Math.floor(((lines - Math.max(removed, added)) * 100) / lines)));
+  const larger = Math.max(a.length, b.length);
+  if (Math.min(a.length, b.length) * 2 < larger) return Math.floor((Math.min(a.length, b.length) * 100) / larger);
+  const count = new Map<string, number>();
+  for (const line of a.toString('latin1').split('\n')) count.set(line, (count.get(line) ?? 0) + 1);
+  let common = 0;
+  for (const line of b.toString('latin1').split('\n')) {
+    const n = count.get(line);
+    if (!n) continue;
+    count.set(line, n - 1);
+    common += line.length + 1;
+  }
+  return Math.min(99, Math.floor((Math.min(common, larger) * 100) / larger));
 }
 
 /**
@@ -183,7 +196,7 @@ export function formatFilePatch(pair: FilePair, opts: PatchOptions = {}): { text
   else if (!n) head += `deleted file mode ${o.mode.toString(8)}\n`;
   else {
     if (o.mode !== n.mode) head += `old mode ${o.mode.toString(8)}\nnew mode ${n.mode.toString(8)}\n`;
-    if (renamed) head += `similarity index ${similarity(oldBytes, newBytes, stat.removed, stat.added, bin)}%\nrename from ${quotePath('', aPath)}\nrename to ${quotePath('', bPath)}\n`;
+    if (renamed) head += `similarity index ${similarityScore(oldBytes, newBytes)}%\nrename from ${quotePath('', aPath)}\nrename to ${quotePath('', bPath)}\n`;
   }
   if (!sameContent) head += `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
   return { text: head + body, stat };

@@ -6,7 +6,7 @@
 import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { diffStates, formatFilePatch, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
+import { diffStates, formatFilePatch, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
 import { InodeKind, type FsView, type Store } from '../store/index.js';
 import { splitStatePath } from './paths.js';
 
@@ -95,7 +95,8 @@ function pairsOf(oldSide: Side, newSide: Side, skipped: string[], display: strin
 /**
  * The file pairs of some changed paths, each compared as it is on both sides (so a path that
  * was replaced, or re-occupied after a rename, is a plain change as git shows it), then a
- * deletion and an addition that the change list calls a rename joined into one rename pair.
+ * deletion and an addition that the change list calls a rename joined into one rename pair
+ * when they are similar enough for git to call it one.
  */
 export function pairsOfPaths(touched: Buffer[], renames: [Buffer, Buffer][], oldAt: (p: Buffer) => Side, newAt: (p: Buffer) => Side, skipped: string[]): FilePair[] {
   const seen = new Set<string>();
@@ -115,7 +116,7 @@ export function pairsOfPaths(touched: Buffer[], renames: [Buffer, Buffer][], old
   for (const [from, to] of renames) {
     const d = deleted.get(from.toString('latin1'));
     const a = added.get(to.toString('latin1'));
-    if (!d || !a || (d.old!.mode === GIT_LINK) !== (a.new!.mode === GIT_LINK)) continue;
+    if (!d || !a || (d.old!.mode === GIT_LINK) !== (a.new!.mode === GIT_LINK) || similarityScore(d.old!.read(), a.new!.read()) < 50) continue;
     a.old = d.old;
     pairs.splice(pairs.indexOf(d), 1);
     deleted.delete(from.toString('latin1'));
