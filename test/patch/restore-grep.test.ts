@@ -1,13 +1,14 @@
 // workspace restore --source and grep over states.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, rmSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs';
+import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
 import { join } from 'node:path';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { cli } from '../helpers/cli.js';
 import { fullView } from '../helpers/edits.js';
 import { randomHistory } from '../helpers/history.js';
-import { assertIntact } from '../helpers/integrity.js';
+import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 
 function sub(view: Map<string, string>, prefix: string): Map<string, string> {
@@ -75,4 +76,36 @@ test('grep finds lines in a state, by path, like grep -n', async () => {
   assert.equal(out.code, 0, out.stderr);
   assert.equal(out.stdout, 'README:1:Hello world\nREADME:3:hello again\n');
   assert.equal(cli(['--store', store, 'grep', 'zzz', 'p']).code, 1);
+});
+
+const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
+
+test('FUSE Workspace: workspace diff --patch and restore through the mount', { skip: fuseSkip, timeout: 120_000 }, async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(join(src, 'lib'), { recursive: true });
+  writeFileSync(join(src, 'README'), 'one\ntwo\n');
+  writeFileSync(join(src, 'lib/a.txt'), 'a\n');
+  const store = join(dir, 's.sqlite');
+  const client = Client.create(store);
+  const init = await client.initLayerStack({ name: 'p', source: src });
+  client.forkBranch({ name: 'main', layer: init.layer.id });
+  const at = join(dir, 'ws');
+  try {
+    const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
+    writeFileSync(join(at, 'README'), 'one\n2\n');
+    rmSync(join(at, 'lib/a.txt'));
+    const d = await client.workspaceDiff(ws.id);
+    assert.equal(d.patch.toString(), 'diff --git a/README b/README\nindex 814f4a4..99b356d 100644\n--- a/README\n+++ b/README\n@@ -1,2 +1,2 @@\n one\n-two\n+2\ndiff --git a/lib/a.txt b/lib/a.txt\ndeleted file mode 100644\nindex 7898192..0000000\n--- a/lib/a.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n');
+    client.restore(ws.id, { source: 'p', paths: ['.'] });
+    assert.equal(readFileSync(join(at, 'README'), 'utf8'), 'one\ntwo\n');
+    assert.equal(readFileSync(join(at, 'lib/a.txt'), 'utf8'), 'a\n');
+    assert.equal((await client.workspaceDiff(ws.id)).patch.length, 0);
+    await client.endWorkspace(ws.id, { discard: true });
+  } finally {
+    await client.stopDaemon({ discard: true }).catch(() => {});
+    await detachStale(at).catch(() => false);
+    client.close();
+  }
+  assertStoreIntact(store);
 });
