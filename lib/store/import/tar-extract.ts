@@ -213,17 +213,9 @@ export async function extractTar(src: TarSource, target: string): Promise<TarExt
       case '7':
         await writeContent(r, abs, h.size);
         break;
-      case '1': {
-        const linkParts = components(h.link);
-        const linkRel = linkParts.map((p) => p.toString('latin1')).join('/');
-        const linkAbs = Buffer.concat([root, ...linkParts.flatMap((p) => [Buffer.from('/'), p])]);
-        const st = linkParts.length ? lstatOrNull(linkAbs) : null;
-        if (!st || !st.isFile() || linkParts.slice(0, -1).some((_, i) => !dirs.has(linkParts.slice(0, i + 1).map((p) => p.toString('latin1')).join('/')))) {
-          throw new LayerFsError('ERR_UNSAFE_PATH', `hard link ${h.name.toString()} -> ${linkRel}: not a file extracted before`, { path: h.name.toString() });
-        }
-        linkSync(linkAbs, abs);
+      case '1':
+        linkEntry(root, dirs, h, abs);
         continue;
-      }
       case '2':
         symlinkSync(h.link, abs);
         break;
@@ -245,6 +237,18 @@ export async function extractTar(src: TarSource, target: string): Promise<TarExt
   }
   for (let i = dirMeta.length - 1; i >= 0; i--) applyMeta(dirMeta[i]!.abs, dirMeta[i]!.h);
   return { entries };
+}
+
+/** A hard link: its target must be a regular file this extraction wrote, under its own directories. */
+function linkEntry(root: Buffer, dirs: Set<string>, h: Header, abs: Buffer): void {
+  const parts = components(h.link);
+  const rel = parts.map((p) => p.toString('latin1'));
+  const target = Buffer.concat([root, ...parts.flatMap((p) => [Buffer.from('/'), p])]);
+  const st = parts.length ? lstatOrNull(target) : null;
+  if (!st || !st.isFile() || rel.slice(0, -1).some((_, i) => !dirs.has(rel.slice(0, i + 1).join('/')))) {
+    throw new LayerFsError('ERR_UNSAFE_PATH', `hard link ${h.name.toString()} -> ${rel.join('/')}: not a file extracted before`, { path: h.name.toString() });
+  }
+  linkSync(target, abs);
 }
 
 function lstatOrNull(p: Buffer) {
