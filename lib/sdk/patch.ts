@@ -5,9 +5,8 @@
  */
 import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { LayerFsError } from '../errors.js';
 import { diffStates, formatFilePatch, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
-import { InodeKind, type FsView, type Store } from '../store/index.js';
+import { InodeKind, ROOT_SERIAL, type FsView, type Inode, type Store } from '../store/index.js';
 import { splitStatePath } from './paths.js';
 
 export type { FileStat, PatchOptions };
@@ -42,14 +41,29 @@ export function underAny(path: Buffer, filters: Buffer[]): boolean {
   return filters.some((f) => f.length === 0 || path.equals(f) || (path.length > f.length && path[f.length] === 0x2f && path.subarray(0, f.length).equals(f)));
 }
 
-/** The entry at a path of a state, or undefined when nothing is there. */
-export function inodeAt(view: FsView, path: Buffer): ReturnType<FsView['inode']> | undefined {
-  try {
-    return view.resolve(path.length ? path.toString('latin1').split('/').map((s) => Buffer.from(s, 'latin1')) : [], path.toString()).inode;
-  } catch (e) {
-    if (e instanceof LayerFsError && (e.code === 'ERR_NOT_FOUND' || e.code === 'ERR_NOT_A_DIRECTORY')) return undefined;
-    throw e;
-  }
+/** Directories already looked up, per view: the paths of a diff share most of their parents. */
+const dirCache = new WeakMap<FsView, Map<string, Inode | null>>();
+
+function dirAt(view: FsView, path: Buffer): Inode | null {
+  let cache = dirCache.get(view);
+  if (!cache) dirCache.set(view, (cache = new Map()));
+  const key = path.toString('latin1');
+  const hit = cache.get(key);
+  if (hit !== undefined) return hit;
+  const n = inodeAt(view, path) ?? null;
+  const dir = n && n.kind === InodeKind.Dir ? n : null;
+  cache.set(key, dir);
+  return dir;
+}
+
+/** The entry at a path of a state (validated name bytes, '/'-joined), or undefined when nothing is there. */
+export function inodeAt(view: FsView, path: Buffer): Inode | undefined {
+  if (path.length === 0) return view.inode(ROOT_SERIAL);
+  const slash = path.lastIndexOf(0x2f);
+  const dir = slash < 0 ? view.inode(ROOT_SERIAL) : dirAt(view, path.subarray(0, slash));
+  if (!dir || dir.kind !== InodeKind.Dir) return undefined;
+  const serial = view.child(dir, path.subarray(slash + 1));
+  return serial === undefined ? undefined : view.inode(serial);
 }
 
 /** A state's version of a path as git sees it; undefined for directories and absent paths. */
