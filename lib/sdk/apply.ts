@@ -235,7 +235,12 @@ export function applyState(store: Store, baseRoot: Buffer, stateRoot: Buffer, di
   store.read(() => writeSteps(steps, r));
   if (opts.git && top && r.changes.length > 0) {
     const paths = r.changes.filter((c) => c.change !== 'mkdir').map((c) => c.path);
-    const g = spawnSync('git', ['-C', target, 'add', '-A', '--', ...paths], { encoding: 'utf8' });
+    // Paths on stdin, NUL-separated and literal: no argv limit, no glob characters interpreted.
+    const g = spawnSync('git', ['-C', target, 'add', '-A', '--pathspec-from-file=-', '--pathspec-file-nul'], {
+      input: paths.map((p) => `${p}\0`).join(''),
+      encoding: 'utf8',
+      env: { ...process.env, GIT_LITERAL_PATHSPECS: '1' },
+    });
     if (g.status !== 0) throw new LayerFsError('ERR_NATIVE_IO', `git add failed: ${g.stderr.trim()}`, { path: target, hint: 'the files are written; stage them by hand' });
   }
   return r;

@@ -53,23 +53,52 @@ export function grepState(view: FsView, pattern: string, opts: GrepOptions = {})
   const limit = opts.limit ?? 10_000;
   if (!Number.isSafeInteger(limit) || limit < 1) throw new LayerFsError('ERR_INVALID_ARGUMENT', `limit must be a positive integer, got ${String(opts.limit)}`, { argument: 'limit' });
   const r: GrepResult = { matches: [], binaryFiles: [], files: 0, truncated: false };
+  // Line by line as the pieces arrive: a large file is never held whole.
   const searchFile = (path: Buffer, inode: Inode): void => {
-    const bytes = Buffer.concat([...view.content(inode)]);
     r.files++;
     const display = path.toString('utf8');
-    if (!opts.text && looksBinary(bytes)) {
-      if (re.test(bytes.toString('latin1'))) r.binaryFiles.push(display);
-      return;
+    let rest: Buffer = Buffer.alloc(0);
+    let lineNo = 0;
+    let decided = opts.text === true;
+    const scan = (text: Buffer, last: boolean): boolean => {
+      const lines = text.toString('utf8').split('\n');
+      if (last && lines[lines.length - 1] === '') lines.pop();
+      for (const line of lines) {
+        lineNo++;
+        if (!re.test(line)) continue;
+        if (r.matches.length >= limit) {
+          r.truncated = true;
+          return false;
+        }
+        r.matches.push({ path: display, line: lineNo, text: line });
+      }
+      return true;
+    };
+    for (const piece of view.content(inode)) {
+      let buf: Buffer = rest.length ? Buffer.concat([rest, piece]) : piece;
+      if (!decided && buf.length < 8000 && buf.length < inode.size) {
+        rest = buf;
+        continue;
+      }
+      if (!decided) {
+        decided = true;
+        if (looksBinary(buf)) return binaryMatch(path, inode, display);
+      }
+      const nl = buf.lastIndexOf(0x0a);
+      rest = nl < 0 ? buf : buf.subarray(nl + 1);
+      buf = nl < 0 ? Buffer.alloc(0) : buf.subarray(0, nl);
+      if (nl >= 0 && !scan(buf, false)) return;
     }
-    const lines = bytes.toString('utf8').split('\n');
-    if (lines[lines.length - 1] === '') lines.pop();
-    for (let i = 0; i < lines.length; i++) {
-      if (!re.test(lines[i]!)) continue;
-      if (r.matches.length >= limit) {
-        r.truncated = true;
+    if (!decided && looksBinary(rest)) return binaryMatch(path, inode, display);
+    if (rest.length) scan(rest, true);
+  };
+  // A binary file only says whether it matches (its bytes read as latin1, piece by piece).
+  const binaryMatch = (_path: Buffer, inode: Inode, display: string): void => {
+    for (const piece of view.content(inode)) {
+      if (re.test(piece.toString('latin1'))) {
+        r.binaryFiles.push(display);
         return;
       }
-      r.matches.push({ path: display, line: i + 1, text: lines[i]! });
     }
   };
   const walk = (path: Buffer, inode: Inode): void => {

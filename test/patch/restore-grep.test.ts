@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs';
 import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
 import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { cli } from '../helpers/cli.js';
 import { fullView } from '../helpers/edits.js';
@@ -76,6 +77,24 @@ test('grep finds lines in a state, by path, like grep -n', async () => {
   assert.equal(out.code, 0, out.stderr);
   assert.equal(out.stdout, 'README:1:Hello world\nREADME:3:hello again\n');
   assert.equal(cli(['--store', store, 'grep', 'zzz', 'p']).code, 1);
+});
+
+test('grep streams a large file: the same lines as grep -n', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const lines: string[] = [];
+  for (let i = 0; i < 200_000; i++) lines.push(i % 997 === 0 ? `needle ${i}` : `hay ${i} ${'h'.repeat(i % 37)}`);
+  writeFileSync(join(src, 'big.txt'), lines.join('\n'));
+  const store = join(dir, 's.sqlite');
+  const c = Client.create(store);
+  await c.initLayerStack({ name: 'p', source: src });
+  const got = c.grep('needle', 'p').matches.map((m) => `${m.line}:${m.text}`);
+  const want = spawnSync('grep', ['-n', 'needle', join(src, 'big.txt')], { encoding: 'utf8' }).stdout.trim().split('\n');
+  assert.equal(got.length, want.length);
+  assert.deepEqual(got, want);
+  assert.equal(c.grep('needle', 'p', { limit: 5 }).truncated, true);
+  c.close();
 });
 
 const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
