@@ -15,8 +15,18 @@ export interface PatchSide {
   /** git's mode: 0o100644, 0o100755 or 0o120000. */
   mode: number;
   size: number;
-  /** The bytes (a symlink's target). Called at most once per pair. */
+  /** The bytes (a symlink's target). Not called for files over BIG_FILE unless a binary patch is asked for. */
   read: () => Buffer;
+  /** git's blob id, streamed (files over BIG_FILE). */
+  blobId: () => string;
+}
+
+/** Files larger than this are summarised as binary without being read whole (like git's core.bigFileThreshold). */
+export const BIG_FILE = 64 * 1024 * 1024;
+
+/** Whether a side must not be read whole. */
+export function isBig(side: PatchSide | undefined): boolean {
+  return side !== undefined && side.size > BIG_FILE;
 }
 
 export interface FilePair {
@@ -65,6 +75,13 @@ export function gitFileMode(mode: number): number {
 /** git's blob id of some bytes: sha1 of "blob <size>\0" and the bytes. */
 export function gitBlobId(bytes: Buffer): string {
   return createHash('sha1').update(`blob ${bytes.length}\0`).update(bytes).digest('hex');
+}
+
+/** git's blob id of `size` bytes given piece by piece. */
+export function gitBlobIdOf(size: number, pieces: Iterable<Buffer>): string {
+  const h = createHash('sha1').update(`blob ${size}\0`);
+  for (const p of pieces) h.update(p);
+  return h.digest('hex');
 }
 
 /** git decides binary by a NUL byte in the first 8000 bytes. */
@@ -157,6 +174,7 @@ export function similarityScore(a: Buffer, b: Buffer): number {
 export function formatFilePatch(pair: FilePair, opts: PatchOptions = {}): { text: string; stat: FileStat } {
   const { old: o, new: n } = pair;
   if (!o && !n) throw new Error('a file pair needs at least one side');
+  if (!opts.binary && (isBig(o) || isBig(n))) return bigFilePatch(pair, opts);
   const oldBytes = o ? o.read() : Buffer.alloc(0);
   const newBytes = n ? n.read() : Buffer.alloc(0);
   const oldBlob = o ? gitBlobId(oldBytes) : ZERO_OID;
@@ -200,6 +218,43 @@ export function formatFilePatch(pair: FilePair, opts: PatchOptions = {}): { text
   }
   if (!sameContent) head += `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
   return { text: head + body, stat };
+}
+
+/** A pair with a file over BIG_FILE: a binary summary from streamed blob ids, nothing held whole. */
+function bigFilePatch(pair: FilePair, opts: PatchOptions): { text: string; stat: FileStat } {
+  const { old: o, new: n } = pair;
+  const oldBlob = o ? o.blobId() : ZERO_OID;
+  const newBlob = n ? n.blobId() : ZERO_OID;
+  const aPath = (o ?? n)!.path;
+  const bPath = (n ?? o)!.path;
+  const renamed = o !== undefined && n !== undefined && !o.path.equals(n.path);
+  const id = (x: string) => (opts.fullIndex ? x : x.slice(0, 7));
+  let text = `diff --git ${quotePath('a/', aPath)} ${quotePath('b/', bPath)}\n`;
+  if (!o) text += `new file mode ${n!.mode.toString(8)}\n`;
+  else if (!n) text += `deleted file mode ${o.mode.toString(8)}\n`;
+  else {
+    if (o.mode !== n.mode) text += `old mode ${o.mode.toString(8)}\nnew mode ${n.mode.toString(8)}\n`;
+    if (renamed) text += `similarity index ${oldBlob === newBlob ? 100 : 50}%\nrename from ${quotePath('', aPath)}\nrename to ${quotePath('', bPath)}\n`;
+  }
+  if (oldBlob !== newBlob) {
+    text += `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
+    text += `Binary files ${o ? quotePath('a/', aPath) : '/dev/null'} and ${n ? quotePath('b/', bPath) : '/dev/null'} differ\n`;
+  }
+  const stat: FileStat = {
+    path: bPath.toString('utf8'),
+    ...(renamed ? { oldPath: aPath.toString('utf8') } : {}),
+    change: !o ? 'added' : !n ? 'deleted' : renamed ? 'renamed' : 'modified',
+    binary: true,
+    added: 0,
+    removed: 0,
+    oldSize: o?.size ?? 0,
+    newSize: n?.size ?? 0,
+    oldBlob: o ? oldBlob : '',
+    newBlob: n ? newBlob : '',
+    oldMode: o?.mode ?? 0,
+    newMode: n?.mode ?? 0,
+  };
+  return { text, stat };
 }
 
 /** git's `--stat` lines for some file sections. */

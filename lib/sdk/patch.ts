@@ -3,9 +3,9 @@
  * from the tree diff (or the Workspace's status), each turned into the pair of versions git
  * would compare, and each pair into one git patch section.
  */
-import { lstatSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, lstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { diffStates, formatFilePatch, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
+import { diffStates, formatFilePatch, gitBlobId, gitBlobIdOf, isBig, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
 import { InodeKind, ROOT_SERIAL, type FsView, type Inode, type Store } from '../store/index.js';
 import { splitStatePath } from './paths.js';
 
@@ -41,6 +41,22 @@ export function underAny(path: Buffer, filters: Buffer[]): boolean {
   return filters.some((f) => f.length === 0 || path.equals(f) || (path.length > f.length && path[f.length] === 0x2f && path.subarray(0, f.length).equals(f)));
 }
 
+function onceText(f: () => string): () => string {
+  let v: string | undefined;
+  return () => (v ??= f());
+}
+
+/** A file's bytes piece by piece. */
+function* filePieces(abs: string): Generator<Buffer> {
+  const fd = openSync(abs, 'r');
+  try {
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) yield buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** Directories already looked up, per view: the paths of a diff share most of their parents. */
 const dirCache = new WeakMap<FsView, Map<string, Inode | null>>();
 
@@ -70,9 +86,9 @@ export function inodeAt(view: FsView, path: Buffer): Inode | undefined {
 export function stateSide(view: FsView, path: Buffer): PatchSide | 'special' | undefined {
   const inode = inodeAt(view, path);
   if (!inode || inode.kind === InodeKind.Dir) return undefined;
-  if (inode.kind === InodeKind.Symlink) return { path, mode: GIT_LINK, size: inode.size, read: () => inode.target! };
+  if (inode.kind === InodeKind.Symlink) return { path, mode: GIT_LINK, size: inode.size, read: () => inode.target!, blobId: () => gitBlobId(inode.target!) };
   if (inode.kind !== InodeKind.File) return 'special';
-  return { path, mode: gitFileMode(inode.mode), size: inode.size, read: once(() => Buffer.concat([...view.content(inode)])) };
+  return { path, mode: gitFileMode(inode.mode), size: inode.size, read: once(() => Buffer.concat([...view.content(inode)])), blobId: onceText(() => gitBlobIdOf(inode.size, view.content(inode))) };
 }
 
 /** A file's version on disk (never following a symlink). */
@@ -87,10 +103,10 @@ export function diskSide(root: string, path: Buffer): PatchSide | 'special' | un
   if (st.isDirectory()) return undefined;
   if (st.isSymbolicLink()) {
     const target = readlinkSync(abs, { encoding: 'buffer' });
-    return { path, mode: GIT_LINK, size: target.length, read: () => target };
+    return { path, mode: GIT_LINK, size: target.length, read: () => target, blobId: () => gitBlobId(target) };
   }
   if (!st.isFile()) return 'special';
-  return { path, mode: gitFileMode(st.mode), size: st.size, read: once(() => readFileSync(abs)) };
+  return { path, mode: gitFileMode(st.mode), size: st.size, read: once(() => readFileSync(abs)), blobId: onceText(() => gitBlobIdOf(st.size, filePieces(abs))) };
 }
 
 type Side = PatchSide | 'special' | undefined;
@@ -102,7 +118,7 @@ function pairsOf(oldSide: Side, newSide: Side, skipped: string[], display: strin
   const n = newSide === 'special' ? undefined : newSide;
   if (!o && !n) return [];
   if (o && n && (o.mode === GIT_LINK) !== (n.mode === GIT_LINK)) return [{ old: o }, { new: n }];
-  if (o && n && o.mode === n.mode && o.size === n.size && o.read().equals(n.read())) return [];
+  if (o && n && o.mode === n.mode && o.size === n.size && (isBig(o) ? o.blobId() === n.blobId() : o.read().equals(n.read()))) return [];
   return [{ old: o, new: n }];
 }
 
@@ -130,13 +146,18 @@ export function pairsOfPaths(touched: Buffer[], renames: [Buffer, Buffer][], old
   for (const [from, to] of renames) {
     const d = deleted.get(from.toString('latin1'));
     const a = added.get(to.toString('latin1'));
-    if (!d || !a || (d.old!.mode === GIT_LINK) !== (a.new!.mode === GIT_LINK) || similarityScore(d.old!.read(), a.new!.read()) < 50) continue;
+    if (!d || !a || (d.old!.mode === GIT_LINK) !== (a.new!.mode === GIT_LINK) || similarity(d.old!, a.new!) < 50) continue;
     a.old = d.old;
     pairs.splice(pairs.indexOf(d), 1);
     deleted.delete(from.toString('latin1'));
     added.delete(to.toString('latin1'));
   }
   return sortPairs(pairs);
+}
+
+function similarity(a: PatchSide, b: PatchSide): number {
+  if (isBig(a) || isBig(b)) return a.size === b.size && a.blobId() === b.blobId() ? 100 : 0;
+  return similarityScore(a.read(), b.read());
 }
 
 /** Every entry of the diff of two roots, all pages. */

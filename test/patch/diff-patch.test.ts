@@ -83,3 +83,27 @@ test('CLI: diff --stat and --patch match git for a small change', async () => {
   assert.equal(bad.code, 1);
   assert.match(bad.stderr, /ERR_NOT_FOUND/);
 });
+
+test('a file over 64 MiB is summarised from streamed blob ids (text or not)', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const big = Buffer.alloc(65 * 1024 * 1024, 0x61);
+  writeFileSync(join(src, 'big.txt'), big);
+  const store = join(dir, 's.sqlite');
+  const c = Client.create(store);
+  const init = await c.initLayerStack({ name: 'p', source: src });
+  c.forkBranch({ name: 'main', layer: init.layer.id });
+  const ws = await c.createWorkspace('main', { at: join(dir, 'ws'), projection: 'materialize' });
+  big[1000] = 0x62;
+  writeFileSync(join(ws.path, 'big.txt'), big);
+  const wsPatch = await c.workspaceDiff(ws.id);
+  await c.commitWorkspace(ws.id, { message: 'one byte' });
+  const p = c.diffPatch('p', 'main', { fullIndex: true });
+  const ids = ['src/big.txt', 'ws/big.txt'].map((f) => git(dir, ['hash-object', f]).trim());
+  const want = `diff --git a/big.txt b/big.txt\nindex ${ids[0]}..${ids[1]} 100644\nBinary files a/big.txt and b/big.txt differ\n`;
+  assert.equal(p.patch.toString(), want);
+  assert.equal(wsPatch.patch.toString(), want.replace(/index (\w{7})\w+\.\.(\w{7})\w+/, 'index $1..$2'));
+  assert.deepEqual([p.files[0]!.binary, p.files[0]!.newSize], [true, big.length]);
+  c.close();
+});
