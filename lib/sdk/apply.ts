@@ -8,7 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { setTimes } from '../native/index.js';
@@ -43,7 +43,11 @@ type NodeKind = 'absent' | 'file' | 'symlink' | 'dir' | 'special';
 export interface Node {
   kind: NodeKind;
   mode: number;
+  /** A symlink's target. */
   bytes?: () => Buffer;
+  /** A file's size and content, piece by piece (never held whole). */
+  size?: number;
+  pieces?: () => Iterable<Buffer>;
   /** A state's files: their mtime, given back by restore. */
   mtimeNs?: bigint;
 }
@@ -57,7 +61,7 @@ export function stateNode(view: FsView, path: Buffer): Node {
     case InodeKind.Dir:
       return { kind: 'dir', mode: n.mode };
     case InodeKind.File:
-      return { kind: 'file', mode: n.mode, bytes: () => Buffer.concat([...view.content(n)]), mtimeNs: n.mtimeNs };
+      return { kind: 'file', mode: n.mode, size: n.size, pieces: () => view.content(n), mtimeNs: n.mtimeNs };
     case InodeKind.Symlink:
       return { kind: 'symlink', mode: 0o777, bytes: () => n.target! };
     default:
@@ -75,14 +79,56 @@ export function diskNode(abs: Buffer): Node {
   }
   if (st.isDirectory()) return { kind: 'dir', mode: st.mode & 0o7777 };
   if (st.isSymbolicLink()) return { kind: 'symlink', mode: 0o777, bytes: () => readlinkSync(abs, { encoding: 'buffer' }) };
-  if (st.isFile()) return { kind: 'file', mode: st.mode & 0o7777, bytes: () => readFileSync(abs) };
+  if (st.isFile()) return { kind: 'file', mode: st.mode & 0o7777, size: st.size, pieces: () => filePieces(abs) };
   return { kind: 'special', mode: st.mode & 0o7777 };
+}
+
+/** A file's bytes piece by piece. */
+function* filePieces(abs: Buffer): Generator<Buffer> {
+  const fd = openSync(abs, fsc.O_RDONLY | fsc.O_NOFOLLOW);
+  try {
+    const buf = Buffer.allocUnsafe(1024 * 1024);
+    for (let n; (n = readSync(fd, buf, 0, buf.length, null)) > 0; ) yield buf.subarray(0, n);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Whether two piece streams hold the same bytes, however they are cut. */
+function samePieces(a: Iterable<Buffer>, b: Iterable<Buffer>): boolean {
+  const ia = a[Symbol.iterator]();
+  const ib = b[Symbol.iterator]();
+  let pa = Buffer.alloc(0);
+  let pb = Buffer.alloc(0);
+  try {
+    for (;;) {
+      if (pa.length === 0) {
+        const r = ia.next();
+        pa = r.done ? Buffer.alloc(0) : Buffer.from(r.value);
+        if (r.done && pb.length === 0) return ib.next().done === true;
+        if (r.done) return false;
+      }
+      if (pb.length === 0) {
+        const r = ib.next();
+        if (r.done) return false;
+        pb = Buffer.from(r.value);
+      }
+      const n = Math.min(pa.length, pb.length);
+      if (!pa.subarray(0, n).equals(pb.subarray(0, n))) return false;
+      pa = pa.subarray(n);
+      pb = pb.subarray(n);
+    }
+  } finally {
+    ia.return?.();
+    ib.return?.();
+  }
 }
 
 /** Same kind and bytes (modes aside: a mode difference is never a conflict). */
 export function sameContent(a: Node, b: Node): boolean {
   if (a.kind !== b.kind) return false;
-  if (a.kind === 'file' || a.kind === 'symlink') return a.bytes!().equals(b.bytes!());
+  if (a.kind === 'symlink') return a.bytes!().equals(b.bytes!());
+  if (a.kind === 'file') return a.size === b.size && samePieces(a.pieces!(), b.pieces!());
   return true;
 }
 
@@ -166,9 +212,10 @@ function writeAtomically(step: Step, keepTimes: boolean): void {
   else {
     const fd = openSync(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
     try {
-      const b = step.want.bytes!();
-      let off = 0;
-      while (off < b.length) off += writeSync(fd, b, off, b.length - off);
+      for (const b of step.want.pieces!()) {
+        let off = 0;
+        while (off < b.length) off += writeSync(fd, b, off, b.length - off);
+      }
     } finally {
       closeSync(fd);
     }

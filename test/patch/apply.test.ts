@@ -5,10 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { isLayerFsError } from '../../lib/sdk/index.js';
+import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { cli } from '../helpers/cli.js';
 import { fullView, gitView } from '../helpers/edits.js';
-import { tempDir } from '../helpers/tmp.js';
+import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { git, randomHistory } from '../helpers/history.js';
 
 test('apply of random edit scripts onto an export of the first state gives the second, modes included', async () => {
@@ -100,4 +100,31 @@ test('a symlinked directory in the target is never followed', async () => {
   assert.equal(k.code, 1);
   assert.match(k.stdout, /CONFLICTS[\s\S]*escape\.txt/);
   h.client.close();
+});
+
+test('large files are compared and written piece by piece', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const big = seededBytes(5, 5 * 1024 * 1024);
+  writeFileSync(join(src, 'big.bin'), big);
+  const c = Client.create(join(dir, 's.sqlite'));
+  const init = await c.initLayerStack({ name: 'p', source: src });
+  c.forkBranch({ name: 'main', layer: init.layer.id });
+  const ws = await c.createWorkspace('main', { at: join(dir, 'ws'), projection: 'materialize' });
+  const edited = Buffer.from(big);
+  edited[3 * 1024 * 1024] ^= 0xff;
+  writeFileSync(join(ws.path, 'big.bin'), edited);
+  await c.commitWorkspace(ws.id, { message: 'flip' });
+  const target = join(dir, 't');
+  c.export('p', target);
+  const local = Buffer.from(big);
+  local[big.length - 1] ^= 1;
+  writeFileSync(join(target, 'big.bin'), local);
+  assert.equal(c.apply('main', target).outcome, 'Conflicts');
+  writeFileSync(join(target, 'big.bin'), big);
+  assert.equal(c.apply('main', target).outcome, 'Applied');
+  assert.ok(readFileSync(join(target, 'big.bin')).equals(edited));
+  assert.deepEqual(c.apply('main', target).changes, []);
+  c.close();
 });
