@@ -128,6 +128,17 @@ function binaryLiteral(bytes: Buffer): string {
   return out + '\n';
 }
 
+/**
+ * git's default hunk heading: the nearest line above the hunk that starts with a letter, `_`
+ * or `$`, trailing whitespace dropped, at most 80 bytes.
+ */
+function funcLine(lines: string[], from: number): string {
+  for (let i = Math.min(from, lines.length - 1); i >= 0; i--) {
+    if (/^[A-Za-z_$]/.test(lines[i]!)) return lines[i]!.replace(/\s+$/, '').slice(0, 80).replace(/\s+$/, '');
+  }
+  return '';
+}
+
 /** Unified hunks of two texts (latin1 strings), in git's header style. */
 function hunks(a: string, b: string, context: number): { text: string; added: number; removed: number } {
   const p = structuredPatch('a', 'b', a, b, undefined, undefined, { context });
@@ -135,8 +146,10 @@ function hunks(a: string, b: string, context: number): { text: string; added: nu
   let added = 0;
   let removed = 0;
   const range = (start: number, n: number) => (n === 1 ? `${start}` : `${n === 0 ? start - 1 : start},${n}`);
+  const oldLines = p.hunks.length ? a.split('\n') : [];
   for (const h of p.hunks) {
-    text += `@@ -${range(h.oldStart, h.oldLines)} +${range(h.newStart, h.newLines)} @@\n`;
+    const func = funcLine(oldLines, h.oldStart - 2);
+    text += `@@ -${range(h.oldStart, h.oldLines)} +${range(h.newStart, h.newLines)} @@${func ? ` ${func}` : ''}\n`;
     for (const line of h.lines) {
       if (line[0] === '+') added++;
       else if (line[0] === '-') removed++;

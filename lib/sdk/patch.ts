@@ -5,7 +5,7 @@
  */
 import { closeSync, lstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { join } from 'node:path';
-import { diffStates, formatFilePatch, gitBlobId, gitBlobIdOf, isBig, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
+import { BIG_FILE, diffStates, formatFilePatch, gitBlobId, gitBlobIdOf, isBig, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
 import { InodeKind, ROOT_SERIAL, type FsView, type Inode, type Store } from '../store/index.js';
 import { splitStatePath } from './paths.js';
 
@@ -88,7 +88,8 @@ export function stateSide(view: FsView, path: Buffer): PatchSide | 'special' | u
   if (!inode || inode.kind === InodeKind.Dir) return undefined;
   if (inode.kind === InodeKind.Symlink) return { path, mode: GIT_LINK, size: inode.size, read: () => inode.target!, blobId: () => gitBlobId(inode.target!) };
   if (inode.kind !== InodeKind.File) return 'special';
-  return { path, mode: gitFileMode(inode.mode), size: inode.size, read: once(() => Buffer.concat([...view.content(inode)])), blobId: onceText(() => gitBlobIdOf(inode.size, view.content(inode))) };
+  const read = once(() => Buffer.concat([...view.content(inode)]));
+  return { path, mode: gitFileMode(inode.mode), size: inode.size, read, blobId: onceText(() => (inode.size > BIG_FILE ? gitBlobIdOf(inode.size, view.content(inode)) : gitBlobId(read()))) };
 }
 
 /** A file's version on disk (never following a symlink). */
@@ -106,7 +107,8 @@ export function diskSide(root: string, path: Buffer): PatchSide | 'special' | un
     return { path, mode: GIT_LINK, size: target.length, read: () => target, blobId: () => gitBlobId(target) };
   }
   if (!st.isFile()) return 'special';
-  return { path, mode: gitFileMode(st.mode), size: st.size, read: once(() => readFileSync(abs)), blobId: onceText(() => gitBlobIdOf(st.size, filePieces(abs))) };
+  const read = once(() => readFileSync(abs));
+  return { path, mode: gitFileMode(st.mode), size: st.size, read, blobId: onceText(() => (st.size > BIG_FILE ? gitBlobIdOf(st.size, filePieces(abs)) : gitBlobId(read()))) };
 }
 
 type Side = PatchSide | 'special' | undefined;
@@ -143,14 +145,26 @@ export function pairsOfPaths(touched: Buffer[], renames: [Buffer, Buffer][], old
       if (!p.old) added.set(key, p);
     }
   }
+  const join = (from: string, to: string): void => {
+    const d = deleted.get(from)!;
+    added.get(to)!.old = d.old;
+    pairs.splice(pairs.indexOf(d), 1);
+    deleted.delete(from);
+    added.delete(to);
+  };
   for (const [from, to] of renames) {
     const d = deleted.get(from.toString('latin1'));
     const a = added.get(to.toString('latin1'));
     if (!d || !a || (d.old!.mode === GIT_LINK) !== (a.new!.mode === GIT_LINK) || similarity(d.old!, a.new!) < 50) continue;
-    a.old = d.old;
-    pairs.splice(pairs.indexOf(d), 1);
-    deleted.delete(from.toString('latin1'));
-    added.delete(to.toString('latin1'));
+    join(from.toString('latin1'), to.toString('latin1'));
+  }
+  // Exact renames git finds by content alone: a deletion and an addition of the same blob.
+  const byBlob = new Map<string, string[]>();
+  const blobKey = (x: PatchSide) => `${x.mode === GIT_LINK ? 'l' : 'f'}${x.blobId()}`;
+  for (const [key, d] of deleted) byBlob.set(blobKey(d.old!), [...(byBlob.get(blobKey(d.old!)) ?? []), key]);
+  for (const [key, a] of [...added]) {
+    const from = byBlob.get(blobKey(a.new!))?.shift();
+    if (from !== undefined) join(from, key);
   }
   return sortPairs(pairs);
 }

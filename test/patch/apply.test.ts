@@ -113,13 +113,13 @@ test('large files are compared and written piece by piece', async () => {
   c.forkBranch({ name: 'main', layer: init.layer.id });
   const ws = await c.createWorkspace('main', { at: join(dir, 'ws'), projection: 'materialize' });
   const edited = Buffer.from(big);
-  edited[3 * 1024 * 1024] ^= 0xff;
+  edited[3 * 1024 * 1024] = edited[3 * 1024 * 1024]! ^ 0xff;
   writeFileSync(join(ws.path, 'big.bin'), edited);
   await c.commitWorkspace(ws.id, { message: 'flip' });
   const target = join(dir, 't');
   c.export('p', target);
   const local = Buffer.from(big);
-  local[big.length - 1] ^= 1;
+  local[big.length - 1] = local[big.length - 1]! ^ 1;
   writeFileSync(join(target, 'big.bin'), local);
   assert.equal(c.apply('main', target).outcome, 'Conflicts');
   writeFileSync(join(target, 'big.bin'), big);
