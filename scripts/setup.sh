@@ -18,6 +18,7 @@ packages=(
   "python3      node-gyp"
   "git          the peer in benchmarks and patch round-trip tests"
   "rsync        the peer in benchmarks"
+  "tar          tar -x round trips of export --format tar"
 )
 
 need=()
