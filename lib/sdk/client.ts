@@ -2,8 +2,7 @@
  * Client: the public API. One Client binds one Store and one Monitor. Every mutating operation
  * returns a typed receipt; failures are LayerFsError with a stable `code`.
  */
-import { mkdirSync, rmSync, statSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
@@ -32,7 +31,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, extractTar, tarStream, copyStore, publishCopy, discardCopy, type BackupProgress, type TarSource, type TarStats, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, type BackupProgress, type TarSource, type TarStats, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -56,6 +55,7 @@ import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
 import { forkBase, resolveState, type ResolvedState } from './refs.js';
 import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
+import { streamTar, verifiedBackup, withExtractedTar } from './archive.js';
 import { grepState, type GrepOptions, type GrepResult } from './grep.js';
 import { restorePaths, type RestoreResult } from './restore.js';
 import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
@@ -265,23 +265,8 @@ export class Client {
    * Streams a state as a deterministic pax tar (the same state gives the same bytes): `sink`
    * gets pieces of about 64 KiB in order and may return a promise to apply backpressure.
    */
-  async exportTar(ref: StateRef, sink: (piece: Buffer) => void | Promise<void>): Promise<TarStats & { ms: number }> {
-    const t0 = performance.now();
-    const view = this.store.read(() => this.store.view(this.state(ref).rootId));
-    const stats: TarStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
-    let held: Buffer[] = [];
-    let heldBytes = 0;
-    for (const piece of tarStream(view, stats)) {
-      held.push(piece);
-      heldBytes += piece.length;
-      if (heldBytes >= 64 * 1024) {
-        await sink(Buffer.concat(held));
-        held = [];
-        heldBytes = 0;
-      }
-    }
-    if (heldBytes) await sink(Buffer.concat(held));
-    return { ...stats, ms: performance.now() - t0 };
+  exportTar(ref: StateRef, sink: (piece: Buffer) => void | Promise<void>): Promise<TarStats & { ms: number }> {
+    return streamTar(this.store.read(() => this.store.view(this.state(ref).rootId)), sink);
   }
 
   /**
@@ -291,14 +276,7 @@ export class Client {
    */
   async initLayerStackFromTar(opts: { name: string; tar: TarSource; onProgress?: (p: ImportProgress) => void }): Promise<InitReceipt> {
     if (this.layerStacks().some((s) => s.name === opts.name)) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${opts.name} already exists`, { name: opts.name, hint: 'choose another name' });
-    const tmp = `${this.store.path}.d/tar-${process.pid}-${randomBytes(4).toString('hex')}`;
-    mkdirSync(tmp, { recursive: true, mode: 0o700 });
-    try {
-      await extractTar(opts.tar, tmp);
-      return await this.initLayerStack({ name: opts.name, source: tmp, onProgress: opts.onProgress });
-    } finally {
-      rmSync(tmp, { recursive: true, force: true });
-    }
+    return withExtractedTar(this.store, opts.tar, (dir) => this.initLayerStack({ name: opts.name, source: dir, onProgress: opts.onProgress }));
   }
 
   /**
@@ -308,28 +286,18 @@ export class Client {
    */
   async backup(dest: string, opts: { onProgress?: (p: BackupProgress) => void } = {}): Promise<BackupReceipt> {
     const t0 = performance.now();
-    const copy = await copyStore(this.store, dest, opts.onProgress);
-    const copyMs = performance.now() - t0;
-    let v: VerifyResult;
-    try {
-      const c = Client.connect(copy.tmp, { readonly: true });
+    const verify = (path: string): VerifyResult => {
+      const c = Client.connect(path, { readonly: true });
       try {
-        v = c.verify();
+        return c.verify();
       } finally {
         c.close();
       }
-      rmSync(`${copy.tmp}.d`, { recursive: true, force: true });
-    } catch (e) {
-      discardCopy(copy);
-      throw e;
-    }
-    if (!v.ok) {
-      discardCopy(copy);
-      throw new LayerFsError('ERR_CORRUPT', `the backup failed verification: ${v.damaged.length} damaged objects, sqlite ${v.sqliteCheck}`, { path: copy.dest, hint: 'run `layerfs verify` on the Store' });
-    }
-    publishCopy(copy);
+    };
+    const r = await verifiedBackup(this.store, dest, verify, opts.onProgress);
     const base = this.receipt('db.backup', 'BackedUp', t0, this.store.meter.allocatedGrowth, null);
-    return this.monitor.record({ ...base, outcome: 'BackedUp', path: copy.dest, pages: copy.pages, fileBytes: copy.bytes, copyMs, verifyMs: performance.now() - t0 - copyMs, states: v.states, objectsChecked: v.objectsChecked } as BackupReceipt) as BackupReceipt;
+    const { verify: v, ...rest } = r;
+    return this.monitor.record({ ...base, outcome: 'BackedUp', ...rest, states: v.states, objectsChecked: v.objectsChecked } as BackupReceipt) as BackupReceipt;
   }
 
   /** Re-reads and re-hashes everything reachable from every state. */
