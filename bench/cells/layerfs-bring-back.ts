@@ -64,7 +64,7 @@ async function diffOp(dir: string, tmp: string, files: number): Promise<void> {
   const init = await c.initLayerStack({ name: 'rel', source: work });
   c.forkBranch({ name: 'next', layer: init.layer.id });
   const ws = await c.createWorkspace('next', { at: path.join(tmp, 'ws'), projection: 'materialize' });
-  const git = (args: string[]) => execFileSync('git', ['-C', work, ...args], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' } });
+  const git = (args: string[]) => execFileSync('git', ['-c', 'gc.auto=0', '-C', work, ...args], { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@b', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@b' } });
   git(['init', '-q']);
   git(['add', '-A']);
   git(['commit', '-qm', 'release 1']);
