@@ -1,6 +1,6 @@
 /** diff, workspace diff: git patches of states and Workspaces. */
 import type { Command } from 'commander';
-import type { PatchResult } from '../../sdk/index.js';
+import { LayerFsError, type PatchResult } from '../../sdk/index.js';
 import type { Out } from '../output.js';
 import type { Runner } from '../main.js';
 import { formatStat } from '../../sdk/index.js';
@@ -44,8 +44,9 @@ function patchOptions(cmd: Command): Command {
 }
 
 function requestOf(f: PatchFlags, paths: string[]) {
-  const context = f.unified === undefined ? undefined : Number(f.unified);
-  return { paths, text: f.text, binary: f.binary, fullIndex: f.fullIndex, ...(context !== undefined && Number.isInteger(context) && context >= 0 ? { context } : {}) };
+  const context = f.unified === undefined ? undefined : /^\d+$/.test(f.unified) ? Number(f.unified) : NaN;
+  if (Number.isNaN(context)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `-U must be a non-negative integer, got ${JSON.stringify(f.unified)}`, { argument: '--unified' });
+  return { paths, text: f.text, binary: f.binary, fullIndex: f.fullIndex, ...(context !== undefined ? { context } : {}) };
 }
 
 export function registerPatchCommands(program: Command, run: Runner, state: { code: number }): void {
