@@ -87,6 +87,13 @@ test('tar export is deterministic, tar -x equals export, and init --from-tar giv
   assert.equal(viaStdin.status, 0, viaStdin.stderr);
   assert.equal(JSON.parse(viaStdin.stdout).layer.rootId, fromDir.layer.rootId);
   assert.equal(readdirSync(`${store}.d`).filter((n) => n.startsWith('tar-')).length, 0, 'the extraction is removed');
+  for (const args of [['--format', 'zip', join(dir, 'z')], ['--format', 'tar', join(dir, 'd')]]) {
+    const bad = cli(['--store', store, 'export', 'p', ...args]);
+    assert.equal(bad.code, 1, args.join(' '));
+    assert.match(bad.stderr, /ERR_INVALID_ARGUMENT/, bad.stderr);
+  }
+  const taken = cli(['--store', store, 'layerstack', 'init', '--name', 'p', '--from-tar', tarFile]);
+  assert.match(taken.stderr, /ERR_NAME_TAKEN/);
   assertIntact(c2);
   c2.close();
 });
