@@ -59,7 +59,7 @@ import { streamTar, verifiedBackup, withExtractedTar } from './archive.js';
 import { grepState, type GrepOptions, type GrepResult } from './grep.js';
 import { restorePaths, type RestoreResult } from './restore.js';
 import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
-import { formatPairs, pathFilters, statePairs, workspacePairs, type PatchRequest, type PatchResult } from './patch.js';
+import { formatPairs, patchSections, pathFilters, statePairs, workspacePairs, type FileStat, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
   BackupReceipt,
@@ -491,6 +491,16 @@ export class Client {
   /** Searches a state's files for a pattern (a JavaScript regular expression, or fixed), like `git grep -n`. */
   grep(pattern: string, ref: StateRef, opts: GrepOptions = {}): GrepResult {
     return this.store.read(() => grepState(this.store.view(this.state(ref).rootId), pattern, opts));
+  }
+
+  /**
+   * diffPatch one file section at a time, for patches too large to hold: `skipped` (FIFOs and
+   * devices) is filled before the first section is yielded.
+   */
+  *diffPatchSections(from: StateRef, to: StateRef, opts: PatchRequest & { skipped?: string[] } = {}): Generator<{ text: Buffer; stat: FileStat }> {
+    const skipped = opts.skipped ?? [];
+    const pairs = this.store.read(() => statePairs(this.store, this.state(from).rootId, this.state(to).rootId, pathFilters(opts.paths), skipped));
+    yield* patchSections(pairs, opts);
   }
 
   /** The Workspace's uncommitted changes as a git patch (its base state against its files). */

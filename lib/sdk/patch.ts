@@ -211,13 +211,20 @@ export function sortPairs(pairs: FilePair[]): FilePair[] {
   return pairs.map((p, i) => ({ p, i })).sort((x, y) => Buffer.compare(pairPath(x.p), pairPath(y.p)) || x.i - y.i).map((x) => x.p);
 }
 
+/** Formats pairs one file section at a time (a large patch is never held whole). */
+export function* patchSections(pairs: FilePair[], opts: PatchOptions): Generator<{ text: Buffer; stat: FileStat }> {
+  for (const p of pairs) {
+    const s = formatFilePatch(p, opts);
+    yield { text: Buffer.from(s.text, 'latin1'), stat: s.stat };
+  }
+}
+
 /** Formats pairs into one patch. */
 export function formatPairs(pairs: FilePair[], opts: PatchOptions, skipped: string[]): PatchResult {
   const parts: Buffer[] = [];
   const files: FileStat[] = [];
-  for (const p of pairs) {
-    const s = formatFilePatch(p, opts);
-    parts.push(Buffer.from(s.text, 'latin1'));
+  for (const s of patchSections(pairs, opts)) {
+    parts.push(s.text);
     files.push(s.stat);
   }
   return { patch: Buffer.concat(parts), files, skipped };

@@ -81,6 +81,19 @@ export function registerPatchCommands(program: Command, run: Runner, state: { co
       .description('what changed from one state to another: paths (default), --stat, or a git patch with --patch'),
   ).action((from: string, to: string, paths: string[], f: PatchFlags) =>
     run(async (out, g) => {
+      if (f.patch && !f.stat && !out.json) {
+        // Section by section: a large patch is never held whole.
+        const skipped: string[] = [];
+        await withClient(
+          g.store,
+          async (c) => {
+            for (const s of c.diffPatchSections(from, to, { ...requestOf(f, paths), skipped })) await writeStdout(s.text);
+          },
+          true,
+        );
+        for (const s of skipped) process.stderr.write(`layerfs: skipped ${s} (git patches cannot hold FIFOs or devices)\n`);
+        return;
+      }
       const r = await withClient(g.store, (c) => c.diffPatch(from, to, requestOf(f, paths)), true);
       await printPatch(out, r, f);
     })(),
