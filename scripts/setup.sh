@@ -21,6 +21,7 @@ packages=(
   "bubblewrap   Sandboxes: the namespaces sandboxed executions run in (bwrap)"
   "tmux         driving workspace shell through a terminal in tests"
   "postgresql   remotes: tests and benchmarks start throw-away PostgreSQL 15 clusters"
+  "tar          tar -x round trips of export --format tar"
 )
 
 need=()

@@ -18,6 +18,7 @@ import { registerTourCommand } from './commands/tour.js';
 import { registerRemoteCommands } from './commands/remote.js';
 import { registerRewindCommands } from './commands/rewind.js';
 import { registerMcpCommands } from './commands/mcp.js';
+import { registerPatchCommands } from './commands/patch.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -67,6 +68,7 @@ export function buildProgram(state: { code: number }): Command {
   registerRemoteCommands(program, run, state);
   registerRewindCommands(program, run);
   registerMcpCommands(program, run, packageVersion());
+  registerPatchCommands(program, run, state);
   return program;
 }
 

@@ -9,3 +9,4 @@ export { uniqueByPrefix, resolveRemoteRef, type RemoteRefTarget } from './resolv
 export * from './diff.js';
 export { touchesPath } from './diff-path.js';
 export * from './rewind.js';
+export * from './git-patch.js';

@@ -31,7 +31,7 @@ import {
   type LayerRow,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
-import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ExportProgress, type ImportProgress, type VerifyProgress, type WriteStats } from '../store/index.js';
+import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type BackupProgress, type ByteRange, type ExportProgress, type ImportProgress, type TarSource, type TarStats, type VerifyProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
@@ -61,9 +61,16 @@ import { splitStatePath } from './paths.js';
 import { attachWorkspace, checkSandbox, createSandbox, execOutcome, openShell, planFor, removeSandbox, sandboxNameOf, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
 import * as remotes from './remotes.js';
-import { resolveState, type ResolvedState } from './refs.js';
+import { forkBase, resolveState, type ResolvedState } from './refs.js';
+import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
+import { streamTar, verifiedBackup, withExtractedTar } from './archive.js';
+import { grepState, type GrepOptions, type GrepResult } from './grep.js';
+import { restorePaths, type RestoreResult } from './restore.js';
+import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
+import { formatPairs, patchSections, pathFilters, statePairs, workspacePairs, type FileStat, type PatchRequest, type PatchResult } from './patch.js';
 import type {
   AddResult,
+  BackupReceipt,
   DedupAnalysis,
   BranchInfo,
   CommitInfo,
@@ -276,6 +283,45 @@ export class Client {
     return this.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
   }
 
+  /**
+   * Streams a state as a deterministic pax tar (the same state gives the same bytes): `sink`
+   * gets pieces of about 64 KiB in order and may return a promise to apply backpressure.
+   */
+  exportTar(ref: StateRef, sink: (piece: Buffer) => void | Promise<void>): Promise<TarStats & { ms: number }> {
+    return streamTar(this.store.read(() => this.store.view(this.state(ref).rootId)), sink);
+  }
+
+  /**
+   * Creates a LayerStack whose genesis Layer is the content of a tar stream (ustar, pax or
+   * GNU): extracted beside the Store as `tar -xp --xattrs` would, imported, then removed, so
+   * the root id equals that of importing the extracted directory.
+   */
+  async initLayerStackFromTar(opts: { name: string; tar: TarSource; onProgress?: (p: ImportProgress) => void }): Promise<InitReceipt> {
+    if (this.layerStacks().some((s) => s.name === opts.name)) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${opts.name} already exists`, { name: opts.name, hint: 'choose another name' });
+    return withExtractedTar(this.store, opts.tar, (dir) => this.initLayerStack({ name: opts.name, source: dir, onProgress: opts.onProgress }));
+  }
+
+  /**
+   * A consistent online copy of the Store at a new path (SQLite's backup API), while other
+   * processes go on reading and committing: the copy is verified (every state re-hashed)
+   * before it is put in place; a copy that fails verification is removed (ERR_CORRUPT).
+   */
+  async backup(dest: string, opts: { onProgress?: (p: BackupProgress) => void } = {}): Promise<BackupReceipt> {
+    const t0 = performance.now();
+    const verify = (path: string): VerifyResult => {
+      const c = Client.connect(path, { readonly: true });
+      try {
+        return c.verify();
+      } finally {
+        c.close();
+      }
+    };
+    const r = await verifiedBackup(this.store, dest, verify, opts.onProgress);
+    const base = this.receipt('db.backup', 'BackedUp', t0, this.store.meter.allocatedGrowth, null);
+    const { verify: v, ...rest } = r;
+    return this.monitor.record({ ...base, outcome: 'BackedUp', ...rest, states: v.states, objectsChecked: v.objectsChecked } as BackupReceipt) as BackupReceipt;
+  }
+
   /** Re-reads and re-hashes everything reachable from every state. */
   verify(opts: { onProgress?: (p: VerifyProgress) => void } = {}): VerifyResult {
     return this.store.read(() => {
@@ -440,6 +486,76 @@ export class Client {
   /** Differences between two states (any StateRef), paged. */
   diff(from: StateRef, to: StateRef, opts: { after?: string; limit?: number } = {}): DiffPage {
     return this.store.read(() => diffStates(this.store, this.state(from).rootId, this.state(to).rootId, opts));
+  }
+
+  /**
+   * A git patch from one state to another (`git apply` accepts it): binary files summarised
+   * unless `binary`, text decided as git does unless `text`; only under `paths` when given.
+   */
+  diffPatch(from: StateRef, to: StateRef, opts: PatchRequest = {}): PatchResult {
+    return this.store.read(() => {
+      const skipped: string[] = [];
+      const pairs = statePairs(this.store, this.state(from).rootId, this.state(to).rootId, pathFilters(opts.paths), skipped);
+      return formatPairs(pairs, opts, skipped);
+    });
+  }
+
+  /**
+   * Brings a state's changes (from `from`, default its fork base) into an existing directory
+   * or git work tree: checks every path first and writes nothing on a conflict (outcome
+   * Conflicts), then writes each file atomically. Refuses a dirty git work tree unless `force`.
+   */
+  apply(ref: StateRef, dir: string, opts: ApplyOptions & { from?: StateRef } = {}): ApplyResult {
+    const { base, state } = this.store.read(() => {
+      const state = this.state(ref);
+      const base = opts.from !== undefined ? this.state(opts.from) : forkBase(this.store, state);
+      if (!base) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${ref} is the first Layer of its LayerStack and has no base`, { id: ref, hint: 'give --from STATE, or use `layerfs export`' });
+      return { base, state };
+    });
+    return applyState(this.store, base.rootId, state.rootId, dir, opts);
+  }
+
+  /**
+   * One git mbox patch per Commit of a Branch (after `since`), written to `outDir` as
+   * 0001-subject.patch…; `git am` applies them with each Commit's message, author and time.
+   */
+  formatPatch(branch: string, outDir: string, opts: FormatPatchOptions = {}): FormatPatchResult {
+    return this.store.read(() => formatPatches(this.store, branch, outDir, opts));
+  }
+
+  /**
+   * Takes paths back from any state into a Workspace (like `git restore --source`): each
+   * subtree becomes the source's exactly; a path the source lacks is removed.
+   */
+  restore(ref: string, opts: { source: StateRef; paths: string[] }): RestoreResult {
+    const w = resolveWorkspace(this.store, ref);
+    return this.store.read(() => restorePaths(this.store, this.state(opts.source).rootId, w.path, opts.paths));
+  }
+
+  /** Searches a state's files for a pattern (a JavaScript regular expression, or fixed), like `git grep -n`. */
+  grep(pattern: string, ref: StateRef, opts: GrepOptions = {}): GrepResult {
+    return this.store.read(() => grepState(this.store.view(this.state(ref).rootId), pattern, opts));
+  }
+
+  /**
+   * diffPatch one file section at a time, for patches too large to hold: `skipped` (FIFOs and
+   * devices) is filled before the first section is yielded.
+   */
+  *diffPatchSections(from: StateRef, to: StateRef, opts: PatchRequest & { skipped?: string[] } = {}): Generator<{ text: Buffer; stat: FileStat }> {
+    const skipped = opts.skipped ?? [];
+    const pairs = this.store.read(() => statePairs(this.store, this.state(from).rootId, this.state(to).rootId, pathFilters(opts.paths), skipped));
+    yield* patchSections(pairs, opts);
+  }
+
+  /** The Workspace's uncommitted changes as a git patch (its base state against its files). */
+  async workspaceDiff(ref: string, opts: PatchRequest = {}): Promise<PatchResult> {
+    const s = await this.workspaceStatus(ref);
+    const w = resolveWorkspace(this.store, ref);
+    return this.store.read(() => {
+      const skipped: string[] = [];
+      const pairs = workspacePairs(this.store, w.baseRootId, w.path, s.changes, pathFilters(opts.paths), skipped);
+      return formatPairs(pairs, opts, skipped);
+    });
   }
 
   // ---- Workspaces ----

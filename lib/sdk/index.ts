@@ -13,3 +13,10 @@ export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/rece
 export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats, RemoteVerifyReport } from './remotes.js';
 export type { ToolCallOptions, ToolCallResult, ToolCallWorkspace, ToolCallDecision, ToolCallOutcome, ToolCallChange, ToolCallExecResult } from './tool-call.js';
 export type { CheckpointInfo, RewindResult, RewindTargetInfo } from './rewind.js';
+export { formatStat, type PatchRequest, type PatchResult, type FileStat, type PatchOptions } from './patch.js';
+export type { ApplyOptions, ApplyResult } from './apply.js';
+export type { FormatPatchOptions, FormatPatchResult } from './format-patch.js';
+export type { RestoreResult } from './restore.js';
+export type { GrepOptions, GrepResult, GrepMatch } from './grep.js';
+export type { TarStats, TarSource } from '../store/index.js';
+export type { BackupProgress } from '../store/index.js';

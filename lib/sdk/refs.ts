@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getCommit, getLayer, resolveBranch, resolveCommit, resolveLayer, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getBranch, getCommit, getLayer, resolveBranch, resolveCommit, resolveLayer, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -56,4 +56,17 @@ export function resolveState(store: Store, ref: string): ResolvedState {
 
 export function describeState(s: ResolvedState): string {
   return `${s.kind}:${toHex(s.id)}`;
+}
+
+/**
+ * The state a state's changes are counted from: a Commit's or Branch's base Layer (where its
+ * Branch was forked), a Layer's parent. A LayerStack's first Layer has none.
+ */
+export function forkBase(store: Store, s: ResolvedState): ResolvedState | undefined {
+  let layerId: Buffer | null | undefined;
+  if (s.kind === 'commit') layerId = resolveCommit(store, toHex(s.id))?.baseLayerId;
+  else if (s.kind === 'branch') layerId = getBranch(store, s.id)?.baseLayerId;
+  else layerId = getLayer(store, s.id)?.parentLayerId;
+  if (!layerId) return undefined;
+  return { kind: 'layer', id: layerId, rootId: getLayer(store, layerId)!.rootId };
 }

@@ -203,3 +203,16 @@ export interface DedupAnalysis {
   dedupRatio: number;
   largest: { state: string; label: string; serial: number; path: string; newBytes: number }[];
 }
+
+/** What `backup` wrote: a verified copy of the Store. */
+export interface BackupReceipt extends Receipt {
+  outcome: 'BackedUp';
+  path: string;
+  pages: number;
+  fileBytes: number;
+  /** Time copying pages, and re-hashing every state of the copy. */
+  copyMs: number;
+  verifyMs: number;
+  states: number;
+  objectsChecked: number;
+}

@@ -21,3 +21,6 @@ export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } fro
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
 export { FrameSource, insertFrames, childrenOf, type ChildRef, decodeForm, wholeFrame, baseIds, type Frame, type ObjectForm } from './transfer.js';
 export type { Locator } from './objects.js';
+export { tarStream, type TarStats } from './tar.js';
+export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
+export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';

@@ -79,6 +79,15 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
       })(),
     );
 
+  db.command('backup <path>')
+    .description('a consistent online copy of the Store (SQLite backup API) while others read and write; verified before it is put in place')
+    .action((path: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.backup(path));
+        out.result(r, () => `backed up ${formatBytes(r.fileBytes)} (${r.pages} pages) to ${r.path} in ${(r.copyMs / 1000).toFixed(2)} s; verified ${r.states} states, ${r.objectsChecked} objects in ${(r.verifyMs / 1000).toFixed(2)} s`);
+      })(),
+    );
+
   const ctx = program.command('context').description('choose the Store later commands use');
   ctx
     .command('use')

@@ -1,6 +1,7 @@
 /** layerstack, query, ls, cat and export commands. */
 import type { Command } from 'commander';
-import { LayerFsError } from '../../sdk/index.js';
+import { closeSync, createReadStream, fsyncSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { LayerFsError, type Client } from '../../sdk/index.js';
 import { formatBytes, modeString, mtimeText, quoteName, treeCounts } from '../output.js';
 import { barsWanted, exportProgress, importProgress } from '../progress.js';
 import type { Runner } from '../main.js';
@@ -19,15 +20,19 @@ function byteCount(v: string | undefined, flag: string): number | undefined {
 export function registerStateCommands(program: Command, run: Runner, _state: { code: number }): void {
   const ls = program.command('layerstack').description('LayerStacks: shared, linear histories of Layers');
   ls.command('init [directory]')
-    .description('create a LayerStack whose genesis Layer is empty or imported from a directory')
+    .description('create a LayerStack whose genesis Layer is empty, imported from a directory, or from a tar archive')
     .requiredOption('--name <name>', 'LayerStack name')
     .option('--empty', 'start from an empty root')
     .option('--exclude <glob>', 'leave out paths matching this gitignore pattern (repeatable; after the directory\'s .layerfsignore)', (v: string, prev: string[] = []) => [...prev, v])
-    .action((directory: string | undefined, opts: { name: string; empty?: boolean; exclude?: string[] }) =>
+    .option('--from-tar <file>', "import a tar archive (ustar, pax or GNU; '-' reads stdin)")
+    .action((directory: string | undefined, opts: { name: string; empty?: boolean; exclude?: string[]; fromTar?: string }) =>
       run(async (out, g) => {
-        const bar = importProgress(barsWanted(g) && directory !== undefined);
+        if (opts.fromTar !== undefined && (directory !== undefined || opts.empty)) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give a directory, --from-tar or --empty, only one');
+        const bar = importProgress(barsWanted(g) && (directory !== undefined || opts.fromTar !== undefined));
         const r = await withClient(g.store, (c) =>
-          c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, exclude: opts.exclude, onProgress: bar.update }),
+          opts.fromTar !== undefined
+            ? c.initLayerStackFromTar({ name: opts.name, tar: opts.fromTar === '-' ? process.stdin : createReadStream(opts.fromTar), onProgress: bar.update })
+            : c.initLayerStack({ name: opts.name, source: directory, empty: opts.empty ?? directory === undefined, exclude: opts.exclude, onProgress: bar.update }),
         ).finally(bar.stop);
         out.result(r, () => {
           const lines = [
@@ -99,13 +104,47 @@ export function registerStateCommands(program: Command, run: Runner, _state: { c
     );
 
   program
-    .command('export <state> <directory>')
-    .description('write a state into a new or empty directory')
-    .action((state: string, directory: string) =>
+    .command('export <state> [directory]')
+    .description('write a state into a new or empty directory, or as a tar archive (--format tar)')
+    .option('--format <format>', 'dir (default) or tar: a deterministic pax tar, streamed')
+    .option('-o, --output <file>', "with --format tar: the file to write ('-' or absent: stdout)")
+    .action((state: string, directory: string | undefined, opts: { format?: string; output?: string }) =>
       run(async (out, g) => {
+        const format = opts.format ?? 'dir';
+        if (format === 'tar') {
+          if (directory !== undefined) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'with --format tar give the file with -o FILE, not a directory');
+          const r = await withClient(g.store, (c) => writeTar(c, state, opts.output), true);
+          if (opts.output !== undefined && opts.output !== '-') out.result(r, () => `wrote ${r.files} files, ${r.directories} directories, ${r.symlinks} symlinks (${formatBytes(r.bytes)}) to ${quoteName(opts.output!)}`);
+          return;
+        }
+        if (format !== 'dir') throw new LayerFsError('ERR_INVALID_ARGUMENT', `--format must be dir or tar, got ${JSON.stringify(format)}`, { argument: '--format' });
+        if (directory === undefined) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give the directory to export into (or --format tar)');
         const bar = exportProgress(barsWanted(g), 'export');
         const r = await withClient(g.store, (c) => c.export(state, directory, { onProgress: bar.update }), true).finally(bar.stop);
         out.result(r, () => `exported ${treeCounts(r)} (${formatBytes(r.bytes)}) to ${quoteName(r.target)}`);
       })(),
     );
+}
+
+/** Streams the tar to a file (written under a temporary name, then renamed) or stdout. */
+async function writeTar(c: Client, state: string, output: string | undefined) {
+  if (output === undefined || output === '-') {
+    return c.exportTar(state, (b) => (process.stdout.write(b) ? undefined : new Promise<void>((r) => process.stdout.once('drain', () => r()))));
+  }
+  const tmp = `${output}.${process.pid}.tmp`;
+  const fd = openSync(tmp, 'wx', 0o644);
+  try {
+    const r = await c.exportTar(state, (b) => {
+      let off = 0;
+      while (off < b.length) off += writeSync(fd, b, off, b.length - off);
+    });
+    fsyncSync(fd);
+    renameSync(tmp, output);
+    return r;
+  } catch (e) {
+    rmSync(tmp, { force: true });
+    throw e;
+  } finally {
+    closeSync(fd);
+  }
 }
