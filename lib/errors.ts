@@ -24,7 +24,9 @@ export type ErrorCode =
   | 'ERR_BUSY'
   | 'ERR_UNSAFE_PATH'
   | 'ERR_NO_CONTEXT'
-  | 'ERR_DIRTY';
+  | 'ERR_DIRTY'
+  | 'ERR_DELETED'
+  | 'ERR_PRUNED';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

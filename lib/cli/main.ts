@@ -12,6 +12,7 @@ import { registerBranchCommands } from './commands/branch.js';
 import { registerWorkspaceCommands } from './commands/workspace.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
+import { registerRetentionCommands } from './commands/retention.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -54,6 +55,7 @@ export function buildProgram(state: { code: number }): Command {
   registerWorkspaceCommands(program, run, state);
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
+  registerRetentionCommands(program, run, state);
   return program;
 }
 

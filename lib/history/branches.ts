@@ -7,6 +7,7 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { commitId, uuidv7 } from './ids.js';
+import { deletedBranch, deletedError } from './tombstones.js';
 import { getLayer } from './layerstacks.js';
 import { uniqueByPrefix } from './resolve.js';
 import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from './rows.js';
@@ -34,7 +35,11 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
   if (byName[0]) return byName[0];
   const id = uniqueByPrefix(store.db, 'branches', ref, 16, 'Branch');
   const row = id && getBranch(store, id);
-  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no Branch named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query branches`' });
+  if (!row) {
+    const gone = deletedBranch(store, ref);
+    if (gone) throw deletedError(gone);
+    throw new LayerFsError('ERR_NOT_FOUND', `no Branch named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query branches`' });
+  }
   return row;
 }
 
@@ -98,6 +103,8 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
     }
     const id = uuidv7();
     store.db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(id, stackId, name, base, head, Date.now());
+    // Retention always keeps the Commit a Branch was forked from (retention.ts).
+    if (head) store.db.prepare('INSERT INTO fork_bases (branch_id, commit_id) VALUES (?, ?)').run(id, head);
     return getBranch(store, id)!;
   });
 }

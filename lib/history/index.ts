@@ -6,3 +6,5 @@ export * from './rows.js';
 export { layerId, commitId, uuidv7 } from './ids.js';
 export { uniqueByPrefix } from './resolve.js';
 export * from './diff.js';
+export * from './tombstones.js';
+export * from './retention.js';

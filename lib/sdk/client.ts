@@ -25,6 +25,8 @@ import {
   resolveLayer,
   resolveLayerStack,
   type LayerRow,
+  keptCommits,
+  keptStates,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
 import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type ByteRange, type ImportProgress, type WriteStats } from '../store/index.js';
@@ -49,6 +51,8 @@ import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { splitStatePath } from './paths.js';
 import { resolveState, type ResolvedState } from './refs.js';
+import * as lifecycle from './retention.js';
+import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcProgress, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
 import type {
   AddResult,
   DedupAnalysis,
@@ -251,12 +255,9 @@ export class Client {
   /** Re-reads and re-hashes everything reachable from every state. */
   verify(): VerifyResult {
     return this.store.read(() => {
-      const states = [
-        ...listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId })),
-        ...(this.store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).map((c) => ({ kind: 'commit', id: toHex(c.id), rootId: c.rootId })),
-        ...listWorkspaces(this.store).map((w) => ({ kind: 'workspace', id: toHex(w.id), rootId: w.baseRootId })),
-      ];
-      const r = verifyStore(this.store, states);
+      // The states retention keeps: Commits it no longer keeps (pruned, or of deleted
+      // Branches) may have been reclaimed by db gc.
+      const r = verifyStore(this.store, keptStates(this.store));
       return { ...r };
     });
   }
@@ -331,9 +332,12 @@ export class Client {
     });
   }
 
-  /** A Branch's Commits, newest first. */
+  /** A Branch's Commits, newest first; `pruned` marks those retention no longer keeps (db gc may reclaim their state). */
   log(branch: string, opts: { limit?: number } = {}): CommitInfo[] {
-    return this.store.read(() => branchLog(this.store, resolveBranch(this.store, branch), opts.limit).map(commitInfo));
+    return this.store.read(() => {
+      const kept = keptCommits(this.store);
+      return branchLog(this.store, resolveBranch(this.store, branch), opts.limit).map((c) => ({ ...commitInfo(c), pruned: !kept.has(toHex(c.id)) }));
+    });
   }
 
   /** Commits of one Branch (newest first), or of every Branch. */
@@ -555,10 +559,11 @@ export class Client {
       // A Commit shared by several Branches (forked from it) is one state, labelled by the
       // Branch that made it first.
       const seenCommits = new Set<string>();
+      const kept = keptCommits(this.store);
       for (const b of listBranches(this.store, stackId)) {
         for (const c of branchLog(this.store, b).reverse()) {
           const id = toHex(c.id);
-          if (seenCommits.has(id)) continue;
+          if (seenCommits.has(id) || !kept.has(id)) continue;
           seenCommits.add(id);
           states.push({ kind: 'commit', id, rootId: c.rootId, label: `${b.name}@${id.slice(0, 12)}` });
         }
@@ -586,6 +591,74 @@ export class Client {
         }),
       };
     });
+  }
+
+  // ---- Deletion, retention and gc (retention.ts) ----
+
+  private get lifecycle(): lifecycle.RetentionContext {
+    return {
+      store: this.store,
+      receipt: (op, outcome, t0, a0) => this.receipt(op, outcome, t0, a0, null),
+      record: (r) => this.monitor.record(r) as typeof r,
+      endWorkspace: (ref, opts) => this.endWorkspace(ref, opts),
+      branchInfo: (ref) => this.branch(ref),
+    };
+  }
+
+  /**
+   * Deletes a Branch (a tombstone records when): refuses (ERR_BUSY) while Workspaces are open on
+   * it; `force` ends clean ones first, and answers Dirty for one with uncommitted changes unless
+   * `discard`. Its Commits stay until `gc` reclaims what nothing else keeps.
+   */
+  deleteBranch(ref: string, opts: { force?: boolean; discard?: boolean } = {}): Promise<BranchDeleteResult> {
+    return lifecycle.deleteBranch(this.lifecycle, ref, opts);
+  }
+
+  /** Renames a Branch (unique within its LayerStack); its id, Commits and Workspaces stay. */
+  renameBranch(ref: string, name: string): BranchRenameResult {
+    return lifecycle.renameBranchOp(this.lifecycle, ref, name);
+  }
+
+  /** Deletes a LayerStack with its Layers, Branches and Commits; refuses (ERR_BUSY) while Workspaces are open on it. */
+  deleteLayerStack(ref: string): LayerStackDeleteResult {
+    return lifecycle.deleteLayerStack(this.lifecycle, ref);
+  }
+
+  /** Deleted Branches and LayerStacks (their tombstones), oldest first. */
+  deleted(): DeletedInfo[] {
+    return this.store.read(() => lifecycle.deleted(this.store));
+  }
+
+  /** Keeps a state (a Layer, a Commit, a Branch's current state) whatever the retention policy. */
+  pin(ref: StateRef): PinResult {
+    return lifecycle.pin(this.lifecycle, ref);
+  }
+
+  unpin(ref: StateRef): PinResult {
+    return lifecycle.unpin(this.lifecycle, ref);
+  }
+
+  pins(): PinInfo[] {
+    return lifecycle.pins(this.store);
+  }
+
+  retention(): RetentionInfo {
+    return lifecycle.retention(this.store);
+  }
+
+  /** Sets the retention policy; an omitted rule stays as it is, null clears it. */
+  setRetention(p: { branchCommits?: number | null; olderThanMs?: number | null }): RetentionInfo & Receipt {
+    return lifecycle.setRetention(this.lifecycle, p);
+  }
+
+  /**
+   * Deletes every object no kept state reaches (Layers, Branch heads and the Commits retention
+   * keeps, pins, open Workspaces), in bounded transactions, while other processes go on
+   * reading and writing; `dryRun` reports what it would free. `vacuum` returns the freed pages to
+   * the file system.
+   */
+  gc(opts: { dryRun?: boolean; vacuum?: boolean; batchObjects?: number; onProgress?: (p: GcProgress) => void } = {}): Promise<GcReceipt> {
+    return lifecycle.gc(this.lifecycle, opts);
   }
 
   // ---- Mount daemon ----

@@ -132,6 +132,8 @@ export interface CommitInfo {
   parentCommitId: string | null;
   baseLayerId: string;
   createdAt: string;
+  /** In `log`: retention no longer keeps this Commit (db gc may reclaim its state). */
+  pruned?: boolean;
 }
 
 export interface WorkspaceInfo {

@@ -72,6 +72,42 @@ ALTER TABLE objects ADD COLUMN base BLOB;
   // No table changes: format 3 writers may store deltas with several bases, which a format-2
   // reader would misread.
   { to: 3, sql: '' },
+  // Retention and garbage collection (docs/FORMAT.md "Format 4"): what was deleted and when,
+  // pinned states, the retention policy, states held by multi-transaction operations, and the
+  // Commit each Branch was forked from (always kept by retention). New tables only (IF NOT
+  // EXISTS), so the step can run again over a Store that already has them.
+  { to: 4, sql: `
+CREATE TABLE IF NOT EXISTS tombstones (
+  kind           TEXT NOT NULL,
+  id             BLOB NOT NULL,
+  name           TEXT NOT NULL,
+  layer_stack_id BLOB NOT NULL,
+  layer_stack    TEXT NOT NULL,
+  head_id        BLOB,
+  deleted_ms     INTEGER NOT NULL,
+  PRIMARY KEY (kind, id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS tombstones_by_name ON tombstones (kind, name, deleted_ms);
+CREATE TABLE IF NOT EXISTS pins (
+  state      TEXT PRIMARY KEY,
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS retention (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS holds (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  purpose    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS fork_bases (
+  branch_id BLOB PRIMARY KEY CHECK (length(branch_id) = 16),
+  commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } from '../../lib/native/index.js';
 import { Client } from '../../lib/sdk/index.js';
-import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
+import { Codec, FORMAT_VERSION, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { LayerFsError } from '../../lib/errors.js';
 import { DELTA_MAX_DEPTH } from '../../lib/store/codec.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
@@ -209,7 +209,7 @@ test('a format-1 Store reads as is read-only and is upgraded in place when opene
   }
   const c2 = Client.connect(path);
   try {
-    assert.equal(c2.info().formatVersion, 3);
+    assert.equal(c2.info().formatVersion, FORMAT_VERSION);
     assert.ok(c2.cat('x', 'a.txt').equals(seededText(1, 9000)));
     writeFileSync(join(src, 'b.txt'), seededText(2, 9000));
     await c2.initLayerStack({ name: 'y', source: src });
@@ -224,11 +224,11 @@ test('a Store of a newer format is refused with ERR_UNSUPPORTED_FORMAT naming th
   const path = join(tempDir(), 's.sqlite');
   Store.create(path).close();
   const db = new Database(path);
-  db.pragma('user_version = 4');
+  db.pragma(`user_version = ${FORMAT_VERSION + 1}`);
   db.close();
   assert.throws(
     () => Store.open(path),
-    (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_UNSUPPORTED_FORMAT' && /version 4/.test(e.message) && /1 to 3/.test(e.message),
+    (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_UNSUPPORTED_FORMAT' && e.message.includes(`version ${FORMAT_VERSION + 1}`) && e.message.includes(`1 to ${FORMAT_VERSION}`),
   );
 });
 
@@ -250,7 +250,7 @@ test('a format-2 Store reads as is read-only and becomes format 3 when opened wr
   }
   const rw = Store.open(path);
   try {
-    assert.equal(rw.info.formatVersion, 3);
+    assert.equal(rw.info.formatVersion, FORMAT_VERSION);
     assert.ok(rw.objects.get(id, ObjectKind.Blob).equals(text));
   } finally {
     rw.close();

@@ -68,7 +68,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
     .action((name: string, opts: { limit?: number }) =>
       run(async (out, g) => {
         const commits = await withClient(g.store, (c) => c.log(name, { limit: opts.limit }), true);
-        out.result({ commits }, () => commits.map((c) => `${c.id}\t${c.createdAt}\troot ${short(c.rootId)}`));
+        out.result({ commits }, () => commits.map((c) => `${c.id}\t${c.createdAt}\troot ${short(c.rootId)}${c.pruned ? '\tpruned' : ''}`));
       })(),
     );
 
