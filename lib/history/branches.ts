@@ -94,6 +94,9 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
       if (!isInHistory(store, b, source.commit)) {
         throw new LayerFsError('ERR_NOT_FOUND', `Commit ${toHex(source.commit)} is not in the history of Branch ${b.name}`, { id: toHex(source.commit), hint: 'see `layerfs log BRANCH`' });
       }
+      if (store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(source.commit)) {
+        throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(source.commit)} was reclaimed by db gc`, { id: toHex(source.commit), hint: 'fork from a Commit retention keeps (see `layerfs log BRANCH`)' });
+      }
       stackId = b.layerStackId;
       base = getCommit(store, source.commit)!.baseLayerId;
       head = source.commit;

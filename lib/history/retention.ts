@@ -94,8 +94,10 @@ export function keptStates(store: Store, now = Date.now()): KeptState[] {
   const policy = getPolicy(store);
   const links = commitLinks(store);
   const kept = new Set<string>();
+  // A Commit gc already reclaimed stays pruned, whatever the policy says now.
+  const gone = new Set((store.db.prepare('SELECT id FROM pruned_commits').pluck().all() as Buffer[]).map((b) => b.toString('latin1')));
   const keep = (key: string) => {
-    if (kept.has(key)) return;
+    if (kept.has(key) || gone.has(key)) return;
     const c = links.get(key);
     if (!c) return;
     kept.add(key);
@@ -122,6 +124,22 @@ export function keptStates(store: Store, now = Date.now()): KeptState[] {
     out.push({ kind: 'hold', id: toHex(h.id), rootId: h.rootId });
   }
   return out;
+}
+
+/**
+ * Records as pruned, inside gc's first deleting transaction, every Commit whose root is not
+ * live: gc reclaims its state, and it stays pruned even if the policy later keeps more.
+ */
+export function recordPruned(store: Store, live: (id: Buffer) => boolean): number {
+  const add = store.db.prepare('INSERT OR IGNORE INTO pruned_commits (id, pruned_ms) VALUES (?, ?)');
+  const now = Date.now();
+  let n = 0;
+  for (const c of store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]) if (!live(c.rootId)) n += add.run(c.id, now).changes;
+  return n;
+}
+
+export function isPruned(store: Store, commitId: Buffer): boolean {
+  return store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(commitId) !== undefined;
 }
 
 // ---- pins ----

@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getLayer, resolveBranch, resolveCommit, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getLayer, isPruned, resolveBranch, resolveCommit, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -26,7 +26,7 @@ export function resolveState(store: Store, ref: string): ResolvedState {
   }
   if (layerId) return { kind: 'layer', id: layerId, rootId: getLayer(store, layerId)!.rootId };
   if (commit) {
-    if (!store.objects.has(commit.rootId)) {
+    if (isPruned(store, commit.id) || !store.objects.has(commit.rootId)) {
       throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(commit.id)} was reclaimed by db gc (retention no longer kept it)`, { id: toHex(commit.id), hint: 'pin states to keep them; see `layerfs retention show`' });
     }
     return { kind: 'commit', id: commit.id, rootId: commit.rootId };

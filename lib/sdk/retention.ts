@@ -12,6 +12,7 @@ import {
   keptStates,
   listPins,
   listTombstones,
+  recordPruned,
   removePin,
   renameBranch,
   resolveBranch,
@@ -143,7 +144,14 @@ export async function gc(ctx: RetentionContext, opts: { dryRun?: boolean; vacuum
   const t0 = performance.now();
   const a0 = ctx.store.meter.allocatedGrowth;
   const s = ctx.store;
-  const r = await s.gc({ roots: () => keptStates(s), dryRun: opts.dryRun, vacuum: opts.vacuum, batchObjects: opts.batchObjects, onProgress: opts.onProgress });
+  const r = await s.gc({
+    roots: () => keptStates(s),
+    beforeSweep: (live) => recordPruned(s, live),
+    dryRun: opts.dryRun,
+    vacuum: opts.vacuum,
+    batchObjects: opts.batchObjects,
+    onProgress: opts.onProgress,
+  });
   const outcome = r.dryRun ? ('DryRun' as const) : ('Collected' as const);
   const { dryRun: _d, ...rest } = r;
   return ctx.record({ ...ctx.receipt('db.gc', outcome, t0, a0), ...rest, outcome });

@@ -50,6 +50,11 @@ export interface GcOptions {
   /** zstd level of rewritten rows (default GC_LEVEL). */
   level?: number;
   onProgress?: (p: GcProgress) => void;
+  /**
+   * Called once in the first deleting transaction, after re-marking, with the live test: the
+   * caller records which states this gc reclaims (pruned Commits) in the same transaction.
+   */
+  beforeSweep?: (live: (id: Buffer) => boolean) => void;
 }
 
 export interface GcStats {
@@ -240,7 +245,7 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     progress.total = garbage.length;
     report();
     for (let i = 0; i < garbage.length || i === 0; i += batch) {
-      sweepBatch(store, marker, opts.roots, garbage.slice(i, i + batch), rows, stats);
+      sweepBatch(store, marker, opts, garbage.slice(i, i + batch), rows, stats);
       progress.done = Math.min(garbage.length, i + batch);
       report();
       // Between transactions: let this process's other work (and other writers) in.
@@ -335,19 +340,20 @@ function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): { 
  * Commit or import published since), keep the bases of what that adds, then delete this batch's
  * garbage that is still garbage, and the rows left empty.
  */
-function sweepBatch(store: Store, marker: Marker, roots: () => GcRoot[], items: Garbage[], rows: Map<number, Row>, stats: GcStats): void {
+function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats): void {
   const db = store.db;
   const baseOf = db.prepare('SELECT base FROM objects WHERE id = ?').pluck();
   const del = db.prepare('DELETE FROM objects WHERE id = ?');
   db.exec('BEGIN IMMEDIATE');
   try {
-    for (const s of roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
+    for (const s of opts.roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
     for (let fresh = marker.takeFresh(); fresh.length > 0; fresh = marker.takeFresh()) {
       for (const id of fresh) {
         const base = baseOf.get(id) as Buffer | null | undefined;
         if (base) for (const b of splitBases(base)) marker.mark(Buffer.from(b));
       }
     }
+    if (stats.transactions === 0) opts.beforeSweep?.((id) => marker.live.has(keyOf(id)));
     const touched = new Set<number>();
     for (const g of items) {
       if (marker.live.has(keyOf(g.id))) {

@@ -103,6 +103,10 @@ CREATE TABLE IF NOT EXISTS holds (
   purpose    TEXT NOT NULL,
   created_ms INTEGER NOT NULL
 ) STRICT;
+CREATE TABLE IF NOT EXISTS pruned_commits (
+  id        BLOB PRIMARY KEY CHECK (length(id) = 32),
+  pruned_ms INTEGER NOT NULL
+) STRICT;
 CREATE TABLE IF NOT EXISTS fork_bases (
   branch_id BLOB PRIMARY KEY CHECK (length(branch_id) = 16),
   commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)

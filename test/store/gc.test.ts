@@ -180,7 +180,7 @@ test('a format-3 Store is upgraded in place to the current format and gc runs on
   c.forkBranch({ name: 'b', layer: 'demo' });
   c.close();
   const db = new Database(path);
-  db.exec('DROP TABLE tombstones; DROP TABLE pins; DROP TABLE retention; DROP TABLE holds; DROP TABLE fork_bases;');
+  db.exec('DROP TABLE tombstones; DROP TABLE pins; DROP TABLE retention; DROP TABLE holds; DROP TABLE fork_bases; DROP TABLE pruned_commits;');
   db.pragma('user_version = 3');
   db.close();
   const ro = Store.open(path, { readonly: true });
