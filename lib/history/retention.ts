@@ -160,7 +160,9 @@ export function listPins(store: Store): Pin[] {
  */
 export function addPin(store: Store, state: string, rootId: Buffer): boolean {
   return store.writeSync(() => {
-    if (!store.objects.has(rootId)) {
+    // A pruned Commit may have lost part of its tree already (gc deletes in several transactions).
+    const pruned = state.startsWith('commit:') && store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(Buffer.from(state.slice(7), 'hex')) !== undefined;
+    if (pruned || !store.objects.has(rootId)) {
       throw new LayerFsError('ERR_PRUNED', `the state ${state} was reclaimed by db gc`, { id: state, hint: 'pin states before deleting or pruning them' });
     }
     return store.db.prepare('INSERT OR IGNORE INTO pins (state, root_id, created_ms) VALUES (?, ?, ?)').run(state, rootId, Date.now()).changes === 1;

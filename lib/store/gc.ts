@@ -11,22 +11,12 @@
  * transaction is whole), and running gc again finishes the work.
  */
 import { LayerFsError } from '../errors.js';
-import { toHex } from '../format/hex.js';
+import { LiveSet, Marker, type GcRoot } from './gc-live.js';
 import type { Store } from './handle.js';
-import { ObjectKind } from './objects.js';
 import { rewriteRows, vacuumStore } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
-import { decodeNode, TreeKind } from './tree/pages.js';
-import { decodeRoot } from './tree/root.js';
 
-/** A state gc keeps, and the root it walks from. */
-export interface GcRoot {
-  kind: string;
-  id: string;
-  rootId: Buffer;
-}
+export type { GcRoot };
 
 export interface GcProgress {
   phase: 'mark' | 'sweep' | 'rewrite' | 'vacuum' | 'done';
@@ -98,95 +88,6 @@ export const GC_LEVEL = 3;
 /** Rows with less garbage than this are left as they are however large the share. */
 const MIN_REWRITE_BYTES = 4096;
 
-const keyOf = (id: Buffer): string => id.toString('latin1');
-
-/** The live set: everything the kept states reach, walked once per subtree. */
-class Marker {
-  readonly live = new Set<string>();
-  /** Tree objects whose whole subtree is in `live` (an object kept only as a delta base is not). */
-  private readonly walked = new Set<string>();
-  /** Objects marked since the last takeFresh(): their delta bases are still to be marked. */
-  private fresh: Buffer[] = [];
-
-  constructor(private readonly store: Store) {}
-
-  walkedRoot(id: Buffer): boolean {
-    return this.walked.has(keyOf(id));
-  }
-
-  takeFresh(): Buffer[] {
-    const f = this.fresh;
-    this.fresh = [];
-    return f;
-  }
-
-  mark(id: Buffer): boolean {
-    const k = keyOf(id);
-    if (this.live.has(k)) return false;
-    this.live.add(k);
-    this.fresh.push(id);
-    return true;
-  }
-
-  state(s: GcRoot): void {
-    this.tree(s.rootId, ObjectKind.Root, (data) => this.page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(s.rootId)}`).inodes), `${s.kind} ${s.id}`);
-  }
-
-  private tree(id: Buffer, kind: ObjectKind, visit: (data: Buffer) => void, what?: string): void {
-    const k = keyOf(id);
-    if (this.walked.has(k)) return;
-    let data: Buffer;
-    try {
-      data = this.store.objects.get(id, kind);
-    } catch (e) {
-      if (!(e instanceof LayerFsError)) throw e;
-      // Unreadable means unknown reach: deleting anything could lose what it names.
-      throw new LayerFsError('ERR_CORRUPT', `gc cannot read ${what ?? `object ${toHex(id)}`} (${e.message}); nothing was deleted by this step`, {
-        id: toHex(id),
-        path: this.store.path,
-        hint: 'run layerfs verify',
-      });
-    }
-    visit(data);
-    this.mark(id);
-    this.walked.add(k);
-  }
-
-  private page(kind: TreeKind, id: Buffer): void {
-    this.tree(id, ObjectKind.Page, (data) => {
-      const node = decodeNode(kind, data, `page ${toHex(id)}`);
-      if (node.level > 0) {
-        for (const c of node.vals) this.page(kind, c);
-        return;
-      }
-      if (kind === TreeKind.Directory) return;
-      node.keys.forEach((k, i) => {
-        const inode = decodeInode(node.vals[i]!, Number(k.readBigUInt64BE(0)));
-        if (inode.form === ContentForm.None) return;
-        if (inode.kind === InodeKind.Dir) this.page(TreeKind.Directory, inode.content!);
-        else if (inode.form === ContentForm.Whole) this.mark(inode.content!);
-        else this.extents(inode.content!);
-      });
-    });
-  }
-
-  private extents(id: Buffer): void {
-    this.tree(id, ObjectKind.Extents, (data) => {
-      const node = decodeExtentNode(data, `extent node ${toHex(id)}`);
-      for (const c of node.ids) {
-        if (node.level === 0) this.mark(c);
-        else this.extents(c);
-      }
-    });
-  }
-}
-
-function splitBases(base: Buffer): Buffer[] {
-  const out: Buffer[] = [];
-  for (let o = 0; o + 32 <= base.length; o += 32) out.push(base.subarray(o, o + 32));
-  return out;
-}
-
 function fileBytes(store: Store): { file: number; free: number } {
   const db = store.db;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
@@ -194,20 +95,20 @@ function fileBytes(store: Store): { file: number; free: number } {
 }
 
 interface Garbage {
-  id: Buffer;
   pack: number;
+  id: Buffer;
 }
 
+/** A pack row holding garbage at mark (or nothing at all: `orphan`). */
 interface Row {
   bytes: number;
-  /** Objects in the row at mark, and garbage among them not yet deleted. */
-  objects: number;
+  /** Garbage objects in it not yet deleted. */
   garbage: number;
   /** Stored bytes of the frames live objects use (a frame counted once). */
   liveBytes: number;
-  frames: Set<number>;
   /** A state published while gc ran reached one of its garbage objects: the row stays. */
   rescued: boolean;
+  orphan: boolean;
 }
 
 /** Runs gc (module comment). */
@@ -225,28 +126,39 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
   const progress: GcProgress = { phase: 'mark', done: 0, total: 0, transactions: 0 };
   const report = () => opts.onProgress?.({ ...progress, transactions: stats.transactions });
   report();
+  const closers: (() => void)[] = [];
   try {
     const t0 = performance.now();
-    const marker = new Marker(store);
-    const { garbage, rows } = store.read(() => mark(store, marker, opts.roots(), stats));
+    const live = new LiveSet(store);
+    closers.push(() => live.close());
+    const marker = new Marker(store, live);
+    const rows = store.read(() => mark(store, marker, opts.roots(), stats));
     stats.markMs = performance.now() - t0;
     const rewrite = [...rows.entries()].filter(([, r]) => r.liveBytes > 0 && r.bytes - r.liveBytes >= Math.max(MIN_REWRITE_BYTES, (opts.rewriteShare ?? 0.2) * r.bytes));
-    for (const [, r] of rows) {
-      const dead = r.bytes - r.liveBytes;
+    const rewriting = new Set(rewrite.map(([p]) => p));
+    for (const [pack, r] of rows) {
       if (r.liveBytes === 0) stats.storedBytesFreed += r.bytes;
-      else if (!rewrite.some(([, x]) => x === r)) stats.garbageBytesKept += dead;
+      else if (!rewriting.has(pack)) stats.garbageBytesKept += r.bytes - r.liveBytes;
     }
     if (opts.dryRun) {
       for (const [, r] of rewrite) stats.storedBytesFreed += r.bytes - r.liveBytes;
+      stats.rowsDeleted = [...rows.values()].filter((r) => r.liveBytes === 0 && r.bytes > 0).length;
+      stats.rowsRewritten = rewrite.length;
       return finish(store, stats, progress, report, false);
     }
     const t1 = performance.now();
     progress.phase = 'sweep';
-    progress.total = garbage.length;
+    progress.total = stats.garbageObjects;
     report();
-    for (let i = 0; i < garbage.length || i === 0; i += batch) {
-      sweepBatch(store, marker, opts, garbage.slice(i, i + batch), rows, stats);
-      progress.done = Math.min(garbage.length, i + batch);
+    // The garbage is read from gc_garbage a batch at a time, in row order, after a cursor.
+    const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE (pack, id) > (?, ?) ORDER BY pack, id LIMIT ?');
+    let cursor: [number, Buffer] = [-1, Buffer.alloc(0)];
+    for (let first = true; ; first = false) {
+      const items = next.all(cursor[0], cursor[1], batch) as Garbage[];
+      if (items.length === 0 && !first) break;
+      sweepBatch(store, marker, opts, items, rows, stats);
+      if (items.length > 0) cursor = [items.at(-1)!.pack, items.at(-1)!.id];
+      progress.done += items.length;
       report();
       // Between transactions: let this process's other work (and other writers) in.
       await new Promise((r) => setImmediate(r));
@@ -273,6 +185,7 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     throw mapSqliteError(e, store.path);
   } finally {
     store.objects.reset();
+    for (const close of closers) close();
   }
 }
 
@@ -290,49 +203,34 @@ function finish(store: Store, stats: GcStats, progress: GcProgress, report: () =
   return stats;
 }
 
-/** Mark, in one read snapshot: the live set, the garbage (ordered by row), and each row's make-up. */
-function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): { garbage: Garbage[]; rows: Map<number, Row> } {
+/**
+ * Mark, in one read snapshot: the live set, the garbage (into gc_garbage, in row order), and the
+ * make-up of each row holding garbage, or nothing at all.
+ */
+function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): Map<number, Row> {
   const db = store.db;
   stats.states = roots.length;
   for (const s of roots) marker.state(s);
-  marker.takeFresh();
   // Delta bases of live objects are live (and their bases, and so on).
-  const deltas = new Map<string, Buffer>();
-  for (const d of db.prepare('SELECT id, base FROM objects WHERE base IS NOT NULL').iterate() as IterableIterator<{ id: Buffer; base: Buffer }>) deltas.set(keyOf(d.id), d.base);
-  const work = [...deltas.keys()].filter((k) => marker.live.has(k));
-  while (work.length > 0) {
-    for (const b of splitBases(deltas.get(work.pop()!)!)) {
-      if (marker.mark(Buffer.from(b)) && deltas.has(keyOf(b))) work.push(keyOf(b));
-    }
-  }
-  marker.takeFresh();
-  deltas.clear();
+  marker.live.addDeltaBases();
+  stats.garbageObjects = db.prepare('INSERT INTO temp.gc_garbage (pack, id, size) SELECT pack, id, size FROM main.objects WHERE id NOT IN (SELECT id FROM temp.gc_live)').run().changes;
+  stats.objects = db.prepare('SELECT count(*) FROM main.objects').pluck().get() as number;
+  stats.liveObjects = stats.objects - stats.garbageObjects;
+  stats.garbageBytes = (db.prepare('SELECT sum(size) FROM temp.gc_garbage').pluck().get() as number | null) ?? 0;
   const rows = new Map<number, Row>();
-  for (const r of db.prepare('SELECT id, length(data) AS n FROM packs').iterate() as IterableIterator<{ id: number; n: number }>) {
-    rows.set(r.id, { bytes: r.n, objects: 0, garbage: 0, liveBytes: 0, frames: new Set(), rescued: false });
+  const rowBytes = db.prepare('SELECT length(data) FROM main.packs WHERE id = ?').pluck();
+  for (const r of db.prepare('SELECT pack, count(*) AS n FROM temp.gc_garbage GROUP BY pack').iterate() as IterableIterator<{ pack: number; n: number }>) {
+    rows.set(r.pack, { bytes: (rowBytes.get(r.pack) as number | undefined) ?? 0, garbage: r.n, liveBytes: 0, rescued: false, orphan: false });
   }
-  const garbage: Garbage[] = [];
-  const q = db.prepare('SELECT id, size, pack, offset, length FROM objects');
-  for (const o of q.iterate() as IterableIterator<{ id: Buffer; size: number; pack: number; offset: number; length: number }>) {
-    stats.objects++;
-    const row = rows.get(o.pack);
-    if (row) row.objects++;
-    if (marker.live.has(keyOf(o.id))) {
-      stats.liveObjects++;
-      if (row && !row.frames.has(o.offset)) {
-        row.frames.add(o.offset);
-        row.liveBytes += o.length;
-      }
-    } else {
-      garbage.push({ id: o.id, pack: o.pack });
-      stats.garbageBytes += o.size;
-      if (row) row.garbage++;
-    }
-  }
-  for (const r of rows.values()) r.frames.clear();
-  stats.garbageObjects = garbage.length;
-  garbage.sort((a, b) => a.pack - b.pack);
-  return { garbage, rows };
+  // Live frames of those rows: a frame several objects share counts once.
+  const liveFrames = db.prepare(
+    'SELECT pack, sum(length) AS n FROM (SELECT DISTINCT pack, offset, length FROM main.objects WHERE pack IN (SELECT pack FROM temp.gc_garbage) AND id IN (SELECT id FROM temp.gc_live)) GROUP BY pack',
+  );
+  for (const r of liveFrames.iterate() as IterableIterator<{ pack: number; n: number }>) rows.get(r.pack)!.liveBytes = r.n;
+  // Rows nothing points into (a crash between a batch's deletes and its row's): garbage too.
+  const orphans = db.prepare('SELECT id, length(data) AS n FROM main.packs WHERE length(data) > 0 AND id NOT IN (SELECT pack FROM main.objects)');
+  for (const r of orphans.iterate() as IterableIterator<{ id: number; n: number }>) rows.set(r.id, { bytes: r.n, garbage: 0, liveBytes: 0, rescued: false, orphan: true });
+  return rows;
 }
 
 /**
@@ -342,28 +240,22 @@ function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): { 
  */
 function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats): void {
   const db = store.db;
-  const baseOf = db.prepare('SELECT base FROM objects WHERE id = ?').pluck();
-  const del = db.prepare('DELETE FROM objects WHERE id = ?');
+  const del = db.prepare('DELETE FROM main.objects WHERE id = ?');
   db.exec('BEGIN IMMEDIATE');
   try {
+    marker.tracking = true;
     for (const s of opts.roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
-    for (let fresh = marker.takeFresh(); fresh.length > 0; fresh = marker.takeFresh()) {
-      for (const id of fresh) {
-        const base = baseOf.get(id) as Buffer | null | undefined;
-        if (base) for (const b of splitBases(base)) marker.mark(Buffer.from(b));
-      }
-    }
-    if (stats.transactions === 0) opts.beforeSweep?.((id) => marker.live.has(keyOf(id)));
+    marker.markFreshBases();
+    if (stats.transactions === 0) opts.beforeSweep?.((id) => marker.live.has(id));
     const touched = new Set<number>();
     for (const g of items) {
-      if (marker.live.has(keyOf(g.id))) {
+      const row = rows.get(g.pack);
+      if (marker.live.has(g.id)) {
         stats.rescued++;
-        const row = rows.get(g.pack);
         if (row) row.rescued = true;
         continue;
       }
       stats.deletedObjects += del.run(g.id).changes;
-      const row = rows.get(g.pack);
       if (row) {
         row.garbage--;
         touched.add(g.pack);
@@ -373,8 +265,7 @@ function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbag
       const row = rows.get(pack)!;
       if (row.liveBytes === 0 && row.garbage === 0 && !row.rescued) dropRow(store, pack, stats);
     }
-    // Rows nothing pointed into at mark (a crash between a batch's deletes and its row's): gone too.
-    if (stats.transactions === 0) for (const [pack, row] of rows) if (row.objects === 0 && row.bytes > 0) dropRow(store, pack, stats);
+    if (stats.transactions === 0) for (const [pack, row] of rows) if (row.orphan) dropRow(store, pack, stats);
     db.exec('COMMIT');
     stats.transactions++;
   } catch (e) {

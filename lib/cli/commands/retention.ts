@@ -37,7 +37,7 @@ export function registerRetentionCommands(program: Command, run: Runner, state: 
       run(async (out, g) => {
         const r = await withClient(g.store, (c) => c.deleteBranch(name, opts));
         out.result(r, () => {
-          if (r.outcome === 'Dirty') return `DIRTY Workspace ${short(r.workspace)} has ${r.changes} uncommitted changes (${r.reason}); nothing deleted; add --discard to drop them`;
+          if (r.outcome === 'Dirty') return `DIRTY Workspace ${short(r.workspace)} has ${r.changes} uncommitted changes: nothing deleted; add --discard to drop them`;
           if (r.outcome === 'Busy') return `BUSY Workspace ${short(r.workspace)} runs ${r.executions.join(', ')}; nothing deleted`;
           return `deleted Branch ${r.branch} ${r.id} (head ${short(r.head)}) at ${r.deletedAt}${r.workspacesEnded.length ? `; ended Workspaces ${r.workspacesEnded.map(short).join(', ')}` : ''}`;
         });
