@@ -25,7 +25,9 @@ const TEMP_CACHE_KIB = 16 * 1024;
 /**
  * `gc_live`: every object found live (`walked` = 1 for tree objects whose whole subtree is in
  * it; an object kept only as a delta base is not walked). `gc_garbage`: what mark found
- * unreachable, in row order, for the sweep.
+ * unreachable, in id order: the sweep deletes
+ * in the index's order, so each of its transactions rewrites a run of neighbouring index pages and
+ * the whole sweep about the index once (random order rewrote most index pages in every batch).
  */
 export class LiveSet {
   private readonly hasQ;
@@ -42,7 +44,7 @@ export class LiveSet {
 DROP TABLE IF EXISTS temp.gc_live;
 DROP TABLE IF EXISTS temp.gc_garbage;
 CREATE TEMP TABLE gc_live (id BLOB PRIMARY KEY, walked INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TEMP TABLE gc_garbage (pack INTEGER NOT NULL, id BLOB NOT NULL, size INTEGER NOT NULL, PRIMARY KEY (pack, id)) WITHOUT ROWID;
+CREATE TEMP TABLE gc_garbage (id BLOB PRIMARY KEY, pack INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
 `);
     this.hasQ = db.prepare('SELECT 1 FROM temp.gc_live WHERE id = ?').pluck();
     this.walkedQ = db.prepare('SELECT walked FROM temp.gc_live WHERE id = ?').pluck();

@@ -150,14 +150,14 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     progress.phase = 'sweep';
     progress.total = stats.garbageObjects;
     report();
-    // The garbage is read from gc_garbage a batch at a time, in row order, after a cursor.
-    const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE (pack, id) > (?, ?) ORDER BY pack, id LIMIT ?');
-    let cursor: [number, Buffer] = [-1, Buffer.alloc(0)];
+    // The garbage is read from gc_garbage a batch at a time, in id order, after a cursor.
+    const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE id > ? ORDER BY id LIMIT ?');
+    let cursor: Buffer = Buffer.alloc(0);
     for (let first = true; ; first = false) {
-      const items = next.all(cursor[0], cursor[1], batch) as Garbage[];
+      const items = next.all(cursor, batch) as Garbage[];
       if (items.length === 0 && !first) break;
       sweepBatch(store, marker, opts, items, rows, stats);
-      if (items.length > 0) cursor = [items.at(-1)!.pack, items.at(-1)!.id];
+      if (items.length > 0) cursor = items.at(-1)!.id;
       progress.done += items.length;
       report();
       // Between transactions: let this process's other work (and other writers) in.
@@ -204,7 +204,7 @@ function finish(store: Store, stats: GcStats, progress: GcProgress, report: () =
 }
 
 /**
- * Mark, in one read snapshot: the live set, the garbage (into gc_garbage, in row order), and the
+ * Mark, in one read snapshot: the live set, the garbage (into gc_garbage), and the
  * make-up of each row holding garbage, or nothing at all.
  */
 function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): Map<number, Row> {
