@@ -26,14 +26,22 @@ const family: Family = {
     'same root id in both, and verify passes), "× fresh" their ratio (goal ≤ 1.1×). git: the same history, `git branch -D` ' +
     'of the same Branches, then `git reflog expire --expire=now --all && git gc --prune=now` timed ("× git" = layerfs gc over ' +
     'that, goal ≤ 1×). no garbage: the tree fixture (100,000 files; 10,000 quick) imported, then `verify` and `db gc` ' +
-    '(nothing to reclaim) timed; "× verify" is gc over verify (goal ≤ 0.5×).',
+    '(nothing to reclaim) timed; "× verify" is gc over verify (goal ≤ 0.5×). RSS: a generated Store of 10 million objects ' +
+    '(200,000 quick; cells/layerfs-gc-big.ts: tiny unique chunks under extent trees, half of them in a deleted LayerStack), ' +
+    '`db gc` in a process of its own: "peak RSS" is that process\'s (goal ≤ 256 MiB).',
   order: 56,
   peers: ['git'],
   tiers: (quick) => [
     { label: quick ? 'history 10×5' : 'history 50×20', value: quick ? 50 : 1000, unit: 'commits' },
     { label: `no garbage ${countLabel(quick ? 10_000 : 100_000)}`, value: quick ? 10_000 : 100_000, unit: 'files' },
+    { label: quick ? 'RSS 200k objects' : 'RSS 10M objects', value: quick ? 200_000 : 10_000_000, unit: 'objects' },
   ],
   run(tier, ctx) {
+    if (tier.unit === 'objects') {
+      // Half live, half garbage: two LayerStacks of files × chunks chunks each, one deleted.
+      const [files, chunks] = ctx.quick ? ['10', '10000'] : ['50', '100000'];
+      return [ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-gc-big.ts', args: ['--files', files, '--chunks', chunks] })];
+    }
     if (tier.unit === 'files') {
       const fx = useFixture(ctx, ensureTree(tier.value));
       warmCache(fx.dir);

@@ -34,6 +34,11 @@ export function deletedBranch(store: Store, ref: string): Tombstone | undefined 
   return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'branch' AND id = ?`).get(ids[0]) as Tombstone | undefined;
 }
 
+/** The latest tombstone of a LayerStack by name. */
+export function deletedLayerStack(store: Store, name: string): Tombstone | undefined {
+  return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'layerstack' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(name) as Tombstone | undefined;
+}
+
 export function listTombstones(store: Store): Tombstone[] {
   return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones ORDER BY deleted_ms, name`).all() as Tombstone[];
 }

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION, Store } from '../../lib/store/index.js';
+import { addHold, keptStates, releaseHold, uuidv7 } from '../../lib/history/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
@@ -84,6 +85,7 @@ test('branch delete refuses open Workspaces, --force ends clean ones, Dirty unle
     assert.deepEqual(sd.branches.sort(), ['keep', 'try-b']);
     assert.equal(sd.commits, 2);
     assert.deepEqual(c.layerStacks(), []);
+    assert.throws(() => c.layers({ layerStack: 'demo' }), (e: unknown) => isLayerFsError(e, 'ERR_DELETED'));
     assert.throws(() => c.log('keep'), (e: unknown) => isLayerFsError(e, 'ERR_DELETED'));
     const ops = c.monitorSnapshot().operations.map((o) => o.operation);
     for (const op of ['branch.delete', 'branch.rename', 'layerstack.delete']) assert.ok(ops.includes(op), op);
@@ -234,4 +236,32 @@ test('CLI: branch delete/rename, layerstack delete, pin, retention, log marks pr
   assert.match(cli([...s, 'ls', pinned]).stdout, /big\.bin/);
   assert.equal(cli([...s, 'layerstack', 'delete', 'demo']).code, 0);
   assert.equal(cli([...s, 'verify']).code, 0);
+});
+
+test('a hold (the registry of operations spanning transactions) keeps what it reaches until released', async () => {
+  const dir = tempDir();
+  const path = join(dir, 's.sqlite');
+  const c = Client.create(path);
+  try {
+    await c.initLayerStack({ name: 'demo', source: source(dir) });
+    c.forkBranch({ name: 'tmp', layer: 'demo' });
+    const [id] = await commits(c, 'tmp', join(dir, 'w'), 1, 9);
+    const tree = exported(c, id!, dir);
+    await c.deleteBranch('tmp');
+    const s = Store.open(path);
+    const hold = uuidv7();
+    const root = s.db.prepare('SELECT root_id FROM commits WHERE id = ?').pluck().get(Buffer.from(id!, 'hex')) as Buffer;
+    addHold(s, hold, root, 'test');
+    assert.equal((await s.gc({ roots: () => keptStates(s) })).deletedObjects, 0);
+    s.close();
+    assert.deepEqual(exported(c, id!, dir), tree);
+    const s2 = Store.open(path);
+    releaseHold(s2, hold);
+    s2.close();
+    assert.ok((await c.gc()).deletedObjects > 0);
+    assert.throws(() => c.ls(id!), (e: unknown) => isLayerFsError(e, 'ERR_PRUNED'));
+    assertIntact(c);
+  } finally {
+    c.close();
+  }
 });
