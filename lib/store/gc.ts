@@ -132,7 +132,13 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     const live = new LiveSet(store);
     closers.push(() => live.close());
     const marker = new Marker(store, live);
-    const rows = store.read(() => mark(store, marker, opts.roots(), stats));
+    // data_version moves when another connection commits: a sweep transaction that finds it
+    // where the last one (or mark's snapshot) left it has no new state to walk.
+    const seen = { version: -1 };
+    const rows = store.read(() => {
+      seen.version = store.db.pragma('data_version', { simple: true }) as number;
+      return mark(store, marker, opts.roots(), stats);
+    });
     stats.markMs = performance.now() - t0;
     const rewrite = [...rows.entries()].filter(([, r]) => r.liveBytes > 0 && r.bytes - r.liveBytes >= Math.max(MIN_REWRITE_BYTES, (opts.rewriteShare ?? 0.2) * r.bytes));
     const rewriting = new Set(rewrite.map(([p]) => p));
@@ -156,7 +162,7 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     for (let first = true; ; first = false) {
       const items = next.all(cursor, batch) as Garbage[];
       if (items.length === 0 && !first) break;
-      sweepBatch(store, marker, opts, items, rows, stats);
+      sweepBatch(store, marker, opts, items, rows, stats, seen);
       if (items.length > 0) cursor = items.at(-1)!.id;
       progress.done += items.length;
       report();
@@ -238,14 +244,18 @@ function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): Ma
  * Commit or import published since), keep the bases of what that adds, then delete this batch's
  * garbage that is still garbage, and the rows left empty.
  */
-function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats): void {
+function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats, seen: { version: number }): void {
   const db = store.db;
   const del = db.prepare('DELETE FROM main.objects WHERE id = ?');
   db.exec('BEGIN IMMEDIATE');
   try {
-    marker.tracking = true;
-    for (const s of opts.roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
-    marker.markFreshBases();
+    const version = db.pragma('data_version', { simple: true }) as number;
+    if (version !== seen.version) {
+      marker.tracking = true;
+      for (const s of opts.roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
+      marker.markFreshBases();
+      seen.version = version;
+    }
     if (stats.transactions === 0) opts.beforeSweep?.((id) => marker.live.has(id));
     const touched = new Set<number>();
     for (const g of items) {
