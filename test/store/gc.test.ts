@@ -124,6 +124,26 @@ test('gc frees what only a deleted Branch reached; dry run changes nothing; kept
     for (const [ref, tree] of before) assert.deepEqual(exported(c, ref, dir), tree, ref);
     assert.throws(() => c.ls(dropped[2]!), (e: unknown) => isLayerFsError(e, 'ERR_PRUNED'));
     assertIntact(c);
+    // Free pages are reused: a new Commit of ~40 kB needs no new page of the file.
+    assert.ok(r.freeBytes > 100_000, `${r.freeBytes}`);
+    const pages = () => {
+      const s = Store.open(path, { readonly: true });
+      try {
+        return (s.db.pragma('page_count', { simple: true }) as number) - (s.db.pragma('freelist_count', { simple: true }) as number);
+      } finally {
+        s.close();
+      }
+    };
+    const used = pages();
+    const size = (s: Store) => s.db.pragma('page_count', { simple: true }) as number;
+    const probe = Store.open(path, { readonly: true });
+    const total0 = size(probe);
+    probe.close();
+    await commits(c, 'keep', join(dir, 'w3'), 1, 7);
+    const probe2 = Store.open(path, { readonly: true });
+    assert.equal(size(probe2), total0);
+    probe2.close();
+    assert.ok(pages() > used);
     const again = await c.gc({ vacuum: true });
     assert.equal(again.garbageObjects, 0);
     assert.equal(again.freeBytes, 0);
