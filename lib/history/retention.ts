@@ -47,14 +47,6 @@ export function setPolicy(store: Store, p: RetentionPolicy): RetentionPolicy {
   return getPolicy(store);
 }
 
-/** Parses `30d`, `12h`, `90m`, `45s`, `500ms` or `2w` into milliseconds. */
-export function parseDuration(text: string): number {
-  const m = /^(\d+)(ms|s|m|h|d|w)$/.exec(text.trim());
-  if (!m) throw new LayerFsError('ERR_INVALID_ARGUMENT', `not a duration: ${JSON.stringify(text)}`, { argument: 'olderThan', hint: 'write a number and a unit: ms, s, m, h, d or w (30d)' });
-  const unit = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 }[m[2] as 'ms'];
-  return Number(m[1]) * unit;
-}
-
 interface CommitLink {
   root: Buffer;
   parent: Buffer | null;

@@ -156,19 +156,10 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
     progress.phase = 'sweep';
     progress.total = stats.garbageObjects;
     report();
-    // The garbage is read from gc_garbage a batch at a time, in id order, after a cursor.
-    const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE id > ? ORDER BY id LIMIT ?');
-    let cursor: Buffer = Buffer.alloc(0);
-    for (let first = true; ; first = false) {
-      const items = next.all(cursor, batch) as Garbage[];
-      if (items.length === 0 && !first) break;
-      sweepBatch(store, marker, opts, items, rows, stats, seen);
-      if (items.length > 0) cursor = items.at(-1)!.id;
-      progress.done += items.length;
+    await sweep(store, marker, opts, batch, rows, stats, seen, (n) => {
+      progress.done += n;
       report();
-      // Between transactions: let this process's other work (and other writers) in.
-      await new Promise((r) => setImmediate(r));
-    }
+    });
     stats.sweepMs = performance.now() - t1;
     const t2 = performance.now();
     progress.phase = 'rewrite';
@@ -192,6 +183,22 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
   } finally {
     store.objects.reset();
     for (const close of closers) close();
+  }
+}
+
+/** The sweep: gc_garbage a batch at a time, in id order after a cursor, one transaction each. */
+async function sweep(store: Store, marker: Marker, opts: GcOptions, batch: number, rows: Map<number, Row>, stats: GcStats, seen: { version: number }, done: (n: number) => void): Promise<void> {
+  const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE id > ? ORDER BY id LIMIT ?');
+  let cursor: Buffer = Buffer.alloc(0);
+  // The first transaction runs even without garbage: it records pruned Commits and drops orphan rows.
+  for (let first = true; ; first = false) {
+    const items = next.all(cursor, batch) as Garbage[];
+    if (items.length === 0 && !first) break;
+    sweepBatch(store, marker, opts, items, rows, stats, seen);
+    if (items.length > 0) cursor = items.at(-1)!.id;
+    done(items.length);
+    // Between transactions: let this process's other work (and other writers) in.
+    await new Promise((r) => setImmediate(r));
   }
 }
 
