@@ -340,12 +340,13 @@ export class Client {
     });
   }
 
-  /** Commits of one Branch (newest first), or of every Branch. */
+  /** Commits of one Branch (newest first), or of every Branch; `pruned` as in log(). */
   commits(opts: { branch?: string } = {}): CommitInfo[] {
     if (opts.branch !== undefined) return this.log(opts.branch);
     return this.store.read(() => {
       const seen = new Map<string, CommitInfo>();
-      for (const b of listBranches(this.store)) for (const c of branchLog(this.store, b)) seen.set(toHex(c.id), commitInfo(c));
+      const kept = keptCommits(this.store);
+      for (const b of listBranches(this.store)) for (const c of branchLog(this.store, b)) seen.set(toHex(c.id), { ...commitInfo(c), pruned: !kept.has(toHex(c.id)) });
       return [...seen.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
     });
   }

@@ -177,6 +177,7 @@ test('retention keeps the newest N Commits, fork bases and pins; log marks prune
     const log = c.log('main');
     // ids[5] is within `side`'s newest 2 (its head is ids[4]): each Branch's history counts.
     assert.deepEqual(log.map((x) => x.pruned), [false, false, true, true, false, false]);
+    assert.deepEqual(c.commits().filter((x) => x.pruned).map((x) => x.id).sort(), [ids[2]!, ids[3]!].sort());
     // ids[3] is pinned: kept as a state although log shows it pruned by the policy.
     const pinned = exported(c, ids[3]!, dir);
     const fork = exported(c, ids[4]!, dir);

@@ -122,7 +122,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
     .action((opts: { branch?: string }) =>
       run(async (out, g) => {
         const rows = await withClient(g.store, (c) => c.commits({ branch: opts.branch }), true);
-        out.result({ commits: rows }, () => rows.map((c) => `${c.id}\t${c.createdAt}\tparent ${short(c.parentCommitId)}`));
+        out.result({ commits: rows }, () => rows.map((c) => `${c.id}\t${c.createdAt}\tparent ${short(c.parentCommitId)}${c.pruned ? '\tpruned' : ''}`));
       })(),
     );
   q.command('workspaces')
