@@ -38,7 +38,9 @@ export type ErrorCode =
   | 'ERR_REMOTE_SCHEMA'
   /** Any other failure reported by the remote's server. */
   | 'ERR_REMOTE'
-  | 'ERR_ABORTED';
+  | 'ERR_ABORTED'
+  | 'ERR_DELETED'
+  | 'ERR_PRUNED';
 
 export interface ErrorDetails {
   /** The offending file system path, when there is one. */

@@ -19,6 +19,7 @@ import { registerRemoteCommands } from './commands/remote.js';
 import { registerRewindCommands } from './commands/rewind.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerPatchCommands } from './commands/patch.js';
+import { registerRetentionCommands } from './commands/retention.js';
 
 function packageVersion(): string {
   for (const rel of ['../../package.json', '../../../package.json']) {
@@ -69,6 +70,7 @@ export function buildProgram(state: { code: number }): Command {
   registerRewindCommands(program, run);
   registerMcpCommands(program, run, packageVersion());
   registerPatchCommands(program, run, state);
+  registerRetentionCommands(program, run, state);
   return program;
 }
 

@@ -8,6 +8,7 @@ import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { commitIdV2, uuidv7 } from './ids.js';
 import { canonicalJson, EMPTY_NOTE, type CommitNote } from './note.js';
+import { deletedBranch, deletedError } from './tombstones.js';
 import { getLayer } from './layerstacks.js';
 import { uniqueByPrefix } from './resolve.js';
 import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from './rows.js';
@@ -36,6 +37,8 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
   const id = uniqueByPrefix(store.db, 'branches', ref, 16, 'Branch');
   const row = id && getBranch(store, id);
   if (!row) {
+    const gone = deletedBranch(store, ref);
+    if (gone) throw deletedError(gone);
     const isStack = store.db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(ref) !== undefined;
     const hint = isStack
       ? `${ref} is a LayerStack, not a Branch: see its Layers with \`layerfs query layers --layerstack ${ref}\`, its Branches with \`layerfs query branches --layerstack ${ref}\`, or fork one with \`layerfs branch fork --name NAME --layer ${ref}\``
@@ -96,6 +99,9 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
       if (!isInHistory(store, b, source.commit)) {
         throw new LayerFsError('ERR_NOT_FOUND', `Commit ${toHex(source.commit)} is not in the history of Branch ${b.name}`, { id: toHex(source.commit), hint: 'see `layerfs log BRANCH`' });
       }
+      if (store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(source.commit)) {
+        throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(source.commit)} was reclaimed by db gc`, { id: toHex(source.commit), hint: 'fork from a Commit retention keeps (see `layerfs log BRANCH`)' });
+      }
       stackId = b.layerStackId;
       base = getCommit(store, source.commit)!.baseLayerId;
       head = source.commit;
@@ -105,6 +111,8 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
     }
     const id = uuidv7();
     store.db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(id, stackId, name, base, head, Date.now());
+    // Retention always keeps the Commit a Branch was forked from (retention.ts).
+    if (head) store.db.prepare('INSERT INTO fork_bases (branch_id, commit_id) VALUES (?, ?)').run(id, head);
     return getBranch(store, id)!;
   });
 }

@@ -10,3 +10,5 @@ export * from './diff.js';
 export { touchesPath } from './diff-path.js';
 export * from './rewind.js';
 export * from './git-patch.js';
+export * from './tombstones.js';
+export * from './retention.js';

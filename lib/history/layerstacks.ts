@@ -8,6 +8,7 @@ import { toHex } from '../format/hex.js';
 import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
 import { resolveRemoteRef, uniqueByPrefix } from './resolve.js';
+import { deletedError, deletedLayerStack } from './tombstones.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
 
 export interface InitResult {
@@ -64,7 +65,11 @@ export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
   if (byName) return byName;
   const id = uniqueByPrefix(store.db, 'layer_stacks', ref, 16, 'LayerStack');
   const row = id && getLayerStack(store, id);
-  if (!row) throw new LayerFsError('ERR_NOT_FOUND', `no LayerStack named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query layerstacks`' });
+  if (!row) {
+    const gone = deletedLayerStack(store, ref);
+    if (gone) throw deletedError(gone);
+    throw new LayerFsError('ERR_NOT_FOUND', `no LayerStack named or with id ${JSON.stringify(ref)}`, { id: ref, hint: 'list them with `layerfs query layerstacks`' });
+  }
   return row;
 }
 

@@ -28,7 +28,10 @@ import {
   touchesPath,
   getLayer,
   type CommitNote,
+  type CommitRow,
   type LayerRow,
+  keptCommits,
+  keptStates,
 } from '../history/index.js';
 import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.js';
 import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type BackupProgress, type ByteRange, type ExportProgress, type ImportProgress, type TarSource, type TarStats, type VerifyProgress, type WriteStats } from '../store/index.js';
@@ -68,6 +71,8 @@ import { grepState, type GrepOptions, type GrepResult } from './grep.js';
 import { restorePaths, type RestoreResult } from './restore.js';
 import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
 import { formatPairs, patchSections, pathFilters, statePairs, workspacePairs, type FileStat, type PatchRequest, type PatchResult } from './patch.js';
+import * as lifecycle from './retention.js';
+import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcProgress, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
 import type {
   AddResult,
   BackupReceipt,
@@ -325,12 +330,9 @@ export class Client {
   /** Re-reads and re-hashes everything reachable from every state. */
   verify(opts: { onProgress?: (p: VerifyProgress) => void } = {}): VerifyResult {
     return this.store.read(() => {
-      const states = [
-        ...listLayers(this.store).map((l) => ({ kind: 'layer', id: toHex(l.id), rootId: l.rootId })),
-        ...(this.store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).map((c) => ({ kind: 'commit', id: toHex(c.id), rootId: c.rootId })),
-        ...listWorkspaces(this.store).map((w) => ({ kind: 'workspace', id: toHex(w.id), rootId: w.baseRootId })),
-      ];
-      const r = verifyStore(this.store, states, opts.onProgress);
+      // The states retention keeps: Commits it no longer keeps (pruned, or of deleted
+      // Branches) may have been reclaimed by db gc.
+      const r = verifyStore(this.store, keptStates(this.store), opts.onProgress);
       return { ...r };
     });
   }
@@ -405,30 +407,35 @@ export class Client {
     });
   }
 
-  /** A Branch's Commits, newest first. */
-  /** A Branch's Commits, newest first; with `path`, only those that changed something at or below it. */
+  /**
+   * A Branch's Commits, newest first; with `path`, only those that changed something at or below
+   * it. `pruned` marks those retention no longer keeps (db gc may reclaim their state).
+   */
   log(branch: string, opts: { limit?: number; path?: string } = {}): CommitInfo[] {
     return this.store.read(() => {
+      const kept = keptCommits(this.store);
+      const info = (c: CommitRow): CommitInfo => ({ ...commitInfo(c), pruned: !kept.has(toHex(c.id)) });
       const b = resolveBranch(this.store, branch);
-      if (opts.path === undefined) return branchLog(this.store, b, opts.limit).map(commitInfo);
+      if (opts.path === undefined) return branchLog(this.store, b, opts.limit).map(info);
       const path = opts.path;
       const all = branchLog(this.store, b);
       const baseRoot = (c: (typeof all)[number]): Buffer => (c.parentCommitId ? all.find((p) => p.id.equals(c.parentCommitId!))?.rootId : undefined) ?? getLayer(this.store, c.baseLayerId)!.rootId;
       const out: CommitInfo[] = [];
       for (const c of all) {
         if (out.length >= (opts.limit ?? Number.MAX_SAFE_INTEGER)) break;
-        if (touchesPath(this.store, baseRoot(c), c.rootId, path)) out.push(commitInfo(c));
+        if (touchesPath(this.store, baseRoot(c), c.rootId, path)) out.push(info(c));
       }
       return out;
     });
   }
 
-  /** Commits of one Branch (newest first), or of every Branch. */
+  /** Commits of one Branch (newest first), or of every Branch; `pruned` as in log(). */
   commits(opts: { branch?: string } = {}): CommitInfo[] {
     if (opts.branch !== undefined) return this.log(opts.branch);
     return this.store.read(() => {
       const seen = new Map<string, CommitInfo>();
-      for (const b of listBranches(this.store)) for (const c of branchLog(this.store, b)) seen.set(toHex(c.id), commitInfo(c));
+      const kept = keptCommits(this.store);
+      for (const b of listBranches(this.store)) for (const c of branchLog(this.store, b)) seen.set(toHex(c.id), { ...commitInfo(c), pruned: !kept.has(toHex(c.id)) });
       return [...seen.values()].sort((a, b) => (a.createdAt < b.createdAt ? 1 : a.createdAt > b.createdAt ? -1 : 0));
     });
   }
@@ -643,7 +650,8 @@ export class Client {
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':
-        out = { ...base, outcome: 'Created', commit: commitInfo(r.commit), previousHead: r.previousHead ? toHex(r.previousHead) : null, changedPaths: r.changedPaths };
+        // A new head is always kept by retention.
+        out = { ...base, outcome: 'Created', commit: { ...commitInfo(r.commit), pruned: false }, previousHead: r.previousHead ? toHex(r.previousHead) : null, changedPaths: r.changedPaths };
         break;
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', head: r.head ? toHex(r.head) : null };
@@ -676,7 +684,7 @@ export class Client {
         out = {
           ...base,
           outcome: 'Created',
-          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author },
+          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author, pruned: false },
           previousHead: r.previousHead,
           changedPaths: r.recordsWritten + r.deleted,
         };
@@ -816,10 +824,11 @@ export class Client {
       // A Commit shared by several Branches (forked from it) is one state, labelled by the
       // Branch that made it first.
       const seenCommits = new Set<string>();
+      const kept = keptCommits(this.store);
       for (const b of listBranches(this.store, stackId)) {
         for (const c of branchLog(this.store, b).reverse()) {
           const id = toHex(c.id);
-          if (seenCommits.has(id)) continue;
+          if (seenCommits.has(id) || !kept.has(id)) continue;
           seenCommits.add(id);
           states.push({ kind: 'commit', id, rootId: c.rootId, label: `${b.name}@${id.slice(0, 12)}` });
         }
@@ -847,6 +856,74 @@ export class Client {
         }),
       };
     });
+  }
+
+  // ---- Deletion, retention and gc (retention.ts) ----
+
+  private get lifecycle(): lifecycle.RetentionContext {
+    return {
+      store: this.store,
+      receipt: (op, outcome, t0, a0) => this.receipt(op, outcome, t0, a0, null),
+      record: (r) => this.monitor.record(r) as typeof r,
+      endWorkspace: (ref, opts) => this.endWorkspace(ref, opts),
+      branchInfo: (ref) => this.branch(ref),
+    };
+  }
+
+  /**
+   * Deletes a Branch (a tombstone records when): refuses (ERR_BUSY) while Workspaces are open on
+   * it; `force` ends clean ones first, and answers Dirty for one with uncommitted changes unless
+   * `discard`. Its Commits stay until `gc` reclaims what nothing else keeps.
+   */
+  deleteBranch(ref: string, opts: { force?: boolean; discard?: boolean } = {}): Promise<BranchDeleteResult> {
+    return lifecycle.deleteBranch(this.lifecycle, ref, opts);
+  }
+
+  /** Renames a Branch (unique within its LayerStack); its id, Commits and Workspaces stay. */
+  renameBranch(ref: string, name: string): BranchRenameResult {
+    return lifecycle.renameBranchOp(this.lifecycle, ref, name);
+  }
+
+  /** Deletes a LayerStack with its Layers, Branches and Commits; refuses (ERR_BUSY) while Workspaces are open on it. */
+  deleteLayerStack(ref: string): LayerStackDeleteResult {
+    return lifecycle.deleteLayerStack(this.lifecycle, ref);
+  }
+
+  /** Deleted Branches and LayerStacks (their tombstones), oldest first. */
+  deleted(): DeletedInfo[] {
+    return this.store.read(() => lifecycle.deleted(this.store));
+  }
+
+  /** Keeps a state (a Layer, a Commit, a Branch's current state) whatever the retention policy. */
+  pin(ref: StateRef): PinResult {
+    return lifecycle.pin(this.lifecycle, ref);
+  }
+
+  unpin(ref: StateRef): PinResult {
+    return lifecycle.unpin(this.lifecycle, ref);
+  }
+
+  pins(): PinInfo[] {
+    return lifecycle.pins(this.store);
+  }
+
+  retention(): RetentionInfo {
+    return lifecycle.retention(this.store);
+  }
+
+  /** Sets the retention policy; an omitted rule stays as it is, null clears it. */
+  setRetention(p: { branchCommits?: number | null; olderThanMs?: number | null }): RetentionInfo & Receipt {
+    return lifecycle.setRetention(this.lifecycle, p);
+  }
+
+  /**
+   * Deletes every object no kept state reaches (Layers, Branch heads and the Commits retention
+   * keeps, pins, open Workspaces), in bounded transactions, while other processes go on
+   * reading and writing; `dryRun` reports what it would free. `vacuum` returns the freed pages to
+   * the file system.
+   */
+  gc(opts: { dryRun?: boolean; vacuum?: boolean; batchObjects?: number; onProgress?: (p: GcProgress) => void } = {}): Promise<GcReceipt> {
+    return lifecycle.gc(this.lifecycle, opts);
   }
 
   // ---- Mount daemon ----

@@ -1,6 +1,7 @@
 /** The public API of layerfs. */
 export { Client, type InitLayerStackOptions, type StateRef } from './client.js';
 export type * from './types.js';
+export type * from './retention-types.js';
 export { LayerFsError, isLayerFsError, type ErrorCode } from '../errors.js';
 export { nativeInfo } from '../native/index.js';
 export { NAME_PATTERN } from '../format/names.js';

@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, getBranch, getCommit, getLayer, resolveBranch, resolveCommit, resolveLayer, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
+import { branchRoot, getBranch, getCommit, getLayer, isPruned, resolveBranch, resolveCommit, resolveLayer, resolveRemoteRef, uniqueByPrefix, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 
 export interface ResolvedState {
@@ -34,7 +34,12 @@ export function resolveState(store: Store, ref: string): ResolvedState {
     });
   }
   if (layerId) return { kind: 'layer', id: layerId, rootId: getLayer(store, layerId)!.rootId };
-  if (commit) return { kind: 'commit', id: commit.id, rootId: commit.rootId };
+  if (commit) {
+    if (isPruned(store, commit.id) || !store.objects.has(commit.rootId)) {
+      throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(commit.id)} was reclaimed by db gc (retention no longer kept it)`, { id: toHex(commit.id), hint: 'pin states to keep them; see `layerfs retention show`' });
+    }
+    return { kind: 'commit', id: commit.id, rootId: commit.rootId };
+  }
   const stackHead = store.db.prepare('SELECT head_layer_id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
   let branch: BranchRow | undefined;
   try {

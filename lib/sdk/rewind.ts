@@ -50,7 +50,7 @@ export function rewind(store: Store, branch: string, to: string, opts: CommitOpt
   const { target, published } = rewindBranch(store, b, to, note);
   const t: RewindTargetInfo = { kind: target.kind, id: toHex(target.id), rootId: toHex(target.rootId), ...(target.checkpoint ? { checkpoint: target.checkpoint } : {}) };
   const base = plainReceipt('branch.rewind', published.outcome, t0);
-  if (published.outcome === 'Created') return { ...base, outcome: 'Created', commit: commitInfo(published.commit), previousHead: published.previousHead ? toHex(published.previousHead) : null, target: t };
+  if (published.outcome === 'Created') return { ...base, outcome: 'Created', commit: { ...commitInfo(published.commit), pruned: false }, previousHead: published.previousHead ? toHex(published.previousHead) : null, target: t };
   return { ...base, outcome: 'UpToDate', head: published.head ? toHex(published.head) : null, target: t };
 }
 

@@ -136,6 +136,8 @@ export interface CommitInfo {
   message: string;
   metadata: Record<string, unknown> | null;
   author: string;
+  /** In `log`: retention no longer keeps this Commit (db gc may reclaim its state). */
+  pruned?: boolean;
 }
 
 /** What `commitWorkspace` records with a Commit; all part of its id. */

@@ -6,6 +6,7 @@ import { LayerFsError } from '../errors.js';
 import { Checkpointer } from './checkpointer.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
+import { collectGarbage, type GcOptions, type GcStats } from './gc.js';
 import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store.js';
@@ -142,6 +143,21 @@ export class Store {
     this.writing = true;
     try {
       return await repackStore(this, opts);
+    } finally {
+      this.objects.reset();
+      this.writing = false;
+    }
+  }
+
+  /**
+   * Deletes the objects the states `opts.roots()` names do not reach, in bounded transactions,
+   * safe against concurrent writers and crashes (gc.ts).
+   */
+  async gc(opts: GcOptions): Promise<GcStats> {
+    if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    try {
+      return await collectGarbage(this, opts);
     } finally {
       this.objects.reset();
       this.writing = false;

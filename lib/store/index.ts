@@ -24,3 +24,4 @@ export type { Locator } from './objects.js';
 export { tarStream, type TarStats } from './tar.js';
 export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
 export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';
+export { GC_BATCH_OBJECTS, GC_LEVEL, type GcOptions, type GcProgress, type GcRoot, type GcStats } from './gc.js';

@@ -168,19 +168,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     if ((opts.vacuum ?? true) && (stats.rowsBefore > 0 || free > 0)) {
       progress.phase = 'vacuum';
       opts.onProgress?.({ ...progress });
-      const tv = performance.now();
-      // VACUUM is one transaction (all or nothing) that builds a copy of the live pages in a
-      // temporary database and writes it back through the WAL; the checkpoint then lets the file
-      // and the WAL shrink. The Store's temp_store=MEMORY would hold that copy in RAM (the
-      // 100,000-file Store's repack peaked at 557 MiB RSS), so it goes to a temporary file.
-      db.pragma('temp_store = FILE');
-      try {
-        db.exec('VACUUM');
-      } finally {
-        db.pragma('temp_store = MEMORY');
-      }
-      db.pragma('wal_checkpoint(TRUNCATE)');
-      stats.vacuumMs = performance.now() - tv;
+      stats.vacuumMs = vacuumStore(store);
     }
     stats.fileBytesAfter = fileBytes(store);
     progress.phase = 'done';
@@ -189,6 +177,54 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
   } catch (e) {
     throw mapSqliteError(e, store.path);
   }
+}
+
+/**
+ * Rewrites the given pack rows (their objects as they are now) into new rows at `level`, in
+ * transactions of about `batchBytes` canonical bytes: gc's reclaim of rows that are partly
+ * garbage. Same machinery and guarantees as a repack; the rows are not added to its record.
+ */
+export async function rewriteRows(store: Store, packs: number[], opts: { level: number; batchBytes?: number; planObjects?: number }): Promise<Pick<RepackStats, 'rowsBefore' | 'rowsAfter' | 'objects' | 'transactions' | 'storedBytesBefore' | 'storedBytesAfter'>> {
+  const stats: RepackStats = {
+    level: opts.level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
+    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore: 0, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0,
+  };
+  const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: packs.length, bytesBefore: 0, bytesAfter: 0 };
+  const batchBytes = opts.batchBytes ?? REPACK_BATCH_BYTES;
+  const sorted = [...packs].sort((a, b) => a - b);
+  const window = Math.max(1, Math.floor((opts.planObjects ?? REPACK_PLAN_OBJECTS) / 64));
+  for (let w = 0; w < sorted.length; w += window) {
+    const plan = planWindow(store, sorted.slice(w, w + window).map((pack) => ({ pack })));
+    for (let i = 0; i < plan.length; ) {
+      let j = i;
+      let bytes = 0;
+      while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
+      rewriteBatch(store, plan.slice(i, j), opts.level, stats, progress, () => {});
+      stats.rowsBefore += j - i;
+      i = j;
+      await new Promise((r) => setImmediate(r));
+    }
+  }
+  store.objects.reset();
+  return stats;
+}
+
+/** VACUUMs the Store so free pages go back to the file system; returns the ms it took. */
+export function vacuumStore(store: Store): number {
+  const db = store.db;
+  const tv = performance.now();
+  // VACUUM is one transaction (all or nothing) that builds a copy of the live pages in a
+  // temporary database and writes it back through the WAL; the checkpoint then lets the file
+  // and the WAL shrink. The Store's temp_store=MEMORY would hold that copy in RAM (the
+  // 100,000-file Store's repack peaked at 557 MiB RSS), so it goes to a temporary file.
+  db.pragma('temp_store = FILE');
+  try {
+    db.exec('VACUUM');
+  } finally {
+    db.pragma('temp_store = MEMORY');
+  }
+  db.pragma('wal_checkpoint(TRUNCATE)');
+  return performance.now() - tv;
 }
 
 /** The objects of `rows` (consecutive old rows of the snapshot), by row, in each row's order. */

@@ -58,6 +58,23 @@ export const PAGE_SIZE = 8192;
 export interface UpgradeStep {
   readonly to: number;
   readonly sql: string;
+  /**
+   * What a read-only connection to an older Store runs instead (it cannot upgrade): TEMP views
+   * and tables that make the older file read like this format (new columns with their defaults,
+   * new tables empty). Default: the step's CREATE TABLEs as TEMP tables.
+   */
+  readonly readShim?: string;
+}
+
+/** The default read shim: every CREATE TABLE of the step as an empty TEMP table; indexes dropped. */
+export function readShimOf(step: UpgradeStep): string {
+  if (step.readShim !== undefined) return step.readShim;
+  return step.sql
+    .split(';')
+    .map((stmt) => stmt.trim())
+    .filter((stmt) => /^CREATE TABLE/i.test(stmt))
+    .map((stmt) => `${stmt.replace(/^CREATE TABLE( IF NOT EXISTS)?/i, 'CREATE TEMP TABLE IF NOT EXISTS')};`)
+    .join('\n');
 }
 
 /** The format SCHEMA below creates; later formats are SCHEMA plus the steps after it. */
@@ -79,7 +96,7 @@ ALTER TABLE commits ADD COLUMN message TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN metadata TEXT;
 ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
-` },
+`, readShim: `CREATE TEMP VIEW IF NOT EXISTS commits AS SELECT id, root_id, parent_commit_id, base_layer_id, created_ms, '' AS message, NULL AS metadata, '' AS author, 1 AS id_version FROM main.commits;` },
   // Sandboxes: named execution profiles (limits, mounts, network) and which Workspaces run in one.
   { to: 5, sql: `
 CREATE TABLE IF NOT EXISTS sandboxes (
@@ -129,6 +146,56 @@ CREATE TABLE checkpoints (
   root_id       BLOB NOT NULL,
   created_ms    INTEGER NOT NULL,
   PRIMARY KEY (branch_id, name)
+) STRICT;
+`, readShim: `CREATE TEMP VIEW IF NOT EXISTS workspaces AS SELECT *, NULL AS owner_pid, NULL AS owner_start, NULL AS owner_boot FROM main.workspaces;
+CREATE TEMP TABLE IF NOT EXISTS checkpoints (
+  branch_id     BLOB NOT NULL REFERENCES branches(id),
+  name          TEXT NOT NULL,
+  commit_id     BLOB REFERENCES commits(id),
+  base_layer_id BLOB NOT NULL REFERENCES layers(id),
+  root_id       BLOB NOT NULL,
+  created_ms    INTEGER NOT NULL,
+  PRIMARY KEY (branch_id, name)
+) STRICT;
+` },
+  // Retention and garbage collection (docs/FORMAT.md "Format 8"): what was deleted and when,
+  // pinned states, the retention policy, states held by multi-transaction operations, and the
+  // Commit each Branch was forked from (always kept by retention). New tables only (IF NOT
+  // EXISTS), so the step can run again over a Store that already has them.
+  { to: 8, sql: `
+CREATE TABLE IF NOT EXISTS tombstones (
+  kind           TEXT NOT NULL,
+  id             BLOB NOT NULL,
+  name           TEXT NOT NULL,
+  layer_stack_id BLOB NOT NULL,
+  layer_stack    TEXT NOT NULL,
+  head_id        BLOB,
+  deleted_ms     INTEGER NOT NULL,
+  PRIMARY KEY (kind, id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS tombstones_by_name ON tombstones (kind, name, deleted_ms);
+CREATE TABLE IF NOT EXISTS pins (
+  state      TEXT PRIMARY KEY,
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS retention (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS holds (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  purpose    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS pruned_commits (
+  id        BLOB PRIMARY KEY CHECK (length(id) = 32),
+  pruned_ms INTEGER NOT NULL
+) STRICT;
+CREATE TABLE IF NOT EXISTS fork_bases (
+  branch_id BLOB PRIMARY KEY CHECK (length(branch_id) = 16),
+  commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)
 ) STRICT;
 ` },
 ];

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, SCHEMA, UPGRADE_STEPS } from './schema.js';
+import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, readShimOf, SCHEMA, UPGRADE_STEPS } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
 export type Db = Database.Database;
@@ -166,7 +166,11 @@ export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; i
     if (!opts.readonly) {
       applyPragmas(db);
       if (version < FORMAT_VERSION) version = upgrade(db);
-    } else db.pragma('busy_timeout = 30000');
+    } else {
+      db.pragma('busy_timeout = 30000');
+      // An older Store read as is: TEMP shims make it read like the current format.
+      for (const step of UPGRADE_STEPS) if (step.to > Math.max(version, BASE_FORMAT_VERSION)) db.exec(readShimOf(step));
+    }
     const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
     return {
       db,

@@ -147,6 +147,16 @@ test('a format-3 Store is upgraded: its Commits keep their ids and an empty note
   asFormat(db, 3);
   db.close();
 
+  // Read as is (no upgrade) through TEMP shims: every query of the current format answers.
+  const ro = Client.connect(store, { readonly: true });
+  try {
+    assert.equal(ro.info().formatVersion, 3);
+    assert.deepEqual(ro.log('main').map((x) => [x.id, x.message]), [[v1.toString('hex'), '']]);
+    assert.deepEqual(ro.workspaces().map((w) => w.id), [ws.id]);
+    assert.equal(ro.verify().ok, true);
+  } finally {
+    ro.close();
+  }
   const c = Client.connect(store);
   try {
     assert.equal(c.info().formatVersion, FORMAT_VERSION);

@@ -71,7 +71,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
       run(async (out, g) => {
         if (paths.length > 1) throw usage('give at most one path after --');
         const commits = await withClient(g.store, (c) => c.log(name, { limit: opts.limit, path: paths[0] }), true);
-        out.result({ commits }, () => commits.map((c) => `${c.id.slice(0, 12)} ${oneLine(c.message) || '(no message)'}`));
+        out.result({ commits }, () => commits.map((c) => `${c.id.slice(0, 12)} ${oneLine(c.message) || '(no message)'}${c.pruned ? ' (pruned)' : ''}`));
       })(),
     );
 
@@ -128,7 +128,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
     .action((opts: { branch?: string }) =>
       run(async (out, g) => {
         const rows = await withClient(g.store, (c) => c.commits({ branch: opts.branch }), true);
-        out.result({ commits: rows }, () => rows.map((c) => `${c.id}\t${c.createdAt}\tparent ${short(c.parentCommitId)}`));
+        out.result({ commits: rows }, () => rows.map((c) => `${c.id}\t${c.createdAt}\tparent ${short(c.parentCommitId)}${c.pruned ? '\tpruned' : ''}`));
       })(),
     );
   q.command('workspaces')

@@ -1,0 +1,213 @@
+/**
+ * Model test of retention and gc: random sequences of fork, commit, delete, pin, unpin, policy
+ * changes and gc runs. The test keeps its own model of the history (Branches and their Commits,
+ * fork bases, pins, the policy) and computes from it which states must stay and, by a walk of
+ * its own over the format's decoders, which objects they reach (with delta bases). After every
+ * gc the Store holds exactly that set; at the end every kept state exports as it was committed.
+ * Seed: LAYERFS_TEST_SEED (printed).
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '../../lib/sdk/index.js';
+import { Store } from '../../lib/store/index.js';
+import { keptCommits } from '../../lib/history/index.js';
+import { decodeRoot } from '../../lib/store/tree/root.js';
+import { decodeNode, TreeKind } from '../../lib/store/tree/pages.js';
+import { ContentForm, decodeInode, InodeKind } from '../../lib/store/tree/inode.js';
+import { decodeExtentNode } from '../../lib/store/tree/extents.js';
+import { assertIntact } from '../helpers/integrity.js';
+import { seededBytes, tempDir } from '../helpers/tmp.js';
+import { walkForCompare, type WalkRecord } from '../helpers/treewalk.js';
+
+const seed = Number(process.env.LAYERFS_TEST_SEED ?? Date.now() % 1_000_000);
+console.log(`gc model seed=${seed} (rerun with LAYERFS_TEST_SEED=${seed})`);
+
+function rng(s: number): () => number {
+  let x = s >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 2 ** 32;
+  };
+}
+
+interface ModelBranch {
+  name: string;
+  /** Commit ids, newest first. */
+  commits: string[];
+  fork: string | null;
+}
+
+/** Every object id (hex) reachable from `roots`, walked breadth-first with the format's decoders, plus delta bases. */
+function reachable(path: string, roots: Buffer[]): Set<string> {
+  const s = Store.open(path, { readonly: true });
+  try {
+    const seen = new Set<string>();
+    const queue: [Buffer, string][] = roots.map((r) => [r, 'root']);
+    const base = s.db.prepare('SELECT base FROM objects WHERE id = ?').pluck();
+    while (queue.length > 0) {
+      const [id, what] = queue.shift()!;
+      const hex = id.toString('hex');
+      if (seen.has(hex)) continue;
+      seen.add(hex);
+      const b = base.get(id) as Buffer | null;
+      if (b) for (let o = 0; o < b.length; o += 32) queue.push([b.subarray(o, o + 32), 'base']);
+      if (what === 'leaf' || what === 'base') continue;
+      const data = s.objects.get(id);
+      if (what === 'root') queue.push([decodeRoot(data, 'root').inodes, 'inodes']);
+      else if (what === 'inodes' || what === 'dir') {
+        const kind = what === 'inodes' ? TreeKind.Inodes : TreeKind.Directory;
+        const node = decodeNode(kind, data, 'page');
+        if (node.level > 0) for (const c of node.vals) queue.push([c, what]);
+        else if (kind === TreeKind.Inodes) {
+          node.keys.forEach((k, i) => {
+            const ino = decodeInode(node.vals[i]!, Number(k.readBigUInt64BE(0)));
+            if (ino.form === ContentForm.None) return;
+            if (ino.kind === InodeKind.Dir) queue.push([ino.content!, 'dir']);
+            else queue.push([ino.content!, ino.form === ContentForm.Whole ? 'leaf' : 'extents']);
+          });
+        }
+      } else if (what === 'extents') {
+        const n = decodeExtentNode(data, 'extents');
+        for (const c of n.ids) queue.push([c, n.level === 0 ? 'leaf' : 'extents']);
+      }
+    }
+    return seen;
+  } finally {
+    s.close();
+  }
+}
+
+function storedIds(path: string): Set<string> {
+  const s = Store.open(path, { readonly: true });
+  try {
+    return new Set((s.db.prepare('SELECT id FROM objects').pluck().all() as Buffer[]).map((b) => b.toString('hex')));
+  } finally {
+    s.close();
+  }
+}
+
+test(`gc model: random create/delete/pin/policy sequences keep exactly what the model reaches (seed ${seed})`, async () => {
+  const r = rng(seed);
+  const pick = <T>(a: T[]): T => a[Math.floor(r() * a.length)]!;
+  const dir = tempDir();
+  const path = join(dir, 's.sqlite');
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  writeFileSync(join(src, 'shared.txt'), 'shared line of text\n'.repeat(400));
+  writeFileSync(join(src, 'large.bin'), seededBytes(seed, 200_000));
+  const c = Client.create(path);
+  const init = await c.initLayerStack({ name: 'm', source: src });
+  const branches: ModelBranch[] = [];
+  const trees = new Map<string, WalkRecord[]>();
+  const rootOf = new Map<string, Buffer>([[`layer:${init.layer.id}`, Buffer.from(init.layer.rootId, 'hex')]]);
+  const pins = new Set<string>();
+  /** Commits a gc reclaimed: pruned for good, whatever the policy says later. */
+  const gone = new Set<string>();
+  let policyN: number | null = null;
+  let serial = 0;
+  let gcs = 0;
+  const ws = () => join(dir, `ws-${serial++}`);
+
+  const modelKept = (): Set<string> => {
+    const kept = new Set<string>();
+    const live = new Set(branches.map((b) => b.name));
+    for (const b of branches) {
+      b.commits.forEach((id, i) => {
+        if (i === 0 || policyN === null || i < policyN) kept.add(id);
+      });
+      if (b.fork && live.has(b.name)) kept.add(b.fork);
+    }
+    for (const id of gone) kept.delete(id);
+    return kept;
+  };
+
+  try {
+    for (let step = 0; step < 60; step++) {
+      const op = r();
+      if (branches.length === 0 || op < 0.15) {
+        const name = `b${serial++}`;
+        const from = branches.filter((b) => b.commits.some((id) => !gone.has(id)));
+        if (from.length > 0 && r() < 0.5) {
+          const parent = pick(from);
+          const at = pick(parent.commits.filter((id) => !gone.has(id)));
+          c.forkBranch({ name, branch: parent.name, commit: at });
+          branches.push({ name, commits: parent.commits.slice(parent.commits.indexOf(at)), fork: at });
+        } else {
+          c.forkBranch({ name, layer: init.layer.id });
+          branches.push({ name, commits: [], fork: null });
+        }
+      } else if (op < 0.55) {
+        const b = pick(branches);
+        const at = ws();
+        await c.createWorkspace(b.name, { at });
+        writeFileSync(join(at, `f${serial}.bin`), seededBytes(seed + serial, 1000 + Math.floor(r() * 30_000)));
+        const t = join(at, 'shared.txt');
+        writeFileSync(t, readFileSync(t, 'utf8') + `edit ${serial}\n`);
+        if (r() < 0.3) {
+          const big = readFileSync(join(at, 'large.bin'));
+          big.write(`x${serial}`, Math.floor(r() * 190_000));
+          writeFileSync(join(at, 'large.bin'), big);
+        }
+        const tree = walkForCompare(at);
+        const res = await c.commitWorkspace(at);
+        assert.equal(res.outcome, 'Created');
+        if (res.outcome === 'Created') {
+          b.commits.unshift(res.commit.id);
+          trees.set(res.commit.id, tree);
+          rootOf.set(res.commit.id, Buffer.from(res.commit.rootId, 'hex'));
+        }
+        assert.equal((await c.endWorkspace(at)).outcome, 'Ended');
+      } else if (op < 0.67) {
+        const b = pick(branches);
+        await c.deleteBranch(b.name);
+        branches.splice(branches.indexOf(b), 1);
+      } else if (op < 0.77) {
+        const all = [...modelKept()];
+        if (all.length > 0) {
+          const id = pick(all);
+          c.pin(id);
+          pins.add(id);
+        }
+      } else if (op < 0.82) {
+        if (pins.size > 0) {
+          const id = pick([...pins]);
+          c.unpin(`commit:${id}`);
+          pins.delete(id);
+        }
+      } else if (op < 0.9) {
+        policyN = pick([null, 1, 2, 3]);
+        c.setRetention({ branchCommits: policyN, olderThanMs: policyN === null ? null : 0 });
+      } else {
+        await c.gc({ batchObjects: 1 + Math.floor(r() * 50) });
+        gcs++;
+        const kept = modelKept();
+        for (const id of rootOf.keys()) if (!id.startsWith('layer:') && !kept.has(id) && !pins.has(id)) gone.add(id);
+        const s = Store.open(path, { readonly: true });
+        const actual = keptCommits(s);
+        s.close();
+        assert.deepEqual([...actual].sort(), [...kept].sort(), `kept Commits after step ${step}`);
+        const roots = [rootOf.get(`layer:${init.layer.id}`)!, ...[...kept, ...pins].map((id) => rootOf.get(id)!)];
+        assert.deepEqual([...storedIds(path)].sort(), [...reachable(path, roots)].sort(), `objects after step ${step}`);
+      }
+    }
+    await c.gc();
+    const kept = new Set([...modelKept(), ...pins]);
+    for (const id of rootOf.keys()) if (!id.startsWith('layer:') && !kept.has(id)) assert.throws(() => c.ls(id), (e: unknown) => (e as { code?: string }).code === 'ERR_PRUNED', id);
+    assert.deepEqual([...storedIds(path)].sort(), [...reachable(path, [rootOf.get(`layer:${init.layer.id}`)!, ...[...kept].map((id) => rootOf.get(id)!)])].sort());
+    for (const id of kept) {
+      const target = join(dir, `export-${id.slice(0, 12)}`);
+      c.export(id, target);
+      assert.deepEqual(walkForCompare(target), trees.get(id), `state ${id}`);
+    }
+    assertIntact(c);
+    console.log(`gc model seed=${seed}: ${gcs + 1} gc runs, ${branches.length} Branches left, ${kept.size} kept Commits`);
+  } finally {
+    c.close();
+  }
+});
