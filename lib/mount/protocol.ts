@@ -6,9 +6,11 @@
  *   <store>.d/mounts.json       what the daemon serves (to clean up after a crash)
  *   <store>.d/daemon-recovery.json  what the last start found (stale mounts, lost work)
  *   <store>.d/daemon.log        the daemon's stderr
+ *   <store>.d/daemon.lock       flock(2)ed by the running daemon (the directory is 0700: no one
+ *                               else can take or hold it)
  *   <store>.d/spool/<ws>/       private spool of each mounted Workspace
  */
-import { createHash } from 'node:crypto';
+import { realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 
 export const PROTOCOL_VERSION = 1;
@@ -24,12 +26,25 @@ export interface DaemonPaths {
   recovery: string;
   log: string;
   spool: string;
-  /** Abstract-namespace socket name held while a daemon runs: the kernel frees it when the process dies, even by SIGKILL. */
-  lockName: string;
+  /** File the running daemon holds an exclusive flock on: the kernel frees it when the process dies, even by SIGKILL. */
+  lock: string;
+}
+
+/**
+ * The Store's real path: every spelling of one Store (a symlink, `..`, a symlinked directory)
+ * gets the same `<store>.d`, lock and daemon. A path that does not resolve is kept as given.
+ */
+export function canonicalStorePath(storePath: string): string {
+  const abs = resolve(storePath);
+  try {
+    return realpathSync(abs);
+  } catch {
+    return abs;
+  }
 }
 
 export function daemonPaths(storePath: string): DaemonPaths {
-  const store = resolve(storePath);
+  const store = canonicalStorePath(storePath);
   const dir = `${store}.d`;
   return {
     store,
@@ -40,7 +55,7 @@ export function daemonPaths(storePath: string): DaemonPaths {
     recovery: join(dir, 'daemon-recovery.json'),
     log: join(dir, 'daemon.log'),
     spool: join(dir, 'spool'),
-    lockName: `\0layerfs-daemon-${createHash('sha256').update(store).digest('hex').slice(0, 32)}`,
+    lock: join(dir, 'daemon.lock'),
   };
 }
 
@@ -62,7 +77,11 @@ export interface MountRequest {
    * the default when usable), 'fuse-native' goes through libfuse 2. See docs/FUSE.md.
    */
   backend?: Backend;
-  /** Let other users in (permissions are then checked against each inode's mode); default false: only the mounting user. */
+  /**
+   * Let other users in (permissions are then checked against each inode's mode). Default: true
+   * when the daemon runs as root, false otherwise (only the mounting user). Mounts are always
+   * nosuid,nodev.
+   */
   allowOther?: boolean;
 }
 

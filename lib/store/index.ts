@@ -10,6 +10,7 @@ export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, type Inode, type 
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
 export { readRange, clampRange, type ByteRange } from './read-range.js';
 export { exportTree, checkStoredName, type ExportStats, type ExportOptions } from './export.js';
+export { removeTree } from './remove-tree.js';
 export { NamespaceEditor } from './tree/editor.js';
 export { walkTree, type WalkEntry } from './import/walk.js';
 export { encodeInode, decodeInode } from './tree/inode.js';

@@ -2,4 +2,4 @@
 export * from './rows.js';
 export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
-export { recordMountedWorkspace, forgetMountedWorkspace } from './mounted.js';
+export { recordMountedWorkspace, forgetMountedWorkspace, ownsMountedWorkspace } from './mounted.js';

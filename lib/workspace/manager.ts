@@ -11,6 +11,7 @@ import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
+import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
 import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
@@ -24,9 +25,11 @@ export function createWorkspace(store: Store, branch: BranchRow, at: string, pro
     const b = getBranch(store, branch.id)!;
     return { head: b.headCommitId, base: b.baseLayerId, root: branchRoot(store, b) };
   });
+  const existed = existsSync(dir);
   const cache = materialize(store, root, dir);
   const id = uuidv7();
   try {
+    writeMarker(store.path, id, dir, !existed);
     store.writeSync(() => {
       store.db
         .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
@@ -34,7 +37,8 @@ export function createWorkspace(store: Store, branch: BranchRow, at: string, pro
       saveCache(store, id, cache);
     });
   } catch (e) {
-    removeProjection(dir);
+    removeProjection(dir, { keepRoot: existed });
+    dropMarker(store.path, id);
     throw e;
   }
   return getWorkspace(store, id)!;
@@ -160,7 +164,11 @@ export async function commitWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
   }
 }
 
-export type EndOutcome = { outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
+/**
+ * `kept`: the directory the row names was left in place, because this user's `<store>.d` has no
+ * record of creating it there (a Store from elsewhere) or it is no longer the same directory.
+ */
+export type EndOutcome = { outcome: 'Ended'; discarded: boolean; kept?: string } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
 
 export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { discard?: boolean }, stateDir: string): Promise<EndOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
@@ -173,11 +181,14 @@ export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { disca
     const { entries } = workspaceStatus(store, ws);
     if (entries.length > 0) return { outcome: 'Dirty', changes: entries.length, reason: 'uncommitted changes; commit them or end with --discard' };
   }
-  removeProjection(ws.path);
+  // Only what this Workspace itself created is removed: never a directory a row merely names.
+  const ours = isMarkedDir(store.path, ws.id, ws.path);
+  if (ours) removeProjection(ws.path);
   store.writeSync(() => {
     dropCache(store, ws.id);
     store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
   });
+  dropMarker(store.path, ws.id);
   forgetExecutions(stateDir, toHex(ws.id));
-  return { outcome: 'Ended', discarded: Boolean(opts.discard) };
+  return { outcome: 'Ended', discarded: Boolean(opts.discard), ...(ours || !existsSync(ws.path) ? {} : { kept: ws.path }) };
 }

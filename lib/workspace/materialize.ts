@@ -2,7 +2,7 @@
  * Materialize projection: writes a state into the Workspace directory and records the stat
  * cache that later commits compare against.
  */
-import { rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { walkName, walkTreeSync } from '../native/index.js';
@@ -10,10 +10,12 @@ import { exportTree, ROOT_SERIAL, type Store } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { compactWalk } from './changes.js';
 import { racyWaitMs } from './record.js';
+import { removeTree } from '../store/index.js';
 
 /** Writes `rootId` into `dir` (absent or empty) and returns the stat cache for it. */
 export function materialize(store: Store, rootId: Buffer, dir: string): StatCache {
   const abs = resolve(dir);
+  const keepRoot = existsSync(abs);
   // (parent serial, name) → serial of every entry written.
   const written = new Map<string, number>();
   let maxSerial = ROOT_SERIAL;
@@ -28,7 +30,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string): StatCach
       }),
     );
   } catch (e) {
-    if (!(e instanceof LayerFsError && (e.code === 'ERR_NOT_EMPTY' || e.code === 'ERR_NOT_A_DIRECTORY'))) removeProjection(abs);
+    if (!(e instanceof LayerFsError && (e.code === 'ERR_NOT_EMPTY' || e.code === 'ERR_NOT_A_DIRECTORY'))) removeProjection(abs, { keepRoot });
     throw e;
   }
   // Stat after everything is written: directory mtimes are restored last.
@@ -36,7 +38,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string): StatCach
   try {
     walk = walkTreeSync(abs);
   } catch (e) {
-    removeProjection(abs);
+    removeProjection(abs, { keepRoot });
     throw e;
   }
   waitPastTickSync(walk.ctimeNs);
@@ -68,9 +70,19 @@ function waitPastTickSync(ctimeNs: BigInt64Array): void {
   if (ms > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
-/** Removes a Workspace directory; never follows symlinks out of it. */
-export function removeProjection(dir: string): void {
+/**
+ * Removes a Workspace directory (with keepRoot: only what is in it, leaving the directory the
+ * user had made); never follows symlinks out of it, and iterative at any depth.
+ */
+export function removeProjection(dir: string, opts: { keepRoot?: boolean } = {}): void {
   const abs = resolve(dir);
   if (abs === '/' || abs === resolve(join(abs, '..'))) throw new LayerFsError('ERR_UNSAFE_PATH', `refusing to remove ${abs}`, { path: abs });
-  rmSync(abs, { recursive: true, force: true });
+  if (!opts.keepRoot) return removeTree(abs);
+  let names: Buffer[];
+  try {
+    names = readdirSync(abs, { encoding: 'buffer' });
+  } catch {
+    return;
+  }
+  for (const n of names) removeTree(Buffer.concat([Buffer.from(`${abs}/`), n]));
 }

@@ -95,7 +95,7 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     .action((ref: string, opts: { discard?: boolean }) =>
       run(async (out, g) => {
         const r = await withClient(g.store, (c) => c.endWorkspace(ref, { discard: opts.discard }));
-        out.result(r, () => (r.outcome === 'Ended' ? `ENDED discarded=${r.discarded}` : r.outcome === 'Dirty' ? `DIRTY ${r.changes} changes: ${r.reason}` : `BUSY executions still running: ${r.executions.join(', ')}`));
+        out.result(r, () => (r.outcome === 'Ended' ? `ENDED discarded=${r.discarded}${r.kept ? ` kept=${r.kept} (not created by this Workspace here; left in place)` : ''}` : r.outcome === 'Dirty' ? `DIRTY ${r.changes} changes: ${r.reason}` : `BUSY executions still running: ${r.executions.join(', ')}`));
         if (r.outcome !== 'Ended') state.code = 3;
       })(),
     );

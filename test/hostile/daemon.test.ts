@@ -1,0 +1,153 @@
+// Hostile input against the mount daemon and FUSE Workspaces (issue: hostile input and shared
+// machines, items 1, 2, 4, 6, 12): one Store reached through two spellings, another local user
+// (uid 65534 through setpriv: nothing on the machine is changed), a client that never reads.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Client } from '../../lib/sdk/index.js';
+import { daemonPaths, daemonStatus, detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { assertStoreIntact } from '../helpers/integrity.js';
+import { ok, run, setupStore, type StoreSetup } from '../mount/helpers.js';
+
+const skip = !fuseAvailable().ok ? `FUSE is not usable here: ${fuseAvailable().reason}` : process.getuid?.() !== 0 ? 'needs root (kernel backend, setpriv)' : false;
+
+/** Runs argv as uid/gid 65534 with no supplementary groups. */
+function asNobody(argv: string[], opts: { cwd?: string } = {}) {
+  return run('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', ...argv], opts);
+}
+
+function fill(src: string): void {
+  writeFileSync(join(src, 'a.txt'), 'a\n');
+  // A setuid-root copy of id(1) and a file only root may read.
+  copyFileSync('/usr/bin/id', join(src, 'suid-id'));
+  chmodSync(join(src, 'suid-id'), 0o4755);
+  writeFileSync(join(src, 'secret'), 'root only\n');
+  chmodSync(join(src, 'secret'), 0o600);
+}
+
+async function finish(s: StoreSetup, paths: string[]): Promise<void> {
+  await s.client.stopDaemon({ discard: true }).catch(() => {});
+  for (const p of paths) await detachStale(p).catch(() => false);
+  s.client.close();
+}
+
+function mountOptions(path: string): string[] {
+  for (const line of readFileSync('/proc/self/mountinfo', 'utf8').split('\n')) {
+    const f = line.split(' ');
+    if (f[4] === path) return f[5]!.split(',');
+  }
+  return [];
+}
+
+test('one Store through a symlink and its real path: one daemon, the Workspace is mounted (not lost) either way, commit keeps the file', { skip, timeout: 120_000 }, async () => {
+  const s = await setupStore(fill, 'layerfs-hostile-');
+  const alias = join(s.dir, 'alias.sqlite');
+  symlinkSync(s.storePath, alias);
+  const at = join(s.dir, 'ws');
+  const viaAlias = Client.connect(alias);
+  try {
+    assert.equal(daemonPaths(alias).dir, daemonPaths(s.storePath).dir);
+    const ws = await viaAlias.createWorkspace('main', { at, projection: 'fuse' });
+    await ok('sh', ['-c', 'echo live > new.txt'], { cwd: at });
+    const viaReal = s.client.workspaces().find((w) => w.id === ws.id)!;
+    assert.equal(viaReal.state, 'mounted', 'through the real path the live Workspace looked lost');
+    const c = await s.client.commitWorkspace(ws.id);
+    assert.equal(c.outcome, 'Created');
+    assert.equal(s.client.cat('main', 'new.txt').toString(), 'live\n');
+    assert.equal((await s.client.endWorkspace(ws.id)).outcome, 'Ended');
+  } finally {
+    viaAlias.close();
+    await finish(s, [at]);
+  }
+  assertStoreIntact(s.storePath);
+});
+
+test('mounts are nosuid,nodev; a root mount lets another user in with exactly what the modes grant', { skip, timeout: 120_000 }, async () => {
+  const s = await setupStore(fill, 'layerfs-hostile-');
+  chmodSync(s.dir, 0o755);
+  const at = join(s.dir, 'ws');
+  try {
+    await s.client.createWorkspace('main', { at, projection: 'fuse' });
+    const opts = mountOptions(at);
+    assert.ok(opts.includes('nosuid') && opts.includes('nodev'), `mount options: ${opts.join(',')}`);
+    const idr = await asNobody([join(at, 'suid-id'), '-u']);
+    assert.equal(idr.code, 0, idr.stderr);
+    assert.equal(idr.stdout.trim(), '65534', 'the setuid bit granted root');
+    assert.equal((await asNobody(['cat', join(at, 'a.txt')])).stdout, 'a\n');
+    const secret = await asNobody(['cat', join(at, 'secret')]);
+    assert.notEqual(secret.code, 0, 'a 0600 root file was readable by another user');
+    const write = await asNobody(['sh', '-c', `echo x > ${join(at, 'a.txt')}`]);
+    assert.notEqual(write.code, 0, 'another user wrote into a 0644 root file');
+  } finally {
+    await finish(s, [at]);
+  }
+});
+
+test("another user cannot keep the daemon from starting (the old abstract lock name is squatted; the new lock is in the 0700 <store>.d)", { skip, timeout: 120_000 }, async () => {
+  const s = await setupStore(fill, 'layerfs-hostile-');
+  const real = daemonPaths(s.storePath).store;
+  const oldName = `\0layerfs-daemon-${createHash('sha256').update(real).digest('hex').slice(0, 32)}`;
+  const squatter = spawn('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', process.execPath, '-e', `require('net').createServer().listen(${JSON.stringify(oldName)}, () => console.log('bound'))`], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const at = join(s.dir, 'ws');
+  try {
+    await new Promise<void>((resolve) => squatter.stdout!.once('data', () => resolve()));
+    const lock = await asNobody(['sh', '-c', `: >> ${daemonPaths(s.storePath).lock}`]);
+    assert.notEqual(lock.code, 0, 'another user could create the lock file');
+    const t0 = Date.now();
+    const ws = await s.client.createWorkspace('main', { at, projection: 'fuse' });
+    assert.equal(ws.state, 'mounted');
+    assert.ok(Date.now() - t0 < 15_000);
+  } finally {
+    squatter.kill('SIGKILL');
+    await finish(s, [at]);
+  }
+});
+
+test('a client that pipelines requests and never reads the answers holds a bounded amount of daemon memory', { skip, timeout: 180_000 }, async () => {
+  const s = await setupStore(fill, 'layerfs-hostile-');
+  const at = join(s.dir, 'ws');
+  try {
+    await s.client.createWorkspace('main', { at, projection: 'fuse' });
+    const st = (await daemonStatus(s.storePath))!;
+    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${st.pid}/status`, 'utf8'))![1]) * 1024;
+    const before = rss();
+    const token = (await readFile(daemonPaths(s.storePath).token, 'utf8')).trim();
+    const sock = connect(daemonPaths(s.storePath).socket);
+    await new Promise<void>((resolve) => sock.once('connect', () => resolve()));
+    sock.pause();
+    const line = JSON.stringify({ op: 'status', token }) + '\n';
+    const batch = line.repeat(Math.ceil((64 * 1024) / line.length));
+    let sent = 0;
+    while (sent < 8 * 1024 * 1024) {
+      sock.write(batch);
+      sent += batch.length;
+    }
+    await sleep(8000);
+    const grown = rss() - before;
+    sock.destroy();
+    assert.ok(grown < 200 * 1024 * 1024, `the daemon grew by ${(grown / 1048576).toFixed(0)} MiB for 8 MiB of unread requests`);
+    // It still serves others.
+    assert.equal((await daemonStatus(s.storePath))?.pid, st.pid);
+  } finally {
+    await finish(s, [at]);
+  }
+});
+
+test('a failed FUSE create leaves a directory the user had made', { skip, timeout: 120_000 }, async () => {
+  const s = await setupStore(fill, 'layerfs-hostile-');
+  const at = join(s.dir, 'mine');
+  mkdirSync(at);
+  try {
+    await assert.rejects(s.client.createWorkspace('main', { at, projection: 'fuse', backend: 'bogus' as 'kernel' }));
+    assert.ok(existsSync(at), 'the user-made directory was removed');
+    assert.deepEqual(s.client.workspaces(), []);
+  } finally {
+    await finish(s, [at]);
+  }
+});
