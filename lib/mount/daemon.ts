@@ -474,6 +474,13 @@ export class Daemon {
       if (!getBranch(this.store, branchBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no Branch ${branchId}`, { id: branchId });
       const rootBuf = Buffer.from(rootId, 'hex');
       if (!this.store.objects.has(rootBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no state ${rootId} in this Store`, { id: rootId });
+      // Any other object (a blob, a page) or a damaged root is refused here, with a typed error,
+      // not deep inside the serving thread.
+      try {
+        this.store.view(rootBuf);
+      } catch (e) {
+        throw new LayerFsError('ERR_INVALID_ARGUMENT', `${rootId} is not a readable state of this Store: ${(e as Error).message}`, { id: rootId });
+      }
       const wsBuf = Buffer.from(workspaceId, 'hex');
       const hasRow = this.store.db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(wsBuf) !== undefined;
       rmSync(spoolDir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 /**
  * verify: re-reads every object reachable from every recorded state through the authenticated
- * read path, and names each damaged object with the states that reach it. Subtrees are checked
- * once, however many states share them.
+ * read path, checks each state's namespace against every structural invariant of the format
+ * (verify-namespace.ts), and names each damaged object or violation with the states that reach
+ * it. Subtrees are checked once, however many states share them.
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
@@ -11,6 +12,7 @@ import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
+import { checkNamespace, NamespaceMemo } from './verify-namespace.js';
 
 export interface StateRef {
   /** 'layer' | 'commit' | 'workspace' … */
@@ -114,13 +116,23 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
         return extents(inode.content!);
       });
     });
+  const add = (key: string, objectId: string, message: string, state: string) => {
+    let d = damage.get(key);
+    if (!d) damage.set(key, (d = { objectId, message, states: [] }));
+    if (!d.states.includes(state)) d.states.push(state);
+  };
+  const memoNs = new NamespaceMemo();
+  const structural = new Map<string, { objectId: string; message: string }[]>();
   for (const s of states) {
+    const state = `${s.kind}:${s.id}`;
     const bad = guarded(s.rootId, ObjectKind.Root, (data) => page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(s.rootId)}`).inodes));
-    for (const id of bad) {
-      let d = damage.get(id);
-      if (!d) damage.set(id, (d = { objectId: id, message: errors.get(id) ?? 'damaged', states: [] }));
-      d.states.push(`${s.kind}:${s.id}`);
-    }
+    for (const id of bad) add(id, id, errors.get(id) ?? 'damaged', state);
+    // A state whose objects are damaged is reported by them; the namespace is checked on sound ones.
+    if (bad.length > 0) continue;
+    const key = s.rootId.toString('latin1');
+    let found = structural.get(key);
+    if (!found) structural.set(key, (found = checkNamespace(store, s.rootId, memoNs)));
+    for (const v of found) add(`${v.objectId}\n${v.message}`, v.objectId, v.message, state);
   }
   report.damaged = [...damage.values()];
   report.ok = report.damaged.length === 0 && report.sqliteCheck === 'ok';

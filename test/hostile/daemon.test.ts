@@ -151,3 +151,30 @@ test('a failed FUSE create leaves a directory the user had made', { skip, timeou
     await finish(s, [at]);
   }
 });
+
+test('forged Stores through the daemon: a mount request whose root id is a blob, and a file whose size exceeds its blob, are typed errors', { skip, timeout: 120_000 }, async () => {
+  const { forgedStore } = await import('../helpers/forge.js');
+  const { mountWorkspace, stopDaemon } = await import('../../lib/mount/index.js');
+  const { idOf, ObjectKind } = await import('../../lib/store/index.js');
+  const s = await forgedStore((f) => new Map([[1, f.directory([['f', 2]])], [2, f.file(Buffer.from('12345'), [1], 4096)]]));
+  const c = Client.connect(s.storePath);
+  const at = join(s.dir, 'ws');
+  const at2 = join(s.dir, 'ws2');
+  try {
+    const b = c.branch('main');
+    mkdirSync(at2);
+    const blob = idOf(ObjectKind.Blob, Buffer.from('12345')).toString('hex');
+    const req = { workspaceId: 'ab'.repeat(16), branchId: b.id, path: at2, expectedHead: null, expectedBase: b.baseLayerId, rootId: blob };
+    await assert.rejects(mountWorkspace(s.storePath, req), (e: unknown) => e instanceof Error && (e as { code?: string }).code === 'ERR_INVALID_ARGUMENT' && !/\n\s+at /.test(e.message));
+
+    await c.createWorkspace('main', { at, projection: 'fuse' });
+    const append = await run('sh', ['-c', `echo more >> ${join(at, 'f')}`]);
+    const r = await c.commitWorkspace((c.workspaces()[0]!).id).then((x) => ({ ok: x.outcome }), (e: unknown) => ({ err: (e as { code?: string }).code }));
+    assert.notDeepEqual(r, { err: 'ERR_NATIVE' }, `append: ${append.code} ${append.stderr}`);
+    if ('err' in r) assert.equal(r.err, 'ERR_CORRUPT');
+    await stopDaemon(s.storePath, { discard: true });
+  } finally {
+    c.close();
+    for (const p of [at, at2]) await detachStale(p).catch(() => false);
+  }
+});

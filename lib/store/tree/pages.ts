@@ -208,7 +208,7 @@ export function lookup(kind: TreeKind, io: PageIO, root: Buffer | null, key: Buf
   while (node.level > 0) {
     let i = upperBound(node.keys, key) - 1;
     if (i < 0) i = 0;
-    node = io.load(kind, node.vals[i]!);
+    node = child(kind, io, node, i);
   }
   const i = upperBound(node.keys, key) - 1;
   return i >= 0 && node.keys[i]!.equals(key) ? node.vals[i] : undefined;
@@ -238,20 +238,37 @@ function lowerBound(keys: Buffer[], key: Buffer): number {
   return lo;
 }
 
-/** In-order entries with key >= `from` (all when omitted). */
+/**
+ * In-order entries with key >= `from` (all when omitted). Untrusted pages are checked on the
+ * way: each child is one level below its parent, and keys rise strictly across page
+ * boundaries too, so a forged tree cannot repeat a name (or a whole page) in two places.
+ */
 export function* entries(kind: TreeKind, io: PageIO, root: Buffer | null, from?: Buffer): Generator<[Buffer, Buffer]> {
   if (root === null) return;
+  let last: Buffer | null = null;
   function* walk(node: TreeNode): Generator<[Buffer, Buffer]> {
     if (node.level === 0) {
       const start = from ? lowerBound(node.keys, from) : 0;
-      for (let i = start; i < node.keys.length; i++) yield [node.keys[i]!, node.vals[i]!];
+      for (let i = start; i < node.keys.length; i++) {
+        const k = node.keys[i]!;
+        if (last !== null && Buffer.compare(last, k) >= 0) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: key ${JSON.stringify(k.toString('latin1'))} repeats or is out of order across pages`);
+        last = k;
+        yield [k, node.vals[i]!];
+      }
       return;
     }
     let start = 0;
     if (from) start = Math.max(0, upperBound(node.keys, from) - 1);
-    for (let i = start; i < node.keys.length; i++) yield* walk(io.load(kind, node.vals[i]!));
+    for (let i = start; i < node.keys.length; i++) yield* walk(child(kind, io, node, i));
   }
   yield* walk(io.load(kind, root));
+}
+
+/** Child `i` of an inner node, which must be exactly one level below it. */
+function child(kind: TreeKind, io: PageIO, node: TreeNode, i: number): TreeNode {
+  const c = io.load(kind, node.vals[i]!);
+  if (c.level !== node.level - 1) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: a page of level ${node.level} points at one of level ${c.level}`);
+  return c;
 }
 
 /** Every page id reachable from `root`, children before parents. */

@@ -4,7 +4,8 @@
  */
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectReader } from '../objects.js';
-import { decodeExtentNode } from './extents.js';
+import { checkLength, loadExtentNode } from './extent-check.js';
+import type { ExtentNode } from './extents.js';
 import { ContentForm, decodeInode, decodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
 import { entries, lookup, TreeKind, type PageIO } from './pages.js';
 import { decodeRoot, ROOT_SERIAL } from './root.js';
@@ -89,23 +90,32 @@ export class FsView {
     return parts.length ? Buffer.concat(parts.flatMap((p, i) => (i ? [Buffer.from('/'), p] : [p]))) : null;
   }
 
-  /** The content of a regular file, chunk by chunk, in order. */
+  /** The content of a regular file, chunk by chunk, in order: exactly `size` bytes, or ERR_CORRUPT. */
   *content(file: Inode): Generator<Buffer> {
     if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');
-    if (file.form === ContentForm.None) return;
+    if (file.form === ContentForm.None) {
+      if (file.size !== 0) throw new LayerFsError('ERR_CORRUPT', `a file of ${file.size} bytes has no content`, { hint: 'the Store is damaged or forged; run layerfs verify' });
+      return;
+    }
     if (file.form === ContentForm.Whole) {
-      yield this.objects.get(file.content!, ObjectKind.Blob);
+      yield checkLength(this.objects.get(file.content!, ObjectKind.Blob), file.size, file.content!, 'blob');
       return;
     }
     const objects = this.objects;
-    function* walk(id: Buffer): Generator<Buffer> {
-      const node = decodeExtentNode(objects.get(id, ObjectKind.Extents), 'extent node');
-      for (const child of node.ids) {
-        if (node.level === 0) yield objects.get(child, ObjectKind.Chunk);
-        else yield* walk(child);
+    // Iterative, one frame per level: a node's entries, each with its recorded length.
+    const stack: { node: ExtentNode; i: number }[] = [{ node: loadExtentNode(objects, file.content!, file.size, null), i: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (top.i >= top.node.ids.length) {
+        stack.pop();
+        continue;
       }
+      const i = top.i++;
+      const id = top.node.ids[i]!;
+      const len = top.node.lengths[i]!;
+      if (top.node.level === 0) yield checkLength(objects.get(id, ObjectKind.Chunk), len, id, 'chunk');
+      else stack.push({ node: loadExtentNode(objects, id, len, top.node.level), i: 0 });
     }
-    yield* walk(file.content!);
   }
 
   readFile(file: Inode): Buffer {

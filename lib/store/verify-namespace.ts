@@ -1,0 +1,186 @@
+/**
+ * The structural half of verify: every invariant docs/FORMAT.md states about one state's
+ * namespace, beyond object hashes (which verify.ts checks). A forged Store passes every hash
+ * check, so these are what make `verify` say ok only of a state every command can read:
+ *
+ *   - the root inode (serial 1) exists, is a directory, and no directory names it;
+ *   - keys rise strictly within and across the pages of every tree, each child page one level
+ *     below its parent (no repeated name, no page reached twice);
+ *   - every name is safe (not empty, not `.` or `..`, no `/` or NUL);
+ *   - every serial a directory names is in the inode table (no dangling serial);
+ *   - a directory serial is reached once (no cycle, no fan-out); files may have many names;
+ *   - each reachable inode's `parents` are exactly the directories naming it;
+ *   - a file's content agrees with its size: no content means size 0, a blob has `size` bytes,
+ *     an extent tree's lengths add up level by level to `size` and each chunk has its length;
+ *   - a symlink's size is its target's length; a directory's content is a page tree;
+ *   - xattr names are in the `user.` namespace.
+ *
+ * Each violation names the object it is in (a page, inode table or content root) and, in the
+ * report, the states that reach it.
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { checkStoredName } from './export.js';
+import type { Store } from './handle.js';
+import { ObjectKind } from './objects.js';
+import { checkExtentNode } from './tree/extent-check.js';
+import { decodeExtentNode } from './tree/extents.js';
+import { ContentForm, decodeInode, decodeSerial, InodeKind, type Inode } from './tree/inode.js';
+import { entries, TreeKind } from './tree/pages.js';
+import { decodeRoot, ROOT_SERIAL } from './tree/root.js';
+
+export interface Violation {
+  objectId: string;
+  message: string;
+}
+
+/** Findings shared across states: per directory tree and per file content. */
+export class NamespaceMemo {
+  readonly dirs = new Map<string, { names: [Buffer, number][]; problems: Violation[] }>();
+  readonly contents = new Map<string, Violation[]>();
+}
+
+function messageOf(e: unknown): string {
+  if (e instanceof LayerFsError) return e.message;
+  throw e;
+}
+
+/** The directory tree at `content`: its (name, serial) list and what is wrong with it. */
+function listDir(store: Store, content: Buffer | null, memo: NamespaceMemo): { names: [Buffer, number][]; problems: Violation[] } {
+  if (content === null) return { names: [], problems: [] };
+  const key = content.toString('latin1');
+  const known = memo.dirs.get(key);
+  if (known) return known;
+  const out = { names: [] as [Buffer, number][], problems: [] as Violation[] };
+  const id = toHex(content);
+  try {
+    for (const [name, v] of entries(TreeKind.Directory, store.pages, content)) {
+      try {
+        checkStoredName(name, `directory tree ${id}`);
+      } catch (e) {
+        out.problems.push({ objectId: id, message: `unsafe name ${JSON.stringify(name.toString('latin1'))} in directory tree ${id}` });
+        continue;
+      }
+      out.names.push([name, decodeSerial(v)]);
+    }
+  } catch (e) {
+    out.problems.push({ objectId: id, message: messageOf(e) });
+  }
+  memo.dirs.set(key, out);
+  return out;
+}
+
+/** The size of a stored object from its row (null when absent): cheap, no decompression. */
+function storedSize(store: Store, id: Buffer): number | null {
+  const r = store.db.prepare('SELECT size FROM objects WHERE id = ?').get(id) as { size: number } | undefined;
+  return r ? r.size : null;
+}
+
+/** Checks a file's content against its recorded size (extent lengths, chunk and blob sizes). */
+function checkContent(store: Store, inode: Inode, memo: NamespaceMemo): Violation[] {
+  if (inode.form === ContentForm.None) return inode.size === 0 ? [] : [{ objectId: '', message: `a file of ${inode.size} bytes has no content` }];
+  const id = inode.content!;
+  const key = `${id.toString('latin1')}:${inode.size}`;
+  const known = memo.contents.get(key);
+  if (known) return known;
+  const out: Violation[] = [];
+  try {
+    if (inode.form === ContentForm.Whole) {
+      const n = storedSize(store, id);
+      if (n !== null && n !== inode.size) out.push({ objectId: toHex(id), message: `blob ${toHex(id)} has ${n} bytes where ${inode.size} are recorded` });
+    } else {
+      const stack: { id: Buffer; expected: number; parentLevel: number | null }[] = [{ id, expected: inode.size, parentLevel: null }];
+      while (stack.length > 0 && out.length === 0) {
+        const f = stack.pop()!;
+        const node = checkExtentNode(decodeExtentNode(store.objects.get(f.id, ObjectKind.Extents), `extent node ${toHex(f.id)}`), f.id, f.expected, f.parentLevel);
+        node.ids.forEach((c, i) => {
+          if (node.level > 0) return void stack.push({ id: c, expected: node.lengths[i]!, parentLevel: node.level });
+          const n = storedSize(store, c);
+          if (n !== null && n !== node.lengths[i]) out.push({ objectId: toHex(c), message: `chunk ${toHex(c)} has ${n} bytes where ${node.lengths[i]} are recorded` });
+        });
+      }
+    }
+  } catch (e) {
+    out.push({ objectId: toHex(id), message: messageOf(e) });
+  }
+  memo.contents.set(key, out);
+  return out;
+}
+
+/** The per-inode checks that need no tree: kind-specific content form, symlink size, xattr namespace. */
+function checkInode(serial: number, inode: Inode, tableId: string): Violation[] {
+  const out: Violation[] = [];
+  const at = (message: string) => out.push({ objectId: tableId, message: `inode ${serial}: ${message}` });
+  if (inode.kind === InodeKind.Dir && inode.form === ContentForm.Extents) at('a directory with an extent tree');
+  if (inode.kind !== InodeKind.Dir && inode.kind !== InodeKind.File && inode.form !== ContentForm.None) at(`a ${InodeKind[inode.kind]} with content`);
+  if (inode.kind === InodeKind.Symlink && inode.target!.length !== inode.size) at(`symlink size ${inode.size} but a target of ${inode.target!.length} bytes`);
+  for (const x of inode.xattrs) if (!x.name.toString('latin1').startsWith('user.')) at(`xattr ${JSON.stringify(x.name.toString('latin1'))} is outside the user. namespace`);
+  return out;
+}
+
+/** Every structural violation of the state at `rootId` (none when its root cannot be read: verify.ts reports that). */
+export function checkNamespace(store: Store, rootId: Buffer, memo: NamespaceMemo): Violation[] {
+  let inodesRoot: Buffer;
+  try {
+    inodesRoot = decodeRoot(store.objects.get(rootId, ObjectKind.Root), `root ${toHex(rootId)}`).inodes;
+  } catch (e) {
+    messageOf(e);
+    return [];
+  }
+  const tableId = toHex(inodesRoot);
+  const out: Violation[] = [];
+  const table = new Map<number, Inode>();
+  try {
+    for (const [k, v] of entries(TreeKind.Inodes, store.pages, inodesRoot)) {
+      const serial = Number(k.readBigUInt64BE(0));
+      try {
+        table.set(serial, decodeInode(v, serial));
+      } catch (e) {
+        out.push({ objectId: tableId, message: messageOf(e) });
+      }
+    }
+  } catch (e) {
+    out.push({ objectId: tableId, message: messageOf(e) });
+  }
+  const root = table.get(ROOT_SERIAL);
+  if (!root || root.kind !== InodeKind.Dir) return [...out, { objectId: tableId, message: `the root inode ${ROOT_SERIAL} is ${root ? 'not a directory' : 'missing'}` }];
+  // serial → the directories naming it, in walk order.
+  const namedIn = new Map<number, number[]>();
+  const reachedDirs = new Set<number>([ROOT_SERIAL]);
+  const stack = [ROOT_SERIAL];
+  while (stack.length > 0) {
+    const dirSerial = stack.pop()!;
+    const dir = table.get(dirSerial)!;
+    const listing = listDir(store, dir.content, memo);
+    out.push(...listing.problems);
+    const where = dir.content ? toHex(dir.content) : tableId;
+    for (const [name, serial] of listing.names) {
+      const child = table.get(serial);
+      const shown = JSON.stringify(name.toString('latin1'));
+      if (!child) {
+        out.push({ objectId: where, message: `directory inode ${dirSerial} names ${shown} → inode ${serial}, which is missing from the inode table` });
+        continue;
+      }
+      let parents = namedIn.get(serial);
+      if (!parents) namedIn.set(serial, (parents = []));
+      parents.push(dirSerial);
+      if (child.kind !== InodeKind.Dir) continue;
+      if (reachedDirs.has(serial)) {
+        out.push({ objectId: where, message: `directory inode ${serial} is reached a second time (as ${shown} in directory inode ${dirSerial}): a cycle or fan-out` });
+        continue;
+      }
+      reachedDirs.add(serial);
+      stack.push(serial);
+    }
+  }
+  for (const [serial, inode] of table) {
+    const names = namedIn.get(serial);
+    if (!names && serial !== ROOT_SERIAL) continue;
+    out.push(...checkInode(serial, inode, tableId));
+    const want = [...(names ?? [])].sort((a, b) => a - b).join(',');
+    const have = [...(inode.parents ?? [])].sort((a, b) => a - b).join(',');
+    if (want !== have) out.push({ objectId: tableId, message: `inode ${serial} records parents [${have}] but is named in [${want}]` });
+    if (inode.kind === InodeKind.File) for (const v of checkContent(store, inode, memo)) out.push({ objectId: v.objectId || tableId, message: `inode ${serial}: ${v.message}` });
+  }
+  return out;
+}
