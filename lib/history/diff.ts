@@ -439,11 +439,22 @@ class StateDiff {
       for (let i = found.length - 1; i >= 0; i--) work.push(found[i]!);
     };
     expand(path, before, after);
+    // A directory serial is reached once per state; a forged state that names one twice (a
+    // cycle, fan-out) would otherwise be listed without end.
+    const seenA = new Set<number>();
+    const seenB = new Set<number>();
+    const once = (seen: Set<number>, serial: number | undefined, n: Inode | null, label: string) => {
+      if (!n || n.kind !== InodeKind.Dir) return;
+      if (seen.has(serial!)) throw corrupt(`${label} state: directory ${serial} is reached twice (a cycle or fan-out)`);
+      seen.add(serial!);
+    };
     while (work.length > 0) {
       const t = work.pop()!;
       if (t.a === t.b) continue;
       const a = t.a === undefined ? null : this.from.need(t.a);
       const b = t.b === undefined ? null : this.to.need(t.b);
+      once(seenA, t.a, a, 'old');
+      once(seenB, t.b, b, 'new');
       if (a && b) this.pair({ path: t.path, a: t.a!, b: t.b!, old: a, neu: b });
       else if (a) this.deleted.push({ path: t.path, key: latin1(t.path), serial: t.a!, inode: a, used: false });
       else if (b) this.added.push({ path: t.path, key: latin1(t.path), serial: t.b!, inode: b, used: false });

@@ -12,7 +12,7 @@ import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
-import { checkNamespace, NamespaceMemo } from './verify-namespace.js';
+import { checkNamespace, NamespaceMemo, storeSource } from './verify-namespace.js';
 
 export interface StateRef {
   /** 'layer' | 'commit' | 'workspace' … */
@@ -98,15 +98,22 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
     memo.set(key, r);
     return r;
   };
-  const extents = (id: Buffer): string[] =>
+  // Each child one level below its parent (`level`, -1 at the top): recursion stays within 256
+  // levels whatever a forged Store chains together.
+  const levelCheck = (id: Buffer, level: number, parent: number) => {
+    if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `${toHex(id)} is at level ${level} under a node of level ${parent}`);
+  };
+  const extents = (id: Buffer, parent = -1): string[] =>
     guarded(id, ObjectKind.Extents, (data) => {
       const node = decodeExtentNode(data, `extent node ${toHex(id)}`);
-      return node.ids.flatMap((c) => (node.level === 0 ? leaf(c, ObjectKind.Chunk) : extents(c)));
+      levelCheck(id, node.level, parent);
+      return node.ids.flatMap((c) => (node.level === 0 ? leaf(c, ObjectKind.Chunk) : extents(c, node.level)));
     });
-  const page = (kind: TreeKind, id: Buffer): string[] =>
+  const page = (kind: TreeKind, id: Buffer, parent = -1): string[] =>
     guarded(id, ObjectKind.Page, (data) => {
       const node = decodeNode(kind, data, `page ${toHex(id)}`);
-      if (node.level > 0) return node.vals.flatMap((c) => page(kind, c));
+      levelCheck(id, node.level, parent);
+      if (node.level > 0) return node.vals.flatMap((c) => page(kind, c, node.level));
       if (kind === TreeKind.Directory) return [];
       return node.keys.flatMap((k, i) => {
         const inode = decodeInode(node.vals[i]!, Number(k.readBigUInt64BE(0)));
@@ -122,6 +129,7 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
     if (!d.states.includes(state)) d.states.push(state);
   };
   const memoNs = new NamespaceMemo();
+  const source = storeSource(store);
   const structural = new Map<string, { objectId: string; message: string }[]>();
   for (const s of states) {
     const state = `${s.kind}:${s.id}`;
@@ -131,7 +139,7 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
     if (bad.length > 0) continue;
     const key = s.rootId.toString('latin1');
     let found = structural.get(key);
-    if (!found) structural.set(key, (found = checkNamespace(store, s.rootId, memoNs)));
+    if (!found) structural.set(key, (found = checkNamespace(source, s.rootId, memoNs)));
     for (const v of found) add(`${v.objectId}\n${v.message}`, v.objectId, v.message, state);
   }
   report.damaged = [...damage.values()];

@@ -149,9 +149,9 @@ test('unsafe names (.., a/b, empty, NUL) are refused by export and each named by
 });
 test('duplicate names across directory pages (raw pages the tree builder would never write): export ERR_CORRUPT, not EEXIST; verify names it', async () => {
   const { dir, storePath } = await forgedStore((f) => {
-    const p1 = f.page(TreeKind.Directory, 0, [Buffer.from('dup'), Buffer.from('x')], [encodeSerial(2), encodeSerial(2)]);
-    const p2 = f.page(TreeKind.Directory, 0, [Buffer.from('dup'), Buffer.from('z')], [encodeSerial(3), encodeSerial(2)]);
-    const top = f.page(TreeKind.Directory, 1, [Buffer.from('dup'), Buffer.from('e')], [p1, p2]);
+    const p1 = f.page(TreeKind.Directory, 0, [Buffer.from('a'), Buffer.from('dup')], [encodeSerial(2), encodeSerial(2)]);
+    const p2 = f.page(TreeKind.Directory, 0, [Buffer.from('b'), Buffer.from('dup')], [encodeSerial(2), encodeSerial(3)]);
+    const top = f.page(TreeKind.Directory, 1, [Buffer.from('a'), Buffer.from('b')], [p1, p2]);
     return new Map([
       [1, f.inode({ kind: InodeKind.Dir, form: ContentForm.Whole, content: top })],
       [2, f.file(Buffer.from('two'), [1, 1, 1])],
@@ -243,5 +243,58 @@ test('a FIFO and a device with a non-UTF-8 name are imported and exported under 
     assertIntact(c);
   } finally {
     c.close();
+  }
+});
+
+test('a 20,000-page chain of same-level pages (raw pages) is ERR_CORRUPT for ls, export, verify and analyze, with no stack overflow', async () => {
+  const { dir, storePath } = await forgedStore((f) => {
+    let next = f.page(TreeKind.Directory, 0, [Buffer.from('a')], [encodeSerial(2)]);
+    for (let i = 0; i < 20_000; i++) next = f.page(TreeKind.Directory, 1, [Buffer.from('a')], [next]);
+    return new Map([
+      [1, f.inode({ kind: InodeKind.Dir, form: ContentForm.Whole, content: next })],
+      [2, f.file(Buffer.from('x'))],
+    ]);
+  });
+  withClient(storePath, (c) => {
+    assert.throws(() => c.ls('main', ''), code('ERR_CORRUPT'));
+    assertExportFails(c, dir, 'ERR_CORRUPT');
+    const r = c.verify();
+    assert.equal(r.ok, false);
+    assert.ok(r.damaged.some((d) => /level 1 under a node of level 1|points at one of level 1/.test(d.message)), JSON.stringify(r.damaged.map((d) => d.message)));
+    assert.throws(() => c.analyzeDedup(), code('ERR_CORRUPT'));
+  });
+});
+
+test('diff to a state with a directory cycle or parents that loop ends (a result or ERR_CORRUPT), never an endless walk', { timeout: 30_000 }, async () => {
+  for (const cyc of ['names', 'parents'] as const) {
+    const { storePath } = await plainStore();
+    const before = withClient(storePath, (c) => c.layers()[0]!.id);
+    const f = new Forge(storePath);
+    try {
+      const table =
+        cyc === 'names'
+          ? new Map([
+              [1, f.directory([['a.txt', 2], ['loop', 3]])],
+              [2, f.file(Buffer.from('a\n'), [1])],
+              [3, f.directory([['again', 3]], [1])],
+            ])
+          : new Map([
+              [1, f.directory([['a.txt', 2]])],
+              [2, f.file(Buffer.from('changed\n'), [1])],
+              [3, f.directory([['x', 4]], [4])],
+              [4, f.directory([['y', 3]], [3])],
+              [5, f.file(Buffer.from('orphan'), [3])],
+            ]);
+      f.publish(f.state(table));
+    } finally {
+      f.close();
+    }
+    withClient(storePath, (c) => {
+      try {
+        c.diff(before, 'main');
+      } catch (e) {
+        assert.ok(code('ERR_CORRUPT')(e), String(e));
+      }
+    });
   }
 });

@@ -71,8 +71,12 @@ export class FsView {
   /** One path of an inode (its first name), found through its parents; null for the root. */
   pathOf(serial: number): Buffer | null {
     const parts: Buffer[] = [];
+    const seen = new Set<number>();
     let s = serial;
     while (s !== ROOT_SERIAL) {
+      // Parents recorded in a forged state can loop: each inode is passed once.
+      if (seen.has(s)) throw new LayerFsError('ERR_CORRUPT', `the parents of inode ${serial} form a cycle at inode ${s}`, { hint: 'the Store is damaged or forged; run layerfs verify' });
+      seen.add(s);
       const parent = this.inode(s).parents?.[0];
       if (parent === undefined) return null;
       const dir = this.inode(parent);
