@@ -22,7 +22,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { ByteReader } from '../format/bytes.js';
-import { ContentForm, decodeInode, INODE_KIND_NAMES, InodeKind, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
+import { ContentForm, decodeInode, INODE_KIND_NAMES, InodeKind, keySerial, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
 import { diffTrees } from './diff-trees.js';
 
 export type ChangeKind = 'added' | 'deleted' | 'modified' | 'renamed';
@@ -392,7 +392,7 @@ class StateDiff {
     const both: number[] = [];
     for (const c of diffTrees(TreeKind.Inodes, this.io, this.from.inodesRoot, this.to.inodesRoot)) {
       if (c.key.length !== 8) throw corrupt('inode table key is not an 8-byte serial');
-      const serial = Number(c.key.readBigUInt64BE(0));
+      const serial = keySerial(c.key);
       const a = c.before ? decodeInode(c.before, serial) : null;
       const b = c.after ? decodeInode(c.after, serial) : null;
       this.from.prime(serial, a);

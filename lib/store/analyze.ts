@@ -7,7 +7,7 @@ import type { Store } from './handle.js';
 import { ObjectKind } from './objects.js';
 import { LayerFsError } from '../errors.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
+import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
 
@@ -97,7 +97,7 @@ export function analyzeDedup(store: Store, states: { kind: string; id: string; r
       }
     } else {
       node.keys.forEach((k, i) => {
-        const serial = Number(k.readBigUInt64BE(0));
+        const serial = keySerial(k);
         const inode = decodeInode(node.vals[i]!, serial);
         if (inode.kind === InodeKind.File) {
           t.logical += inode.size;

@@ -13,7 +13,7 @@ export { exportTree, checkStoredName, type ExportStats, type ExportOptions } fro
 export { removeTree } from './remove-tree.js';
 export { NamespaceEditor } from './tree/editor.js';
 export { walkTree, type WalkEntry } from './import/walk.js';
-export { encodeInode, decodeInode } from './tree/inode.js';
+export { encodeInode, decodeInode, keySerial } from './tree/inode.js';
 export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';

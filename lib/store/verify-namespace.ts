@@ -26,7 +26,7 @@ import { ObjectKind } from './objects.js';
 import type { PageIO } from './tree/pages.js';
 import { checkExtentNode } from './tree/extent-check.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, decodeSerial, InodeKind, type Inode } from './tree/inode.js';
+import { ContentForm, decodeInode, decodeSerial, InodeKind, keySerial, type Inode } from './tree/inode.js';
 import { entries, TreeKind } from './tree/pages.js';
 import { decodeRoot, ROOT_SERIAL } from './tree/root.js';
 
@@ -143,7 +143,7 @@ export function checkNamespace(store: NamespaceSource, rootId: Buffer, memo: Nam
   const table = new Map<number, Inode>();
   try {
     for (const [k, v] of entries(TreeKind.Inodes, store.pages, inodesRoot)) {
-      const serial = Number(k.readBigUInt64BE(0));
+      const serial = keySerial(k);
       try {
         table.set(serial, decodeInode(v, serial));
       } catch (e) {

@@ -9,7 +9,7 @@ import { toHex } from '../format/hex.js';
 import { ObjectKind } from './objects.js';
 import type { Store } from './handle.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
+import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
 import { checkNamespace, NamespaceMemo, storeSource } from './verify-namespace.js';
@@ -116,7 +116,7 @@ export function verifyStore(store: Store, states: StateRef[]): VerifyReport {
       if (node.level > 0) return node.vals.flatMap((c) => page(kind, c, node.level));
       if (kind === TreeKind.Directory) return [];
       return node.keys.flatMap((k, i) => {
-        const inode = decodeInode(node.vals[i]!, Number(k.readBigUInt64BE(0)));
+        const inode = decodeInode(node.vals[i]!, keySerial(k));
         if (inode.form === ContentForm.None) return [];
         if (inode.kind === InodeKind.Dir) return page(TreeKind.Directory, inode.content!);
         if (inode.form === ContentForm.Whole) return leaf(inode.content!, ObjectKind.Blob);

@@ -298,3 +298,23 @@ test('diff to a state with a directory cycle or parents that loop ends (a result
     });
   }
 });
+
+test('an inode table key that is not 8 bytes (found by the read-path harness, seed 21): verify and analyze report it, no RangeError', async () => {
+  const { storePath } = await plainStore();
+  const f = new Forge(storePath);
+  try {
+    const { encodeInode } = await import('../../lib/store/index.js');
+    const { serialKey } = await import('../../lib/store/tree/inode.js');
+    const root = f.directory([['a', 2]]);
+    const file = f.file(Buffer.from('x'));
+    const table = f.page(TreeKind.Inodes, 0, [serialKey(1), serialKey(2), Buffer.from([0xff, 1, 2])], [encodeInode(root), encodeInode(file), encodeInode(file)]);
+    const { encodeRoot } = await import('../../lib/store/tree/root.js');
+    f.publish(f.put(ObjectKind.Root, encodeRoot({ inodes: table })));
+  } finally {
+    f.close();
+  }
+  withClient(storePath, (c) => {
+    assertVerifyFinds(c, /inode table key of 3 bytes/);
+    assert.throws(() => c.analyzeDedup(), code('ERR_CORRUPT'));
+  });
+});

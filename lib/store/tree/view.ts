@@ -6,7 +6,7 @@ import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectReader } from '../objects.js';
 import { checkLength, loadExtentNode } from './extent-check.js';
 import type { ExtentNode } from './extents.js';
-import { ContentForm, decodeInode, decodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
+import { ContentForm, decodeInode, decodeSerial, InodeKind, keySerial, serialKey, type Inode } from './inode.js';
 import { entries, lookup, TreeKind, type PageIO } from './pages.js';
 import { decodeRoot, ROOT_SERIAL } from './root.js';
 
@@ -35,7 +35,7 @@ export class FsView {
   /** Every (serial, inode) in serial order. */
   *inodes(): Generator<[number, Inode]> {
     for (const [k, v] of entries(TreeKind.Inodes, this.pages, this.inodesRoot)) {
-      const serial = Number(k.readBigUInt64BE(0));
+      const serial = keySerial(k);
       yield [serial, decodeInode(v, serial)];
     }
   }
