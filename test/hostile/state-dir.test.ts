@@ -154,3 +154,17 @@ test('a 2,000-deep tree: a Workspace of it is created, committed and ended (iter
     client.close();
   }
 });
+
+test('execution records are refused in a <store>.d another user could write', async () => {
+  const { dir, storePath, client } = await setup();
+  try {
+    const ws = await client.createWorkspace('main', { at: join(dir, 'ws') });
+    chmodSync(`${storePath}.d`, 0o777);
+    await assert.rejects(client.exec(ws.id, ['true']), isUnsafe);
+    chmodSync(`${storePath}.d`, 0o700);
+    assert.equal((await client.exec(ws.id, ['true'])).exitCode, 0);
+    assert.equal((await client.endWorkspace(ws.id)).outcome, 'Ended');
+  } finally {
+    client.close();
+  }
+});
