@@ -130,6 +130,7 @@ test('a client that pipelines requests and never reads the answers holds a bound
     }
     await sleep(8000);
     const grown = rss() - before;
+    console.log(`daemon RSS: ${(before / 1048576).toFixed(0)} MiB before, grew ${(grown / 1048576).toFixed(1)} MiB for 8 MiB of unread requests`);
     sock.destroy();
     assert.ok(grown < 200 * 1024 * 1024, `the daemon grew by ${(grown / 1048576).toFixed(0)} MiB for 8 MiB of unread requests`);
     // It still serves others.
