@@ -7,7 +7,7 @@
  * can neither drive the daemon nor impersonate it. (Node exposes no SO_PEERCRED.)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, closeSync, constants as fsc, readFileSync } from 'node:fs';
+import { existsSync, closeSync, constants as fsc, lstatSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -268,6 +268,11 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   // The log is opened here, before the daemon checks anything: a planted symlink or a directory
   // another user controls must be refused now, not followed.
   ensurePrivateDir(paths.dir);
+  const owner = lstatSync(paths.dir).uid;
+  if (process.getuid && owner !== process.getuid()) {
+    // The daemon serves only its own user's <store>.d (root included: it never takes one over).
+    throw new LayerFsError('ERR_UNSAFE_PATH', `${paths.dir} belongs to uid ${owner}; a mount daemon runs only in its owner's state directory`, { path: paths.dir, hint: 'mount Workspaces of this Store as its owner' });
+  }
   const log = openPrivateFile(paths.log, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT);
   try {
     // Each kernel-backend mount keeps reads of /dev/fuse blocked on the thread pool.

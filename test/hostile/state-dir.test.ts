@@ -168,3 +168,15 @@ test('execution records are refused in a <store>.d another user could write', as
     client.close();
   }
 });
+
+test("root never takes over another user's <store>.d: the daemon refuses at once (ERR_UNSAFE_PATH), ownership unchanged", { skip: process.getuid?.() !== 0 ? 'needs root' : false }, async () => {
+  const { storePath, client } = await setup();
+  client.close();
+  const { chownSync } = await import('node:fs');
+  chownSync(`${storePath}.d`, 65534, 65534);
+  const t0 = Date.now();
+  await assert.rejects(ensureDaemon(storePath, { startTimeoutMs: 2000 }), isUnsafe);
+  assert.ok(Date.now() - t0 < 1500);
+  assert.equal(lstatSync(`${storePath}.d`).uid, 65534);
+  assert.equal(existsSync(`${storePath}.d/daemon.log`), false);
+});
