@@ -27,7 +27,7 @@ import type { PageIO } from './tree/pages.js';
 import { checkExtentNode } from './tree/extent-check.js';
 import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, decodeSerial, InodeKind, keySerial, type Inode } from './tree/inode.js';
-import { entries, TreeKind } from './tree/pages.js';
+import { child, entries, TreeKind, type TreeNode } from './tree/pages.js';
 import { decodeRoot, ROOT_SERIAL } from './tree/root.js';
 
 export interface Violation {
@@ -51,6 +51,7 @@ export function storeSource(store: Store): NamespaceSource {
 
 /** Findings shared across states: per directory tree and per file content. */
 export class NamespaceMemo {
+  readonly leaves = new Map<string, Leaf>();
   readonly dirs = new Map<string, { names: [Buffer, number][]; problems: Violation[] }>();
   readonly contents = new Map<string, Violation[]>();
 }
@@ -129,6 +130,79 @@ function checkInode(serial: number, inode: Inode, tableId: string): Violation[] 
   return out;
 }
 
+interface Leaf {
+  serials: number[];
+  inodes: Inode[];
+  /** Decoding and per-inode problems (kind, symlink size, xattrs, content), by serial. */
+  problems: Map<number, Violation[]>;
+  /** Problems of the page itself (a record that does not decode). */
+  pageProblems: Violation[];
+}
+
+/** A leaf page of the inode table, decoded and checked once however many states share it. */
+function leafOf(store: NamespaceSource, id: Buffer, node: TreeNode, memo: NamespaceMemo): Leaf {
+  const key = id.toString('latin1');
+  const known = memo.leaves.get(key);
+  if (known) return known;
+  const pageId = toHex(id);
+  const leaf: Leaf = { serials: [], inodes: [], problems: new Map(), pageProblems: [] };
+  node.keys.forEach((k, i) => {
+    let serial: number;
+    let inode: Inode;
+    try {
+      serial = keySerial(k);
+      inode = decodeInode(node.vals[i]!, serial);
+    } catch (e) {
+      leaf.pageProblems.push({ objectId: pageId, message: messageOf(e) });
+      return;
+    }
+    leaf.serials.push(serial);
+    leaf.inodes.push(inode);
+    const found = checkInode(serial, inode, pageId);
+    if (inode.kind === InodeKind.File) for (const v of checkContent(store, inode, memo)) found.push({ objectId: v.objectId || pageId, message: `inode ${serial}: ${v.message}` });
+    if (found.length > 0) leaf.problems.set(serial, found);
+  });
+  memo.leaves.set(key, leaf);
+  return leaf;
+}
+
+/**
+ * The inode table of a state: its records by serial, with the table's own problems (pages out
+ * of order or shape, records that do not decode). Leaves are memoized across states.
+ */
+function readTable(store: NamespaceSource, inodesRoot: Buffer, memo: NamespaceMemo, out: Violation[]): { table: Map<number, Inode>; leaves: Leaf[] } {
+  const table = new Map<number, Inode>();
+  const leaves: Leaf[] = [];
+  let last = -1;
+  try {
+    const stack: { id: Buffer; node: TreeNode }[] = [{ id: inodesRoot, node: store.pages.load(TreeKind.Inodes, inodesRoot) }];
+    while (stack.length > 0) {
+      const { id, node } = stack.pop()!;
+      if (node.level > 0) {
+        for (let i = node.vals.length - 1; i >= 0; i--) stack.push({ id: node.vals[i]!, node: child(TreeKind.Inodes, store.pages, node, i) });
+        continue;
+      }
+      const leaf = leafOf(store, id, node, memo);
+      out.push(...leaf.pageProblems);
+      if (leaf.serials.length > 0 && leaf.serials[0]! <= last) throw new LayerFsError('ERR_CORRUPT', `inode table ${toHex(inodesRoot)}: serial ${leaf.serials[0]} repeats or is out of order across pages`);
+      for (let i = 0; i < leaf.serials.length; i++) table.set(leaf.serials[i]!, leaf.inodes[i]!);
+      if (leaf.serials.length > 0) last = leaf.serials[leaf.serials.length - 1]!;
+      leaves.push(leaf);
+    }
+  } catch (e) {
+    out.push({ objectId: toHex(inodesRoot), message: messageOf(e) });
+  }
+  return { table, leaves };
+}
+
+/** Whether `named` (walk order) and `recorded` (ascending) hold the same serials. */
+function sameParents(named: number[], recorded: number[]): boolean {
+  if (named.length !== recorded.length) return false;
+  if (named.length === 1) return named[0] === recorded[0];
+  const a = [...named].sort((x, y) => x - y);
+  return a.every((v, i) => v === recorded[i]);
+}
+
 /** Every structural violation of the state at `rootId`. */
 export function checkNamespace(store: NamespaceSource, rootId: Buffer, memo: NamespaceMemo): Violation[] {
   let inodesRoot: Buffer;
@@ -140,19 +214,7 @@ export function checkNamespace(store: NamespaceSource, rootId: Buffer, memo: Nam
   }
   const tableId = toHex(inodesRoot);
   const out: Violation[] = [];
-  const table = new Map<number, Inode>();
-  try {
-    for (const [k, v] of entries(TreeKind.Inodes, store.pages, inodesRoot)) {
-      const serial = keySerial(k);
-      try {
-        table.set(serial, decodeInode(v, serial));
-      } catch (e) {
-        out.push({ objectId: tableId, message: messageOf(e) });
-      }
-    }
-  } catch (e) {
-    out.push({ objectId: tableId, message: messageOf(e) });
-  }
+  const { table, leaves } = readTable(store, inodesRoot, memo, out);
   const root = table.get(ROOT_SERIAL);
   if (!root || root.kind !== InodeKind.Dir) return [...out, { objectId: tableId, message: `the root inode ${ROOT_SERIAL} is ${root ? 'not a directory' : 'missing'}` }];
   // serial → the directories naming it, in walk order.
@@ -163,35 +225,36 @@ export function checkNamespace(store: NamespaceSource, rootId: Buffer, memo: Nam
     const dirSerial = stack.pop()!;
     const dir = table.get(dirSerial)!;
     const listing = listDir(store, dir.content, memo);
-    out.push(...listing.problems);
-    const where = dir.content ? toHex(dir.content) : tableId;
+    if (listing.problems.length > 0) out.push(...listing.problems);
     for (const [name, serial] of listing.names) {
       const child = table.get(serial);
-      const shown = JSON.stringify(name.toString('latin1'));
       if (!child) {
-        out.push({ objectId: where, message: `directory inode ${dirSerial} names ${shown} → inode ${serial}, which is missing from the inode table` });
+        out.push({ objectId: dir.content ? toHex(dir.content) : tableId, message: `directory inode ${dirSerial} names ${JSON.stringify(name.toString('latin1'))} → inode ${serial}, which is missing from the inode table` });
         continue;
       }
-      let parents = namedIn.get(serial);
-      if (!parents) namedIn.set(serial, (parents = []));
-      parents.push(dirSerial);
+      const parents = namedIn.get(serial);
+      if (parents) parents.push(dirSerial);
+      else namedIn.set(serial, [dirSerial]);
       if (child.kind !== InodeKind.Dir) continue;
       if (reachedDirs.has(serial)) {
-        out.push({ objectId: where, message: `directory inode ${serial} is reached a second time (as ${shown} in directory inode ${dirSerial}): a cycle or fan-out` });
+        out.push({ objectId: dir.content ? toHex(dir.content) : tableId, message: `directory inode ${serial} is reached a second time (as ${JSON.stringify(name.toString('latin1'))} in directory inode ${dirSerial}): a cycle or fan-out` });
         continue;
       }
       reachedDirs.add(serial);
       stack.push(serial);
     }
   }
-  for (const [serial, inode] of table) {
-    const names = namedIn.get(serial);
-    if (!names && serial !== ROOT_SERIAL) continue;
-    out.push(...checkInode(serial, inode, tableId));
-    const want = [...(names ?? [])].sort((a, b) => a - b).join(',');
-    const have = [...(inode.parents ?? [])].sort((a, b) => a - b).join(',');
-    if (want !== have) out.push({ objectId: tableId, message: `inode ${serial} records parents [${have}] but is named in [${want}]` });
-    if (inode.kind === InodeKind.File) for (const v of checkContent(store, inode, memo)) out.push({ objectId: v.objectId || tableId, message: `inode ${serial}: ${v.message}` });
+  for (const leaf of leaves) {
+    for (let i = 0; i < leaf.serials.length; i++) {
+      const serial = leaf.serials[i]!;
+      const names = namedIn.get(serial);
+      // Unreachable records are not part of the state.
+      if (!names && serial !== ROOT_SERIAL) continue;
+      const found = leaf.problems.get(serial);
+      if (found) out.push(...found);
+      const recorded = leaf.inodes[i]!.parents ?? [];
+      if (!sameParents(names ?? [], recorded)) out.push({ objectId: tableId, message: `inode ${serial} records parents [${recorded.join(',')}] but is named in [${[...(names ?? [])].sort((a, b) => a - b).join(',')}]` });
+    }
   }
   return out;
 }
