@@ -179,3 +179,36 @@ test('forged Stores through the daemon: a mount request whose root id is a blob,
     for (const p of [at, at2]) await detachStale(p).catch(() => false);
   }
 });
+
+test('a forged state served by FUSE: a directory cycle, 8-way fan-out and an extent bomb neither wedge nor crash the daemon', { skip, timeout: 180_000 }, async () => {
+  const { forgedStore, ContentForm, InodeKind, ObjectKind } = await import('../helpers/forge.js');
+  const s = await forgedStore((f) => {
+    const chunk = f.put(ObjectKind.Chunk, Buffer.from('0123456789'));
+    let node = f.extentNode(0, Array(8).fill(chunk), Array(8).fill(10));
+    for (let level = 1, len = 80; level <= 8; level++, len *= 8) node = f.extentNode(level, Array(8).fill(node), Array(8).fill(len));
+    const m = new Map([
+      [1, f.directory([['bomb', 2], ['loop', 3], ['fan', 4]])],
+      [2, f.inode({ kind: InodeKind.File, parents: [1], size: 10, form: ContentForm.Extents, content: node })],
+      [3, f.directory([['again', 3]], [1])],
+    ]);
+    for (let d = 4; d <= 7; d++) m.set(d, f.directory(d === 7 ? [] : Array.from({ length: 8 }, (_, i) => [`n${i}`, d + 1] as [string, number]), [d - 1]));
+    return m;
+  });
+  const c = Client.connect(s.storePath);
+  const at = join(s.dir, 'ws');
+  try {
+    const ws = await c.createWorkspace('main', { at, projection: 'fuse' });
+    const find = await run('timeout', ['60', 'find', at]);
+    assert.notEqual(find.code, 124, 'find did not finish in 60 s');
+    assert.ok(find.stdout.split('\n').length < 5000, `find listed ${find.stdout.split('\n').length} paths`);
+    const cat = await run('timeout', ['60', 'cat', join(at, 'bomb')]);
+    assert.notEqual(cat.code, 124);
+    assert.ok(cat.stdout.length <= 10, `cat read ${cat.stdout.length} bytes of a 10-byte file`);
+    const st = await daemonStatus(s.storePath);
+    assert.equal(st?.mounts.length, 1, 'the daemon no longer serves the mount');
+    assert.equal((await c.endWorkspace(ws.id, { discard: true })).outcome, 'Ended');
+  } finally {
+    c.close();
+    await detachStale(at).catch(() => false);
+  }
+});
