@@ -318,3 +318,25 @@ test('an inode table key that is not 8 bytes (found by the read-path harness, se
     assert.throws(() => c.analyzeDedup(), code('ERR_CORRUPT'));
   });
 });
+
+test('an inner page whose key is not its child\'s first key (found by the read-path harness, seed 1): verify reports it, reads are ERR_CORRUPT', async () => {
+  const { storePath } = await plainStore();
+  const f = new Forge(storePath);
+  try {
+    const { encodeInode } = await import('../../lib/store/index.js');
+    const { serialKey } = await import('../../lib/store/tree/inode.js');
+    const { encodeRoot } = await import('../../lib/store/tree/root.js');
+    const root = f.directory([['a', 2], ['b', 3]]);
+    const leaf1 = f.page(TreeKind.Inodes, 0, [serialKey(1), serialKey(2)], [encodeInode(root), encodeInode(f.file(Buffer.from('x')))]);
+    const leaf2 = f.page(TreeKind.Inodes, 0, [serialKey(3)], [encodeInode(f.file(Buffer.from('y')))]);
+    // The second entry should be keyed 3 (its child's first key); 2 sends lookups of 2 astray.
+    const top = f.page(TreeKind.Inodes, 1, [serialKey(1), serialKey(2)], [leaf1, leaf2]);
+    f.publish(f.put(ObjectKind.Root, encodeRoot({ inodes: top })));
+  } finally {
+    f.close();
+  }
+  withClient(storePath, (c) => {
+    assertVerifyFinds(c, /misnames the first key of its child/);
+    assert.throws(() => c.cat('main', 'a'), code('ERR_CORRUPT'));
+  });
+});
