@@ -16,6 +16,7 @@ import { LayerFsError, type ErrorCode } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import {
   daemonPaths,
+  refuseHardLinkedStore,
   type Backend,
   type DaemonPaths,
   type DaemonStatus,
@@ -265,6 +266,7 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   if (running) return running;
   const paths = daemonPaths(storePath);
   if (!existsSync(paths.store)) throw new LayerFsError('ERR_NOT_FOUND', `no Store at ${paths.store}`, { path: paths.store });
+  refuseHardLinkedStore(paths.store);
   // The log is opened here, before the daemon checks anything: a planted symlink or a directory
   // another user controls must be refused now, not followed.
   ensurePrivateDir(paths.dir);

@@ -17,7 +17,7 @@
  * which a mount may never contain.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, closeSync, constants as fsc, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants as fsc, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { isAbsolute, sep } from 'node:path';
@@ -34,6 +34,7 @@ import { Overlay } from './overlay.js';
 import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
 import {
   daemonPaths,
+  refuseHardLinkedStore,
   MAX_LINE,
   PROTOCOL_VERSION,
   type Backend,
@@ -152,15 +153,6 @@ function hexArg(v: unknown, bytes: number, what: string, nullable = false): stri
 
 function within(path: string, dir: string): boolean {
   return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
-}
-
-/**
- * A Store file with a second name would get a second `<store>.d` and daemon (and SQLite keeps
- * its WAL beside each name): refused.
- */
-export function refuseHardLinkedStore(store: string): void {
-  const n = statSync(store).nlink;
-  if (n > 1) throw new LayerFsError('ERR_UNSAFE_PATH', `the Store file ${store} has ${n} names (hard links)`, { path: store, hint: 'keep one name for a Store; use a symbolic link for a second spelling' });
 }
 
 export class Daemon {

@@ -10,8 +10,9 @@
  *                               else can take or hold it)
  *   <store>.d/spool/<ws>/       private spool of each mounted Workspace
  */
-import { realpathSync } from 'node:fs';
+import { realpathSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { LayerFsError } from '../errors.js';
 
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused. */
@@ -41,6 +42,15 @@ export function canonicalStorePath(storePath: string): string {
   } catch {
     return abs;
   }
+}
+
+/**
+ * A Store file with a second name would get a second `<store>.d` and daemon (and SQLite keeps
+ * its WAL beside each name): refused.
+ */
+export function refuseHardLinkedStore(store: string): void {
+  const n = statSync(store).nlink;
+  if (n > 1) throw new LayerFsError('ERR_UNSAFE_PATH', `the Store file ${store} has ${n} names (hard links)`, { path: store, hint: 'keep one name for a Store; use a symbolic link for a second spelling' });
 }
 
 export function daemonPaths(storePath: string): DaemonPaths {

@@ -180,3 +180,14 @@ test("root never takes over another user's <store>.d: the daemon refuses at once
   assert.equal(lstatSync(`${storePath}.d`).uid, 65534);
   assert.equal(existsSync(`${storePath}.d/daemon.log`), false);
 });
+
+test('a Store file with a second hard link is refused by the daemon at once (ERR_UNSAFE_PATH): two names would be two daemons', async () => {
+  const { dir, storePath, client } = await setup();
+  client.close();
+  const { linkSync } = await import('node:fs');
+  linkSync(storePath, join(dir, 'second.sqlite'));
+  const t0 = Date.now();
+  await assert.rejects(ensureDaemon(join(dir, 'second.sqlite'), { startTimeoutMs: 2000 }), isUnsafe);
+  await assert.rejects(ensureDaemon(storePath, { startTimeoutMs: 2000 }), isUnsafe);
+  assert.ok(Date.now() - t0 < 1500);
+});
