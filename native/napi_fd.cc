@@ -3,6 +3,10 @@
 // routine conditions (EINTR, ENOENT for an interrupted request) through errno and the serving
 // loop must not build an exception for them; node's readSync/writeSync cost ~0.5 us more each.
 #include <errno.h>
+#include <string>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "napi_util.h"
@@ -41,11 +45,42 @@ Napi::Value FdWrite(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, n < 0 ? -errno : static_cast<double>(n));
 }
 
+// fdLock(fd) -> 0 once an exclusive flock(2) is held, or -errno (-EWOULDBLOCK: held elsewhere).
+// Never waits. The kernel drops the lock when the last descriptor closes, also on SIGKILL.
+Napi::Value FdLock(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int fd = GetFd(env, info[0]);
+  int r;
+  do {
+    r = flock(fd, LOCK_EX | LOCK_NB);
+  } while (r < 0 && errno == EINTR);
+  return Napi::Number::New(env, r < 0 ? -errno : 0);
+}
+
+// makeNode(path, kind, permissions, major, minor) -> 0 or -errno. kind: 'p' FIFO, 'c' character
+// device, 'b' block device. The path is raw bytes: a name that is not UTF-8 is created as it is.
+Napi::Value MakeNode(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes p = GetBytes(env, info[0], "path");
+  const std::string path(reinterpret_cast<const char*>(p.data), p.size);
+  if (path.empty() || path.find('\0') != std::string::npos) throw Napi::TypeError::New(env, "path must be non-empty bytes without NUL");
+  if (!info[1].IsString()) throw Napi::TypeError::New(env, "kind must be a string");
+  const std::string kind = info[1].As<Napi::String>().Utf8Value();
+  const mode_t type = kind == "p" ? S_IFIFO : kind == "c" ? S_IFCHR : kind == "b" ? S_IFBLK : 0;
+  if (type == 0) throw Napi::RangeError::New(env, "kind must be 'p', 'c' or 'b'");
+  const mode_t perm = static_cast<mode_t>(info[2].As<Napi::Number>().Uint32Value() & 07777);
+  const dev_t dev = type == S_IFIFO ? 0 : makedev(info[3].As<Napi::Number>().Uint32Value(), info[4].As<Napi::Number>().Uint32Value());
+  const int r = mknod(path.c_str(), type | perm, dev);
+  return Napi::Number::New(env, r < 0 ? -errno : 0);
+}
+
 }  // namespace
 
 void InitFd(Napi::Env env, Napi::Object exports) {
   exports.Set("fdRead", Napi::Function::New<FdRead>(env, "fdRead"));
   exports.Set("fdWrite", Napi::Function::New<FdWrite>(env, "fdWrite"));
+  exports.Set("fdLock", Napi::Function::New<FdLock>(env, "fdLock"));
+  exports.Set("makeNode", Napi::Function::New<MakeNode>(env, "makeNode"));
 }
 
 }  // namespace layerfs

@@ -22,7 +22,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { ByteReader } from '../format/bytes.js';
-import { ContentForm, decodeInode, INODE_KIND_NAMES, InodeKind, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
+import { ContentForm, decodeInode, INODE_KIND_NAMES, InodeKind, keySerial, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
 import { diffTrees } from './diff-trees.js';
 
 export type ChangeKind = 'added' | 'deleted' | 'modified' | 'renamed';
@@ -392,7 +392,7 @@ class StateDiff {
     const both: number[] = [];
     for (const c of diffTrees(TreeKind.Inodes, this.io, this.from.inodesRoot, this.to.inodesRoot)) {
       if (c.key.length !== 8) throw corrupt('inode table key is not an 8-byte serial');
-      const serial = Number(c.key.readBigUInt64BE(0));
+      const serial = keySerial(c.key);
       const a = c.before ? decodeInode(c.before, serial) : null;
       const b = c.after ? decodeInode(c.after, serial) : null;
       this.from.prime(serial, a);
@@ -439,11 +439,22 @@ class StateDiff {
       for (let i = found.length - 1; i >= 0; i--) work.push(found[i]!);
     };
     expand(path, before, after);
+    // A directory serial is reached once per state; a forged state that names one twice (a
+    // cycle, fan-out) would otherwise be listed without end.
+    const seenA = new Set<number>();
+    const seenB = new Set<number>();
+    const once = (seen: Set<number>, serial: number | undefined, n: Inode | null, label: string) => {
+      if (!n || n.kind !== InodeKind.Dir) return;
+      if (seen.has(serial!)) throw corrupt(`${label} state: directory ${serial} is reached twice (a cycle or fan-out)`);
+      seen.add(serial!);
+    };
     while (work.length > 0) {
       const t = work.pop()!;
       if (t.a === t.b) continue;
       const a = t.a === undefined ? null : this.from.need(t.a);
       const b = t.b === undefined ? null : this.to.need(t.b);
+      once(seenA, t.a, a, 'old');
+      once(seenB, t.b, b, 'new');
       if (a && b) this.pair({ path: t.path, a: t.a!, b: t.b!, old: a, neu: b });
       else if (a) this.deleted.push({ path: t.path, key: latin1(t.path), serial: t.a!, inode: a, used: false });
       else if (b) this.added.push({ path: t.path, key: latin1(t.path), serial: t.b!, inode: b, used: false });

@@ -3,8 +3,9 @@
  * canonical bytes a new state needed) is kept apart from allocated growth (what the Store file
  * grew by), because existing free pages can absorb new objects and WAL checkpoints lag.
  */
-import { appendFileSync, mkdirSync, readFileSync, renameSync, statSync } from 'node:fs';
+import { closeSync, constants as fsc, fstatSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { ensurePrivateDir, openPrivateFile } from './private-file.js';
 
 export interface Receipt {
   operation: string;
@@ -54,6 +55,15 @@ export interface MonitorSnapshot {
   operations: OperationSummary[];
 }
 
+function readJournal(path: string): string {
+  const fd = openPrivateFile(path, fsc.O_RDONLY);
+  try {
+    return readFileSync(fd, 'utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /** The journal is trimmed to its newer half past this size. */
 const JOURNAL_LIMIT = 4 * 1024 * 1024;
 
@@ -80,12 +90,26 @@ export class Monitor {
   private append(entry: Receipt & { at: string }): void {
     const line = JSON.stringify({ at: entry.at, operation: entry.operation, outcome: entry.outcome, ms: entry.ms, phases: entry.phases, objectsInserted: entry.objectsInserted, objectsReused: entry.objectsReused, bytesInserted: entry.bytesInserted, bytesReused: entry.bytesReused, semanticGrowth: entry.semanticGrowth, allocatedGrowth: entry.allocatedGrowth }) + '\n';
     try {
-      mkdirSync(dirname(this.journal!), { recursive: true, mode: 0o700 });
-      appendFileSync(this.journal!, line, { mode: 0o600 });
-      if (statSync(this.journal!).size > JOURNAL_LIMIT) {
-        const text = readFileSync(this.journal!, 'utf8');
+      // <store>.d may be in a directory others write (or root's view of another user's Store):
+      // a planted symlink or FIFO is refused, never followed.
+      ensurePrivateDir(dirname(this.journal!));
+      const fd = openPrivateFile(this.journal!, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT);
+      let size: number;
+      try {
+        writeSync(fd, line);
+        size = fstatSync(fd).size;
+      } finally {
+        closeSync(fd);
+      }
+      if (size > JOURNAL_LIMIT) {
+        const text = readJournal(this.journal!);
         const tmp = `${this.journal}.${process.pid}.tmp`;
-        appendFileSync(tmp, text.slice(text.indexOf('\n', text.length / 2) + 1), { mode: 0o600 });
+        const out = openPrivateFile(tmp, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL);
+        try {
+          writeSync(out, text.slice(text.indexOf('\n', text.length / 2) + 1));
+        } finally {
+          closeSync(out);
+        }
         renameSync(tmp, this.journal!);
       }
     } catch {
@@ -102,7 +126,7 @@ export class Monitor {
     let all: (Receipt & { at: string })[] = this.recent;
     if (this.journal) {
       try {
-        all = readFileSync(this.journal, 'utf8')
+        all = readJournal(this.journal)
           .split('\n')
           .filter((l) => l.trim())
           .flatMap((l) => {

@@ -7,15 +7,17 @@
  * can neither drive the daemon nor impersonate it. (Node exposes no SO_PEERCRED.)
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { existsSync, closeSync, constants as fsc, lstatSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LayerFsError, type ErrorCode } from '../errors.js';
 import type { CommitNoteInput } from '../history/index.js';
+import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import {
   daemonPaths,
+  refuseHardLinkedStore,
   type Backend,
   type DaemonPaths,
   type DaemonStatus,
@@ -265,8 +267,16 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   if (running) return running;
   const paths = daemonPaths(storePath);
   if (!existsSync(paths.store)) throw new LayerFsError('ERR_NOT_FOUND', `no Store at ${paths.store}`, { path: paths.store });
-  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
-  const log = openSync(paths.log, 'a', 0o600);
+  refuseHardLinkedStore(paths.store);
+  // The log is opened here, before the daemon checks anything: a planted symlink or a directory
+  // another user controls must be refused now, not followed.
+  ensurePrivateDir(paths.dir);
+  const owner = lstatSync(paths.dir).uid;
+  if (process.getuid && owner !== process.getuid()) {
+    // The daemon serves only its own user's <store>.d (root included: it never takes one over).
+    throw new LayerFsError('ERR_UNSAFE_PATH', `${paths.dir} belongs to uid ${owner}; a mount daemon runs only in its owner's state directory`, { path: paths.dir, hint: 'mount Workspaces of this Store as its owner' });
+  }
+  const log = openPrivateFile(paths.log, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT);
   try {
     // Each kernel-backend mount keeps reads of /dev/fuse blocked on the thread pool.
     const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '64' };

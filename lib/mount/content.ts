@@ -114,7 +114,9 @@ export class ContentCache {
     if (len <= 0) return;
     if (pos + len > c.size) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'read past the stored content');
     if (c.form === ContentForm.Whole) {
-      this.object(c.id!, ObjectKind.Blob).copy(dst, dstOff, pos, pos + len);
+      const blob = this.object(c.id!, ObjectKind.Blob);
+      if (blob.length !== c.size) throw new LayerFsError('ERR_CORRUPT', `blob ${toHex(c.id!)} has ${blob.length} bytes where ${c.size} are recorded`, { id: toHex(c.id!), hint: 'the Store is damaged or forged; run layerfs verify' });
+      blob.copy(dst, dstOff, pos, pos + len);
       return;
     }
     let p = pos;

@@ -1,8 +1,9 @@
 /**
  * The mount daemon: one process per Store serving every mounted Workspace of that Store.
  *
- * Start: take the per-Store lock (an abstract-namespace Unix socket, released by the kernel when
- * the process dies, even by SIGKILL), detach the stale mounts a dead predecessor left
+ * Start: take the per-Store lock (an exclusive flock on `<store>.d/daemon.lock`, inside the
+ * 0700 directory so no other user can take it first; released by the kernel when the process
+ * dies, even by SIGKILL), detach the stale mounts a dead predecessor left
  * (recorded in mounts.json) and report which Workspaces lost uncommitted work, then listen on
  * `<store>.d/daemon.sock` (0600) with a fresh random token in `<store>.d/daemon.token` (0600).
  *
@@ -16,11 +17,13 @@
  * which a mount may never contain.
  */
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, constants as fsc, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { isAbsolute, sep } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
+import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
+import { fdLock } from '../native/index.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
@@ -31,6 +34,7 @@ import { Overlay } from './overlay.js';
 import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
 import {
   daemonPaths,
+  refuseHardLinkedStore,
   MAX_LINE,
   PROTOCOL_VERSION,
   type Backend,
@@ -48,6 +52,11 @@ import {
   type UnmountOutcome,
   type WireError,
 } from './protocol.js';
+
+/** Requests of one connection being answered at once (more wait, unread, in the socket). */
+const MAX_IN_FLIGHT = 32;
+/** Answer bytes a client may leave unread before the daemon stops reading its requests. */
+const MAX_UNREAD_ANSWERS = 1 << 20;
 
 /** A daemon started on demand exits if nothing gets mounted this soon. */
 const IDLE_MS = 30_000;
@@ -152,7 +161,7 @@ export class Daemon {
   private cache!: ContentCache;
   private readonly mounts = new Map<string, Entry>();
   private server: Server | null = null;
-  private lock: Server | null = null;
+  private lockFd: number | null = null;
   private token!: Buffer;
   private recovered: RecoveryReport | null = null;
   private readonly startedAt = new Date().toISOString();
@@ -176,11 +185,12 @@ export class Daemon {
   /** Returns false when another daemon already serves this Store. */
   async start(): Promise<boolean> {
     const p = this.paths;
-    mkdirSync(p.dir, { recursive: true, mode: 0o700 });
+    ensurePrivateDir(p.dir);
     const st = lstatSync(p.dir);
-    if (!st.isDirectory() || (process.getuid && st.uid !== process.getuid()) || (st.mode & 0o022) !== 0) {
+    if (process.getuid && st.uid !== process.getuid()) {
       throw new LayerFsError('ERR_UNSAFE_PATH', `${p.dir} must be a directory owned by this user and writable only by it`, { path: p.dir });
     }
+    refuseHardLinkedStore(p.store);
     if (!(await this.takeLock())) return false;
     this.store = Store.open(p.store);
     this.cache = new ContentCache(this.store.objects);
@@ -198,16 +208,16 @@ export class Daemon {
   /** Takes the per-Store lock, waiting a little for a predecessor that is on its way out. */
   private async takeLock(waitMs = 5000): Promise<boolean> {
     const deadline = Date.now() + waitMs;
+    const fd = openPrivateFile(this.paths.lock, fsc.O_RDWR | fsc.O_CREAT);
     for (;;) {
-      const got = await new Promise<boolean>((resolve, reject) => {
-        const s = createServer((c) => c.destroy());
-        s.once('error', (e: NodeJS.ErrnoException) => (e.code === 'EADDRINUSE' ? resolve(false) : reject(e)));
-        s.listen(this.paths.lockName, () => {
-          this.lock = s;
-          resolve(true);
-        });
-      });
-      if (got || Date.now() > deadline) return got;
+      if (fdLock(fd)) {
+        this.lockFd = fd;
+        return true;
+      }
+      if (Date.now() > deadline) {
+        closeSync(fd);
+        return false;
+      }
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -291,17 +301,43 @@ export class Daemon {
     this.server = server;
   }
 
+  /**
+   * One client connection. Answers go out in request order, and the connection closes once the
+   * client has ended and all are sent. Backpressure: at most MAX_IN_FLIGHT requests are taken
+   * in at a time, and reading stops while the answers the client has not read pass
+   * MAX_UNREAD_ANSWERS bytes, so a client that sends without reading holds a bounded amount of
+   * the daemon's memory (its unread requests wait in the kernel's socket buffer).
+   */
   private connection(c: Socket): void {
     let buf = '';
     let pending = 0;
     let ended = false;
-    // Answers in request order; the connection closes once the client has ended and all are sent.
     let chain: Promise<void> = Promise.resolve();
     const maybeEnd = () => {
-      if (ended && pending === 0 && !c.destroyed) c.end();
+      if (ended && pending === 0 && buf.indexOf('\n') < 0 && !c.destroyed) c.end();
+    };
+    const full = () => pending >= MAX_IN_FLIGHT || c.writableLength > MAX_UNREAD_ANSWERS;
+    const pump = () => {
+      let nl: number;
+      while (!full() && !c.destroyed && (nl = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + 1);
+        pending++;
+        const answer = this.answer(line);
+        chain = chain.then(async () => {
+          const r = await answer;
+          if (!c.destroyed) c.write(JSON.stringify(r) + '\n');
+          pending--;
+          pump();
+          maybeEnd();
+        });
+      }
+      if (full() || buf.indexOf('\n') >= 0) c.pause();
+      else if (!ended) c.resume();
     };
     this.conns.add(c);
     c.on('close', () => this.conns.delete(c));
+    c.on('drain', pump);
     c.setEncoding('utf8');
     c.on('error', () => {});
     c.on('end', () => {
@@ -315,19 +351,7 @@ export class Daemon {
         c.destroy();
         return;
       }
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        pending++;
-        const answer = this.answer(line);
-        chain = chain.then(async () => {
-          const r = await answer;
-          if (!c.destroyed) c.write(JSON.stringify(r) + '\n');
-          pending--;
-          maybeEnd();
-        });
-      }
+      pump();
     });
   }
 
@@ -435,15 +459,25 @@ export class Daemon {
     let server: WorkspaceServer | null = null;
     try {
       if (r.allowOther !== undefined && typeof r.allowOther !== 'boolean') throw bad('allowOther must be a boolean');
+      // Root's mounts let other users in by default, with the kernel checking each file's mode
+      // (and nosuid,nodev always): they get what the modes grant. Anyone else's only by choice.
+      const allowOther = r.allowOther ?? process.getuid?.() === 0;
       const branchBuf = Buffer.from(branchId, 'hex');
       if (!getBranch(this.store, branchBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no Branch ${branchId}`, { id: branchId });
       const rootBuf = Buffer.from(rootId, 'hex');
       if (!this.store.objects.has(rootBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no state ${rootId} in this Store`, { id: rootId });
+      // Any other object (a blob, a page) or a damaged root is refused here, with a typed error,
+      // not deep inside the serving thread.
+      try {
+        this.store.view(rootBuf);
+      } catch (e) {
+        throw new LayerFsError('ERR_INVALID_ARGUMENT', `${rootId} is not a readable state of this Store: ${(e as Error).message}`, { id: rootId });
+      }
       const wsBuf = Buffer.from(workspaceId, 'hex');
       const hasRow = this.store.db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(wsBuf) !== undefined;
       rmSync(spoolDir, { recursive: true, force: true });
       mkdirSync(spoolDir, { recursive: true, mode: 0o700 });
-      const record: MountRecord = { workspaceId, branchId, path: r.path, expectedHead, expectedBase, rootId, backend, allowOther: r.allowOther === true, mountedAt: new Date().toISOString(), dirty: false };
+      const record: MountRecord = { workspaceId, branchId, path: r.path, expectedHead, expectedBase, rootId, backend, allowOther, mountedAt: new Date().toISOString(), dirty: false };
       const entry: Entry = { record, server: null as unknown as WorkspaceServer, real, committing: null };
       const onChange = () => {
         if (!entry.record.dirty) {
@@ -451,7 +485,7 @@ export class Daemon {
           if (this.mounts.get(workspaceId) === entry) this.saveMounts();
         }
       };
-      const mountOpts = { fsname: `layerfs:${workspaceId.slice(0, 12)}`, allowOther: r.allowOther === true, log: (m: string) => this.log(`${workspaceId.slice(0, 8)}: ${m}`) };
+      const mountOpts = { fsname: `layerfs:${workspaceId.slice(0, 12)}`, allowOther, log: (m: string) => this.log(`${workspaceId.slice(0, 8)}: ${m}`) };
       if (backend === 'kernel') {
         const params = { storePath: this.paths.store, spoolDir, rootId, branchId, expectedHead, expectedBase, workspaceId: hasRow ? workspaceId : null, protocol: {} };
         server = new WorkerServer(new KernelMount(r.path, params, mountOpts, onChange));
@@ -594,7 +628,7 @@ export class Daemon {
     } catch {
       /* closing anyway */
     }
-    this.lock?.close();
+    if (this.lockFd !== null) closeSync(this.lockFd);
     // fuse-native keeps no handle open that would hold the loop, but be sure.
     setTimeout(() => process.exit(0), 50).unref();
   }

@@ -175,6 +175,9 @@ export class FuseMount {
     const options = [
       'use_ino',
       'big_writes',
+      // A state is data: setuid bits and device nodes in it grant nothing.
+      'nosuid',
+      'nodev',
       'default_permissions',
       'auto_cache',
       `attr_timeout=${opts.attrTimeout ?? 0}`,

@@ -810,12 +810,13 @@ export class KernelMount {
     this.fd = openSync('/dev/fuse', fsc.O_RDWR);
     const uid = process.getuid?.() ?? 0;
     const gid = process.getgid?.() ?? 0;
-    // Without allow_other only processes of the mount's uid may enter. When that uid is root,
-    // the kernel's permission checks pass anyway (DAC override; exec bits are still checked on
-    // regular files), and leaving them out saves a GETATTR of the parent after every create,
-    // which the checks need because a create invalidates the parent's attributes.
+    // nosuid,nodev always: a state is data, and a setuid binary or a device node in it must
+    // never grant what its mode claims. With allow_other the kernel checks each inode's mode
+    // (default_permissions); without it only the mount's uid may enter, and when that is root
+    // the checks would pass anyway (DAC override), so leaving them out saves a GETATTR of the
+    // parent after every create.
     const permissions = uid === 0 && !this.opts.allowOther ? '' : ',default_permissions';
-    const r = await runMount(['-i', '-t', 'fuse.layerfs', '-o', `fd=3,rootmode=40000,user_id=${uid},group_id=${gid}${permissions}${this.opts.allowOther ? ',allow_other' : ''}`, this.fsname, this.mountpoint], this.fd);
+    const r = await runMount(['-i', '-t', 'fuse.layerfs', '-o', `fd=3,rootmode=40000,user_id=${uid},group_id=${gid},nosuid,nodev${permissions}${this.opts.allowOther ? ',allow_other' : ''}`, this.fsname, this.mountpoint], this.fd);
     if (r.code !== 0) {
       closeSync(this.fd);
       throw new FsError('EIO', `mount failed: ${r.out || `exit ${r.code}`}`);

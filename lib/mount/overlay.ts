@@ -15,7 +15,7 @@ import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { EMPTY_NOTE, getBranch, publishCommit, type CommitNote, type CommitRow } from '../history/index.js';
-import { ContentForm, INODE_KIND_NAMES, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
+import { ContentForm, INODE_KIND_NAMES, InodeKind, keySerial, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
 import { ContentCache, FileData, MemoryBudget, spoolFactory, spoolMemoryBudget, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
 import { fail, FsError } from './errno.js';
 
@@ -215,7 +215,7 @@ export class Overlay {
     let page = this.store.pages.load(TreeKind.Inodes, this.view.inodesRoot);
     while (page.level > 0) page = this.store.pages.load(TreeKind.Inodes, page.vals[page.vals.length - 1]!);
     const last = page.keys[page.keys.length - 1];
-    return last ? Number(last.readBigUInt64BE(0)) : ROOT_SERIAL;
+    return last ? keySerial(last) : ROOT_SERIAL;
   }
 
   // -------------------------------------------------------------------------------------------

@@ -6,11 +6,14 @@
  *   <store>.d/mounts.json       what the daemon serves (to clean up after a crash)
  *   <store>.d/daemon-recovery.json  what the last start found (stale mounts, lost work)
  *   <store>.d/daemon.log        the daemon's stderr
+ *   <store>.d/daemon.lock       flock(2)ed by the running daemon (the directory is 0700: no one
+ *                               else can take or hold it)
  *   <store>.d/spool/<ws>/       private spool of each mounted Workspace
  */
-import { createHash } from 'node:crypto';
+import { realpathSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { CommitNoteInput } from '../history/index.js';
+import { LayerFsError } from '../errors.js';
 
 export const PROTOCOL_VERSION = 1;
 /** A request line longer than this is refused. */
@@ -25,12 +28,34 @@ export interface DaemonPaths {
   recovery: string;
   log: string;
   spool: string;
-  /** Abstract-namespace socket name held while a daemon runs: the kernel frees it when the process dies, even by SIGKILL. */
-  lockName: string;
+  /** File the running daemon holds an exclusive flock on: the kernel frees it when the process dies, even by SIGKILL. */
+  lock: string;
+}
+
+/**
+ * The Store's real path: every spelling of one Store (a symlink, `..`, a symlinked directory)
+ * gets the same `<store>.d`, lock and daemon. A path that does not resolve is kept as given.
+ */
+export function canonicalStorePath(storePath: string): string {
+  const abs = resolve(storePath);
+  try {
+    return realpathSync(abs);
+  } catch {
+    return abs;
+  }
+}
+
+/**
+ * A Store file with a second name would get a second `<store>.d` and daemon (and SQLite keeps
+ * its WAL beside each name): refused.
+ */
+export function refuseHardLinkedStore(store: string): void {
+  const n = statSync(store).nlink;
+  if (n > 1) throw new LayerFsError('ERR_UNSAFE_PATH', `the Store file ${store} has ${n} names (hard links)`, { path: store, hint: 'keep one name for a Store; use a symbolic link for a second spelling' });
 }
 
 export function daemonPaths(storePath: string): DaemonPaths {
-  const store = resolve(storePath);
+  const store = canonicalStorePath(storePath);
   const dir = `${store}.d`;
   return {
     store,
@@ -41,7 +66,7 @@ export function daemonPaths(storePath: string): DaemonPaths {
     recovery: join(dir, 'daemon-recovery.json'),
     log: join(dir, 'daemon.log'),
     spool: join(dir, 'spool'),
-    lockName: `\0layerfs-daemon-${createHash('sha256').update(store).digest('hex').slice(0, 32)}`,
+    lock: join(dir, 'daemon.lock'),
   };
 }
 
@@ -63,7 +88,11 @@ export interface MountRequest {
    * the default when usable), 'fuse-native' goes through libfuse 2. See docs/FUSE.md.
    */
   backend?: Backend;
-  /** Let other users in (permissions are then checked against each inode's mode); default false: only the mounting user. */
+  /**
+   * Let other users in (permissions are then checked against each inode's mode). Default: true
+   * when the daemon runs as root, false otherwise (only the mounting user). Mounts are always
+   * nosuid,nodev.
+   */
   allowOther?: boolean;
 }
 

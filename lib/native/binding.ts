@@ -147,6 +147,10 @@ export interface NativeBinding {
   fdRead(fd: number, buffer: Uint8Array): number;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
+  /** flock(fd, LOCK_EX | LOCK_NB): 0, or -errno. */
+  fdLock(fd: number): number;
+  /** mknod(2) of a FIFO ('p') or device ('c', 'b') at raw path bytes: 0, or -errno. */
+  makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: number, major: number, minor: number): number;
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdCompressStart(data: Uint8Array, level: number): number;

@@ -2,6 +2,7 @@
  * read(2)/write(2) for a loop that serves a device (the FUSE serving thread): a failure is
  * returned as -errno, never thrown, since errors such as EINTR or ENOENT are routine there.
  */
+import { LayerFsError } from '../errors.js';
 import { native } from './binding.js';
 
 /** Reads once into `buffer`: the bytes read, or -errno. Blocks the calling thread. */
@@ -12,4 +13,21 @@ export function fdRead(fd: number, buffer: Uint8Array): number {
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */
 export function fdWrite(fd: number, buffer: Uint8Array, length: number): number {
   return native.fdWrite(fd, buffer, length);
+}
+
+/**
+ * Takes an exclusive flock(2) on `fd` without waiting: true when held, false when another open
+ * file description holds it. The kernel releases it when the descriptor closes or the process
+ * dies (SIGKILL included).
+ */
+export function fdLock(fd: number): boolean {
+  const r = native.fdLock(fd);
+  if (r === 0) return true;
+  if (r === -11) return false; // EWOULDBLOCK
+  throw new LayerFsError('ERR_NATIVE_IO', `cannot lock descriptor ${fd}: errno ${-r}`, { errno: String(-r) });
+}
+
+/** Creates a FIFO or device node at `path` (raw bytes: any name, UTF-8 or not). Returns 0 or -errno. */
+export function makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: number, major = 0, minor = 0): number {
+  return native.makeNode(path, kind, permissions, major, minor);
 }

@@ -21,7 +21,7 @@ export {
 } from './scan.js';
 export { walkTree, walkTreeSync, walkTreeAgainst, walkTreeAgainstSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult, type WalkOptions, type WalkAgainst } from './walk.js';
 export { readChunks, ChunkStream, DEFAULT_PIECE_SIZE, type ChunkPiece, type FileIdentity, type ReadChunksOptions } from './stream.js';
-export { fdRead, fdWrite } from './fd.js';
+export { fdLock, fdRead, fdWrite, makeNode } from './fd.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';

@@ -22,7 +22,7 @@ import {
   type MountedCommitOutcome,
 } from '../mount/index.js';
 import type { Store } from '../store/index.js';
-import { forgetMountedWorkspace, recordMountedWorkspace, runningExecutions, stopExecution, type ProcessRef, type Projection, type WorkspaceRow } from '../workspace/index.js';
+import { forgetMountedWorkspace, ownsMountedWorkspace, recordMountedWorkspace, runningExecutions, stopExecution, type ProcessRef, type Projection, type WorkspaceRow } from '../workspace/index.js';
 import type { CommitNote } from '../history/index.js';
 
 export type WorkspaceState = 'active' | 'mounted' | 'lost';
@@ -131,7 +131,8 @@ export async function endMountedWorkspace(store: Store, ws: WorkspaceRow, opts: 
   }
   if (lost) {
     if (!opts.discard) return { outcome: 'Dirty', changes: 0, reason: 'the mount is gone (its daemon stopped or was killed); end it with --discard' };
-    await detachStale(ws.path);
+    // Only a mount this user's Workspace made: a row may name any path (a Store from elsewhere).
+    if (ownsMountedWorkspace(store, ws)) await detachStale(ws.path);
   }
   forgetMountedWorkspace(store, ws, stateDir);
   return { outcome: 'Ended', discarded: opts.discard === true };

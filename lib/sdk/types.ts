@@ -191,7 +191,7 @@ export type AddResult = Receipt &
     | { outcome: 'HeadMoved'; expected: string; actual: string }
   );
 
-export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
+export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean; kept?: string } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
 
 export interface DedupAnalysis {
   states: { kind: string; id: string; label: string; logicalBytes: number; files: number; newBytes: number; newObjects: number; dedupRatio: number }[];

@@ -5,8 +5,9 @@
  */
 import type { Store } from './handle.js';
 import { ObjectKind } from './objects.js';
+import { LayerFsError } from '../errors.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
+import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
 
@@ -61,35 +62,42 @@ export function analyzeDedup(store: Store, states: { kind: string; id: string; r
     cur.objects++;
     return n;
   };
-  const extentBytes = (id: Buffer): number => {
+  // Children must be one level down (at most 256 deep, whatever a forged Store chains).
+  const below = (level: number, parent: number) => {
+    if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `a tree node of level ${level} under one of level ${parent}`, { hint: 'run layerfs verify' });
+  };
+  const extentBytes = (id: Buffer, parent = -1): number => {
     if (seen.has(id.toString('latin1'))) return 0;
     let n = size(id, ObjectKind.Extents);
     const node = decodeExtentNode(store.objects.get(id, ObjectKind.Extents), 'extent node');
-    for (const c of node.ids) n += node.level === 0 ? size(c, ObjectKind.Chunk) : extentBytes(c);
+    below(node.level, parent);
+    for (const c of node.ids) n += node.level === 0 ? size(c, ObjectKind.Chunk) : extentBytes(c, node.level);
     return n;
   };
-  const dirBytes = (id: Buffer): void => {
+  const dirBytes = (id: Buffer, parent = -1): void => {
     if (seen.has(id.toString('latin1'))) return;
     size(id, ObjectKind.Page);
     const node = decodeNode(TreeKind.Directory, store.objects.get(id, ObjectKind.Page), 'page');
-    if (node.level > 0) for (const c of node.vals) dirBytes(c);
+    below(node.level, parent);
+    if (node.level > 0) for (const c of node.vals) dirBytes(c, node.level);
   };
-  const inodePage = (id: Buffer, state: string): Totals => {
+  const inodePage = (id: Buffer, state: string, parent = -1): Totals => {
     const key = id.toString('latin1');
     const known = pageTotals.get(key);
     if (known) return known;
     size(id, ObjectKind.Page);
     const node = decodeNode(TreeKind.Inodes, store.objects.get(id, ObjectKind.Page), 'page');
+    below(node.level, parent);
     const t: Totals = { logical: 0, files: 0 };
     if (node.level > 0) {
       for (const c of node.vals) {
-        const sub = inodePage(c, state);
+        const sub = inodePage(c, state, node.level);
         t.logical += sub.logical;
         t.files += sub.files;
       }
     } else {
       node.keys.forEach((k, i) => {
-        const serial = Number(k.readBigUInt64BE(0));
+        const serial = keySerial(k);
         const inode = decodeInode(node.vals[i]!, serial);
         if (inode.kind === InodeKind.File) {
           t.logical += inode.size;

@@ -1,14 +1,16 @@
 /**
- * Writes one state into a new directory: bytes, kinds, modes, owners, mtimes, xattrs, symlinks
- * (created, never followed) and hard-link groups. Every path is built from validated names under
- * the target, and every file is created exclusively, so stored names or symlinks can never make
- * it write outside the target.
+ * Writes one state into a new directory: bytes, kinds, modes, owners, mtimes, `user.` xattrs,
+ * symlinks (created, never followed) and hard-link groups. Every path is built from validated
+ * names under the target, and every file is created exclusively, so stored names or symlinks can
+ * never make it write outside the target. The state is untrusted input: a directory reached
+ * twice (a cycle or fan-out), a name that repeats, a file whose content disagrees with its size
+ * is ERR_CORRUPT, and a failed export removes what it wrote (the target too, when it made it).
  */
-import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, linkSync, lchownSync, mkdirSync, openSync, readdirSync, symlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
-import { setTimes, setXattr } from '../native/index.js';
-import { LayerFsError } from '../errors.js';
+import { makeNode, setTimes, setXattr } from '../native/index.js';
+import { LayerFsError, isLayerFsError } from '../errors.js';
+import { removeTree } from './remove-tree.js';
 import { InodeKind, type Inode } from './tree/inode.js';
 import { ROOT_SERIAL } from './tree/root.js';
 import type { FsView } from './tree/view.js';
@@ -31,10 +33,11 @@ export function checkStoredName(name: Buffer, where: string): void {
   }
 }
 
-function prepareTarget(target: string): string {
-  const abs = resolve(target);
+/** Creates or checks the target; returns whether it was made here. */
+function prepareTarget(abs: string): boolean {
   try {
     mkdirSync(abs, { mode: 0o700 });
+    return true;
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code !== 'EEXIST') throw new LayerFsError('ERR_NATIVE_IO', `cannot create ${abs}: ${code}`, { path: abs, errno: code });
@@ -46,12 +49,18 @@ function prepareTarget(target: string): string {
     }
     if (entries.length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${abs} is not empty`, { path: abs, hint: 'export into a new or empty directory' });
   }
-  return abs;
+  return false;
 }
+
+/** Only `user.` xattrs are ever stored by import; a forged state's `trusted.`/`security.` ones are not applied. */
+const USER_XATTR = 'user.';
 
 function applyMeta(path: Buffer, inode: Inode, isRoot: boolean): void {
   const isLink = inode.kind === InodeKind.Symlink;
-  for (const x of inode.xattrs) setXattr(path, x.name.toString('utf8'), x.value);
+  for (const x of inode.xattrs) {
+    const name = x.name.toString('utf8');
+    if (name.startsWith(USER_XATTR) && !name.includes('\0')) setXattr(path, name, x.value);
+  }
   try {
     lchownSync(path, inode.uid, inode.gid);
   } catch (e) {
@@ -63,10 +72,28 @@ function applyMeta(path: Buffer, inode: Inode, isRoot: boolean): void {
 }
 
 function makeSpecial(path: Buffer, inode: Inode): void {
+  const rdev = inode.rdev ?? 0;
+  // The name goes down as bytes: a FIFO named with invalid UTF-8 is created under that name.
+  const kind = inode.kind === InodeKind.Fifo ? 'p' : inode.kind === InodeKind.CharDev ? 'c' : 'b';
+  const r = makeNode(path, kind, 0o600, Math.floor(rdev / 256) & 0xfff, rdev & 0xff);
+  if (r < 0) throw ioError(path, -r === 17 ? 'EEXIST' : `errno ${-r}`);
+}
+
+/** A name that exists already in a directory the export made itself can only be a repeated stored name. */
+function ioError(path: Buffer, code: string | undefined): LayerFsError {
   const p = path.toString();
-  const args = inode.kind === InodeKind.Fifo ? ['mkfifo', p] : ['mknod', p, inode.kind === InodeKind.CharDev ? 'c' : 'b', String(Math.floor((inode.rdev ?? 0) / 256) & 0xfff), String((inode.rdev ?? 0) & 0xff)];
-  const r = spawnSync(args[0]!, args.slice(1), { stdio: 'ignore' });
-  if (r.status !== 0) throw new LayerFsError('ERR_NATIVE_IO', `cannot create special file ${p}`, { path: p });
+  if (code === 'EEXIST') return new LayerFsError('ERR_CORRUPT', `the state names ${JSON.stringify(p)} twice`, { path: p, hint: 'the Store is damaged or forged; run layerfs verify' });
+  return new LayerFsError('ERR_NATIVE_IO', `cannot write ${p}: ${code ?? 'error'}`, { path: p, errno: code });
+}
+
+/** Runs a file system call on `path`, turning its failure into a typed error. */
+function fsCall<T>(path: Buffer, fn: () => T): T {
+  try {
+    return fn();
+  } catch (e) {
+    if (isLayerFsError(e)) throw e;
+    throw ioError(path, (e as NodeJS.ErrnoException).code);
+  }
 }
 
 /** Export progress: entries written and file bytes written, of the state's totals. */
@@ -96,7 +123,19 @@ function stateTotals(view: FsView): { totalEntries: number; totalBytes: number }
 }
 
 export function exportTree(view: FsView, target: string, opts: ExportOptions = {}): ExportStats {
-  const abs = prepareTarget(target);
+  const abs = resolve(target);
+  const made = prepareTarget(abs);
+  try {
+    return writeTree(view, abs, opts);
+  } catch (e) {
+    // Nothing half-written stays behind; a target the caller made stays, empty.
+    if (made) removeTree(abs);
+    else for (const n of readdirSync(abs, { encoding: 'buffer' })) removeTree(Buffer.concat([Buffer.from(`${abs}/`), n]));
+    throw e;
+  }
+}
+
+function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats {
   const prefix = abs.length + 1;
   opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
   // The root is a directory of the state too, counted as the import counts it.
@@ -110,6 +149,8 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
     reportedAt = stats.bytes;
     opts.onProgress({ entries, totalEntries: totals.totalEntries, bytes: stats.bytes, totalBytes: totals.totalBytes });
   };
+  // A directory serial may be reached once per state: a second time is a cycle or fan-out.
+  const seenDirs = new Set<number>([ROOT_SERIAL]);
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.
   const dirs: { path: Buffer; inode: Inode }[] = [];
@@ -117,6 +158,7 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
   while (stack.length > 0) {
     const { path, serial } = stack.pop()!;
     const dir = view.inode(serial);
+    if (dir.kind !== InodeKind.Dir) throw new LayerFsError('ERR_CORRUPT', `the root inode of the state is not a directory`, { hint: 'the Store is damaged or forged; run layerfs verify' });
     dirs.push({ path, inode: dir });
     for (const { name, serial: childSerial } of view.readdir(dir)) {
       checkStoredName(name, path.toString());
@@ -127,43 +169,49 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
       report(false);
       switch (inode.kind) {
         case InodeKind.Dir:
-          mkdirSync(p, { mode: 0o700 });
+          if (seenDirs.has(childSerial)) throw new LayerFsError('ERR_CORRUPT', `directory inode ${childSerial} is reached twice (at ${JSON.stringify(p.subarray(prefix).toString())})`, { path: p.toString(), hint: 'the Store is damaged or forged; run layerfs verify' });
+          seenDirs.add(childSerial);
+          fsCall(p, () => mkdirSync(p, { mode: 0o700 }));
           stats.directories++;
           stack.push({ path: p, serial: childSerial });
           continue;
         case InodeKind.File: {
           const first = linked.get(childSerial);
           if (first) {
-            linkSync(first, p);
+            fsCall(p, () => linkSync(first, p));
             stats.hardLinks++;
             continue;
           }
-          const fd = openSync(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
-          try {
-            for (const piece of view.content(inode)) {
-              let off = 0;
-              while (off < piece.length) off += writeSync(fd, piece, off, piece.length - off);
-            }
-          } finally {
-            closeSync(fd);
-          }
+          writeFile(view, p, inode);
           if (inode.nlink > 1) linked.set(childSerial, p);
           stats.files++;
           stats.bytes += inode.size;
           break;
         }
         case InodeKind.Symlink:
-          symlinkSync(inode.target!, p);
+          fsCall(p, () => symlinkSync(inode.target!, p));
           stats.symlinks++;
           break;
         default:
           makeSpecial(p, inode);
           stats.specials++;
       }
-      applyMeta(p, inode, false);
+      fsCall(p, () => applyMeta(p, inode, false));
     }
   }
-  for (let i = dirs.length - 1; i >= 0; i--) applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0);
+  for (let i = dirs.length - 1; i >= 0; i--) fsCall(dirs[i]!.path, () => applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0));
   report(true);
   return stats;
+}
+
+function writeFile(view: FsView, p: Buffer, inode: Inode): void {
+  const fd = fsCall(p, () => openSync(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600));
+  try {
+    for (const piece of view.content(inode)) {
+      let off = 0;
+      while (off < piece.length) off += fsCall(p, () => writeSync(fd, piece, off, piece.length - off));
+    }
+  } finally {
+    closeSync(fd);
+  }
 }

@@ -167,11 +167,18 @@ export class Store {
   /** A consistent read snapshot across several statements. */
   read<T>(fn: () => T): T {
     if (this.db.inTransaction) return fn();
+    let out: T;
     try {
-      return this.db.transaction(fn).deferred();
+      this.db.exec('BEGIN DEFERRED');
+      out = fn();
     } catch (e) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
       throw mapSqliteError(e, this.path);
     }
+    // A damaged file can make SQLite end the transaction itself inside fn (an I/O or corruption
+    // error that fn reported as a finding, e.g. verify's quick_check): nothing is left to end.
+    if (this.db.inTransaction) this.db.exec('COMMIT');
+    return out;
   }
 
   private exec(sql: string): void {

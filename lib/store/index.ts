@@ -11,9 +11,10 @@ export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, 
 export { excludeMatcher, ignoreFilePatterns, IGNORE_FILE } from './import/excludes.js';
 export { readRange, clampRange, type ByteRange } from './read-range.js';
 export { exportTree, checkStoredName, type ExportStats, type ExportOptions, type ExportProgress } from './export.js';
+export { removeTree } from './remove-tree.js';
 export { NamespaceEditor } from './tree/editor.js';
 export { walkTree, type WalkEntry } from './import/walk.js';
-export { encodeInode, decodeInode } from './tree/inode.js';
+export { encodeInode, decodeInode, keySerial } from './tree/inode.js';
 export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport, type VerifyProgress } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';

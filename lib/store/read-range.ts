@@ -6,7 +6,8 @@
  */
 import { LayerFsError } from '../errors.js';
 import { ObjectKind, type ObjectReader } from './objects.js';
-import { decodeExtentNode } from './tree/extents.js';
+import { checkLength, loadExtentNode } from './tree/extent-check.js';
+import type { ExtentNode } from './tree/extents.js';
 import { ContentForm, InodeKind, type Inode } from './tree/inode.js';
 
 export interface ByteRange {
@@ -39,24 +40,25 @@ export function* readRange(objects: ObjectReader, file: Inode, range: ByteRange)
   const { start, end } = clampRange(file.size, range);
   if (start >= end || file.form === ContentForm.None) return;
   if (file.form === ContentForm.Whole) {
-    yield objects.get(file.content!, ObjectKind.Blob).subarray(start, end);
+    yield checkLength(objects.get(file.content!, ObjectKind.Blob), file.size, file.content!, 'blob').subarray(start, end);
     return;
   }
+  // Every node on the way is checked against the length its parent records (the top against
+  // the inode's size), so nothing past `size` is ever yielded (extent-check.ts).
   // pos: file offset of the node being walked. Returns false once past the end of the range.
-  function* walk(id: Buffer, pos: number): Generator<Buffer, boolean> {
-    const node = decodeExtentNode(objects.get(id, ObjectKind.Extents), 'extent node');
+  function* walk(node: ExtentNode, pos: number): Generator<Buffer, boolean> {
     for (let i = 0; i < node.ids.length; i++) {
       if (pos >= end) return false;
       const len = node.lengths[i]!;
       if (pos + len > start) {
         if (node.level === 0) {
-          const chunk = objects.get(node.ids[i]!, ObjectKind.Chunk);
+          const chunk = checkLength(objects.get(node.ids[i]!, ObjectKind.Chunk), len, node.ids[i]!, 'chunk');
           yield chunk.subarray(Math.max(0, start - pos), Math.min(len, end - pos));
-        } else if (!(yield* walk(node.ids[i]!, pos))) return false;
+        } else if (!(yield* walk(loadExtentNode(objects, node.ids[i]!, len, node.level), pos))) return false;
       }
       pos += len;
     }
     return true;
   }
-  yield* walk(file.content!, 0);
+  yield* walk(loadExtentNode(objects, file.content!, file.size, null), 0);
 }

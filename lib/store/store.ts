@@ -3,7 +3,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, realpathSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, readShimOf, SCHEMA, UPGRADE_STEPS } from './schema.js';
@@ -89,7 +89,7 @@ export function createStoreFile(path: string): StoreInfo {
       }
     }
   }
-  return { path: abs, formatVersion: FORMAT_VERSION, storeId, createdMs };
+  return { path: join(realpathSync(dir), basename(abs)), formatVersion: FORMAT_VERSION, storeId, createdMs };
 }
 
 function checkHeader(abs: string): void {
@@ -106,7 +106,13 @@ function checkHeader(abs: string): void {
   try {
     if (!fstatSync(fd).isFile()) throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a regular file)`, { path: abs });
     const head = Buffer.alloc(100);
-    const n = readSync(fd, head, 0, 100, 0);
+    let n: number;
+    try {
+      n = readSync(fd, head, 0, 100, 0);
+    } catch (e) {
+      // A "regular file" that cannot be read from its start (/proc/self/mem: EIO) is no Store.
+      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (its first bytes cannot be read: ${(e as NodeJS.ErrnoException).code})`, { path: abs, errno: (e as NodeJS.ErrnoException).code });
+    }
     if (n < 100 || !head.subarray(0, 16).equals(SQLITE_MAGIC)) {
       throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a SQLite database)`, { path: abs });
     }
@@ -150,8 +156,10 @@ function upgrade(db: Db): number {
 
 /** Opens an existing Store, refusing anything that is not a Store of a supported format. */
 export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; info: StoreInfo } {
-  const abs = resolve(path);
-  checkHeader(abs);
+  checkHeader(resolve(path));
+  // One Store, one name: its real path keys `<store>.d` (receipts, executions, the daemon), so
+  // a symlinked spelling reaches the same state as the real one.
+  const abs = realpathSync(resolve(path));
   let db: Db | undefined;
   try {
     db = new Database(abs, { fileMustExist: true, readonly: opts.readonly ?? false });

@@ -1,16 +1,18 @@
 /**
  * verify: re-reads every object reachable from every recorded state through the authenticated
- * read path, and names each damaged object with the states that reach it. Subtrees are checked
- * once, however many states share them.
+ * read path, checks each state's namespace against every structural invariant of the format
+ * (verify-namespace.ts), and names each damaged object or violation with the states that reach
+ * it. Subtrees are checked once, however many states share them.
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { ObjectKind } from './objects.js';
 import type { Store } from './handle.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
+import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
+import { checkNamespace, NamespaceMemo, storeSource } from './verify-namespace.js';
 
 export interface StateRef {
   /** 'layer' | 'commit' | 'workspace' … */
@@ -105,31 +107,49 @@ export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: V
     memo.set(key, r);
     return r;
   };
-  const extents = (id: Buffer): string[] =>
+  // Each child one level below its parent (`level`, -1 at the top): recursion stays within 256
+  // levels whatever a forged Store chains together.
+  const levelCheck = (id: Buffer, level: number, parent: number) => {
+    if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `${toHex(id)} is at level ${level} under a node of level ${parent}`);
+  };
+  const extents = (id: Buffer, parent = -1): string[] =>
     guarded(id, ObjectKind.Extents, (data) => {
       const node = decodeExtentNode(data, `extent node ${toHex(id)}`);
-      return node.ids.flatMap((c) => (node.level === 0 ? leaf(c, ObjectKind.Chunk) : extents(c)));
+      levelCheck(id, node.level, parent);
+      return node.ids.flatMap((c) => (node.level === 0 ? leaf(c, ObjectKind.Chunk) : extents(c, node.level)));
     });
-  const page = (kind: TreeKind, id: Buffer): string[] =>
+  const page = (kind: TreeKind, id: Buffer, parent = -1): string[] =>
     guarded(id, ObjectKind.Page, (data) => {
       const node = decodeNode(kind, data, `page ${toHex(id)}`);
-      if (node.level > 0) return node.vals.flatMap((c) => page(kind, c));
+      levelCheck(id, node.level, parent);
+      if (node.level > 0) return node.vals.flatMap((c) => page(kind, c, node.level));
       if (kind === TreeKind.Directory) return [];
       return node.keys.flatMap((k, i) => {
-        const inode = decodeInode(node.vals[i]!, Number(k.readBigUInt64BE(0)));
+        const inode = decodeInode(node.vals[i]!, keySerial(k));
         if (inode.form === ContentForm.None) return [];
         if (inode.kind === InodeKind.Dir) return page(TreeKind.Directory, inode.content!);
         if (inode.form === ContentForm.Whole) return leaf(inode.content!, ObjectKind.Blob);
         return extents(inode.content!);
       });
     });
+  const add = (key: string, objectId: string, message: string, state: string) => {
+    let d = damage.get(key);
+    if (!d) damage.set(key, (d = { objectId, message, states: [] }));
+    if (!d.states.includes(state)) d.states.push(state);
+  };
+  const memoNs = new NamespaceMemo();
+  const source = storeSource(store);
+  const structural = new Map<string, { objectId: string; message: string }[]>();
   for (const s of states) {
+    const state = `${s.kind}:${s.id}`;
     const bad = guarded(s.rootId, ObjectKind.Root, (data) => page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(s.rootId)}`).inodes));
-    for (const id of bad) {
-      let d = damage.get(id);
-      if (!d) damage.set(id, (d = { objectId: id, message: errors.get(id) ?? 'damaged', states: [] }));
-      d.states.push(`${s.kind}:${s.id}`);
-    }
+    for (const id of bad) add(id, id, errors.get(id) ?? 'damaged', state);
+    // A state whose objects are damaged is reported by them; the namespace is checked on sound ones.
+    if (bad.length > 0) continue;
+    const key = s.rootId.toString('latin1');
+    let found = structural.get(key);
+    if (!found) structural.set(key, (found = checkNamespace(source, s.rootId, memoNs)));
+    for (const v of found) add(`${v.objectId}\n${v.message}`, v.objectId, v.message, state);
   }
   report.damaged = [...damage.values()];
   report.ok = report.damaged.length === 0 && report.sqliteCheck === 'ok';

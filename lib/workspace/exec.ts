@@ -27,10 +27,11 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import { delimiter, join, resolve } from 'node:path';
+import { delimiter, dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { LayerFsError, invalidArgument } from '../errors.js';
+import { ensurePrivateDir } from '../monitor/private-file.js';
 import {
   ENV,
   EXIT,
@@ -181,7 +182,9 @@ function findProgram(program: string, cwd: string, env: NodeJS.ProcessEnv): void
 // Records
 
 export function newRecordDir(stateDir: string): { id: string; dir: string } {
-  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  // <store>.d and its executions/ must be this user's and private: records are written there.
+  ensurePrivateDir(dirname(stateDir));
+  ensurePrivateDir(stateDir);
   for (;;) {
     const id = newExecutionId();
     const dir = join(stateDir, id);

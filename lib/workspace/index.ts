@@ -2,7 +2,7 @@
 export * from './rows.js';
 export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
-export { recordMountedWorkspace, forgetMountedWorkspace } from './mounted.js';
+export { recordMountedWorkspace, forgetMountedWorkspace, ownsMountedWorkspace } from './mounted.js';
 export { createSandbox, sandboxStates, stopSandbox, removeSandbox, sandboxPlan, type SandboxState } from './sandbox.js';
 export { attachSandbox, resolveSandbox, sandboxOfWorkspace, type SandboxProfile, type SandboxProfileInput, type SandboxRow, type SandboxNetwork } from './sandbox-rows.js';
 export { bwrapArgs, prepareLaunch, sandboxEnv, sandboxExit, type SandboxPlan, type SandboxOutcome } from './sandbox-launch.js';

@@ -11,6 +11,7 @@ import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
+import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
@@ -36,9 +37,11 @@ export function createWorkspace(
     const b = getBranch(store, branch.id)!;
     return { head: b.headCommitId, base: b.baseLayerId, root: branchRoot(store, b) };
   });
+  const existed = existsSync(dir);
   const cache = materialize(store, root, dir, onProgress);
   const id = uuidv7();
   try {
+    writeMarker(store.path, id, dir, !existed);
     store.writeSync(() => {
       store.db
         .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
@@ -47,7 +50,8 @@ export function createWorkspace(
       saveCache(store, id, cache);
     });
   } catch (e) {
-    removeProjection(dir);
+    removeProjection(dir, { keepRoot: existed });
+    dropMarker(store.path, id);
     throw e;
   }
   return getWorkspace(store, id)!;
@@ -181,7 +185,11 @@ export async function commitWorkspace(
   }
 }
 
-export type EndOutcome = { outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
+/**
+ * `kept`: the directory the row names was left in place, because this user's `<store>.d` has no
+ * record of creating it there (a Store from elsewhere) or it is no longer the same directory.
+ */
+export type EndOutcome = { outcome: 'Ended'; discarded: boolean; kept?: string } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
 
 export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { discard?: boolean; onProgress?: (p: RemoveProgress) => void }, stateDir: string): Promise<EndOutcome> {
   const running = runningExecutions(stateDir, toHex(ws.id));
@@ -194,11 +202,14 @@ export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { disca
     const { entries } = workspaceStatus(store, ws);
     if (entries.length > 0) return { outcome: 'Dirty', changes: entries.length, reason: 'uncommitted changes; commit them or end with --discard' };
   }
-  removeProjection(ws.path, opts.onProgress);
+  // Only what this Workspace itself created is removed: never a directory a row merely names.
+  const ours = isMarkedDir(store.path, ws.id, ws.path);
+  if (ours) removeProjection(ws.path, { onProgress: opts.onProgress });
   store.writeSync(() => {
     dropCache(store, ws.id);
     store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
   });
+  dropMarker(store.path, ws.id);
   forgetExecutions(stateDir, toHex(ws.id));
-  return { outcome: 'Ended', discarded: Boolean(opts.discard) };
+  return { outcome: 'Ended', discarded: Boolean(opts.discard), ...(ours || !existsSync(ws.path) ? {} : { kept: ws.path }) };
 }

@@ -2,7 +2,7 @@
  * Materialize projection: writes a state into the Workspace directory and records the stat
  * cache that later commits compare against.
  */
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { walkName, walkTreeSync } from '../native/index.js';
@@ -10,10 +10,12 @@ import { exportTree, ROOT_SERIAL, type ExportProgress, type Store } from '../sto
 import type { StatCache } from './cache.js';
 import { compactWalk } from './changes.js';
 import { racyWaitMs } from './record.js';
+import { removeTree } from '../store/index.js';
 
 /** Writes `rootId` into `dir` (absent or empty) and returns the stat cache for it. */
 export function materialize(store: Store, rootId: Buffer, dir: string, onProgress?: (p: ExportProgress) => void): StatCache {
   const abs = resolve(dir);
+  const keepRoot = existsSync(abs);
   // (parent serial, name) → serial of every entry written.
   const written = new Map<string, number>();
   let maxSerial = ROOT_SERIAL;
@@ -29,7 +31,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string, onProgres
       }),
     );
   } catch (e) {
-    if (!(e instanceof LayerFsError && (e.code === 'ERR_NOT_EMPTY' || e.code === 'ERR_NOT_A_DIRECTORY'))) removeProjection(abs);
+    if (!(e instanceof LayerFsError && (e.code === 'ERR_NOT_EMPTY' || e.code === 'ERR_NOT_A_DIRECTORY'))) removeProjection(abs, { keepRoot });
     throw e;
   }
   // Stat after everything is written: directory mtimes are restored last.
@@ -37,7 +39,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string, onProgres
   try {
     walk = walkTreeSync(abs);
   } catch (e) {
-    removeProjection(abs);
+    removeProjection(abs, { keepRoot });
     throw e;
   }
   waitPastTickSync(walk.ctimeNs);
@@ -76,23 +78,23 @@ export interface RemoveProgress {
 }
 
 /**
- * Removes a Workspace directory; never follows symlinks out of it. With `onProgress`, entry
- * by top-level entry (each removed as rm -r would), so a large tree shows that it moves.
+ * Removes a Workspace directory (with keepRoot: only what is in it, leaving the directory the
+ * user had made); never follows symlinks out of it, and iterative at any depth. With
+ * `onProgress`, entry by top-level entry, so a large tree shows that it moves.
  */
-export function removeProjection(dir: string, onProgress?: (p: RemoveProgress) => void): void {
+export function removeProjection(dir: string, opts: { keepRoot?: boolean; onProgress?: (p: RemoveProgress) => void } = {}): void {
   const abs = resolve(dir);
   if (abs === '/' || abs === resolve(join(abs, '..'))) throw new LayerFsError('ERR_UNSAFE_PATH', `refusing to remove ${abs}`, { path: abs });
-  if (onProgress) {
-    let names: Buffer[] = [];
-    try {
-      names = readdirSync(abs, { encoding: 'buffer' });
-    } catch {
-      /* gone or not a directory: the rmSync below settles it */
-    }
-    names.forEach((name, i) => {
-      rmSync(Buffer.concat([Buffer.from(abs + '/'), name]), { recursive: true, force: true });
-      onProgress({ done: i + 1, total: names.length });
-    });
+  if (!opts.keepRoot && !opts.onProgress) return removeTree(abs);
+  let names: Buffer[];
+  try {
+    names = readdirSync(abs, { encoding: 'buffer' });
+  } catch {
+    return;
   }
-  rmSync(abs, { recursive: true, force: true });
+  names.forEach((n, i) => {
+    removeTree(Buffer.concat([Buffer.from(`${abs}/`), n]));
+    opts.onProgress?.({ done: i + 1, total: names.length });
+  });
+  if (!opts.keepRoot) removeTree(abs);
 }

@@ -3,20 +3,23 @@
  * serves (lib/mount), so this layer only records the Workspace and forgets it again; mounting,
  * status, commit and unmount go through the daemon (the SDK routes them).
  */
-import { mkdirSync, rmdirSync } from 'node:fs';
+import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, uuidv7, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { dropCache } from './cache.js';
 import { forgetExecutions } from './exec.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
+import { dropMarker, isMarkedDir, readMarker, writeMarker } from './marker.js';
 import { getWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
 
 /** Records a FUSE Workspace of the Branch head at `at` (created empty when absent); nothing is written there. */
 export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string, owner: ProcessRef | null = null): WorkspaceRow {
   const dir = workspaceTarget(store, at);
+  const existed = existsSync(dir);
   mkdirSync(dir, { recursive: true });
   const id = uuidv7();
+  writeMarker(store.path, id, dir, !existed);
   store.writeSync(() => {
     const b = getBranch(store, branch.id)!;
     store.db
@@ -27,9 +30,16 @@ export function recordMountedWorkspace(store: Store, branch: BranchRow, at: stri
   return getWorkspace(store, id)!;
 }
 
+/** Whether this user created the FUSE Workspace here (its marker exists): only then may its mount be detached. */
+export function ownsMountedWorkspace(store: Store, ws: WorkspaceRow): boolean {
+  const m = readMarker(store.path, ws.id);
+  return m !== null && m.path === ws.path;
+}
+
 /**
  * Forgets a FUSE Workspace whose mount is gone: its row, its execution records, and its (now
- * empty) mount point. Call only after the daemon unmounted it or the stale mount was detached.
+ * empty) mount point when the Workspace made that directory (never one the user had made, nor
+ * one a row merely names). Call only after the daemon unmounted it or the stale mount was detached.
  */
 export function forgetMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): void {
   store.writeSync(() => {
@@ -37,6 +47,9 @@ export function forgetMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir:
     store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
   });
   forgetExecutions(stateDir, toHex(ws.id));
+  const made = readMarker(store.path, ws.id)?.created === true && isMarkedDir(store.path, ws.id, ws.path);
+  dropMarker(store.path, ws.id);
+  if (!made) return;
   try {
     rmdirSync(ws.path);
   } catch {

@@ -44,7 +44,7 @@ export async function mountBranch(s: StoreSetup, opts: { branch?: string; name?:
   mkdirSync(path);
   const workspaceId = randomBytes(16).toString('hex');
   const req = { workspaceId, branchId: b.id, path, expectedHead: b.headCommitId, expectedBase: b.baseLayerId, rootId: b.rootId };
-  const r = await mountWorkspace(s.storePath, { ...req, ...(opts.backend ? { backend: opts.backend } : {}), ...(opts.allowOther ? { allowOther: true } : {}) });
+  const r = await mountWorkspace(s.storePath, { ...req, ...(opts.backend ? { backend: opts.backend } : {}), ...(opts.allowOther !== undefined ? { allowOther: opts.allowOther } : {}) });
   return { path, workspaceId, daemonPid: r.daemonPid, backend: r.backend };
 }
 

@@ -57,10 +57,14 @@ test('kernel backend: times to the nanosecond, mtime or atime alone; tar keeps m
 test('kernel backend: new inodes belong to the caller; permissions are enforced', async () => {
   const s = await setupStore(fillBasic, 'layerfs-k-creds-');
   await chmod(s.dir, 0o755); // mkdtemp makes it 0700; others must reach the mount point
-  // Only the mounting user may enter a mount unless it allows others.
-  await withMount(s, async (m) => {
-    assert.notEqual((await run('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'ls', m.path])).code, 0);
-  });
+  // Only the mounting user may enter a mount that does not allow others (root's allow them by default).
+  await withMount(
+    s,
+    async (m) => {
+      assert.notEqual((await run('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', 'ls', m.path])).code, 0);
+    },
+    { allowOther: false },
+  );
   await withMount(s, async (m) => {
     const shared = join(m.path, 'shared');
     await mkdir(shared);
@@ -140,5 +144,5 @@ test('kernel backend, root mount without allow_other: root meets the same permis
     assert.equal(got.stdout, want.stdout);
     assert.match(got.stdout, /exec 0644: 126/);
     assert.match(got.stdout, /append 0444: 0/);
-  });
+  }, { allowOther: false });
 });

@@ -164,7 +164,7 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
           bar.stop();
         });
         out.result(r, () => {
-          if (r.outcome === 'Ended') return `ENDED discarded=${r.discarded}`;
+          if (r.outcome === 'Ended') return `ENDED discarded=${r.discarded}${r.kept ? ` kept=${quoteName(r.kept)} (not created by this Workspace here; left in place)` : ''}`;
           if (r.outcome === 'Busy') return [`BUSY executions still running: ${r.executions.join(', ')}`, '  next: wait for them (workspace output ID --follow), stop them (workspace stop ID), or end with --discard'];
           if (r.changes === 0) return [`DIRTY ${r.reason}`, `  next: layerfs workspace end ${ref ?? ''}${ref ? ' ' : ''}--discard (what was not committed is gone with the mount)`];
           return [`DIRTY ${r.changes} uncommitted change${r.changes === 1 ? '' : 's'}; nothing was removed`, '  next: layerfs workspace commit (then end), or end with --discard to drop them'];

@@ -123,8 +123,12 @@ export function serialKey(serial: number): Buffer {
   return k;
 }
 
+/** The serial of an inode-table key: exactly 8 bytes, a safe integer (a forged key may be neither). */
 export function keySerial(key: Buffer): number {
-  return Number(key.readBigUInt64BE(0));
+  if (key.length !== 8) throw new LayerFsError('ERR_CORRUPT', `inode table key of ${key.length} bytes (8 expected)`);
+  const n = Number(key.readBigUInt64BE(0));
+  if (!Number.isSafeInteger(n)) throw new LayerFsError('ERR_CORRUPT', `inode table key ${key.toString('hex')} is past the largest serial`);
+  return n;
 }
 
 export function encodeSerial(serial: number): Buffer {

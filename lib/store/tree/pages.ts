@@ -195,7 +195,7 @@ export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, muta
       while (j < muts.length && (next === undefined || Buffer.compare(muts[j]!.key, next) < 0)) j++;
       const sub = muts.slice(start, j);
       if (sub.length === 0 && b.alignedAt(node.level - 1)) b.pushNode(node.level - 1, node.keys[i]!, node.vals[i]!);
-      else visit(io.load(kind, node.vals[i]!), sub);
+      else visit(child(kind, io, node, i), sub);
     }
   };
   visit(io.load(kind, root), mutations);
@@ -208,7 +208,7 @@ export function lookup(kind: TreeKind, io: PageIO, root: Buffer | null, key: Buf
   while (node.level > 0) {
     let i = upperBound(node.keys, key) - 1;
     if (i < 0) i = 0;
-    node = io.load(kind, node.vals[i]!);
+    node = child(kind, io, node, i);
   }
   const i = upperBound(node.keys, key) - 1;
   return i >= 0 && node.keys[i]!.equals(key) ? node.vals[i] : undefined;
@@ -238,29 +238,48 @@ function lowerBound(keys: Buffer[], key: Buffer): number {
   return lo;
 }
 
-/** In-order entries with key >= `from` (all when omitted). */
+/**
+ * In-order entries with key >= `from` (all when omitted). Untrusted pages are checked on the
+ * way: each child is one level below its parent, and keys rise strictly across page
+ * boundaries too, so a forged tree cannot repeat a name (or a whole page) in two places.
+ */
 export function* entries(kind: TreeKind, io: PageIO, root: Buffer | null, from?: Buffer): Generator<[Buffer, Buffer]> {
   if (root === null) return;
+  let last: Buffer | null = null;
   function* walk(node: TreeNode): Generator<[Buffer, Buffer]> {
     if (node.level === 0) {
       const start = from ? lowerBound(node.keys, from) : 0;
-      for (let i = start; i < node.keys.length; i++) yield [node.keys[i]!, node.vals[i]!];
+      for (let i = start; i < node.keys.length; i++) {
+        const k = node.keys[i]!;
+        if (last !== null && Buffer.compare(last, k) >= 0) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: key ${JSON.stringify(k.toString('latin1'))} repeats or is out of order across pages`);
+        last = k;
+        yield [k, node.vals[i]!];
+      }
       return;
     }
     let start = 0;
     if (from) start = Math.max(0, upperBound(node.keys, from) - 1);
-    for (let i = start; i < node.keys.length; i++) yield* walk(io.load(kind, node.vals[i]!));
+    for (let i = start; i < node.keys.length; i++) yield* walk(child(kind, io, node, i));
   }
   yield* walk(io.load(kind, root));
+}
+
+/** Child `i` of an inner node: exactly one level below it (so any walk is at most 256 deep), starting at the entry's key. */
+export function child(kind: TreeKind, io: PageIO, node: TreeNode, i: number): TreeNode {
+  const c = io.load(kind, node.vals[i]!);
+  if (c.level !== node.level - 1) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: a page of level ${node.level} points at one of level ${c.level}`);
+  // The entry's key is its child's first key: lookups (which follow keys) and listings (which
+  // follow pages) then find the same entries.
+  if (c.keys.length === 0 || !c.keys[0]!.equals(node.keys[i]!)) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: a page of level ${node.level} misnames the first key of its child`);
+  return c;
 }
 
 /** Every page id reachable from `root`, children before parents. */
 export function* pageIds(kind: TreeKind, io: PageIO, root: Buffer | null): Generator<Buffer> {
   if (root === null) return;
-  function* walk(id: Buffer): Generator<Buffer> {
-    const node = io.load(kind, id);
-    if (node.level > 0) for (const c of node.vals) yield* walk(c);
+  function* walk(id: Buffer, node: TreeNode): Generator<Buffer> {
+    if (node.level > 0) for (let i = 0; i < node.vals.length; i++) yield* walk(node.vals[i]!, child(kind, io, node, i));
     yield id;
   }
-  yield* walk(root);
+  yield* walk(root, io.load(kind, root));
 }

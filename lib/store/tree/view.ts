@@ -4,8 +4,9 @@
  */
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectReader } from '../objects.js';
-import { decodeExtentNode } from './extents.js';
-import { ContentForm, decodeInode, decodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
+import { checkLength, loadExtentNode } from './extent-check.js';
+import type { ExtentNode } from './extents.js';
+import { ContentForm, decodeInode, decodeSerial, InodeKind, keySerial, serialKey, type Inode } from './inode.js';
 import { entries, lookup, TreeKind, type PageIO } from './pages.js';
 import { decodeRoot, ROOT_SERIAL } from './root.js';
 
@@ -34,7 +35,7 @@ export class FsView {
   /** Every (serial, inode) in serial order. */
   *inodes(): Generator<[number, Inode]> {
     for (const [k, v] of entries(TreeKind.Inodes, this.pages, this.inodesRoot)) {
-      const serial = Number(k.readBigUInt64BE(0));
+      const serial = keySerial(k);
       yield [serial, decodeInode(v, serial)];
     }
   }
@@ -70,8 +71,12 @@ export class FsView {
   /** One path of an inode (its first name), found through its parents; null for the root. */
   pathOf(serial: number): Buffer | null {
     const parts: Buffer[] = [];
+    const seen = new Set<number>();
     let s = serial;
     while (s !== ROOT_SERIAL) {
+      // Parents recorded in a forged state can loop: each inode is passed once.
+      if (seen.has(s)) throw new LayerFsError('ERR_CORRUPT', `the parents of inode ${serial} form a cycle at inode ${s}`, { hint: 'the Store is damaged or forged; run layerfs verify' });
+      seen.add(s);
       const parent = this.inode(s).parents?.[0];
       if (parent === undefined) return null;
       const dir = this.inode(parent);
@@ -89,23 +94,32 @@ export class FsView {
     return parts.length ? Buffer.concat(parts.flatMap((p, i) => (i ? [Buffer.from('/'), p] : [p]))) : null;
   }
 
-  /** The content of a regular file, chunk by chunk, in order. */
+  /** The content of a regular file, chunk by chunk, in order: exactly `size` bytes, or ERR_CORRUPT. */
   *content(file: Inode): Generator<Buffer> {
     if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');
-    if (file.form === ContentForm.None) return;
+    if (file.form === ContentForm.None) {
+      if (file.size !== 0) throw new LayerFsError('ERR_CORRUPT', `a file of ${file.size} bytes has no content`, { hint: 'the Store is damaged or forged; run layerfs verify' });
+      return;
+    }
     if (file.form === ContentForm.Whole) {
-      yield this.objects.get(file.content!, ObjectKind.Blob);
+      yield checkLength(this.objects.get(file.content!, ObjectKind.Blob), file.size, file.content!, 'blob');
       return;
     }
     const objects = this.objects;
-    function* walk(id: Buffer): Generator<Buffer> {
-      const node = decodeExtentNode(objects.get(id, ObjectKind.Extents), 'extent node');
-      for (const child of node.ids) {
-        if (node.level === 0) yield objects.get(child, ObjectKind.Chunk);
-        else yield* walk(child);
+    // Iterative, one frame per level: a node's entries, each with its recorded length.
+    const stack: { node: ExtentNode; i: number }[] = [{ node: loadExtentNode(objects, file.content!, file.size, null), i: 0 }];
+    while (stack.length > 0) {
+      const top = stack[stack.length - 1]!;
+      if (top.i >= top.node.ids.length) {
+        stack.pop();
+        continue;
       }
+      const i = top.i++;
+      const id = top.node.ids[i]!;
+      const len = top.node.lengths[i]!;
+      if (top.node.level === 0) yield checkLength(objects.get(id, ObjectKind.Chunk), len, id, 'chunk');
+      else stack.push({ node: loadExtentNode(objects, id, len, top.node.level), i: 0 });
     }
-    yield* walk(file.content!);
   }
 
   readFile(file: Inode): Buffer {
