@@ -8,3 +8,5 @@ export * from './note.js';
 export { uniqueByPrefix } from './resolve.js';
 export * from './diff.js';
 export { touchesPath } from './diff-path.js';
+export { reconcileStates, maxSerial, type ReconcileConflict, type ReconcileResult, type ConflictKind, type LineConflict } from './reconcile.js';
+export { publishReconciled, type Reconciliation, type ReconciledPublish } from './reconcile-publish.js';

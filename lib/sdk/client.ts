@@ -53,8 +53,11 @@ import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.
 import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
 import { splitStatePath } from './paths.js';
+import { conflictInfos, resolveConflictOf, updateWorkspaceOf, withReconcilePhase } from './reconcile.js';
 import { resolveState, type ResolvedState } from './refs.js';
 import type {
+  ConflictInfo,
+  UpdateResult,
   AddResult,
   DedupAnalysis,
   BranchInfo,
@@ -464,18 +467,23 @@ export class Client {
     const w = resolveWorkspace(this.store, ref);
     if (w.projection === 'fuse') return this.commitMounted(w, t0, note);
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
-    const r = await commitWorkspace(this.store, w, this.stateDir, phases, note);
+    const r = await commitWorkspace(this.store, w, this.stateDir, phases, { note, strict: opts.strict ?? false });
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
+    withReconcilePhase(base, r.outcome === 'Created' ? r.reconciled?.ms : r.outcome === 'Conflicted' ? r.ms : undefined);
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':
         out = { ...base, outcome: 'Created', commit: commitInfo(r.commit), previousHead: r.previousHead ? toHex(r.previousHead) : null, changedPaths: r.changedPaths };
+        if (r.reconciled) out.reconciled = r.reconciled;
         break;
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', head: r.head ? toHex(r.head) : null };
         break;
       case 'Busy':
         out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      case 'Conflicted':
+        out = { ...base, outcome: 'Conflicted', head: r.head ? toHex(r.head) : null, conflicts: conflictInfos(this.store, w.id) };
         break;
       default:
         out = { ...base, outcome: 'HeadMoved', expected: r.expected ? toHex(r.expected) : null, actual: r.actual ? toHex(r.actual) : null };
@@ -526,6 +534,24 @@ export class Client {
     const w = resolveWorkspace(this.store, ref);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
+  }
+
+  /** What the Workspace's last reconciling commit found overlapping (kept until it commits). */
+  workspaceConflicts(ref: string): ConflictInfo[] {
+    return conflictInfos(this.store, resolveWorkspace(this.store, ref).id);
+  }
+
+  /** Settles one conflict: the Branch head's version, the Workspace's base version (layer), or the working tree's. */
+  resolveWorkspaceConflict(ref: string, conflict: number, how: 'branch' | 'layer' | 'working-tree'): ConflictInfo {
+    return resolveConflictOf(this.store, resolveWorkspace(this.store, ref), conflict, how);
+  }
+
+  /** Moves a clean Workspace onto the Branch's current head (a dirty one commits first: that reconciles). */
+  async updateWorkspace(ref: string): Promise<UpdateResult> {
+    const t0 = performance.now();
+    const a0 = this.store.meter.allocatedGrowth;
+    const r = await updateWorkspaceOf(this.store, resolveWorkspace(this.store, ref), this.stateDir);
+    return this.monitor.record({ ...this.receipt('workspace.update', r.outcome, t0, a0, null), ...r } as UpdateResult) as UpdateResult;
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

@@ -145,6 +145,28 @@ export interface CommitOptions {
   metadata?: Record<string, unknown> | null;
   /** Default: $LAYERFS_AUTHOR, else user@host. */
   author?: string;
+  /** HeadMoved instead of reconciling when the Branch head moved since the Workspace's base. */
+  strict?: boolean;
+}
+
+/** One overlap a reconciling commit found; `id` is what resolveWorkspaceConflict takes. */
+export interface ConflictInfo {
+  id: number;
+  path: string;
+  kind: string;
+  headPath?: string;
+  message: string;
+  lines?: { base: [number, number]; head: [number, number]; workspace: [number, number] }[];
+  headCommitId: string | null;
+  resolution: 'branch' | 'layer' | 'working-tree' | null;
+  createdAt: string;
+}
+
+/** A reconciling commit: the paths whose result combines both sides, retries of the compare-and-swap, time (ms). */
+export interface ReconcileInfo {
+  merged: string[];
+  retries: number;
+  ms: number;
 }
 
 export interface WorkspaceInfo {
@@ -171,10 +193,11 @@ export interface WorkspaceStatus {
 
 export type CommitResult = Receipt &
   (
-    | { outcome: 'Created'; commit: CommitInfo; previousHead: string | null; changedPaths: number }
+    | { outcome: 'Created'; commit: CommitInfo; previousHead: string | null; changedPaths: number; reconciled?: ReconcileInfo }
     | { outcome: 'UpToDate'; head: string | null }
     | { outcome: 'Busy'; executions: string[] }
     | { outcome: 'HeadMoved'; expected: string | null; actual: string | null }
+    | { outcome: 'Conflicted'; head: string | null; conflicts: ConflictInfo[] }
   );
 
 export type AddResult = Receipt &
@@ -184,6 +207,8 @@ export type AddResult = Receipt &
     | { outcome: 'NoChanges'; head: string }
     | { outcome: 'HeadMoved'; expected: string; actual: string }
   );
+
+export type UpdateResult = Receipt & ({ outcome: 'Updated'; head: string | null; written: number } | { outcome: 'UpToDate'; head: string | null } | { outcome: 'Busy'; executions: string[] });
 
 export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
 

@@ -72,18 +72,21 @@ function makeSpecial(path: Buffer, inode: Inode): void {
 export interface ExportOptions {
   /** Called for every entry written (the root too, with an empty relative path). */
   onEntry?: (relPath: Buffer, serial: number, parentSerial: number) => void;
+  /** The directory to write (default: the root). */
+  from?: number;
 }
 
 export function exportTree(view: FsView, target: string, opts: ExportOptions = {}): ExportStats {
   const abs = prepareTarget(target);
   const prefix = abs.length + 1;
-  opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
+  const top = opts.from ?? ROOT_SERIAL;
+  opts.onEntry?.(Buffer.alloc(0), top, 0);
   const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
   const linked = new Map<number, Buffer>();
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.
   const dirs: { path: Buffer; inode: Inode }[] = [];
-  const stack: { path: Buffer; serial: number }[] = [{ path: Buffer.from(abs), serial: ROOT_SERIAL }];
+  const stack: { path: Buffer; serial: number }[] = [{ path: Buffer.from(abs), serial: top }];
   while (stack.length > 0) {
     const { path, serial } = stack.pop()!;
     const dir = view.inode(serial);
@@ -99,38 +102,60 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
           stats.directories++;
           stack.push({ path: p, serial: childSerial });
           continue;
-        case InodeKind.File: {
-          const first = linked.get(childSerial);
-          if (first) {
-            linkSync(first, p);
-            stats.hardLinks++;
-            continue;
-          }
-          const fd = openSync(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
-          try {
-            for (const piece of view.content(inode)) {
-              let off = 0;
-              while (off < piece.length) off += writeSync(fd, piece, off, piece.length - off);
-            }
-          } finally {
-            closeSync(fd);
-          }
-          if (inode.nlink > 1) linked.set(childSerial, p);
-          stats.files++;
-          stats.bytes += inode.size;
-          break;
-        }
-        case InodeKind.Symlink:
-          symlinkSync(inode.target!, p);
-          stats.symlinks++;
-          break;
         default:
-          makeSpecial(p, inode);
-          stats.specials++;
+          writeLeaf(view, p, inode, childSerial, linked, stats);
       }
-      applyMeta(p, inode, false);
     }
   }
-  for (let i = dirs.length - 1; i >= 0; i--) applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0);
+  for (let i = dirs.length - 1; i >= 0; i--) applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0 && top === ROOT_SERIAL);
   return stats;
+}
+
+/** Writes one non-directory entry at `p` (absent); a second name of a linked file becomes a hard link. */
+function writeLeaf(view: FsView, p: Buffer, inode: Inode, serial: number, linked: Map<number, Buffer>, stats: ExportStats): void {
+  switch (inode.kind) {
+    case InodeKind.File: {
+      const first = linked.get(serial);
+      if (first) {
+        linkSync(first, p);
+        stats.hardLinks++;
+        return;
+      }
+      const fd = openSync(p, fsc.O_WRONLY | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, 0o600);
+      try {
+        for (const piece of view.content(inode)) {
+          let off = 0;
+          while (off < piece.length) off += writeSync(fd, piece, off, piece.length - off);
+        }
+      } finally {
+        closeSync(fd);
+      }
+      if (inode.nlink > 1) linked.set(serial, p);
+      stats.files++;
+      stats.bytes += inode.size;
+      break;
+    }
+    case InodeKind.Symlink:
+      symlinkSync(inode.target!, p);
+      stats.symlinks++;
+      break;
+    default:
+      makeSpecial(p, inode);
+      stats.specials++;
+  }
+  applyMeta(p, inode, false);
+}
+
+/**
+ * Writes the entry `serial` of a state at `target` (which must not exist): a directory with
+ * everything under it, or one file, symlink or special file.
+ */
+export function exportEntry(view: FsView, serial: number, target: string): void {
+  const inode = view.inode(serial);
+  if (inode.kind === InodeKind.Dir) {
+    exportTree(view, target, { from: serial });
+    return;
+  }
+  const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
+  writeLeaf(view, Buffer.from(resolve(target)), inode, serial, new Map(), stats);
 }

@@ -80,6 +80,20 @@ ALTER TABLE commits ADD COLUMN metadata TEXT;
 ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
 ` },
+  // Conflicts of reconciling commits, kept per Workspace until resolved and committed.
+  { to: 5, sql: `
+CREATE TABLE workspace_conflicts (
+  workspace_id   BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  path           TEXT NOT NULL,
+  kind           TEXT NOT NULL,
+  head_commit_id BLOB,
+  detail         TEXT NOT NULL,
+  resolution     TEXT,
+  created_ms     INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, seq)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

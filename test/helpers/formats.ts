@@ -6,6 +6,7 @@
 import type { Database } from 'better-sqlite3';
 
 const UNDO: { from: number; sql: string }[] = [
+  { from: 5, sql: 'DROP TABLE workspace_conflicts;' },
   { from: 4, sql: 'ALTER TABLE commits DROP COLUMN message; ALTER TABLE commits DROP COLUMN metadata; ALTER TABLE commits DROP COLUMN author; ALTER TABLE commits DROP COLUMN id_version;' },
   { from: 2, sql: 'ALTER TABLE objects DROP COLUMN base; ALTER TABLE objects DROP COLUMN at;' },
 ];

@@ -1,0 +1,92 @@
+/**
+ * Moves a materialized Workspace from the state it matches to another one (after a reconciling
+ * commit: from the Workspace's own state to the merged one): writes the paths that differ, then
+ * records the stat cache for the new state. The work is that of the difference (a page-tree
+ * diff) plus one walk of the directory.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { diffStates, maxSerial } from '../history/index.js';
+import { walkRelPath } from '../native/index.js';
+import { exportEntry, InodeKind, type Store } from '../store/index.js';
+import { saveCache, type StatCache } from './cache.js';
+import { compactWalk, computeChangesSync } from './changes.js';
+import { waitPastTickSync } from './materialize.js';
+
+/** Splits a '/'-joined path into name buffers. */
+function parts(path: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i <= path.length; i++) {
+    if (i === path.length || path[i] === 0x2f) {
+      if (i > start) out.push(path.subarray(start, i));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+/**
+ * Rewrites `dir` (which matches `fromRoot`, described by `cache`) to show `toRoot`, and saves the
+ * stat cache of `toRoot` for the Workspace. `renumbered` maps serials of `fromRoot` that are
+ * known under another number in `toRoot`. Runs inside the caller's write transaction.
+ */
+export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache, renumbered: Map<number, number>): { written: number } {
+  const entries = diffStates(store, fromRoot, toRoot, { limit: Number.MAX_SAFE_INTEGER }).entries;
+  const abs = (p: Buffer) => join(dir, p.toString('utf8'));
+  // Removals first, deepest last in path order reversed, so a directory goes after its contents.
+  const removals: Buffer[] = [];
+  for (const e of entries) {
+    if (e.change === 'deleted' || e.change === 'modified') removals.push(e.pathBytes);
+    if (e.change === 'renamed') removals.push(e.oldPathBytes!, e.pathBytes);
+  }
+  const byPath = new Map(entries.map((e) => [e.pathBytes.toString('latin1'), e]));
+  for (const p of removals.sort(Buffer.compare).reverse()) {
+    const e = byPath.get(p.toString('latin1'));
+    // A modified directory keeps its contents: only its own record changed.
+    if (e?.change === 'modified' && e.kind === 'dir') continue;
+    rmSync(abs(p), { recursive: true, force: true });
+  }
+  const to = store.view(toRoot);
+  let written = 0;
+  const done: Buffer[] = [];
+  for (const e of entries) {
+    if (e.change === 'deleted') continue;
+    if (done.some((d) => e.pathBytes.length > d.length && e.pathBytes[d.length] === 0x2f && e.pathBytes.subarray(0, d.length).equals(d))) continue;
+    const { serial, inode } = to.resolve(parts(e.pathBytes), e.path);
+    if (e.change === 'modified' && e.kind === 'dir') {
+      rmSync(abs(e.pathBytes), { recursive: true, force: true });
+    }
+    exportEntry(to, serial, abs(e.pathBytes));
+    written++;
+    if (inode.kind === InodeKind.Dir) done.push(e.pathBytes);
+  }
+  // The cache: serials of unchanged paths carry over (renumbered where needed); every path the
+  // walk finds changed takes its serial from the new state, or leaves the cache when the new
+  // state does not hold it (written meanwhile: the next commit sees it as new).
+  const old: StatCache = { ...cache, serial: cache.serial.map((s) => renumbered.get(s) ?? s) };
+  const cs = computeChangesSync(dir, old);
+  const now = cs.now;
+  const serial = Uint32Array.from(now.serial);
+  const keep = new Uint8Array(now.count).fill(1);
+  let foreign = false;
+  for (let i = 1; i < now.count; i++) {
+    if (!cs.changed[i]) continue;
+    const rel = walkRelPath(now, i);
+    try {
+      serial[i] = to.resolve(parts(rel), rel.toString('utf8')).serial;
+    } catch {
+      keep[i] = 0;
+      foreign = true;
+    }
+  }
+  waitPastTickSync(now.ctimeNs);
+  const top = Math.max(cache.maxSerial, maxSerial(store, to));
+  let next: StatCache = { ...now, serial, maxSerial: top };
+  if (foreign) {
+    const { walk, from } = compactWalk(now, keep);
+    next = { ...walk, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial: top };
+  }
+  saveCache(store, workspaceId, next);
+  return { written };
+}
