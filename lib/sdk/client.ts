@@ -465,7 +465,7 @@ export class Client {
     const a0 = this.store.meter.allocatedGrowth;
     const note = normalizeNote(opts, defaultAuthor());
     const w = resolveWorkspace(this.store, ref);
-    if (w.projection === 'fuse') return this.commitMounted(w, t0, note);
+    if (w.projection === 'fuse') return this.commitMounted(w, t0, note, opts.strict ?? false);
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
     const r = await commitWorkspace(this.store, w, this.stateDir, phases, { note, strict: opts.strict ?? false });
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
@@ -495,8 +495,8 @@ export class Client {
    * A FUSE Workspace's commit, run by the daemon: its reply carries the whole Commit row and the
    * allocated growth of its own write transaction, so nothing is re-read here.
    */
-  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote): Promise<CommitResult> {
-    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note);
+  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote, strict: boolean): Promise<CommitResult> {
+    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note, strict);
     const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
     const base = {
       ...this.receipt('workspace.commit', r.outcome, t0, 0, write),
@@ -513,13 +513,18 @@ export class Client {
           commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author },
           previousHead: r.previousHead,
           changedPaths: r.recordsWritten + r.deleted,
+          ...(r.reconciled ? { reconciled: r.reconciled } : {}),
         };
+        withReconcilePhase(out, r.reconciled?.ms);
         break;
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', head: r.head };
         break;
       case 'Busy':
         out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      case 'Conflicted':
+        out = { ...base, outcome: 'Conflicted', head: r.head, conflicts: conflictInfos(this.store, w.id) };
         break;
       default:
         out = { ...base, outcome: 'HeadMoved', expected: r.expected, actual: r.actual };
