@@ -35,6 +35,7 @@ import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, typ
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
+  createResolutionWorkspace,
   createWorkspace,
   endWorkspace,
   getExecution,
@@ -368,20 +369,31 @@ export class Client {
     });
   }
 
-  /** Publishes a Branch head as the next Layer of its LayerStack. */
-  add(branch: string, opts: { expectedHead?: string } = {}): AddResult {
+  /**
+   * Publishes a Branch head as the next Layer of its LayerStack. If the LayerStack moved on since
+   * the Branch forked, the Branch's changes are reconciled with its head (unless strict or an
+   * expected head is given: HeadMoved); a Conflicted add creates a resolution Workspace (at
+   * `resolveAt`, default beside the Store) and answers its id.
+   */
+  add(branch: string, opts: { expectedHead?: string; strict?: boolean; resolveAt?: string } = {}): AddResult {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     const expected = opts.expectedHead !== undefined ? this.layerRow(opts.expectedHead).id : undefined;
-    const r = addBranch(this.store, b.id, { expectedHead: expected });
+    const r = addBranch(this.store, b.id, { expectedHead: expected, strict: opts.strict });
     const base = this.receipt('layerstack.add', r.outcome, t0, a0, null);
     const stack = getLayerStack(this.store, b.layerStackId)?.name ?? '';
     let out: AddResult;
     switch (r.outcome) {
       case 'Added':
-        out = { ...base, outcome: 'Added', layer: layerInfo(r.layer, stack), previousHead: toHex(r.previousHead) };
+        out = { ...base, outcome: 'Added', layer: layerInfo(r.layer, stack), previousHead: toHex(r.previousHead), ...(r.reconciled ? { reconciled: { ...r.reconciled, retries: 0 } } : {}) };
+        withReconcilePhase(out, r.reconciled?.ms);
         break;
+      case 'Conflicted': {
+        const ws = createResolutionWorkspace(this.store, b, r, opts.resolveAt);
+        out = { ...base, outcome: 'Conflicted', head: toHex(r.head), conflicts: conflictInfos(this.store, ws.id), resolutionWorkspace: this.workspaceInfoOf(ws) };
+        break;
+      }
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', layer: layerInfo(r.layer, stack) };
         break;

@@ -202,7 +202,9 @@ export type CommitResult = Receipt &
 
 export type AddResult = Receipt &
   (
-    | { outcome: 'Added'; layer: LayerInfo; previousHead: string }
+    | { outcome: 'Added'; layer: LayerInfo; previousHead: string; reconciled?: ReconcileInfo }
+    /** Nothing added; settle the conflicts in `resolutionWorkspace`, commit it, then add its Branch. */
+    | { outcome: 'Conflicted'; head: string; conflicts: ConflictInfo[]; resolutionWorkspace: WorkspaceInfo }
     | { outcome: 'UpToDate'; layer: LayerInfo }
     | { outcome: 'NoChanges'; head: string }
     | { outcome: 'HeadMoved'; expected: string; actual: string }

@@ -6,3 +6,4 @@ export { recordMountedWorkspace, forgetMountedWorkspace } from './mounted.js';
 export { listConflicts, resolveConflict, saveConflicts, type ConflictRecord, type Resolution } from './conflicts.js';
 export { updateWorkspace, type UpdateOutcome } from './update.js';
 export type { CommitRun, ReconcileReport } from './manager.js';
+export { createResolutionWorkspace } from './add-resolve.js';

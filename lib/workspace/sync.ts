@@ -27,14 +27,13 @@ function parts(path: Buffer): Buffer[] {
 }
 
 /**
- * Rewrites `dir` (which matches `fromRoot`, described by `cache`) to show `toRoot`, and saves the
- * stat cache of `toRoot` for the Workspace. `renumbered` maps serials of `fromRoot` that are
- * known under another number in `toRoot`. Runs inside the caller's write transaction.
+ * Writes into `dir` (which shows `fromRoot`) every path where `toRoot` differs, so it shows
+ * `toRoot`; returns the number of entries written. The stat cache is the caller's business.
  */
-export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache, renumbered: Map<number, number>): { written: number } {
+export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toRoot: Buffer): number {
   const entries = diffStates(store, fromRoot, toRoot, { limit: Number.MAX_SAFE_INTEGER }).entries;
   const abs = (p: Buffer) => join(dir, p.toString('utf8'));
-  // Removals first, deepest last in path order reversed, so a directory goes after its contents.
+  // Removals first, in reverse path order, so a directory goes after its contents.
   const removals: Buffer[] = [];
   for (const e of entries) {
     if (e.change === 'deleted' || e.change === 'modified') removals.push(e.pathBytes);
@@ -43,7 +42,7 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
   const byPath = new Map(entries.map((e) => [e.pathBytes.toString('latin1'), e]));
   for (const p of removals.sort(Buffer.compare).reverse()) {
     const e = byPath.get(p.toString('latin1'));
-    // A modified directory keeps its contents: only its own record changed.
+    // A modified directory is rewritten below, with everything under it.
     if (e?.change === 'modified' && e.kind === 'dir') continue;
     rmSync(abs(p), { recursive: true, force: true });
   }
@@ -54,13 +53,22 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
     if (e.change === 'deleted') continue;
     if (done.some((d) => e.pathBytes.length > d.length && e.pathBytes[d.length] === 0x2f && e.pathBytes.subarray(0, d.length).equals(d))) continue;
     const { serial, inode } = to.resolve(parts(e.pathBytes), e.path);
-    if (e.change === 'modified' && e.kind === 'dir') {
-      rmSync(abs(e.pathBytes), { recursive: true, force: true });
-    }
+    if (e.change === 'modified' && e.kind === 'dir') rmSync(abs(e.pathBytes), { recursive: true, force: true });
     exportEntry(to, serial, abs(e.pathBytes));
     written++;
     if (inode.kind === InodeKind.Dir) done.push(e.pathBytes);
   }
+  return written;
+}
+
+/**
+ * Rewrites `dir` (which matches `fromRoot`, described by `cache`) to show `toRoot`, and saves the
+ * stat cache of `toRoot` for the Workspace. `renumbered` maps serials of `fromRoot` that are
+ * known under another number in `toRoot`. Runs inside the caller's write transaction.
+ */
+export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache, renumbered: Map<number, number>): { written: number } {
+  const written = writeDifference(store, dir, fromRoot, toRoot);
+  const to = store.view(toRoot);
   // The cache: serials of unchanged paths carry over (renumbered where needed); every path the
   // walk finds changed takes its serial from the new state, or leaves the cache when the new
   // state does not hold it (written meanwhile: the next commit sees it as new).

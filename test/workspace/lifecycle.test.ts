@@ -80,7 +80,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     const wsB = await client.createWorkspace('try-b', { at: join(dir, 'ws-b') });
     writeFileSync(join(wsB.path, 'b-only'), 'b');
     assert.equal((await client.commitWorkspace(wsB.id)).outcome, 'Created');
-    const moved = client.add('try-b');
+    const moved = client.add('try-b', { strict: true });
     assert.equal(moved.outcome, 'HeadMoved');
     assert.equal(client.layers({ layerStack: 'proj' }).length, 2);
     assert.equal(client.cat('proj', 'lib/a.txt').toString(), 'second\n');

@@ -185,3 +185,55 @@ test('a rename on one side and an edit on the other are carried across (both ord
     client.close();
   }
 });
+
+test('layerstack add reconciles with a moved LayerStack; a conflicting add leaves a resolution Workspace', async () => {
+  const { dir, client, w1, w2 } = await setup();
+  try {
+    const layer = client.layers({ layerStack: 'p' })[0]!.id;
+    client.forkBranch({ name: 'other', layer });
+    const w3 = await client.createWorkspace('other', { at: join(dir, 'w3'), projection: 'materialize' });
+    writeFileSync(join(w1.path, 'lib/a.txt'), edit(TEXT, 1, 'one by shared'));
+    writeFileSync(join(w3.path, 'lib/a.txt'), edit(TEXT, 20, 'twenty by other'));
+    writeFileSync(join(w3.path, 'other.txt'), 'other\n');
+    assert.equal((await client.commitWorkspace(w1.id)).outcome, 'Created');
+    assert.equal((await client.commitWorkspace(w3.id)).outcome, 'Created');
+    assert.equal(client.add('shared').outcome, 'Added');
+    assert.equal(client.add('other', { strict: true }).outcome, 'HeadMoved');
+    const added = client.add('other');
+    assert.equal(added.outcome, 'Added');
+    assert.deepEqual(added.outcome === 'Added' && added.reconciled?.merged, ['lib/a.txt']);
+    assert.equal(client.cat('p', 'lib/a.txt').toString(), edit(edit(TEXT, 1, 'one by shared'), 20, 'twenty by other'));
+    assert.equal(client.cat('p', 'other.txt').toString(), 'other\n');
+    // A later commit of 'other' is reconciled again (its Layer held more than its Commit).
+    writeFileSync(join(w3.path, 'other.txt'), 'other 2\n');
+    assert.equal((await client.commitWorkspace(w3.id)).outcome, 'Created');
+    assert.equal(client.add('other').outcome, 'Added');
+    assert.equal(client.cat('p', 'lib/a.txt').toString(), edit(edit(TEXT, 1, 'one by shared'), 20, 'twenty by other'));
+    assert.equal(client.cat('p', 'other.txt').toString(), 'other 2\n');
+
+    // 'shared' (w2) edits line 20 too: its commit merges with w1's, its add conflicts with 'other'.
+    writeFileSync(join(w2.path, 'lib/a.txt'), edit(TEXT, 20, 'twenty by w2'));
+    writeFileSync(join(w2.path, 'w2.txt'), 'w2\n');
+    assert.equal((await client.commitWorkspace(w2.id)).outcome, 'Created');
+    const layers = client.layers({ layerStack: 'p' }).length;
+    const c = client.add('shared');
+    assert.equal(c.outcome, 'Conflicted');
+    if (c.outcome !== 'Conflicted') return;
+    assert.equal(client.layers({ layerStack: 'p' }).length, layers);
+    const rw = c.resolutionWorkspace;
+    assert.deepEqual(c.conflicts.map((x) => `${x.kind} ${x.path}`), ['text lib/a.txt']);
+    assert.equal(readFileSync(join(rw.path, 'w2.txt'), 'utf8'), 'w2\n');
+    assert.equal(readFileSync(join(rw.path, 'other.txt'), 'utf8'), 'other 2\n');
+    client.resolveWorkspaceConflict(rw.id, c.conflicts[0]!.id, 'working-tree');
+    assert.equal(readFileSync(join(rw.path, 'lib/a.txt'), 'utf8'), edit(edit(TEXT, 1, 'one by shared'), 20, 'twenty by w2'));
+    writeFileSync(join(rw.path, 'lib/a.txt'), edit(edit(TEXT, 1, 'one by shared'), 20, 'twenty by both'));
+    assert.equal((await client.commitWorkspace(rw.id)).outcome, 'Created');
+    const done = client.add(rw.branch);
+    assert.equal(done.outcome, 'Added');
+    assert.equal(client.cat('p', 'lib/a.txt').toString(), edit(edit(TEXT, 1, 'one by shared'), 20, 'twenty by both'));
+    assert.equal(client.cat('p', 'w2.txt').toString(), 'w2\n');
+    assertIntact(client);
+  } finally {
+    client.close();
+  }
+});
