@@ -36,6 +36,7 @@ import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspace
 import {
   commitWorkspace,
   createResolutionWorkspace,
+  editFileRanges,
   createWorkspace,
   endWorkspace,
   getExecution,
@@ -48,6 +49,7 @@ import {
   stopExecution,
   workspaceStatus,
   type ExecutionInfo,
+  type RangeEdit,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
@@ -551,6 +553,14 @@ export class Client {
     const w = resolveWorkspace(this.store, ref);
     const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
+  }
+
+  /**
+   * Range edits of files in the Workspace, validated first and applied all or nothing: each
+   * replaces `deleteLength` bytes at `start` with `replacement` (a Buffer, or `{ zero: n }`).
+   */
+  editWorkspaceFileRanges(ref: string, edits: RangeEdit[]): { files: number; edits: number; bytesWritten: number } {
+    return editFileRanges(resolveWorkspace(this.store, ref), edits);
   }
 
   /** What the Workspace's last reconciling commit found overlapping (kept until it commits). */

@@ -6,5 +6,5 @@ export { nativeInfo } from '../native/index.js';
 export { NAME_PATTERN } from '../format/names.js';
 export type { ImportProgress } from '../store/index.js';
 export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/index.js';
-export type { ExecutionInfo } from '../workspace/index.js';
+export type { ExecutionInfo, RangeEdit } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';

@@ -7,3 +7,4 @@ export { listConflicts, resolveConflict, saveConflicts, type ConflictRecord, typ
 export { updateWorkspace, type UpdateOutcome } from './update.js';
 export type { CommitRun, ReconcileReport } from './manager.js';
 export { createResolutionWorkspace } from './add-resolve.js';
+export { editFileRanges, type RangeEdit } from './ranges.js';

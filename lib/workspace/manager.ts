@@ -171,10 +171,10 @@ export async function commitWorkspace(
       const resolved = resolvedPaths(store, ws.id);
       const published = publishReconciled(store, w, { branchId: ws.branchId, root, baseRoot: ws.baseRootId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, note, strict, resolved });
       if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
-      saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
       const rec = published.reconciliation;
       // The Workspace shows what was published: the other side's changes are written in.
-      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cs.now, rec.renumbered);
+      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache);
+      else saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
       const head = published.outcome === 'Created' ? published.commit.id : published.head;
       store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(published.root, head, ws.id);
       clearConflicts(store, ws.id);

@@ -62,18 +62,19 @@ export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toR
 }
 
 /**
- * Rewrites `dir` (which matches `fromRoot`, described by `cache`) to show `toRoot`, and saves the
- * stat cache of `toRoot` for the Workspace. `renumbered` maps serials of `fromRoot` that are
- * known under another number in `toRoot`. Runs inside the caller's write transaction.
+ * Rewrites `dir` (which shows `fromRoot`) to show `toRoot`, and saves the stat cache of `toRoot`
+ * for the Workspace. `cache` is the Workspace's stored cache (of an older state that `dir`
+ * showed: its unchanged entries are the same inodes in `toRoot`). Runs inside the caller's write
+ * transaction.
  */
-export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache, renumbered: Map<number, number>): { written: number } {
+export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache): { written: number } {
   const written = writeDifference(store, dir, fromRoot, toRoot);
   const to = store.view(toRoot);
-  // The cache: serials of unchanged paths carry over (renumbered where needed); every path the
-  // walk finds changed takes its serial from the new state, or leaves the cache when the new
-  // state does not hold it (written meanwhile: the next commit sees it as new).
-  const old: StatCache = { ...cache, serial: cache.serial.map((s) => renumbered.get(s) ?? s) };
-  const cs = computeChangesSync(dir, old);
+  // The cache: serials of unchanged paths carry over; every path the walk finds changed takes
+  // its serial from the new state (renumbered ones included), or leaves the cache when the new
+  // state does not hold it (written meanwhile: the next commit sees it as new). Only segments
+  // with changed entries are rewritten.
+  const cs = computeChangesSync(dir, cache);
   const now = cs.now;
   const serial = Uint32Array.from(now.serial);
   const keep = new Uint8Array(now.count).fill(1);
@@ -95,6 +96,6 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
     const { walk, from } = compactWalk(now, keep);
     next = { ...walk, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial: top };
   }
-  saveCache(store, workspaceId, next);
+  saveCache(store, workspaceId, next, foreign ? undefined : { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
   return { written };
 }

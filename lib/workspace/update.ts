@@ -31,7 +31,7 @@ export async function updateWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
       store.db.prepare('UPDATE workspaces SET expected_head_id = ? WHERE id = ?').run(b.headCommitId, ws.id);
       return { outcome: 'UpToDate' as const, head: b.headCommitId };
     }
-    const { written } = syncProjection(store, ws.id, ws.path, ws.baseRootId, root, loadCache(store, ws.id), new Map());
+    const { written } = syncProjection(store, ws.id, ws.path, ws.baseRootId, root, loadCache(store, ws.id));
     store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = ? WHERE id = ?').run(root, b.headCommitId, b.baseLayerId, ws.id);
     return { outcome: 'Updated' as const, head: b.headCommitId, written };
   });

@@ -6,7 +6,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import { Client } from '../../lib/sdk/index.js';
+import { FORMAT_VERSION } from '../../lib/store/index.js';
+import { asFormat } from '../helpers/formats.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
 import { assertIntact } from '../helpers/integrity.js';
@@ -235,5 +238,27 @@ test('layerstack add reconciles with a moved LayerStack; a conflicting add leave
     assertIntact(client);
   } finally {
     client.close();
+  }
+});
+
+test('a format-4 Store is upgraded: conflicts are recorded and listed afterwards', async () => {
+  const { dir, client, w1, w2 } = await setup();
+  client.close();
+  const path = join(dir, 'store.sqlite');
+  const db = new Database(path);
+  asFormat(db, 4);
+  assert.equal((db.prepare("SELECT count(*) AS n FROM sqlite_master WHERE name = 'workspace_conflicts'").get() as { n: number }).n, 0);
+  db.close();
+  const c = Client.connect(path);
+  try {
+    assert.equal(c.info().formatVersion, FORMAT_VERSION);
+    writeFileSync(join(w1.path, 'data.bin'), seededBytes(8, 4096));
+    writeFileSync(join(w2.path, 'data.bin'), seededBytes(9, 4096));
+    assert.equal((await c.commitWorkspace(w1.id)).outcome, 'Created');
+    assert.equal((await c.commitWorkspace(w2.id)).outcome, 'Conflicted');
+    assert.deepEqual(c.workspaceConflicts(w2.id).map((x) => x.kind), ['binary']);
+    assertIntact(c);
+  } finally {
+    c.close();
   }
 });
