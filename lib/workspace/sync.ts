@@ -30,7 +30,7 @@ function parts(path: Buffer): Buffer[] {
  * Writes into `dir` (which shows `fromRoot`) every path where `toRoot` differs, so it shows
  * `toRoot`; returns the number of entries written. The stat cache is the caller's business.
  */
-export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toRoot: Buffer): number {
+export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toRoot: Buffer, serials?: Map<string, number>): number {
   const entries = diffStates(store, fromRoot, toRoot, { limit: Number.MAX_SAFE_INTEGER }).entries;
   const abs = (p: Buffer) => join(dir, p.toString('utf8'));
   // Removals first, in reverse path order, so a directory goes after its contents.
@@ -53,6 +53,7 @@ export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toR
     if (e.change === 'deleted') continue;
     if (done.some((d) => e.pathBytes.length > d.length && e.pathBytes[d.length] === 0x2f && e.pathBytes.subarray(0, d.length).equals(d))) continue;
     const { serial, inode } = to.resolve(parts(e.pathBytes), e.path);
+    serials?.set(e.pathBytes.toString('latin1'), serial);
     if (e.change === 'modified' && e.kind === 'dir') rmSync(abs(e.pathBytes), { recursive: true, force: true });
     exportEntry(to, serial, abs(e.pathBytes));
     written++;
@@ -68,7 +69,8 @@ export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toR
  * transaction.
  */
 export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache): { written: number } {
-  const written = writeDifference(store, dir, fromRoot, toRoot);
+  const placed = new Map<string, number>();
+  const written = writeDifference(store, dir, fromRoot, toRoot, placed);
   const to = store.view(toRoot);
   // The cache: serials of unchanged paths carry over; every path the walk finds changed takes
   // its serial from the new state (renumbered ones included), or leaves the cache when the new
@@ -82,6 +84,11 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
   for (let i = 1; i < now.count; i++) {
     if (!cs.changed[i]) continue;
     const rel = walkRelPath(now, i);
+    const known = placed.get(rel.toString('latin1'));
+    if (known !== undefined) {
+      serial[i] = known;
+      continue;
+    }
     try {
       serial[i] = to.resolve(parts(rel), rel.toString('utf8')).serial;
     } catch {
