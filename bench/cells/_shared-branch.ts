@@ -30,7 +30,9 @@ export function writeStart(dir: string, workers: number): void {
   writeFileSync(path.join(dir, 'shared.txt'), Array.from({ length: workers * 60 + 2 }, (_, i) => `line ${i}`).join('\n') + '\n');
 }
 
-const worker = fileURLToPath(new URL('./_shared-branch-worker.ts', import.meta.url));
+// The worker beside this file: TypeScript under tsx, or its precompiled JS (bench/lib/compile.ts).
+const SELF = fileURLToPath(import.meta.url);
+const worker = path.join(path.dirname(SELF), SELF.endsWith('.ts') ? '_shared-branch-worker.ts' : '_shared-branch-worker.js');
 
 /** Starts every worker, releases them together, returns the wall time and their outputs. */
 export async function runSharedWorkers(argsOf: (i: number) => string[], n: number): Promise<{ wallMs: number; results: WorkerOut[] }> {
@@ -38,7 +40,7 @@ export async function runSharedWorkers(argsOf: (i: number) => string[], n: numbe
   const start = Date.now() + 3000;
   const t0 = performance.now() + (start - Date.now());
   const results = await Promise.all(
-    Array.from({ length: n }, (_, i) => run(process.execPath, ['--import', 'tsx', worker, ...argsOf(i), '--id', String(i), '--start', String(start)], { maxBuffer: 16 << 20 })),
+    Array.from({ length: n }, (_, i) => run(process.execPath, [...(worker.endsWith('.ts') ? ['--import', 'tsx'] : []), worker, ...argsOf(i), '--id', String(i), '--start', String(start)], { maxBuffer: 16 << 20 })),
   );
   const wallMs = performance.now() - t0;
   return { wallMs, results: results.map((r) => JSON.parse(r.stdout.trim()) as WorkerOut) };
