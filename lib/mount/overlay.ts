@@ -14,7 +14,7 @@
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { EMPTY_NOTE, getBranch, publishReconciled, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
+import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
 import { saveConflicts } from '../workspace/index.js';
 import { ContentForm, INODE_KIND_NAMES, InodeKind, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
 import { ContentCache, FileData, MemoryBudget, spoolFactory, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
@@ -928,11 +928,11 @@ export class Overlay {
     if (!this.changed) {
       const b = getBranch(this.store, target.branchId);
       if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(target.branchId)} no longer exists`, { id: toHex(target.branchId) });
-      const out: OverlayCommitOutcome =
-        strict && (!sameHead(b.headCommitId, target.expectedHead) || !b.baseLayerId.equals(target.expectedBase))
-          ? { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 }
-          : { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 };
-      return out as R;
+      const moved = !sameHead(b.headCommitId, target.expectedHead);
+      if (strict && (moved || !b.baseLayerId.equals(target.expectedBase))) return { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 } as R;
+      // Nothing to publish, but the head moved: the overlay moves onto it, as after any commit.
+      if (moved && b.baseLayerId.equals(target.expectedBase)) this.moveOnto(b.headCommitId, branchRoot(this.store, b));
+      return { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 } as R;
     }
     this.committing = true;
     const contents = new Map<number, StoredContent>();
@@ -1063,6 +1063,16 @@ export class Overlay {
       }
     }
     this.nextSerial = Math.max(this.nextSerial, this.maxStoredSerial() + 1);
+  }
+
+  private moveOnto(head: Buffer | null, root: Buffer): void {
+    if (this.target.workspaceId) {
+      const id = this.target.workspaceId;
+      this.store.writeSync(() => this.store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, id));
+    }
+    this.rebase(root, new Map());
+    this.moved(new Map());
+    this.target = { ...this.target, expectedHead: head };
   }
 
   /** Drops every spool file (the overlay is going away). */

@@ -154,6 +154,8 @@ export async function commitWorkspace(
     const head = b?.headCommitId ?? null;
     const same = (head === null && ws.expectedHeadId === null) || (head !== null && ws.expectedHeadId !== null && head.equals(ws.expectedHeadId));
     if (!same && strict) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
+    // Nothing to publish, but the head moved: the Workspace moves onto it, as after any commit.
+    if (!same && b) await store.write(() => moveOnto(store, ws, b, cache));
     return { outcome: 'UpToDate', head };
   }
   try {
@@ -191,6 +193,15 @@ export async function commitWorkspace(
     if (e.outcome.outcome === 'Conflicted') saveConflicts(store, ws.id, e.outcome.head, e.outcome.conflicts);
     return e.outcome;
   }
+}
+
+/** Writes the head's changes into a clean Workspace and makes the head its base. */
+function moveOnto(store: Store, ws: WorkspaceRow, b: BranchRow, cache: StatCache): void {
+  const now = getBranch(store, b.id)!;
+  const root = branchRoot(store, now);
+  if (!now.baseLayerId.equals(ws.expectedBaseId)) return;
+  syncProjection(store, ws.id, ws.path, ws.baseRootId, root, cache);
+  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, now.headCommitId, ws.id);
 }
 
 export type EndOutcome = { outcome: 'Ended'; discarded: boolean } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] };
