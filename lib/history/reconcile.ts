@@ -149,6 +149,8 @@ class Reconciler {
   /** Workspace serial → serial in the result, for inodes the Workspace created. */
   private readonly created = new Map<number, number>();
   private readonly renumbered = new Map<number, number>();
+  /** Workspace renames reported as conflicts in the first pass. */
+  private readonly refused = new Set<string>();
   /** Directories the result has that the head does not. */
   private readonly newDirs = new Set<number>();
   /** Workspace renames detached in the first pass: Workspace path → serial in the result. */
@@ -300,6 +302,12 @@ class Reconciler {
       if (hf.path === e.path) return; // the same rename on both sides
       return this.conflict(e.path, 'rename-rename', `${old}: renamed to ${e.path} in the Workspace and to ${hf.path} on the head`, { headPath: hf.path });
     }
+    if (hf?.change === 'modified' && e.fields.includes('content') && !this.resolved.has(old)) {
+      // Renamed and rewritten here, changed there: no content carries across (a new file that
+      // took a deleted one's inode looks the same), so it is the delete-vs-modify it may be.
+      this.refused.add(e.path);
+      return this.conflict(old, 'delete-modify', `${old}: renamed to ${e.path} and rewritten in the Workspace, changed on the head`, { headPath: old });
+    }
     const hp = this.head.pathOf(old)!;
     const serial = this.views.head.resolve(parts(hp), hp).serial;
     const [dir, name] = split(hp);
@@ -317,6 +325,7 @@ class Reconciler {
 
   private attach(e: DiffEntry): void {
     const old = e.oldPath!;
+    if (this.refused.has(e.path)) return;
     let serial = this.detached.get(e.path);
     if (serial === undefined) {
       // Moved with its directory, or renamed identically on both sides: it is where the head has it.

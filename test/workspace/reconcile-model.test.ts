@@ -168,7 +168,7 @@ async function run(projection: 'materialize' | 'fuse', n: number, order: number[
       if (m.conflicts.length > 0) {
         assert.equal(r.outcome, 'Conflicted', what);
         tally.conflicted++;
-        if (r.outcome === 'Conflicted') assert.deepEqual([...new Set(r.conflicts.map((c) => c.path))].sort(), m.conflicts, what);
+        if (r.outcome === 'Conflicted') assert.deepEqual([...new Set(r.conflicts.map((c) => c.path))].sort(), m.conflicts, `${what}: ${JSON.stringify(r.conflicts.map((c) => c.message))}`);
       } else {
         assert.ok(r.outcome === 'Created' || r.outcome === 'UpToDate', `${what}: ${r.outcome} ${r.outcome === 'Conflicted' ? JSON.stringify(r.conflicts) : ''}`);
         head = m.tree;
