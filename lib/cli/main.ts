@@ -11,6 +11,7 @@ import { registerStoreCommands } from './commands/db.js';
 import { registerStateCommands } from './commands/state.js';
 import { registerBranchCommands } from './commands/branch.js';
 import { registerWorkspaceCommands } from './commands/workspace.js';
+import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
@@ -62,6 +63,7 @@ export function buildProgram(state: { code: number }): Command {
   registerStateCommands(program, run, state);
   registerBranchCommands(program, run, state);
   registerWorkspaceCommands(program, run, state);
+  registerReconcileCommands(program, run, state);
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
   registerSandboxCommands(program, run, state);

@@ -310,8 +310,8 @@ export function mountedChanges(storePath: string, workspaceId: string): Promise<
 }
 
 /** Commits a mounted Workspace while it stays mounted; it continues from the new Commit. */
-export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions & { note?: CommitNoteInput } = {}): Promise<MountedCommitOutcome> {
-  return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId, ...(opts.note ? { note: opts.note } : {}) }, opts);
+export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions & { note?: CommitNoteInput; strict?: boolean } = {}): Promise<MountedCommitOutcome> {
+  return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId, ...(opts.note ? { note: opts.note } : {}), ...(opts.strict ? { strict: true } : {}) }, opts);
 }
 
 /** Unmounts a Workspace; refuses (Dirty) with uncommitted changes unless discard. */

@@ -65,7 +65,7 @@ const IDLE_MS = 30_000;
 interface WorkspaceServer {
   mount(): Promise<void>;
   unmount(): Promise<void>;
-  commit(note: CommitNote): Promise<ServedCommit>;
+  commit(note: CommitNote, strict: boolean): Promise<ServedCommit>;
   state(): Promise<ServedState>;
   changes(): Promise<MountedChanges>;
   dispose(): void;
@@ -87,9 +87,9 @@ class InProcessServer implements WorkspaceServer {
     return this.fuse.unmount();
   }
 
-  async commit(note: CommitNote): Promise<ServedCommit> {
+  async commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
     const a0 = this.store.meter.allocatedGrowth;
-    const out = await this.overlay.commit(note);
+    const out = await this.overlay.commit(note, strict);
     return { outcome: wireOutcome(out, this.store.meter.allocatedGrowth - a0), changed: this.overlay.changed };
   }
 
@@ -118,8 +118,8 @@ class WorkerServer implements WorkspaceServer {
     return this.k.unmount();
   }
 
-  commit(note: CommitNote): Promise<ServedCommit> {
-    return this.k.commit(note);
+  commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
+    return this.k.commit(note, strict);
   }
 
   async state(): Promise<ServedState> {
@@ -386,7 +386,7 @@ export class Daemon {
       case 'mount':
         return this.mount(r);
       case 'commit':
-        return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')), normalizeNote(r.note as CommitNoteInput | undefined, ''));
+        return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')), normalizeNote(r.note as CommitNoteInput | undefined, ''), r.strict === true);
       case 'unmount':
         return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true);
       case 'changes': {
@@ -541,9 +541,9 @@ export class Daemon {
   }
 
   /** The note comes from a client: normalizeNote has checked it like any other argument. */
-  private async commit(workspaceId: string, note: CommitNote): Promise<MountedCommitOutcome> {
+  private async commit(workspaceId: string, note: CommitNote, strict: boolean): Promise<MountedCommitOutcome> {
     const e = this.entry(workspaceId);
-    const run = this.commitChain.then(() => e.server.commit(note));
+    const run = this.commitChain.then(() => e.server.commit(note, strict));
     this.commitChain = run.catch(() => {});
     e.committing = run;
     let served: ServedCommit;
@@ -553,7 +553,7 @@ export class Daemon {
       e.committing = null;
     }
     const out = served.outcome;
-    if (out.outcome === 'HeadMoved') return out;
+    if (out.outcome === 'HeadMoved' || out.outcome === 'Conflicted') return out;
     e.record.expectedHead = out.outcome === 'Created' ? out.commitId : out.head;
     e.record.rootId = out.rootId;
     e.record.dirty = served.changed;

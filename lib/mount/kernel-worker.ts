@@ -52,7 +52,7 @@ function serve(): void {
         let value: unknown;
         if (m.type === 'commit') {
           const a0 = store.meter.allocatedGrowth;
-          const out = overlay.commitSync(m.note);
+          const out = overlay.commitSync(m.note, m.strict);
           value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
         } else if (m.type === 'changes') {
           value = wireChanges(overlay.changes());

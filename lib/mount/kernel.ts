@@ -724,7 +724,7 @@ export interface KernelWorkerParams {
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-export type ToWorker = { id: number; type: 'commit'; note: CommitNote } | { id: number; type: 'state' } | { id: number; type: 'changes' };
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean } | { id: number; type: 'state' } | { id: number; type: 'changes' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'dirty' }
@@ -904,8 +904,8 @@ export class KernelMount {
     return p;
   }
 
-  commit(note: CommitNote): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
-    return this.ask({ type: 'commit', note });
+  commit(note: CommitNote, strict = false): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
+    return this.ask({ type: 'commit', note, strict });
   }
 
   state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {

@@ -7,6 +7,7 @@ export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): Mou
   const ms = Math.round(out.ms * 1000) / 1000;
   if (out.outcome === 'HeadMoved') return { outcome: 'HeadMoved', expected: out.expected && toHex(out.expected), actual: out.actual && toHex(out.actual), ms };
   if (out.outcome === 'UpToDate') return { outcome: 'UpToDate', head: out.head && toHex(out.head), rootId: toHex(out.rootId), ms };
+  if (out.outcome === 'Conflicted') return { outcome: 'Conflicted', head: out.head && toHex(out.head), conflicts: out.conflicts.length, ms };
   return {
     outcome: 'Created',
     commitId: toHex(out.commit.id),
@@ -28,6 +29,7 @@ export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): Mou
     namesChanged: out.build.names,
     bytesRead: out.build.bytesRead,
     chunksHashed: out.build.chunksHashed,
+    ...(out.reconciled ? { reconciled: out.reconciled } : {}),
   };
 }
 

@@ -14,7 +14,8 @@
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { EMPTY_NOTE, getBranch, publishCommit, type CommitNote, type CommitRow } from '../history/index.js';
+import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
+import { saveConflicts } from '../workspace/index.js';
 import { ContentForm, INODE_KIND_NAMES, InodeKind, keySerial, NamespaceEditor, ROOT_SERIAL, TreeKind, type FsView, type Inode, type ObjectWriter, type Store, type WriteStats, type Xattr } from '../store/index.js';
 import { ContentCache, FileData, MemoryBudget, spoolFactory, spoolMemoryBudget, type ContentBuild, type SpoolFactory, type StoredContent } from './content.js';
 import { fail, FsError } from './errno.js';
@@ -99,10 +100,18 @@ export interface CommitTarget {
   workspaceId?: Buffer | null;
 }
 
+/** A reconciling commit's report: paths combining both sides, compare-and-swap retries, time (ms). */
+export interface OverlayReconciled {
+  merged: string[];
+  retries: number;
+  ms: number;
+}
+
 export type OverlayCommitOutcome =
-  | { outcome: 'Created'; commit: CommitRow; rootId: Buffer; previousHead: Buffer | null; write: WriteStats; build: ContentBuild & { records: number; deleted: number; names: number }; ms: number }
+  | { outcome: 'Created'; commit: CommitRow; rootId: Buffer; previousHead: Buffer | null; write: WriteStats; build: ContentBuild & { records: number; deleted: number; names: number }; ms: number; reconciled?: OverlayReconciled }
   | { outcome: 'UpToDate'; head: Buffer | null; rootId: Buffer; ms: number }
-  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null; ms: number };
+  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null; ms: number }
+  | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
 
 export interface OverlayOptions {
   /** Directory for spool files (must not be inside any mount this process serves). */
@@ -128,14 +137,17 @@ export interface Owner {
 }
 
 interface CommitWrite {
-  published: ReturnType<typeof publishCommit>;
+  published: ReturnType<typeof publishReconciled>;
   root: Buffer;
   head: Buffer | null;
   write: WriteStats;
+  reconciliation?: Reconciliation;
 }
 
+type Refused = { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null } | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
 class RollBack {
-  constructor(readonly outcome: { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null }) {}
+  constructor(readonly outcome: Refused) {}
 }
 
 function nowNs(): bigint {
@@ -891,21 +903,24 @@ export class Overlay {
 
   /**
    * Stores what changed and publishes it as the next Commit of the target Branch, synchronously:
-   * nothing else runs on this thread meanwhile, so the Commit is a consistent cut. HeadMoved
-   * stores nothing and leaves the overlay as it was.
+   * nothing else runs on this thread meanwhile, so the Commit is a consistent cut. When the
+   * head moved, the changes are reconciled with it (unless `strict`: HeadMoved) and the overlay
+   * moves onto the merged state. HeadMoved and Conflicted store nothing and leave the overlay as
+   * it was.
    */
-  commitSync(note: CommitNote = EMPTY_NOTE): OverlayCommitOutcome {
-    return this.commitWith((fn) => this.store.writeSync(fn), note);
+  commitSync(note: CommitNote = EMPTY_NOTE, strict = false): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note, strict);
   }
 
   /** commitSync for callers that want a promise; mutations submitted through run() meanwhile wait. */
-  async commit(note: CommitNote = EMPTY_NOTE): Promise<OverlayCommitOutcome> {
-    return this.commitWith((fn) => this.store.write(fn), note);
+  async commit(note: CommitNote = EMPTY_NOTE, strict = false): Promise<OverlayCommitOutcome> {
+    return this.commitWith((fn) => this.store.write(fn), note, strict);
   }
 
   private commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
     write: (fn: (w: ObjectWriter) => CommitWrite) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
+    strict: boolean,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
     const t0 = performance.now();
@@ -913,26 +928,35 @@ export class Overlay {
     if (!this.changed) {
       const b = getBranch(this.store, target.branchId);
       if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(target.branchId)} no longer exists`, { id: toHex(target.branchId) });
-      const out: OverlayCommitOutcome =
-        !sameHead(b.headCommitId, target.expectedHead) || !b.baseLayerId.equals(target.expectedBase)
-          ? { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 }
-          : { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 };
-      return out as R;
+      const moved = !sameHead(b.headCommitId, target.expectedHead);
+      if (strict && (moved || !b.baseLayerId.equals(target.expectedBase))) return { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 } as R;
+      // Nothing to publish, but the head moved: the overlay moves onto it, as after any commit.
+      if (moved && b.baseLayerId.equals(target.expectedBase)) this.moveOnto(b.headCommitId, branchRoot(this.store, b));
+      return { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 } as R;
     }
     this.committing = true;
     const contents = new Map<number, StoredContent>();
     const build = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0 };
     const finish = (result: CommitWrite): OverlayCommitOutcome => {
       this.rebase(result.root, contents);
+      if (result.reconciliation) this.moved(result.reconciliation.renumbered);
       this.target = { ...target, expectedHead: result.head };
       const ms = performance.now() - t0;
       if (result.published.outcome === 'UpToDate') return { outcome: 'UpToDate', head: result.head, rootId: result.root, ms };
       if (result.published.outcome !== 'Created') throw new LayerFsError('ERR_CORRUPT', 'unexpected publish outcome');
-      return { outcome: 'Created', commit: result.published.commit, rootId: result.root, previousHead: result.published.previousHead, write: result.write, build, ms };
+      const rec = result.reconciliation;
+      const out: OverlayCommitOutcome = { outcome: 'Created', commit: result.published.commit, rootId: result.root, previousHead: result.published.previousHead, write: result.write, build, ms };
+      if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
+      return out;
     };
     const fail = (e: unknown): OverlayCommitOutcome => {
-      if (e instanceof RollBack) return { ...e.outcome, ms: performance.now() - t0 };
-      throw e;
+      if (!(e instanceof RollBack)) throw e;
+      if (e.outcome.outcome === 'Conflicted') {
+        // Kept for `workspace conflicts`; the overlay keeps every change.
+        if (target.workspaceId) saveConflicts(this.store, target.workspaceId, e.outcome.head, e.outcome.conflicts);
+        return { ...e.outcome, ms: performance.now() - t0 };
+      }
+      return { ...e.outcome, ms: performance.now() - t0 };
     };
     const done = () => {
       this.committing = false;
@@ -940,7 +964,7 @@ export class Overlay {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => this.writeCommit(w, target, build, contents, note));
+      r = write((w) => this.writeCommit(w, target, build, contents, note, strict));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -956,7 +980,7 @@ export class Overlay {
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  private writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote): CommitWrite {
+  private writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -974,14 +998,16 @@ export class Overlay {
       for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       build.names += m.size;
     }
-    const root = editor.finish();
-    const published = publishCommit(store, target.branchId, root, target.expectedHead, target.expectedBase, note);
-    if (published.outcome === 'HeadMoved') throw new RollBack(published);
+    const own = editor.finish();
+    const published = publishReconciled(store, w, { branchId: target.branchId, root: own, baseRoot: this.rootId, expectedHead: target.expectedHead, expectedBase: target.expectedBase, note, strict });
+    if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
     const head = published.outcome === 'Created' ? published.commit.id : published.head;
+    const root = published.root;
     if (target.workspaceId) {
       store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, target.workspaceId);
+      store.db.prepare('DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(target.workspaceId);
     }
-    return { published, root, head, write: { ...w.stats } };
+    return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };
   }
 
   private drain(): void {
@@ -1009,6 +1035,44 @@ export class Overlay {
     this.view = this.store.view(root);
     this.rootId = root;
     this.changedSinceBase = false;
+  }
+
+  /**
+   * After a reconciling commit the base is the merged state, which holds the head's changes too:
+   * cached inodes may be stale, so closed ones are dropped (they load again from the new base on
+   * use) and open ones refresh their names; an inode the merge renumbered moves to its new serial.
+   */
+  private moved(renumbered: Map<number, number>): void {
+    for (const n of [...this.nodes.values()]) {
+      if (n.open === 0) {
+        this.nodes.delete(n.serial);
+        continue;
+      }
+      const to = renumbered.get(n.serial);
+      if (to !== undefined) {
+        this.nodes.delete(n.serial);
+        for (const h of this.handles.values()) if (h.serial === n.serial) h.serial = to;
+        n.serial = to;
+        this.nodes.set(to, n);
+      }
+      n.children = undefined;
+      try {
+        n.parents = [...(this.view.inode(n.serial).parents ?? [])];
+      } catch {
+        n.parents = [];
+      }
+    }
+    this.nextSerial = Math.max(this.nextSerial, this.maxStoredSerial() + 1);
+  }
+
+  private moveOnto(head: Buffer | null, root: Buffer): void {
+    if (this.target.workspaceId) {
+      const id = this.target.workspaceId;
+      this.store.writeSync(() => this.store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, id));
+    }
+    this.rebase(root, new Map());
+    this.moved(new Map());
+    this.target = { ...this.target, expectedHead: head };
   }
 
   /** Drops every spool file (the overlay is going away). */

@@ -158,9 +158,13 @@ export type MountedCommitOutcome =
       namesChanged: number;
       bytesRead: number;
       chunksHashed: number;
+      /** Set when the head had moved: the changes were reconciled with it. */
+      reconciled?: { merged: string[]; retries: number; ms: number };
     }
   | { outcome: 'UpToDate'; head: string | null; rootId: string; ms: number }
-  | { outcome: 'HeadMoved'; expected: string | null; actual: string | null; ms: number };
+  | { outcome: 'HeadMoved'; expected: string | null; actual: string | null; ms: number }
+  /** Nothing published; the conflicts are in the Store (workspace_conflicts). */
+  | { outcome: 'Conflicted'; head: string | null; conflicts: number; ms: number };
 
 export type UnmountOutcome = { outcome: 'Unmounted'; discarded: boolean } | { outcome: 'Dirty'; pending: MountStatus['pending'] };
 
@@ -168,7 +172,7 @@ export type StopOutcome = { outcome: 'Stopped'; unmounted: string[] } | { outcom
 
 export type Request =
   | ({ op: 'mount' } & MountRequest)
-  | { op: 'commit'; workspaceId: string; note?: CommitNoteInput }
+  | { op: 'commit'; workspaceId: string; note?: CommitNoteInput; strict?: boolean }
   | { op: 'unmount'; workspaceId: string; discard?: boolean }
   | { op: 'changes'; workspaceId: string }
   | { op: 'status' }

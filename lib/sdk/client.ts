@@ -38,6 +38,8 @@ import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, typ
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
   commitWorkspace,
+  createResolutionWorkspace,
+  editFileRanges,
   createWorkspace,
   endWorkspace,
   getExecution,
@@ -52,6 +54,7 @@ import {
   workspaceStatus,
   type ExecutionInfo,
   type RemoveProgress,
+  type RangeEdit,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
@@ -73,7 +76,10 @@ import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from '
 import { formatPairs, patchSections, pathFilters, statePairs, workspacePairs, type FileStat, type PatchRequest, type PatchResult } from './patch.js';
 import * as lifecycle from './retention.js';
 import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcProgress, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
+import { conflictInfos, resolveConflictOf, updateWorkspaceOf, withReconcilePhase } from './reconcile.js';
 import type {
+  ConflictInfo,
+  UpdateResult,
   AddResult,
   BackupReceipt,
   DedupAnalysis,
@@ -440,20 +446,31 @@ export class Client {
     });
   }
 
-  /** Publishes a Branch head as the next Layer of its LayerStack. */
-  add(branch: string, opts: { expectedHead?: string } = {}): AddResult {
+  /**
+   * Publishes a Branch head as the next Layer of its LayerStack. If the LayerStack moved on since
+   * the Branch forked, the Branch's changes are reconciled with its head (unless strict or an
+   * expected head is given: HeadMoved); a Conflicted add creates a resolution Workspace (at
+   * `resolveAt`, default beside the Store) and answers its id.
+   */
+  add(branch: string, opts: { expectedHead?: string; strict?: boolean; resolveAt?: string } = {}): AddResult {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const b = resolveBranch(this.store, branch);
     const expected = opts.expectedHead !== undefined ? this.layerRow(opts.expectedHead).id : undefined;
-    const r = addBranch(this.store, b.id, { expectedHead: expected });
+    const r = addBranch(this.store, b.id, { expectedHead: expected, strict: opts.strict });
     const base = this.receipt('layerstack.add', r.outcome, t0, a0, null);
     const stack = getLayerStack(this.store, b.layerStackId)?.name ?? '';
     let out: AddResult;
     switch (r.outcome) {
       case 'Added':
-        out = { ...base, outcome: 'Added', layer: layerInfo(r.layer, stack), previousHead: toHex(r.previousHead) };
+        out = { ...base, outcome: 'Added', layer: layerInfo(r.layer, stack), previousHead: toHex(r.previousHead), ...(r.reconciled ? { reconciled: { ...r.reconciled, retries: 0 } } : {}) };
+        withReconcilePhase(out, r.reconciled?.ms);
         break;
+      case 'Conflicted': {
+        const ws = createResolutionWorkspace(this.store, b, r, opts.resolveAt);
+        out = { ...base, outcome: 'Conflicted', head: toHex(r.head), conflicts: conflictInfos(this.store, ws.id), resolutionWorkspace: this.workspaceInfoOf(ws) };
+        break;
+      }
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', layer: layerInfo(r.layer, stack) };
         break;
@@ -642,22 +659,27 @@ export class Client {
     }
     if (w.projection === 'fuse') {
       if (opts.exclude?.length) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'excludes apply to materialized Workspaces; a FUSE Workspace commits what was written to it', { argument: 'exclude' });
-      return this.commitMounted(w, t0, note);
+      return this.commitMounted(w, t0, note, opts.strict ?? false);
     }
     const phases = { walkRead: 0, chunkHash: 0, write: 0 };
-    const r = await commitWorkspace(this.store, w, this.stateDir, phases, note, opts.exclude);
+    const r = await commitWorkspace(this.store, w, this.stateDir, phases, { note, strict: opts.strict ?? false, exclude: opts.exclude });
     const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
+    withReconcilePhase(base, r.outcome === 'Created' ? r.reconciled?.ms : r.outcome === 'Conflicted' ? r.ms : undefined);
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':
         // A new head is always kept by retention.
         out = { ...base, outcome: 'Created', commit: { ...commitInfo(r.commit), pruned: false }, previousHead: r.previousHead ? toHex(r.previousHead) : null, changedPaths: r.changedPaths };
+        if (r.reconciled) out.reconciled = r.reconciled;
         break;
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', head: r.head ? toHex(r.head) : null };
         break;
       case 'Busy':
         out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      case 'Conflicted':
+        out = { ...base, outcome: 'Conflicted', head: r.head ? toHex(r.head) : null, conflicts: conflictInfos(this.store, w.id) };
         break;
       default:
         out = { ...base, outcome: 'HeadMoved', expected: r.expected ? toHex(r.expected) : null, actual: r.actual ? toHex(r.actual) : null };
@@ -669,8 +691,8 @@ export class Client {
    * A FUSE Workspace's commit, run by the daemon: its reply carries the whole Commit row and the
    * allocated growth of its own write transaction, so nothing is re-read here.
    */
-  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote): Promise<CommitResult> {
-    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note);
+  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote, strict: boolean): Promise<CommitResult> {
+    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note, strict);
     const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
     const base = {
       ...this.receipt('workspace.commit', r.outcome, t0, 0, write),
@@ -687,13 +709,18 @@ export class Client {
           commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author, pruned: false },
           previousHead: r.previousHead,
           changedPaths: r.recordsWritten + r.deleted,
+          ...(r.reconciled ? { reconciled: r.reconciled } : {}),
         };
+        withReconcilePhase(out, r.reconciled?.ms);
         break;
       case 'UpToDate':
         out = { ...base, outcome: 'UpToDate', head: r.head };
         break;
       case 'Busy':
         out = { ...base, outcome: 'Busy', executions: r.executions };
+        break;
+      case 'Conflicted':
+        out = { ...base, outcome: 'Conflicted', head: r.head, conflicts: conflictInfos(this.store, w.id) };
         break;
       default:
         out = { ...base, outcome: 'HeadMoved', expected: r.expected, actual: r.actual };
@@ -741,6 +768,32 @@ export class Client {
   /** Ends the standby Workspaces `toolCall({ standby: true })` keeps ready (call before close). */
   endStandbys(): Promise<void> {
     return endStandbys(this);
+  }
+
+  /**
+   * Range edits of files in the Workspace, validated first and applied all or nothing: each
+   * replaces `deleteLength` bytes at `start` with `replacement` (a Buffer, or `{ zero: n }`).
+   */
+  editWorkspaceFileRanges(ref: string, edits: RangeEdit[]): { files: number; edits: number; bytesWritten: number } {
+    return editFileRanges(resolveWorkspace(this.store, ref), edits);
+  }
+
+  /** What the Workspace's last reconciling commit found overlapping (kept until it commits). */
+  workspaceConflicts(ref: string): ConflictInfo[] {
+    return conflictInfos(this.store, resolveWorkspace(this.store, ref).id);
+  }
+
+  /** Settles one conflict: the Branch head's version, the Workspace's base version (layer), or the working tree's. */
+  resolveWorkspaceConflict(ref: string, conflict: number, how: 'branch' | 'layer' | 'working-tree'): ConflictInfo {
+    return resolveConflictOf(this.store, resolveWorkspace(this.store, ref), conflict, how);
+  }
+
+  /** Moves a clean Workspace onto the Branch's current head (a dirty one commits first: that reconciles). */
+  async updateWorkspace(ref: string): Promise<UpdateResult> {
+    const t0 = performance.now();
+    const a0 = this.store.meter.allocatedGrowth;
+    const r = await updateWorkspaceOf(this.store, resolveWorkspace(this.store, ref), this.stateDir);
+    return this.monitor.record({ ...this.receipt('workspace.update', r.outcome, t0, a0, null), ...r } as UpdateResult) as UpdateResult;
   }
 
   /** Runs a command in the Workspace in the foreground (stdio inherited); resolves with its end. */

@@ -10,6 +10,7 @@ export type { DiffPage, DiffEntry, ChangeKind, ChangedField } from '../history/i
 export type { ExecutionInfo, ExecutionResources, ResourceUsage, SandboxState, SandboxProfile, SandboxOutcome, ShellSession } from '../workspace/index.js';
 export type { CreateSandboxOptions, ShellOptions } from './sandbox.js';
 export type { RemoveProgress } from '../workspace/index.js';
+export type { RangeEdit } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
 export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats, RemoteVerifyReport } from './remotes.js';
 export type { ToolCallOptions, ToolCallResult, ToolCallWorkspace, ToolCallDecision, ToolCallOutcome, ToolCallChange, ToolCallExecResult } from './tool-call.js';

@@ -90,11 +90,11 @@ export async function mountedWorkspaceChanges(store: Store, ws: WorkspaceRow): P
 export type MountedCommit = { outcome: 'Busy'; executions: string[] } | MountedCommitOutcome;
 
 /** Commits through the daemon while the mount stays up; Busy while an execution runs in it. */
-export async function commitMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, note: CommitNote): Promise<MountedCommit> {
+export async function commitMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string, note: CommitNote, strict = false): Promise<MountedCommit> {
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   try {
-    return await commitMounted(store.path, toHex(ws.id), { note });
+    return await commitMounted(store.path, toHex(ws.id), { note, strict });
   } catch (e) {
     if (e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') throw lostError(ws);
     throw e;

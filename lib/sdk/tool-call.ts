@@ -45,9 +45,9 @@ export interface ToolCallOptions {
   /** Like an abort after this many ms. */
   timeoutMs?: number;
   /**
-   * For the reconciling commit: refuse to reconcile with a moved head and report instead. Today
-   * every commit is strict (a moved head is `HeadMoved`); the option is accepted for forward
-   * compatibility.
+   * Refuse to reconcile with a moved head and report `HeadMoved` instead. By default a call
+   * whose Branch moved meanwhile is reconciled with it (`Created`, or `Conflicted` with the
+   * Workspace handed over for `workspace resolve`).
    */
   strict?: boolean;
   /**
@@ -393,7 +393,7 @@ async function callIn(
   }
   let r: CommitResult;
   try {
-    r = await client.commitWorkspace(id, { message: decision.message, metadata: decision.metadata, author: decision.author });
+    r = await client.commitWorkspace(id, { message: decision.message, metadata: decision.metadata, author: decision.author, strict: opts.strict });
     lap('commit');
   } catch (e) {
     // The work is not thrown away: the Workspace is handed over, its id on the error.

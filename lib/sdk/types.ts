@@ -149,6 +149,28 @@ export interface CommitOptions {
   author?: string;
   /** Materialized Workspaces: gitignore patterns whose new paths stay out of this Commit. */
   exclude?: string[];
+  /** HeadMoved instead of reconciling when the Branch head moved since the Workspace's base. */
+  strict?: boolean;
+}
+
+/** One overlap a reconciling commit found; `id` is what resolveWorkspaceConflict takes. */
+export interface ConflictInfo {
+  id: number;
+  path: string;
+  kind: string;
+  headPath?: string;
+  message: string;
+  lines?: { base: [number, number]; head: [number, number]; workspace: [number, number] }[];
+  headCommitId: string | null;
+  resolution: 'branch' | 'layer' | 'working-tree' | null;
+  createdAt: string;
+}
+
+/** A reconciling commit: the paths whose result combines both sides, retries of the compare-and-swap, time (ms). */
+export interface ReconcileInfo {
+  merged: string[];
+  retries: number;
+  ms: number;
 }
 
 export interface WorkspaceInfo {
@@ -177,19 +199,24 @@ export interface WorkspaceStatus {
 
 export type CommitResult = Receipt &
   (
-    | { outcome: 'Created'; commit: CommitInfo; previousHead: string | null; changedPaths: number }
+    | { outcome: 'Created'; commit: CommitInfo; previousHead: string | null; changedPaths: number; reconciled?: ReconcileInfo }
     | { outcome: 'UpToDate'; head: string | null }
     | { outcome: 'Busy'; executions: string[] }
     | { outcome: 'HeadMoved'; expected: string | null; actual: string | null }
+    | { outcome: 'Conflicted'; head: string | null; conflicts: ConflictInfo[] }
   );
 
 export type AddResult = Receipt &
   (
-    | { outcome: 'Added'; layer: LayerInfo; previousHead: string }
+    | { outcome: 'Added'; layer: LayerInfo; previousHead: string; reconciled?: ReconcileInfo }
+    /** Nothing added; settle the conflicts in `resolutionWorkspace`, commit it, then add its Branch. */
+    | { outcome: 'Conflicted'; head: string; conflicts: ConflictInfo[]; resolutionWorkspace: WorkspaceInfo }
     | { outcome: 'UpToDate'; layer: LayerInfo }
     | { outcome: 'NoChanges'; head: string }
     | { outcome: 'HeadMoved'; expected: string; actual: string }
   );
+
+export type UpdateResult = Receipt & ({ outcome: 'Updated'; head: string | null; written: number } | { outcome: 'UpToDate'; head: string | null } | { outcome: 'Busy'; executions: string[] });
 
 export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean; kept?: string } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
 

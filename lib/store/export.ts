@@ -109,6 +109,8 @@ export interface ExportOptions {
   onEntry?: (relPath: Buffer, serial: number, parentSerial: number) => void;
   /** Called every few entries; the totals come from one pass over the inode table first. */
   onProgress?: (p: ExportProgress) => void;
+  /** The directory to write (default: the root). */
+  from?: number;
 }
 
 /** Entries (by name: a hard link counts per name) and file bytes (once per inode) of a state. */
@@ -137,7 +139,8 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
 
 function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats {
   const prefix = abs.length + 1;
-  opts.onEntry?.(Buffer.alloc(0), ROOT_SERIAL, 0);
+  const top = opts.from ?? ROOT_SERIAL;
+  opts.onEntry?.(Buffer.alloc(0), top, 0);
   // The root is a directory of the state too, counted as the import counts it.
   const stats: ExportStats = { files: 0, directories: 1, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
   const linked = new Map<number, Buffer>();
@@ -150,11 +153,11 @@ function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats 
     opts.onProgress({ entries, totalEntries: totals.totalEntries, bytes: stats.bytes, totalBytes: totals.totalBytes });
   };
   // A directory serial may be reached once per state: a second time is a cycle or fan-out.
-  const seenDirs = new Set<number>([ROOT_SERIAL]);
+  const seenDirs = new Set<number>([top]);
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.
   const dirs: { path: Buffer; inode: Inode }[] = [];
-  const stack: { path: Buffer; serial: number }[] = [{ path: Buffer.from(abs), serial: ROOT_SERIAL }];
+  const stack: { path: Buffer; serial: number }[] = [{ path: Buffer.from(abs), serial: top }];
   while (stack.length > 0) {
     const { path, serial } = stack.pop()!;
     const dir = view.inode(serial);
@@ -175,31 +178,12 @@ function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats 
           stats.directories++;
           stack.push({ path: p, serial: childSerial });
           continue;
-        case InodeKind.File: {
-          const first = linked.get(childSerial);
-          if (first) {
-            fsCall(p, () => linkSync(first, p));
-            stats.hardLinks++;
-            continue;
-          }
-          writeFile(view, p, inode);
-          if (inode.nlink > 1) linked.set(childSerial, p);
-          stats.files++;
-          stats.bytes += inode.size;
-          break;
-        }
-        case InodeKind.Symlink:
-          fsCall(p, () => symlinkSync(inode.target!, p));
-          stats.symlinks++;
-          break;
         default:
-          makeSpecial(p, inode);
-          stats.specials++;
+          writeLeaf(view, p, inode, childSerial, linked, stats);
       }
-      fsCall(p, () => applyMeta(p, inode, false));
     }
   }
-  for (let i = dirs.length - 1; i >= 0; i--) fsCall(dirs[i]!.path, () => applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0));
+  for (let i = dirs.length - 1; i >= 0; i--) fsCall(dirs[i]!.path, () => applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0 && top === ROOT_SERIAL));
   report(true);
   return stats;
 }
@@ -214,4 +198,45 @@ function writeFile(view: FsView, p: Buffer, inode: Inode): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** Writes one non-directory entry at `p` (absent); a second name of a linked file becomes a hard link. */
+function writeLeaf(view: FsView, p: Buffer, inode: Inode, serial: number, linked: Map<number, Buffer>, stats: ExportStats): void {
+  switch (inode.kind) {
+    case InodeKind.File: {
+      const first = linked.get(serial);
+      if (first) {
+        fsCall(p, () => linkSync(first, p));
+        stats.hardLinks++;
+        return;
+      }
+      writeFile(view, p, inode);
+      if (inode.nlink > 1) linked.set(serial, p);
+      stats.files++;
+      stats.bytes += inode.size;
+      break;
+    }
+    case InodeKind.Symlink:
+      fsCall(p, () => symlinkSync(inode.target!, p));
+      stats.symlinks++;
+      break;
+    default:
+      makeSpecial(p, inode);
+      stats.specials++;
+  }
+  fsCall(p, () => applyMeta(p, inode, false));
+}
+
+/**
+ * Writes the entry `serial` of a state at `target` (which must not exist): a directory with
+ * everything under it, or one file, symlink or special file.
+ */
+export function exportEntry(view: FsView, serial: number, target: string): void {
+  const inode = view.inode(serial);
+  if (inode.kind === InodeKind.Dir) {
+    exportTree(view, target, { from: serial });
+    return;
+  }
+  const stats: ExportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0 };
+  writeLeaf(view, Buffer.from(resolve(target)), inode, serial, new Map(), stats);
 }

@@ -198,6 +198,20 @@ CREATE TABLE IF NOT EXISTS fork_bases (
   commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)
 ) STRICT;
 ` },
+  // Conflicts of reconciling commits, kept per Workspace until resolved and committed.
+  { to: 9, sql: `
+CREATE TABLE workspace_conflicts (
+  workspace_id   BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  path           TEXT NOT NULL,
+  kind           TEXT NOT NULL,
+  head_commit_id BLOB,
+  detail         TEXT NOT NULL,
+  resolution     TEXT,
+  created_ms     INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, seq)
+) STRICT;
+` },
 ];
 
 /** The format this layerfs writes: the last step's. */

@@ -12,3 +12,8 @@ export { startShell, type ShellRequest, type ShellSession } from './shell.js';
 export { recordEnded, findEnded, type EndedWorkspace } from './ended.js';
 export type { RemoveProgress } from './materialize.js';
 export * from './owner.js';
+export { listConflicts, resolveConflict, saveConflicts, type ConflictRecord, type Resolution } from './conflicts.js';
+export { updateWorkspace, type UpdateOutcome } from './update.js';
+export type { CommitRun, ReconcileReport } from './manager.js';
+export { createResolutionWorkspace } from './add-resolve.js';
+export { editFileRanges, type RangeEdit } from './ranges.js';

@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, EMPTY_NOTE, getBranch, publishCommit, uuidv7, type BranchRow, type CommitNote, type CommitRow } from '../history/index.js';
+import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath } from '../native/index.js';
 import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
@@ -15,6 +15,8 @@ import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
+import { clearConflicts, resolvedPaths, saveConflicts } from './conflicts.js';
+import { syncProjection } from './sync.js';
 import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
 /**
@@ -112,11 +114,30 @@ function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
   return out.sort((a, b) => Buffer.compare(a.path, b.path));
 }
 
+/** A reconciling commit's report: paths that combine both sides, retries, time (ms). */
+export interface ReconcileReport {
+  merged: string[];
+  retries: number;
+  ms: number;
+}
+
 export type CommitOutcome =
-  | { outcome: 'Created'; commit: CommitRow; previousHead: Buffer | null; changedPaths: number; write: WriteStats }
+  | { outcome: 'Created'; commit: CommitRow; previousHead: Buffer | null; changedPaths: number; write: WriteStats; reconciled?: ReconcileReport }
   | { outcome: 'UpToDate'; head: Buffer | null }
   | { outcome: 'Busy'; executions: string[] }
-  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null };
+  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null }
+  | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
+/** How a commit runs: its note, and strict (HeadMoved instead of reconciling when the head moved). */
+/**
+ * `note`: the Commit's message, metadata and author; `strict`: HeadMoved instead of reconciling;
+ * `exclude`: gitignore patterns whose new paths this commit leaves out (after `.layerfsignore`'s).
+ */
+export interface CommitRun {
+  note?: CommitNote;
+  strict?: boolean;
+  exclude?: readonly string[];
+}
 
 class RollBack {
   constructor(readonly outcome: CommitOutcome) {}
@@ -135,30 +156,32 @@ export interface CommitPhases {
   write: number;
 }
 
-/** `note`: the Commit's message, metadata and author; `exclude`: gitignore patterns whose new paths this commit leaves out (after `.layerfsignore`'s). */
 export async function commitWorkspace(
   store: Store,
   ws: WorkspaceRow,
   stateDir: string,
   phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 },
-  note: CommitNote = EMPTY_NOTE,
-  exclude: readonly string[] = [],
+  run: CommitRun = {},
 ): Promise<CommitOutcome> {
+  const note = run.note ?? EMPTY_NOTE;
+  const strict = run.strict ?? false;
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
   let t = performance.now();
   const cache = loadCache(store, ws.id);
-  const cs = await computeChanges(ws.path, cache, exclude);
+  const cs = await computeChanges(ws.path, cache, run.exclude ?? []);
   phases.walkRead = performance.now() - t;
   if (cs.clean) {
     const b = getBranch(store, ws.branchId);
     const head = b?.headCommitId ?? null;
     const same = (head === null && ws.expectedHeadId === null) || (head !== null && ws.expectedHeadId !== null && head.equals(ws.expectedHeadId));
-    if (!same) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
+    if (!same && strict) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
+    // Nothing to publish, but the head moved: the Workspace moves onto it, as after any commit.
+    if (!same && b) await store.write(() => moveOnto(store, ws, b, cache));
     return { outcome: 'UpToDate', head };
   }
   try {
-    return await store.write(async (w) => {
+    return await store.write(async (w): Promise<CommitOutcome> => {
       t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
@@ -169,20 +192,38 @@ export async function commitWorkspace(
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
       phases.write = performance.now() - t - phases.chunkHash;
-      const published = publishCommit(store, ws.branchId, root, ws.expectedHeadId, ws.expectedBaseId, note);
-      if (published.outcome === 'HeadMoved') throw new RollBack(published);
-      saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+      const resolved = resolvedPaths(store, ws.id);
+      const published = publishReconciled(store, w, { branchId: ws.branchId, root, baseRoot: ws.baseRootId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, note, strict, resolved });
+      if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
+      const rec = published.reconciliation;
+      // The Workspace shows what was published: the other side's changes are written in.
+      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache);
+      else saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
       const head = published.outcome === 'Created' ? published.commit.id : published.head;
-      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, ws.id);
-      if (published.outcome === 'UpToDate') return published;
+      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(published.root, head, ws.id);
+      clearConflicts(store, ws.id);
+      if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
       let changedPaths = cs.deletedPaths.length;
       for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;
-      return { ...published, changedPaths, write: { ...w.stats } };
+      const out: CommitOutcome = { outcome: 'Created', commit: published.commit, previousHead: published.previousHead, changedPaths, write: { ...w.stats } };
+      if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
+      return out;
     });
   } catch (e) {
-    if (e instanceof RollBack) return e.outcome;
-    throw e;
+    if (!(e instanceof RollBack)) throw e;
+    // Nothing was published; what overlapped is kept for `workspace conflicts` and `resolve`.
+    if (e.outcome.outcome === 'Conflicted') saveConflicts(store, ws.id, e.outcome.head, e.outcome.conflicts);
+    return e.outcome;
   }
+}
+
+/** Writes the head's changes into a clean Workspace and makes the head its base. */
+function moveOnto(store: Store, ws: WorkspaceRow, b: BranchRow, cache: StatCache): void {
+  const now = getBranch(store, b.id)!;
+  const root = branchRoot(store, now);
+  if (!now.baseLayerId.equals(ws.expectedBaseId)) return;
+  syncProjection(store, ws.id, ws.path, ws.baseRootId, root, cache);
+  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, now.headCommitId, ws.id);
 }
 
 /**

@@ -64,7 +64,7 @@ export function materialize(store: Store, rootId: Buffer, dir: string, onProgres
  * Returns once the clock is a timestamp tick past the newest ctime: a write into the Workspace
  * after create returns then changes the stat the cache records (record.ts, racy edits).
  */
-function waitPastTickSync(ctimeNs: BigInt64Array): void {
+export function waitPastTickSync(ctimeNs: BigInt64Array): void {
   let newest = 0n;
   for (const c of ctimeNs) if (c > newest) newest = c;
   const ms = racyWaitMs(newest, Date.now());

@@ -130,7 +130,7 @@ test('abort mid-exec: the command is stopped, the Workspace discarded (Aborted);
   client.close();
 });
 
-test('the head moved meanwhile: HeadMoved, the Workspace stays with the work, its id returned', async () => {
+test('the head moved meanwhile: by default the call is reconciled with it; both files land', async () => {
   const { client } = await setup();
   const r = await client.toolCall(
     'main',
@@ -141,6 +141,26 @@ test('the head moved meanwhile: HeadMoved, the Workspace stays with the work, it
       return { keep: true, message: 'mine' };
     },
     materialize,
+  );
+  assert.equal(r.outcome, 'Created');
+  assert.equal(client.cat('main', 'mine.txt').toString(), 'mine');
+  assert.equal(client.cat('main', 'theirs.txt').toString(), 't');
+  assert.deepEqual(client.workspaces(), []);
+  assertIntact(client);
+  client.close();
+});
+
+test('the head moved meanwhile, strict: HeadMoved, the Workspace stays with the work, its id returned', async () => {
+  const { client } = await setup();
+  const r = await client.toolCall(
+    'main',
+    async (ws) => {
+      writeFileSync(join(ws.path, 'mine.txt'), 'mine');
+      const inner = await client.toolCall('main', (w2) => (writeFileSync(join(w2.path, 'theirs.txt'), 't'), { keep: true, message: 'theirs' }), materialize);
+      assert.equal(inner.outcome, 'Created');
+      return { keep: true, message: 'mine' };
+    },
+    { ...materialize, strict: true },
   );
   assert.equal(r.outcome, 'HeadMoved');
   assert.ok(r.workspace);

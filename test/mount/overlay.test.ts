@@ -157,7 +157,7 @@ test('namespace operations follow POSIX and survive a commit', async () => {
   }
 });
 
-test('HeadMoved stores nothing and leaves the overlay as it was', async () => {
+test('strict: HeadMoved stores nothing and leaves the overlay as it was', async () => {
   const t = await setup();
   try {
     const a = t.open();
@@ -166,11 +166,44 @@ test('HeadMoved stores nothing and leaves the overlay as it was', async () => {
     bOv.mkdir(1, b('from-b'), 0o755);
     assert.equal((await a.commit()).outcome, 'Created');
     const objects = t.store.counts().objects;
-    const r = await bOv.commit();
+    const r = await bOv.commit(undefined, true);
     assert.equal(r.outcome, 'HeadMoved');
     assert.equal(t.store.counts().objects, objects);
     assert.equal(bOv.changed, true);
     assert.equal(bOv.lookup(1, b('from-b')) > 0, true);
+    a.dispose();
+    bOv.dispose();
+  } finally {
+    t.close();
+  }
+});
+
+test('reconciling: the second overlay commits onto the moved head and then shows both sides, renumbered inodes included', async () => {
+  const t = await setup();
+  try {
+    const a = t.open();
+    const bOv = t.open();
+    a.mkdir(1, b('from-a'), 0o755);
+    const dirB = bOv.mkdir(1, b('from-b'), 0o755);
+    const f = bOv.create(dirB, b('f'), 0o644);
+    bOv.write(f.fh, b('held open\n'), 0);
+    assert.equal((await a.commit()).outcome, 'Created');
+    const r = await bOv.commit();
+    assert.equal(r.outcome, 'Created');
+    assert.ok(r.outcome === 'Created' && r.reconciled && r.reconciled.retries === 0);
+    assert.equal(bOv.changed, false);
+    // The head's directory is visible in b now; b's own entries are still there.
+    assert.ok(bOv.lookup(1, b('from-a')) > 0);
+    const dirNow = bOv.lookup(1, b('from-b'));
+    const fNow = bOv.lookup(dirNow, b('f'));
+    assert.equal(bOv.serialOf(f.fh), fNow, 'the open handle follows its renumbered inode');
+    bOv.write(f.fh, b('HELD'), 0);
+    bOv.release(f.fh);
+    const r2 = await bOv.commit();
+    assert.equal(r2.outcome, 'Created');
+    assert.equal(t.client.cat('main', 'from-b/f').toString(), 'HELD open\n');
+    assert.ok(t.client.ls('main', '').some((e) => e.name === 'from-a'));
+    assert.equal(t.client.verify().ok, true);
     a.dispose();
     bOv.dispose();
   } finally {

@@ -80,7 +80,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
     const wsB = await client.createWorkspace('try-b', { at: join(dir, 'ws-b') });
     writeFileSync(join(wsB.path, 'b-only'), 'b');
     assert.equal((await client.commitWorkspace(wsB.id)).outcome, 'Created');
-    const moved = client.add('try-b');
+    const moved = client.add('try-b', { strict: true });
     assert.equal(moved.outcome, 'HeadMoved');
     assert.equal(client.layers({ layerStack: 'proj' }).length, 2);
     assert.equal(client.cat('proj', 'lib/a.txt').toString(), 'second\n');
@@ -98,7 +98,7 @@ test('fork, materialize, edit, commit, log, fork from an older Commit, add', asy
   }
 });
 
-test('two Workspaces on one Branch: the second commit gets HeadMoved and loses nothing', async () => {
+test('strict: two Workspaces on one Branch: the second commit gets HeadMoved and loses nothing', async () => {
   const { dir, client, layer } = await setup();
   try {
     client.forkBranch({ name: 'shared', layer });
@@ -108,7 +108,7 @@ test('two Workspaces on one Branch: the second commit gets HeadMoved and loses n
     writeFileSync(join(w2.path, 'two'), '2');
     const r1 = await client.commitWorkspace(w1.id);
     assert.equal(r1.outcome, 'Created');
-    const r2 = await client.commitWorkspace(w2.id);
+    const r2 = await client.commitWorkspace(w2.id, { strict: true });
     assert.equal(r2.outcome, 'HeadMoved');
     if (r2.outcome === 'HeadMoved' && r1.outcome === 'Created') {
       assert.equal(r2.expected, null);

@@ -78,15 +78,25 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
   const stack = program.commands.find((c) => c.name() === 'layerstack')!;
   stack
     .command('add <branch>')
-    .description('publish the Branch head as the next Layer (Added | UpToDate | NoChanges | HeadMoved)')
+    .description('publish the Branch head as the next Layer (Added | UpToDate | NoChanges | Conflicted | HeadMoved); reconciles with a LayerStack that moved on')
     .option('--expect-head <layer>', 'refuse (HeadMoved) unless the LayerStack head is this Layer')
-    .action((name: string, opts: { expectHead?: string }) =>
+    .option('--strict', 'answer HeadMoved instead of reconciling when the LayerStack moved on')
+    .option('--resolve-at <dir>', 'where a Conflicted add puts its resolution Workspace (default: beside the Store)')
+    .action((name: string, opts: { expectHead?: string; strict?: boolean; resolveAt?: string }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.add(name, { expectedHead: opts.expectHead }));
+        const r = await withClient(g.store, (c) => c.add(name, { expectedHead: opts.expectHead, strict: opts.strict, resolveAt: opts.resolveAt }));
         out.result(r, () => {
           switch (r.outcome) {
             case 'Added':
+              if (r.reconciled) return [`ADDED Layer ${r.layer.id} (${r.layer.layerStack}#${r.layer.seq}) previous=${short(r.previousHead)}, reconciled with the moved LayerStack (${r.reconciled.merged.length} merged path(s), ${r.reconciled.ms.toFixed(1)} ms)`, ...r.reconciled.merged.map((p) => `  merged ${p}`)];
               return `ADDED Layer ${r.layer.id} (${r.layer.layerStack}#${r.layer.seq}) previous=${short(r.previousHead)}`;
+            case 'Conflicted':
+              return [
+                `CONFLICTED head=${short(r.head)}: nothing was added; ${r.conflicts.length} conflict(s)`,
+                ...r.conflicts.map((c) => `  ${c.id} ${c.kind} ${c.path}: ${c.message}`),
+                `resolution Workspace ${r.resolutionWorkspace.id} at ${r.resolutionWorkspace.path} (Branch ${r.resolutionWorkspace.branch})`,
+                'resolve there, commit it, then `layerfs layerstack add ' + r.resolutionWorkspace.branch + '`',
+              ];
             case 'UpToDate':
               return `UP_TO_DATE already added as Layer ${r.layer.id}`;
             case 'NoChanges':
@@ -98,7 +108,7 @@ export function registerBranchCommands(program: Command, run: Runner, state: { c
               ];
           }
         });
-        if (r.outcome === 'HeadMoved') state.code = 3;
+        if (r.outcome === 'HeadMoved' || r.outcome === 'Conflicted') state.code = 3;
       })(),
     );
   stack

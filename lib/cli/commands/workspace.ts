@@ -116,24 +116,31 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
       })(),
     );
   ws.command('commit [workspace]')
-    .description('commit the Workspace (Created | UpToDate | Busy | HeadMoved); it continues from the new Commit')
+    .description('commit the Workspace (Created | UpToDate | Busy | Conflicted | HeadMoved with --strict); if the head moved, the changes are reconciled with it')
     .option('-m, --message <text>', 'the Commit message')
+    .option('--strict', 'answer HeadMoved instead of reconciling when the Branch head moved')
     .option('--metadata <json>', 'a JSON object recorded with the Commit (agent, tool call id, model…)')
     .option('--author <name>', 'who the Commit is by (default: $LAYERFS_AUTHOR, else user@host)')
     .option('--exclude <glob>', 'leave new paths matching this gitignore pattern out of the Commit (repeatable; materialized Workspaces)', (v: string, prev: string[] = []) => [...prev, v])
-    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string; exclude?: string[] }) =>
+    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string; exclude?: string[]; strict?: boolean }) =>
       run(async (out, g) => {
         const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
         let branch = 'BRANCH';
         const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
         const r = await withClient(g.store, (c) => {
           branch = c.workspace(ref ?? here()).branch;
-          return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author, exclude: opts.exclude });
+          return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author, exclude: opts.exclude, strict: opts.strict });
         }).finally(busy.stop);
         out.result(r, () => {
           switch (r.outcome) {
-            case 'Created':
-              return `CREATED commit ${r.commit.id} previous=${short(r.previousHead)} (${r.changedPaths} paths, ${r.objectsInserted} objects stored, ${(r.ms / 1000).toFixed(3)} s)`;
+            case 'Created': {
+              const line = `CREATED commit ${r.commit.id} previous=${short(r.previousHead)} (${r.changedPaths} paths, ${r.objectsInserted} objects stored, ${(r.ms / 1000).toFixed(3)} s)`;
+              if (!r.reconciled) return line;
+              const rc = r.reconciled;
+              return [`${line}`, `RECONCILED with the moved head: ${rc.merged.length} merged path(s), ${rc.retries} retries, ${rc.ms.toFixed(1)} ms`, ...rc.merged.map((p) => `  merged ${p}`)];
+            }
+            case 'Conflicted':
+              return [`CONFLICTED head=${short(r.head)}: nothing was published; ${r.conflicts.length} conflict(s)`, ...r.conflicts.map((c) => `  ${c.id} ${c.kind} ${c.path}: ${c.message}`), 'see `layerfs workspace conflicts WS`, then `layerfs workspace resolve WS ID --branch|--layer|--working-tree`'];
             case 'UpToDate':
               return `UP_TO_DATE ${short(r.head)}`;
             case 'Busy':
@@ -145,7 +152,7 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
               ];
           }
         });
-        if (r.outcome === 'Busy' || r.outcome === 'HeadMoved') state.code = 3;
+        if (r.outcome === 'Busy' || r.outcome === 'HeadMoved' || r.outcome === 'Conflicted') state.code = 3;
       })(),
     );
   ws.command('end [workspace]')

@@ -3,7 +3,7 @@
  * under an extent tree. Files the scan returned whole are stored from memory; larger ones are
  * streamed (large-file.ts).
  */
-import { scanPaths, type ScanEntryOk } from '../../native/index.js';
+import { chunkAndHash, scanPaths, type ScanEntryOk } from '../../native/index.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import { ExtentTreeBuilder } from '../tree/extents.js';
@@ -71,4 +71,20 @@ export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter, 
   if (e.size >= SMALL_FILE_THRESHOLD) return { form: ContentForm.Extents, content: storeLargeFileSync(path, e, w, save) };
   const data = readSmallFileSync(path, e);
   return { form: ContentForm.Whole, content: w.add(ObjectKind.Blob, data) };
+}
+
+/**
+ * Stores bytes held in memory as file content (a merged text file, a range edit): one blob
+ * below SMALL_FILE_THRESHOLD, else FastCDC chunks under an extent tree, exactly as an import of
+ * the same bytes would store them.
+ */
+export function storeBytes(data: Buffer, w: ObjectWriter): StoredContent {
+  if (data.length === 0) return { form: ContentForm.None, content: null };
+  if (data.length < SMALL_FILE_THRESHOLD) return { form: ContentForm.Whole, content: w.add(ObjectKind.Blob, data) };
+  const chunks = chunkAndHash(data);
+  const ids = Buffer.concat(chunks.map((c) => c.id));
+  w.putChunks(data, chunks.map((c) => c.length), ids);
+  const tree = new ExtentTreeBuilder((node) => w.add(ObjectKind.Extents, node));
+  for (const c of chunks) tree.push(c.id, c.length);
+  return { form: ContentForm.Extents, content: tree.finish() };
 }

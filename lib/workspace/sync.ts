@@ -1,0 +1,108 @@
+/**
+ * Moves a materialized Workspace from the state it matches to another one (after a reconciling
+ * commit: from the Workspace's own state to the merged one): writes the paths that differ, then
+ * records the stat cache for the new state. The work is that of the difference (a page-tree
+ * diff) plus one walk of the directory.
+ */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { diffStates, maxSerial } from '../history/index.js';
+import { walkRelPath } from '../native/index.js';
+import { exportEntry, InodeKind, type Store } from '../store/index.js';
+import { saveCache, type StatCache } from './cache.js';
+import { compactWalk, computeChangesSync } from './changes.js';
+import { waitPastTickSync } from './materialize.js';
+
+/** Splits a '/'-joined path into name buffers. */
+function parts(path: Buffer): Buffer[] {
+  const out: Buffer[] = [];
+  let start = 0;
+  for (let i = 0; i <= path.length; i++) {
+    if (i === path.length || path[i] === 0x2f) {
+      if (i > start) out.push(path.subarray(start, i));
+      start = i + 1;
+    }
+  }
+  return out;
+}
+
+/**
+ * Writes into `dir` (which shows `fromRoot`) every path where `toRoot` differs, so it shows
+ * `toRoot`; returns the number of entries written. The stat cache is the caller's business.
+ */
+export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toRoot: Buffer, serials?: Map<string, number>): number {
+  const entries = diffStates(store, fromRoot, toRoot, { limit: Number.MAX_SAFE_INTEGER }).entries;
+  const abs = (p: Buffer) => join(dir, p.toString('utf8'));
+  // Removals first, in reverse path order, so a directory goes after its contents.
+  const removals: Buffer[] = [];
+  for (const e of entries) {
+    if (e.change === 'deleted' || e.change === 'modified') removals.push(e.pathBytes);
+    if (e.change === 'renamed') removals.push(e.oldPathBytes!, e.pathBytes);
+  }
+  const byPath = new Map(entries.map((e) => [e.pathBytes.toString('latin1'), e]));
+  for (const p of removals.sort(Buffer.compare).reverse()) {
+    const e = byPath.get(p.toString('latin1'));
+    // A modified directory is rewritten below, with everything under it.
+    if (e?.change === 'modified' && e.kind === 'dir') continue;
+    rmSync(abs(p), { recursive: true, force: true });
+  }
+  const to = store.view(toRoot);
+  let written = 0;
+  const done: Buffer[] = [];
+  for (const e of entries) {
+    if (e.change === 'deleted') continue;
+    if (done.some((d) => e.pathBytes.length > d.length && e.pathBytes[d.length] === 0x2f && e.pathBytes.subarray(0, d.length).equals(d))) continue;
+    const { serial, inode } = to.resolve(parts(e.pathBytes), e.path);
+    serials?.set(e.pathBytes.toString('latin1'), serial);
+    if (e.change === 'modified' && e.kind === 'dir') rmSync(abs(e.pathBytes), { recursive: true, force: true });
+    exportEntry(to, serial, abs(e.pathBytes));
+    written++;
+    if (inode.kind === InodeKind.Dir) done.push(e.pathBytes);
+  }
+  return written;
+}
+
+/**
+ * Rewrites `dir` (which shows `fromRoot`) to show `toRoot`, and saves the stat cache of `toRoot`
+ * for the Workspace. `cache` is the Workspace's stored cache (of an older state that `dir`
+ * showed: its unchanged entries are the same inodes in `toRoot`). Runs inside the caller's write
+ * transaction.
+ */
+export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache): { written: number } {
+  const placed = new Map<string, number>();
+  const written = writeDifference(store, dir, fromRoot, toRoot, placed);
+  const to = store.view(toRoot);
+  // The cache: serials of unchanged paths carry over; every path the walk finds changed takes
+  // its serial from the new state (renumbered ones included), or leaves the cache when the new
+  // state does not hold it (written meanwhile: the next commit sees it as new). Only segments
+  // with changed entries are rewritten.
+  const cs = computeChangesSync(dir, cache);
+  const now = cs.now;
+  const serial = Uint32Array.from(now.serial);
+  const keep = new Uint8Array(now.count).fill(1);
+  let foreign = false;
+  for (let i = 1; i < now.count; i++) {
+    if (!cs.changed[i]) continue;
+    const rel = walkRelPath(now, i);
+    const known = placed.get(rel.toString('latin1'));
+    if (known !== undefined) {
+      serial[i] = known;
+      continue;
+    }
+    try {
+      serial[i] = to.resolve(parts(rel), rel.toString('utf8')).serial;
+    } catch {
+      keep[i] = 0;
+      foreign = true;
+    }
+  }
+  waitPastTickSync(now.ctimeNs);
+  const top = Math.max(cache.maxSerial, maxSerial(store, to));
+  let next: StatCache = { ...now, serial, maxSerial: top };
+  if (foreign) {
+    const { walk, from } = compactWalk(now, keep);
+    next = { ...walk, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial: top };
+  }
+  saveCache(store, workspaceId, next, foreign ? undefined : { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+  return { written };
+}

@@ -1,0 +1,214 @@
+/**
+ * Model-based test of reconciling commits: N Workspaces fork one Branch, each runs a random
+ * edit script (line edits of shared text files, adds, deletes, binary edits), then they commit
+ * in every order (N ≤ 4; a random order beyond). A model replays the same commits as three-way
+ * merges of path → content maps: each commit must be Created when the model merges cleanly,
+ * Conflicted with exactly the model's conflicting paths otherwise, and the final head must
+ * equal the model's state. Both projections; the Store is verified after each run.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { diff3Merge } from 'node-diff3';
+import { Client } from '../../lib/sdk/index.js';
+import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { assertIntact } from '../helpers/integrity.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const SEED = Number(process.env.LAYERFS_SEED ?? Math.floor(Math.random() * 1e9));
+console.log(`reconcile model seed ${SEED} (rerun with LAYERFS_SEED=${SEED})`);
+
+function rng(seed: number): () => number {
+  let x = seed >>> 0 || 1;
+  return () => {
+    x ^= x << 13;
+    x >>>= 0;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    x >>>= 0;
+    return x / 0x100000000;
+  };
+}
+
+type Tree = Map<string, string | Buffer>;
+const TEXTS = ['t/a.txt', 't/b.txt', 'c.txt'];
+const BIN = 'bin/data.bin';
+
+function baseTree(): Tree {
+  const t: Tree = new Map();
+  for (const p of TEXTS) t.set(p, Array.from({ length: 12 }, (_, i) => `${p} line ${i}\n`).join(''));
+  t.set(BIN, Buffer.from(Array.from({ length: 64 }, (_, i) => i)));
+  t.set('keep.txt', 'untouched\n');
+  return t;
+}
+
+type Op = { op: 'line'; path: string; line: number; text: string } | { op: 'add'; path: string; text: string } | { op: 'delete'; path: string } | { op: 'binary'; byte: number };
+
+function script(r: () => number, ws: number, tree: Tree): Op[] {
+  const ops: Op[] = [];
+  const n = 1 + Math.floor(r() * 3);
+  for (let i = 0; i < n; i++) {
+    const k = r();
+    const texts = TEXTS.filter((p) => tree.has(p));
+    if (k < 0.55 && texts.length > 0) ops.push({ op: 'line', path: texts[Math.floor(r() * texts.length)]!, line: Math.floor(r() * 12), text: `edited by w${ws}.${i}` });
+    else if (k < 0.75) ops.push({ op: 'add', path: r() < 0.2 ? 'shared-new.txt' : `new/w${ws}-${i}.txt`, text: `added by w${ws}.${i}\n` });
+    else if (k < 0.85 && texts.length > 0) ops.push({ op: 'delete', path: texts[Math.floor(r() * texts.length)]! });
+    else ops.push({ op: 'binary', byte: Math.floor(r() * 64) });
+  }
+  return ops;
+}
+
+function apply(tree: Tree, ops: Op[], ws: number): Tree {
+  const t: Tree = new Map(tree);
+  for (const o of ops) {
+    if (o.op === 'line') {
+      const cur = t.get(o.path);
+      if (typeof cur !== 'string') continue;
+      const lines = cur.split('\n');
+      lines[o.line] = o.text;
+      t.set(o.path, lines.join('\n'));
+    } else if (o.op === 'add') t.set(o.path, o.text);
+    else if (o.op === 'delete') t.delete(o.path);
+    else {
+      const b = Buffer.from(t.get(BIN) as Buffer);
+      b[o.byte] = (ws * 37 + o.byte) & 0xff;
+      t.set(BIN, b);
+    }
+  }
+  return t;
+}
+
+const same = (a: string | Buffer | undefined, b: string | Buffer | undefined) => (a === undefined || b === undefined ? a === b : Buffer.from(a).equals(Buffer.from(b)));
+const lines = (s: string) => (s.length === 0 ? [] : s.split(/(?<=\n)/));
+
+/** The model's three-way result: the merged tree, or the conflicting paths. */
+function model(base: Tree, head: Tree, ws: Tree): { tree: Tree; conflicts: string[] } {
+  const out: Tree = new Map(head);
+  const conflicts: string[] = [];
+  for (const p of new Set([...base.keys(), ...head.keys(), ...ws.keys()])) {
+    const b = base.get(p);
+    const h = head.get(p);
+    const w = ws.get(p);
+    if (same(w, b) || same(h, w)) continue;
+    if (same(h, b)) {
+      if (w === undefined) out.delete(p);
+      else out.set(p, w);
+      continue;
+    }
+    if (typeof b === 'string' && typeof h === 'string' && typeof w === 'string') {
+      const regions = diff3Merge(lines(h), lines(b), lines(w), { excludeFalseConflicts: true });
+      if (regions.every((x) => x.ok)) {
+        out.set(p, regions.flatMap((x) => x.ok!).join(''));
+        continue;
+      }
+    }
+    conflicts.push(p);
+  }
+  return { tree: out, conflicts: conflicts.sort() };
+}
+
+function writeTree(dir: string, t: Tree): void {
+  for (const [p, c] of t) {
+    mkdirSync(join(dir, p, '..'), { recursive: true });
+    writeFileSync(join(dir, p), c);
+  }
+}
+
+/** Files only (directories follow from them), as path → content. */
+function readTree(dir: string, rel = ''): Tree {
+  const t: Tree = new Map();
+  for (const name of readdirSync(join(dir, rel))) {
+    const p = rel ? `${rel}/${name}` : name;
+    if (statSync(join(dir, p)).isDirectory()) for (const [k, v] of readTree(dir, p)) t.set(k, v);
+    else t.set(p, p === BIN ? readFileSync(join(dir, p)) : readFileSync(join(dir, p), 'utf8'));
+  }
+  return t;
+}
+
+function assertTree(actual: Tree, expected: Tree, what: string): void {
+  const show = (t: Tree) => [...t.entries()].map(([k, v]) => [k, Buffer.from(v).toString('hex')]).sort();
+  assert.deepEqual(show(actual), show(expected), what);
+}
+
+/** Outcomes seen, printed at the end so a run that never conflicts (or never merges) shows. */
+const tally = { created: 0, conflicted: 0, reconciled: 0 };
+process.on('exit', () => console.log(`reconcile model outcomes ${JSON.stringify(tally)}`));
+
+function permutations(n: number): number[][] {
+  if (n === 1) return [[0]];
+  return permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, i) => [...p.slice(0, i), n - 1, ...p.slice(i)]));
+}
+
+async function run(projection: 'materialize' | 'fuse', n: number, order: number[], scripts: Op[][], tag: string): Promise<void> {
+  const dir = tempDir('layerfs-model-');
+  const src = join(dir, 'src');
+  const base = baseTree();
+  writeTree(src, base);
+  const client = Client.create(join(dir, 'store.sqlite'));
+  const paths: string[] = [];
+  try {
+    const layer = (await client.initLayerStack({ name: 'p', source: src })).layer.id;
+    client.forkBranch({ name: 'b', layer });
+    const ws = [];
+    const trees: Tree[] = [];
+    for (let i = 0; i < n; i++) {
+      const at = join(dir, `w${i}`);
+      paths.push(at);
+      ws.push(await client.createWorkspace('b', { at, projection }));
+      trees.push(apply(base, scripts[i]!, i));
+      for (const o of scripts[i]!) if (o.op === 'delete') rmSync(join(at, o.path), { force: true });
+      writeTree(at, new Map([...trees[i]!].filter(([p, c]) => !same(base.get(p), c))));
+    }
+    let head = base;
+    for (const i of order) {
+      const m = model(base, head, trees[i]!);
+      const r = await client.commitWorkspace(ws[i]!.id, { message: `w${i}` });
+      const what = `${tag} order ${order.join(',')} commit w${i}`;
+      if (m.conflicts.length > 0) {
+        assert.equal(r.outcome, 'Conflicted', what);
+        tally.conflicted++;
+        if (r.outcome === 'Conflicted') assert.deepEqual([...new Set(r.conflicts.map((c) => c.path))].sort(), m.conflicts, `${what}: ${JSON.stringify(r.conflicts.map((c) => c.message))}`);
+      } else {
+        assert.ok(r.outcome === 'Created' || r.outcome === 'UpToDate', `${what}: ${r.outcome} ${r.outcome === 'Conflicted' ? JSON.stringify(r.conflicts) : ''}`);
+        head = m.tree;
+        tally.created++;
+        if (r.outcome === 'Created' && r.reconciled) tally.reconciled++;
+        assertTree(readTree(ws[i]!.path), head, `${what}: the Workspace shows the merged tree`);
+      }
+      const out = join(dir, `export-${i}`);
+      client.export('b', out);
+      assertTree(readTree(out), head, `${what}: the head`);
+      rmSync(out, { recursive: true });
+    }
+    for (const w of ws) await client.endWorkspace(w.id, { discard: true });
+    assertIntact(client);
+  } finally {
+    if (projection === 'fuse') {
+      await client.stopDaemon({ discard: true }).catch(() => {});
+      for (const p of paths) await detachStale(p).catch(() => false);
+    }
+    client.close();
+  }
+}
+
+test('model: materialize, every commit order for N = 2, 3, 4; a random order for N = 6', { timeout: 600_000 }, async () => {
+  const r = rng(SEED);
+  for (const n of [2, 3, 4]) {
+    const scripts = Array.from({ length: n }, (_, i) => script(r, i, baseTree()));
+    for (const order of permutations(n)) await run('materialize', n, order, scripts, `seed ${SEED} n=${n}`);
+  }
+  const scripts = Array.from({ length: 6 }, (_, i) => script(r, i, baseTree()));
+  const order = [0, 1, 2, 3, 4, 5].sort(() => r() - 0.5);
+  await run('materialize', 6, order, scripts, `seed ${SEED} n=6`);
+});
+
+const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
+
+test('model: FUSE, every commit order for N = 2 and 3', { skip: fuseSkip, timeout: 600_000 }, async () => {
+  const r = rng(SEED ^ 0x5a5a);
+  for (const n of [2, 3]) {
+    const scripts = Array.from({ length: n }, (_, i) => script(r, i, baseTree()));
+    for (const order of permutations(n)) await run('fuse', n, order, scripts, `seed ${SEED} fuse n=${n}`);
+  }
+});
