@@ -210,7 +210,7 @@ test('SIGKILL mid-commit: the Store stays valid and the next call ends the orpha
     const { child, line } = worker(store, 'commit');
     const id = await line;
     // Somewhere in the status walk and commit of 4,000 new files, or after it.
-    await new Promise((r) => setTimeout(r, (seed * (round + 1)) % 1500));
+    await new Promise((r) => setTimeout(r, (seed * (round + 1)) % 4000));
     child.kill('SIGKILL');
     await processGone(child.pid!);
     assertStoreIntact(store);
