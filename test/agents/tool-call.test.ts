@@ -188,6 +188,24 @@ test('standby: the next call takes the Workspace made after the last one; a stal
   client.close();
 });
 
+test('a tool-call directory left before its row was written is removed once its owner is gone; a live owner\'s stays', async () => {
+  const { store, client } = await setup();
+  const root = `${store}.d/tool-calls`;
+  const gone = spawn('true');
+  await new Promise((r) => gone.once('exit', r));
+  await processGone(gone.pid!);
+  const dead = join(root, `${gone.pid}-x-deadbeef0001`);
+  const live = join(root, `${process.pid}-x-deadbeef0002`);
+  for (const d of [dead, live]) {
+    mkdirSync(join(d, 'sub'), { recursive: true });
+    writeFileSync(join(d, 'sub', 'half-written.txt'), 'x');
+  }
+  await client.toolCall('main', () => undefined, materialize);
+  assert.equal(existsSync(dead), false);
+  assert.equal(existsSync(live), true);
+  client.close();
+});
+
 function worker(store: string, mode: 'commit' | 'hold', projection = 'materialize') {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/agents/tool-call-worker.ts', store, 'main', mode, projection], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const line = new Promise<string>((resolve, reject) => {
