@@ -206,6 +206,29 @@ test('a tool-call directory left before its row was written is removed once its 
   client.close();
 });
 
+test('a command still running at the end: Busy, the Workspace stays with its id', { timeout: 60_000 }, async () => {
+  const { client } = await setup();
+  let exec = '';
+  const r = await client.toolCall(
+    'main',
+    (ws) => {
+      writeFileSync(join(ws.path, 'bg.txt'), 'bg');
+      exec = client.execDetached(ws.id, ['sleep', '30']).id;
+      return { keep: true, message: 'with a background job' };
+    },
+    materialize,
+  );
+  assert.equal(r.outcome, 'Busy');
+  assert.ok(r.workspace);
+  assert.deepEqual(client.workspaces().map((w) => w.id), [r.workspace]);
+  await client.stopExecution(exec);
+  const c = await client.commitWorkspace(r.workspace!, { message: 'with a background job' });
+  assert.equal(c.outcome, 'Created');
+  assert.equal((await client.endWorkspace(r.workspace!)).outcome, 'Ended');
+  assertIntact(client);
+  client.close();
+});
+
 function worker(store: string, mode: 'commit' | 'hold', projection = 'materialize') {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/agents/tool-call-worker.ts', store, 'main', mode, projection], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const line = new Promise<string>((resolve, reject) => {
