@@ -10,3 +10,4 @@ export type { ExecutionInfo } from '../workspace/index.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/receipt.js';
 export type { ToolCallOptions, ToolCallResult, ToolCallWorkspace, ToolCallDecision, ToolCallOutcome, ToolCallChange, ToolCallExecResult } from './tool-call.js';
 export type { CheckpointInfo, RewindResult, RewindTargetInfo } from './rewind.js';
+export { chooseProjection } from './mounted.js';
