@@ -11,6 +11,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client } from '../../lib/sdk/index.js';
+import { fuseAvailable } from '../../lib/mount/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { processGone } from '../helpers/process-gone.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -215,6 +216,40 @@ test('http: loopback only, the bearer token and the Origin header enforced', { t
   } finally {
     child.kill('SIGTERM');
     await processGone(child.pid!);
+  }
+  assertStoreIntact(store);
+});
+
+const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
+
+test('stdio, FUSE Workspaces: run_command kept twice (the second on the standby), nothing left after the session', { skip: fuseSkip, timeout: 180_000 }, async () => {
+  const { store } = await setup();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'fuse'],
+    cwd: root,
+    stderr: 'inherit',
+  });
+  const m = new McpClient({ name: 'test-agent', version: '1.0.0' });
+  await m.connect(transport);
+  try {
+    const one = await call(m, 'run_command', { command: ['sh', '-c', 'echo 1 > one.txt'] });
+    assert.equal(one.outcome, 'Created');
+    await new Promise((r) => setTimeout(r, 2000)); // the agent thinks; the standby is mounted
+    const two = await call(m, 'run_command', { command: ['sh', '-c', 'cat one.txt > two.txt'] });
+    assert.equal(two.outcome, 'Created');
+    assert.equal((await call(m, 'read_file', { path: 'two.txt' })).text, '1\n');
+  } finally {
+    await m.close();
+  }
+  const c = Client.connect(store);
+  try {
+    for (let i = 0; i < 100 && c.workspaces().length > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    assert.deepEqual(c.workspaces(), []);
+    assert.equal(c.log('main').length, 2);
+  } finally {
+    await c.stopDaemon({ discard: true });
+    c.close();
   }
   assertStoreIntact(store);
 });

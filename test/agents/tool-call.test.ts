@@ -208,6 +208,47 @@ test('standby: the next call takes the Workspace made after the last one; a stal
   client.close();
 });
 
+test('a tool-call directory left before its row was written is removed once its owner is gone; a live owner\'s stays', async () => {
+  const { store, client } = await setup();
+  const root = `${store}.d/tool-calls`;
+  const gone = spawn('true');
+  await new Promise((r) => gone.once('exit', r));
+  await processGone(gone.pid!);
+  const dead = join(root, `${gone.pid}-x-deadbeef0001`);
+  const live = join(root, `${process.pid}-x-deadbeef0002`);
+  for (const d of [dead, live]) {
+    mkdirSync(join(d, 'sub'), { recursive: true });
+    writeFileSync(join(d, 'sub', 'half-written.txt'), 'x');
+  }
+  await client.toolCall('main', () => undefined, materialize);
+  assert.equal(existsSync(dead), false);
+  assert.equal(existsSync(live), true);
+  client.close();
+});
+
+test('a command still running at the end: Busy, the Workspace stays with its id', { timeout: 60_000 }, async () => {
+  const { client } = await setup();
+  let exec = '';
+  const r = await client.toolCall(
+    'main',
+    (ws) => {
+      writeFileSync(join(ws.path, 'bg.txt'), 'bg');
+      exec = client.execDetached(ws.id, ['sleep', '30']).id;
+      return { keep: true, message: 'with a background job' };
+    },
+    materialize,
+  );
+  assert.equal(r.outcome, 'Busy');
+  assert.ok(r.workspace);
+  assert.deepEqual(client.workspaces().map((w) => w.id), [r.workspace]);
+  await client.stopExecution(exec);
+  const c = await client.commitWorkspace(r.workspace!, { message: 'with a background job' });
+  assert.equal(c.outcome, 'Created');
+  assert.equal((await client.endWorkspace(r.workspace!)).outcome, 'Ended');
+  assertIntact(client);
+  client.close();
+});
+
 function worker(store: string, mode: 'commit' | 'hold', projection = 'materialize') {
   const child = spawn(process.execPath, ['--import', 'tsx', 'test/agents/tool-call-worker.ts', store, 'main', mode, projection], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const line = new Promise<string>((resolve, reject) => {
@@ -230,7 +271,7 @@ test('SIGKILL mid-commit: the Store stays valid and the next call ends the orpha
     const { child, line } = worker(store, 'commit');
     const id = await line;
     // Somewhere in the status walk and commit of 4,000 new files, or after it.
-    await new Promise((r) => setTimeout(r, (seed * (round + 1)) % 1500));
+    await new Promise((r) => setTimeout(r, (seed * (round + 1)) % 4000));
     child.kill('SIGKILL');
     await processGone(child.pid!);
     assertStoreIntact(store);

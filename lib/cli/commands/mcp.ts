@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
-import { Client, LayerFsError } from '../../sdk/index.js';
+import { chooseProjection, Client, LayerFsError } from '../../sdk/index.js';
 import { storeFromContext } from '../context.js';
 import type { Runner } from '../main.js';
 import { serveHttp } from '../mcp/http.js';
@@ -47,8 +47,9 @@ export function registerMcpCommands(program: Command, run: Runner, version: stri
     .option('--token-file <path>', 'with --http: the bearer token (default $LAYERFS_MCP_TOKEN, else a new one printed on stderr)')
     .action((opts: McpOptions) =>
       run(async (_out, g) => {
+        const projection = chooseProjection(opts.projection, 'auto');
         const client = Client.connect(storeFromContext(g.store));
-        const ctx: McpContext = { client, branch: opts.branch, projection: opts.projection, opened: new Set() };
+        const ctx: McpContext = { client, branch: opts.branch, projection, opened: new Set() };
         if (opts.branch !== undefined) client.branch(opts.branch); // a wrong name fails now, not at the first call
         try {
           if (opts.http === undefined) {

@@ -11,7 +11,7 @@ export interface McpContext {
   client: Client;
   /** The Branch tools use when none is given (`--branch`). */
   branch?: string;
-  projection?: 'materialize' | 'fuse' | 'auto';
+  projection?: 'materialize' | 'fuse';
   /** Workspaces this server opened (the only ones its file tools write into). */
   opened: Set<string>;
 }
@@ -165,7 +165,9 @@ export const TOOLS: ToolDef[] = [
           const keep = a.keep === 'always' || (a.keep === 'on_success' && exec.exitCode === 0);
           return keep ? { keep: true, message: a.message ?? a.command.join(' '), metadata: { tool: 'run_command', command: a.command, exitCode: exec.exitCode, ...a.metadata } } : { keep: false };
         },
-        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000, standby: true },
+        // A standby (the next Workspace made while the agent thinks) is a mount, cheap; a
+        // materialized one would write the whole tree after every call.
+        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000, standby: ctx.projection === 'fuse' },
       );
       return { outcome: r.outcome, exitCode: exec?.exitCode ?? null, signal: exec?.signal ?? null, output: exec?.output ?? '', outputTruncated: exec?.truncated ?? false, commit: r.commit ?? null, changes: r.diff, ...(r.workspace ? { workspace: r.workspace } : {}) };
     },
