@@ -137,7 +137,8 @@ function resolvePushRef(store: Store, ref: string): { stack: LayerStackRow; bran
   try {
     branch = resolveBranch(store, ref);
   } catch (e) {
-    if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') || stack === undefined) throw e;
+    if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND')) throw e;
+    if (stack === undefined) throw new LayerFsError('ERR_NOT_FOUND', `no LayerStack or Branch named ${JSON.stringify(ref)}`, { name: ref, hint: 'see `layerfs query layerstacks` and `layerfs query branches`' });
   }
   if (stack && branch) throw new LayerFsError('ERR_AMBIGUOUS_ID', `${ref} names both a LayerStack and a Branch`, { name: ref, hint: 'give the Branch id to push the Branch' });
   if (branch) return { stack: getLayerStack(store, branch.layerStackId)!, branch };

@@ -68,7 +68,9 @@ export async function pushObjects(store: Store, remote: RemoteObjects, roots: Bu
   stats.queries += Math.ceil(unknown.length / NEGOTIATION_BATCH);
   const whole = (id: Buffer, loc: { base: Buffer | null }) => {
     const at = pos.get(keyOf(id))!;
-    return baseIds(loc.base).some((b) => !there.has(keyOf(b)) && !((pos.get(keyOf(b)) ?? Infinity) < at));
+    const stays = baseIds(loc.base).some((b) => !there.has(keyOf(b)) && !((pos.get(keyOf(b)) ?? Infinity) < at));
+    if (stays) stats.whole++;
+    return stays;
   };
   const sizeOf = (r: ChildRef) => src.locator(r.id)?.length ?? 0;
   for (const batch of batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES)) {
@@ -76,7 +78,6 @@ export async function pushObjects(store: Store, remote: RemoteObjects, roots: Bu
     const w = await remote.writeBatch(frames);
     stats.objects += batch.length;
     stats.bytes += w.bytes;
-    stats.whole += frames.filter((f) => f.members.length === 1 && f.members[0]!.codec !== Codec.Delta && src.locator(f.members[0]!.id)?.codec === Codec.Delta).length;
     stats.batches++;
     opts.onBatch?.(stats);
   }

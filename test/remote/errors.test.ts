@@ -67,6 +67,11 @@ test('SCRAM over TCP: wrong or missing password is ERR_REMOTE_AUTH; PGPASSWORD a
     const { client: b } = await Client.clone(url, join(dir, 'b.sqlite'));
     assert.equal(b.remotes()[0]!.url.includes('horse'), false);
     assert.equal((await b.fetch()).transfer.objects, 0);
+    // "env:" takes host, port, user and database from the PG* variables, as psql does.
+    b.remoteAdd('fromenv', 'env:');
+    await withEnv({ PGHOST: '127.0.0.1', PGPORT: String(pg.port), PGUSER: 'layerfs', PGDATABASE: 'postgres', PGPASSWORD: PASSWORD }, async () => {
+      assert.equal((await b.fetch('fromenv')).transfer.objects, 0);
+    });
     b.close();
   });
   a.close();

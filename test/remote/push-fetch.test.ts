@@ -5,6 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
@@ -313,4 +314,35 @@ test('a Branch that only shares the name is ERR_REMOTE_MISMATCH; diverged LayerS
   assert.equal(a.cat('demo', 'b.txt').toString(), 'b.txt');
   assertIntact(a);
   for (const x of [a, b, c]) x.close();
+});
+
+test('a delta whose base stays behind travels whole; its receiver reads it', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const v1 = Buffer.from('line of a file that changes a little\n'.repeat(80));
+  const v2 = Buffer.concat([v1, Buffer.from('one more line\n')]);
+  mkdirSync(join(dir, 's1'));
+  writeFileSync(join(dir, 's1', 'f.txt'), v1);
+  const a = Client.create(join(dir, 'a.sqlite'));
+  await a.initLayerStack({ name: 'demo', source: join(dir, 's1') });
+  a.forkBranch({ name: 'w', layer: 'demo' });
+  await commitFiles(a, 'w', join(dir, 'ws'), { 'f.txt': v2 });
+  // Another LayerStack imports v2: the import reuses the stored object, a delta against v1,
+  // which only demo reaches.
+  mkdirSync(join(dir, 's2'));
+  writeFileSync(join(dir, 's2', 'g.txt'), v2);
+  await a.initLayerStack({ name: 'other', source: join(dir, 's2') });
+  a.remoteAdd('origin', url);
+  await a.remoteInit();
+  const p = await a.push('other');
+  assert.equal(p.transfer.whole, 1);
+  assert.equal((await a.remoteVerify()).ok, true);
+  const { client: b } = await Client.clone(url, join(dir, 'b.sqlite'));
+  assert.ok(b.cat('other', 'g.txt').equals(v2));
+  assertIntact(b);
+  // demo follows: the base arrives, and the remote still reads both.
+  await a.push('demo');
+  assert.equal((await a.remoteVerify()).ok, true);
+  a.close();
+  b.close();
 });
