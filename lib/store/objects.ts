@@ -26,6 +26,7 @@ import {
   REBASE_DEPTH,
 } from './codec.js';
 import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -219,6 +220,11 @@ export class ObjectWriter {
   private readonly ready: RowPart[][] = [];
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
+  /**
+   * Set by a commit while it stores a changed large file: the previous version's chunks, offered
+   * as delta bases to the new chunks (putChunks). Cleared by the caller when the file is stored.
+   */
+  deltaSource: ChunkDeltaSource | undefined;
 
   constructor(
     private readonly db: Db,
@@ -297,33 +303,43 @@ export class ObjectWriter {
    * Without the hint nothing changes.
    */
   suggestBase(id: Buffer, bases: Buffer | Buffer[]): void {
-    let ids = Array.isArray(bases) ? bases.slice(0, DELTA_MAX_BASES) : [bases];
-    if (!this.compress || ids.length === 0 || ids.some((b) => b.equals(id))) return;
     const p = this.open.get(id.toString('latin1'));
-    if (!p || p.delta || p.group.sealed || p.length < DELTA_MIN_SIZE) return;
-    let chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+    if (!p || p.delta || p.group.sealed) return;
+    const d = this.deltaOf(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
+    if (!d) return;
+    p.delta = d;
+    p.group.moved++;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+  }
+
+  /**
+   * The delta of `p` (canonical bytes `data`) against `bases` if it pays (KEEP_DELTA, or
+   * KEEP_TREE_DELTA for tree objects) and the chains stay within their bounds; when the one base
+   * offered ends a full chain, against its ancestor REBASE_DEPTH links from a full object.
+   */
+  private deltaOf(p: Pending, data: Uint8Array, bases: Buffer[]): Pending['delta'] {
+    let ids = bases.slice(0, DELTA_MAX_BASES);
+    if (!this.compress || ids.length === 0 || p.length < DELTA_MIN_SIZE || ids.some((b) => b.equals(p.id))) return undefined;
+    let chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
     if (chain && chain.depth + 1 > DELTA_MAX_DEPTH && ids.length === 1) {
       // A full chain: delta against an older version on it instead of storing this one whole.
       const older = this.ancestor(ids[0]!, chain.depth + 1 - REBASE_DEPTH);
       if (older) {
         ids = [older];
-        chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+        chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
       }
     }
-    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return;
+    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return undefined;
     const parts: Buffer[] = [];
     for (const b of ids) {
       const bytes = this.bytesOf(b);
-      if (!bytes) return;
+      if (!bytes) return undefined;
       parts.push(bytes);
     }
-    const data = p.group.buf.subarray(p.offset, p.offset + p.length);
     const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
     const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return;
-    p.delta = { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
-    p.group.moved++;
-    if (this.mixed.add({ delta: p }, frame.length)) this.writeRow(this.mixed);
+    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return undefined;
+    return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
   }
 
   /**
@@ -499,10 +515,14 @@ export class ObjectWriter {
       if (here.has(key) || this.open.has(key) || this.stored(id)) {
         this.stats.objectsReused++;
         this.stats.bytesReused += length;
+        this.deltaSource?.next(id, length, false);
       } else {
         here.add(key);
-        fresh.push({ id, kind: ObjectKind.Chunk, group: none, offset, length });
-        freshBytes += length;
+        const p: Pending = { id, kind: ObjectKind.Chunk, group: none, offset, length };
+        if (!this.chunkDelta(p, data.subarray(offset, offset + length))) {
+          fresh.push(p);
+          freshBytes += length;
+        }
       }
       offset += length;
     }
@@ -525,6 +545,25 @@ export class ObjectWriter {
         bytes = 0;
       }
     }
+  }
+
+  /**
+   * A new chunk of a changed large file stored as a delta against the old chunks at its place
+   * (deltaSource), when that pays; true if it was. Kept chunks wait as deltas of the mixed row.
+   */
+  private chunkDelta(p: Pending, data: Buffer): boolean {
+    const src = this.deltaSource;
+    const bases = src?.next(p.id, p.length, true);
+    if (!src || !bases || bases.length === 0) return false;
+    const d = this.deltaOf(p, data, bases);
+    src.result(d !== undefined);
+    if (!d) return false;
+    p.delta = d;
+    this.open.set(p.id.toString('latin1'), p);
+    this.stats.objectsInserted++;
+    this.stats.bytesInserted += p.length;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
   }
 
   /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */

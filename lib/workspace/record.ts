@@ -12,7 +12,7 @@
  * read then gets a later ctime and the next commit sees it.
  */
 import { scanPathsOrThrow, WalkKind, type ScanEntryOk } from '../native/index.js';
-import { ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
 
@@ -123,7 +123,15 @@ export async function recordChanges(cs: ChangeSet, base: View, editor: Namespace
       start(i + SCAN_BATCH);
       for (let j = 0; j < entries.length; j++) {
         const [serial, { parents }] = changed[i + j]!;
-        const inode = await inodeFromScan(entries[j]!, paths[j]!, w, clock);
+        // A changed large file's new chunks are offered the old version's chunks as delta bases.
+        const e = entries[j]!;
+        w.deltaSource = e.kind === 'file' ? chunkDeltaSource(safeInode(base, serial), e.size, (id) => w.read(id)) : undefined;
+        let inode;
+        try {
+          inode = await inodeFromScan(e, paths[j]!, w, clock);
+        } finally {
+          w.deltaSource = undefined;
+        }
         if (!inode) continue;
         if (inode.kind === InodeKind.Dir) {
           const old = safeInode(base, serial);
