@@ -18,4 +18,4 @@ export { verifyStore, type VerifyReport } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
 export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
-export { chunkDeltaSource } from './chunk-delta.js';
+export { chunkDeltaSource, type ChunkDeltaSource } from './chunk-delta.js';

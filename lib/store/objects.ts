@@ -300,16 +300,17 @@ export class ObjectWriter {
    * DELTA_MAX_BASES). If `id` is still in an open group and a zstd delta against the bases'
    * bytes, concatenated, is at most KEEP_DELTA of its size, it is stored as that delta instead,
    * unless the chains of bases would exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes.
-   * Without the hint nothing changes.
+   * Without the hint nothing changes. True when `id` is now stored as a delta.
    */
-  suggestBase(id: Buffer, bases: Buffer | Buffer[]): void {
+  suggestBase(id: Buffer, bases: Buffer | Buffer[]): boolean {
     const p = this.open.get(id.toString('latin1'));
-    if (!p || p.delta || p.group.sealed) return;
+    if (!p || p.delta || p.group.sealed) return false;
     const d = this.deltaOf(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
-    if (!d) return;
+    if (!d) return false;
     p.delta = d;
     p.group.moved++;
     if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
   }
 
   /**

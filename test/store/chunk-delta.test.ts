@@ -1,8 +1,8 @@
 /**
- * A changed large file committed from a materialized Workspace: its new chunks are stored as
- * deltas against the old version's chunks at the same place (lib/store/chunk-delta.ts), even when
- * the file was replaced (written elsewhere and renamed over, as rsync and package managers do)
- * and its edits shift everything after them. Export is byte-identical, verify re-hashes through
+ * Files replaced in a Workspace (written elsewhere and renamed over, as rsync and package
+ * managers do), committed from either projection: a small file becomes a delta against the blob
+ * it replaced; a large file's new chunks become deltas against the old version's chunks at the
+ * same place (lib/store/chunk-delta.ts), though its edits shift everything after them. Export is byte-identical, verify re-hashes through
  * the deltas, and a damaged base is reported for every chunk that decodes through it.
  */
 import { test } from 'node:test';
@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from '../../lib/sdk/index.js';
 import { LayerFsError } from '../../lib/errors.js';
-import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
+import { fuseAvailable } from '../../lib/mount/index.js';
+import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
@@ -53,25 +54,45 @@ function chunkCodecs(path: string): Map<number, number> {
   }
 }
 
-test(`a replaced large file's new chunks become deltas against the old version at the same place (seed ${SEED})`, async () => {
+const fuseSkip = !fuseAvailable().ok ? `FUSE is not usable here: ${fuseAvailable().reason}` : process.getuid?.() !== 0 ? 'needs root (kernel backend)' : false;
+
+for (const projection of ['materialize', 'fuse'] as const) {
+  test(`${projection}: replaced files are stored as deltas against the versions they replaced (seed ${SEED})`, { skip: projection === 'fuse' && fuseSkip, timeout: 120_000 }, () => replacedFiles(projection));
+}
+
+function blobCodec(path: string, data: string): number {
+  const db = new Database(path, { readonly: true });
+  try {
+    return db.prepare('SELECT codec FROM objects WHERE id = ?').pluck().get(idOf(ObjectKind.Blob, Buffer.from(data))) as number;
+  } finally {
+    db.close();
+  }
+}
+
+async function replacedFiles(projection: 'materialize' | 'fuse'): Promise<void> {
   const dir = tempDir();
   const src = join(dir, 'src');
   fs.mkdirSync(src);
   const a = release(SEED, 40_000).join('\n');
   const b = nextRelease(a.split('\n')).join('\n');
+  const smallA = release(SEED + 1, 600).join('\n');
+  const smallB = nextRelease(smallA.split('\n')).join('\n');
   fs.writeFileSync(join(src, 'bundle.js'), a);
+  fs.writeFileSync(join(src, 'small.js'), smallA);
   const store = join(dir, 's.sqlite');
   const client = Client.create(store);
   try {
     const init = await client.initLayerStack({ name: 'p', source: src });
     client.forkBranch({ name: 'main', layer: init.layer.id });
     const at = join(dir, 'ws');
-    const ws = await client.createWorkspace('main', { at, projection: 'materialize' });
+    const ws = await client.createWorkspace('main', { at, projection });
     const before = chunkCodecs(store);
     assert.equal(before.get(Codec.Delta) ?? 0, 0);
     // Replaced, not edited in place: a new inode renamed over the old path.
     fs.writeFileSync(join(at, 'bundle.js.tmp'), b);
     fs.renameSync(join(at, 'bundle.js.tmp'), join(at, 'bundle.js'));
+    fs.writeFileSync(join(at, '.small.js.XXXX'), smallB);
+    fs.renameSync(join(at, '.small.js.XXXX'), join(at, 'small.js'));
     const c = await client.commitWorkspace(ws.id, { message: 'next release' });
     assert.equal(c.outcome, 'Created');
     const after = chunkCodecs(store);
@@ -81,12 +102,15 @@ test(`a replaced large file's new chunks become deltas against the old version a
     assert.ok(freshChunks > 20, `new chunks ${freshChunks}`);
     assert.ok(deltas >= freshChunks * 0.8, `${deltas} of ${freshChunks} new chunks are deltas`);
     assert.ok(c.bytesInserted! < b.length, `bytes inserted ${c.bytesInserted}`);
+    assert.equal(blobCodec(store, smallB), Codec.Delta, 'the replaced small file is a delta');
     await client.endWorkspace(ws.id);
     const out = join(dir, 'out');
     client.export('main', out);
     assert.ok(fs.readFileSync(join(out, 'bundle.js')).equals(Buffer.from(b)), 'export is byte-identical');
+    assert.ok(fs.readFileSync(join(out, 'small.js')).equals(Buffer.from(smallB)), 'export is byte-identical');
     assertIntact(client);
   } finally {
+    if (projection === 'fuse') await client.stopDaemon({ discard: true }).catch(() => {});
     client.close();
   }
 
@@ -131,4 +155,4 @@ test(`a replaced large file's new chunks become deltas against the old version a
   } finally {
     c2.close();
   }
-});
+}
