@@ -648,6 +648,9 @@ export interface Locator {
   base: Buffer | null;
 }
 
+/** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
+const BASE_CACHE_BYTES = 4 * 1024 * 1024;
+
 /** A read follows at most this many delta links (writers make at most DELTA_MAX_DEPTH). */
 const MAX_READ_DEPTH = 2 * DELTA_MAX_DEPTH;
 
@@ -660,6 +663,13 @@ export class ObjectReader {
   private readonly packs = new Map<number, Buffer>();
   /** A few recently decoded frames: neighbouring small files usually share a group. */
   private readonly frames = new Map<string, Buffer>();
+  /**
+   * Recently used delta bases, as authenticated (id-checked) bytes: consecutive new chunks of a
+   * changed large file share old chunks as bases, and versions of one file share their chain.
+   * Objects a caller asks for are still decoded and re-hashed on every read.
+   */
+  private readonly bases = new Map<string, Buffer>();
+  private basesBytes = 0;
 
   constructor(
     db: Db,
@@ -706,6 +716,30 @@ export class ObjectReader {
   reset(): void {
     this.packs.clear();
     this.frames.clear();
+    this.bases.clear();
+    this.basesBytes = 0;
+  }
+
+  /** A delta base's bytes, from the cache of recent bases or read (and authenticated) now. */
+  private baseOf(id: Buffer, depth: number): Buffer {
+    const key = id.toString('latin1');
+    const hit = this.bases.get(key);
+    if (hit) {
+      this.bases.delete(key);
+      this.bases.set(key, hit);
+      return hit;
+    }
+    const data = this.read(id, undefined, depth);
+    if (data.length <= BASE_CACHE_BYTES / 8) {
+      this.bases.set(key, data);
+      this.basesBytes += data.length;
+      for (const [k, v] of this.bases) {
+        if (this.basesBytes <= BASE_CACHE_BYTES) break;
+        this.bases.delete(k);
+        this.basesBytes -= v.length;
+      }
+    }
+    return data;
   }
 
   get(id: Uint8Array, expected?: ObjectKind): Buffer {
@@ -779,7 +813,7 @@ export class ObjectReader {
       data = frame.subarray(loc.at, loc.at + loc.size);
     } else if (loc.codec === Codec.Delta) {
       if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
-      const parts = deltaBases(loc.base).map((b) => this.read(b, undefined, depth + 1));
+      const parts = deltaBases(loc.base).map((b) => this.baseOf(b, depth + 1));
       const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       const bytes = stored();
       try {
