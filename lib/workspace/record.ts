@@ -161,7 +161,8 @@ export async function recordChanges(cs: ChangeSet, base: View, editor: Namespace
           }
         }
         inode.parents = parents;
-        editor.setInode(serial, inode);
+        // Bases were offered above (the path's previous file first): the editor need not again.
+        editor.setInode(serial, inode, before !== undefined);
       }
     }
   } finally {
