@@ -19,7 +19,7 @@ import { join } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Chunker } from '../native/index.js';
-import { ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ObjectReader, type ObjectWriter } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
 
@@ -456,7 +456,7 @@ export class FileData {
   }
 
   /** The content to record at commit: unchanged content is reused, changed content stored. */
-  store(w: ObjectWriter, stats: ContentBuild): StoredContent {
+  store(w: ObjectWriter, stats: ContentBuild, predecessor?: Inode): StoredContent {
     if (!this.changed) return this.base ?? { form: ContentForm.None, id: null, size: 0 };
     const size = this.size;
     if (size === 0) return { form: ContentForm.None, id: null, size: 0 };
@@ -464,10 +464,13 @@ export class FileData {
       const bytes = Buffer.allocUnsafe(size);
       this.read(0, size, bytes);
       stats.bytesRead += size;
-      return { form: ContentForm.Whole, id: w.add(ObjectKind.Blob, bytes), size };
+      const id = w.add(ObjectKind.Blob, bytes);
+      // A file that replaced a stored one: the new blob is still the newest of its group.
+      if (predecessor?.form === ContentForm.Whole && predecessor.content) w.suggestBase(id, predecessor.content);
+      return { form: ContentForm.Whole, id, size };
     }
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
-    const plan = this.rechunk(w, stats);
+    const plan = this.rechunk(w, stats, base ? undefined : chunkDeltaSource(predecessor, size, (id) => w.read(id)));
     if (!base || plan.whole) {
       return { form: ContentForm.Extents, id: buildExtentTree(plan.whole ?? [], (node) => w.add(ObjectKind.Extents, node)), size };
     }
@@ -498,7 +501,7 @@ export class FileData {
    * whole file. Returns the replaced runs of old chunks, or the whole chunk list when there is no
    * stored extent tree to edit.
    */
-  rechunk(w: ObjectWriter, stats: ContentBuild): { whole: Extent[] | null; replacements: Replacement[] } {
+  rechunk(w: ObjectWriter, stats: ContentBuild, source?: ChunkDeltaSource): { whole: Extent[] | null; replacements: Replacement[] } {
     const S = this.size;
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
     const oldSize = base ? base.size : 0;
@@ -559,7 +562,11 @@ export class FileData {
         // The old chunks this piece overlaps are its delta bases (cuts take a few chunks to meet
         // old ones again, so a piece often straddles two). Offered now, while it is the newest
         // of its group: a later hint finds all but the last chunks sealed.
-        if (w.put(ObjectKind.Chunk, id, bytes) && base && cut < oldSize) w.suggestBase(id, overlapped(cut, Math.min(cut + len, oldSize)));
+        const fresh = w.put(ObjectKind.Chunk, id, bytes);
+        if (fresh && base && cut < oldSize) w.suggestBase(id, overlapped(cut, Math.min(cut + len, oldSize)));
+        // A new file that replaced a stored large file: the old chunks at the same place.
+        const bases = source?.next(id, len, fresh);
+        if (bases && bases.length > 0) source!.result(w.suggestBase(id, bases));
         out.push({ id, length: len });
         stats.chunksHashed++;
         carry = carry.subarray(len);

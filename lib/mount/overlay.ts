@@ -185,6 +185,12 @@ export class Overlay {
   private readonly deleted = new Set<number>();
   /** Serials whose record differs from the base (or that are new). */
   private readonly dirtyRecords = new Set<number>();
+  /**
+   * New files renamed over a stored file (serial → the stored file's serial), as rsync and
+   * package managers replace files: at commit the stored file's content is offered as the delta
+   * base of the new content, as an edit in place would be.
+   */
+  private readonly replaced = new Map<number, number>();
   /** Name changes per directory since the base: key → serial (null = removed). */
   private readonly nameEdits = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
   private readonly handles = new Map<number, Handle>();
@@ -679,6 +685,10 @@ export class Overlay {
     }
     if (src.kind === InodeKind.Dir && this.isUnder(dd.serial, src.serial)) fail('EINVAL');
     if (dst) {
+      if (src.kind === InodeKind.File && dst.kind === InodeKind.File && !src.inBase) {
+        const stored = dst.inBase ? dst.serial : this.replaced.get(dst.serial);
+        if (stored !== undefined) this.replaced.set(src.serial, stored);
+      }
       this.unbind(dd, dstName);
       this.removeParent(dst, dd.serial);
     }
@@ -856,6 +866,19 @@ export class Overlay {
   // -------------------------------------------------------------------------------------------
   // Commit
 
+  /** The stored record of the file `serial` was renamed over, if any (a hint: unreadable is none). */
+  private predecessor(serial: number): Inode | undefined {
+    const stored = this.replaced.get(serial);
+    if (stored === undefined) return undefined;
+    try {
+      const old = this.view.inode(stored);
+      return old.kind === InodeKind.File ? old : undefined;
+    } catch (e) {
+      if (e instanceof LayerFsError) return undefined;
+      throw e;
+    }
+  }
+
   private record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>): Inode {
     const rec: Inode = {
       kind: n.kind,
@@ -872,7 +895,8 @@ export class Overlay {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        const c = n.data!.store(w, build);
+        const predecessor = n.inBase ? undefined : this.predecessor(n.serial);
+        const c = n.data!.store(w, build, predecessor);
         contents.set(n.serial, c);
         rec.size = c.size;
         rec.form = c.form;
@@ -1031,6 +1055,7 @@ export class Overlay {
     for (const n of this.nodes.values()) if (!this.alive(n)) n.inBase = false;
     this.deleted.clear();
     this.dirtyRecords.clear();
+    this.replaced.clear();
     this.nameEdits.clear();
     this.view = this.store.view(root);
     this.rootId = root;

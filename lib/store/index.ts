@@ -27,3 +27,4 @@ export { tarStream, type TarStats } from './tar.js';
 export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
 export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';
 export { GC_BATCH_OBJECTS, GC_LEVEL, type GcOptions, type GcProgress, type GcRoot, type GcStats } from './gc.js';
+export { chunkDeltaSource, type ChunkDeltaSource } from './chunk-delta.js';

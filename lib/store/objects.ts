@@ -26,6 +26,7 @@ import {
   REBASE_DEPTH,
 } from './codec.js';
 import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -219,6 +220,11 @@ export class ObjectWriter {
   private readonly ready: RowPart[][] = [];
   private reader: ObjectReader | undefined;
   readonly stats: WriteStats = emptyWriteStats();
+  /**
+   * Set by a commit while it stores a changed large file: the previous version's chunks, offered
+   * as delta bases to the new chunks (putChunks). Cleared by the caller when the file is stored.
+   */
+  deltaSource: ChunkDeltaSource | undefined;
 
   constructor(
     private readonly db: Db,
@@ -294,36 +300,47 @@ export class ObjectWriter {
    * DELTA_MAX_BASES). If `id` is still in an open group and a zstd delta against the bases'
    * bytes, concatenated, is at most KEEP_DELTA of its size, it is stored as that delta instead,
    * unless the chains of bases would exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes.
-   * Without the hint nothing changes.
+   * Without the hint nothing changes. True when `id` is now stored as a delta.
    */
-  suggestBase(id: Buffer, bases: Buffer | Buffer[]): void {
-    let ids = Array.isArray(bases) ? bases.slice(0, DELTA_MAX_BASES) : [bases];
-    if (!this.compress || ids.length === 0 || ids.some((b) => b.equals(id))) return;
+  suggestBase(id: Buffer, bases: Buffer | Buffer[]): boolean {
     const p = this.open.get(id.toString('latin1'));
-    if (!p || p.delta || p.group.sealed || p.length < DELTA_MIN_SIZE) return;
-    let chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+    if (!p || p.delta || p.group.sealed) return false;
+    const d = this.deltaOf(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
+    if (!d) return false;
+    p.delta = d;
+    p.group.moved++;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
+  }
+
+  /**
+   * The delta of `p` (canonical bytes `data`) against `bases` if it pays (KEEP_DELTA, or
+   * KEEP_TREE_DELTA for tree objects) and the chains stay within their bounds; when the one base
+   * offered ends a full chain, against its ancestor REBASE_DEPTH links from a full object.
+   */
+  private deltaOf(p: Pending, data: Uint8Array, bases: Buffer[]): Pending['delta'] {
+    let ids = bases.slice(0, DELTA_MAX_BASES);
+    if (!this.compress || ids.length === 0 || p.length < DELTA_MIN_SIZE || ids.some((b) => b.equals(p.id))) return undefined;
+    let chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
     if (chain && chain.depth + 1 > DELTA_MAX_DEPTH && ids.length === 1) {
       // A full chain: delta against an older version on it instead of storing this one whole.
       const older = this.ancestor(ids[0]!, chain.depth + 1 - REBASE_DEPTH);
       if (older) {
         ids = [older];
-        chain = this.chainOf(ids, id, DELTA_MAX_CHAIN_BYTES - p.length);
+        chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
       }
     }
-    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return;
+    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return undefined;
     const parts: Buffer[] = [];
     for (const b of ids) {
       const bytes = this.bytesOf(b);
-      if (!bytes) return;
+      if (!bytes) return undefined;
       parts.push(bytes);
     }
-    const data = p.group.buf.subarray(p.offset, p.offset + p.length);
     const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
     const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return;
-    p.delta = { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
-    p.group.moved++;
-    if (this.mixed.add({ delta: p }, frame.length)) this.writeRow(this.mixed);
+    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return undefined;
+    return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
   }
 
   /**
@@ -499,10 +516,14 @@ export class ObjectWriter {
       if (here.has(key) || this.open.has(key) || this.stored(id)) {
         this.stats.objectsReused++;
         this.stats.bytesReused += length;
+        this.deltaSource?.next(id, length, false);
       } else {
         here.add(key);
-        fresh.push({ id, kind: ObjectKind.Chunk, group: none, offset, length });
-        freshBytes += length;
+        const p: Pending = { id, kind: ObjectKind.Chunk, group: none, offset, length };
+        if (!this.chunkDelta(p, data.subarray(offset, offset + length))) {
+          fresh.push(p);
+          freshBytes += length;
+        }
       }
       offset += length;
     }
@@ -525,6 +546,25 @@ export class ObjectWriter {
         bytes = 0;
       }
     }
+  }
+
+  /**
+   * A new chunk of a changed large file stored as a delta against the old chunks at its place
+   * (deltaSource), when that pays; true if it was. Kept chunks wait as deltas of the mixed row.
+   */
+  private chunkDelta(p: Pending, data: Buffer): boolean {
+    const src = this.deltaSource;
+    const bases = src?.next(p.id, p.length, true);
+    if (!src || !bases || bases.length === 0) return false;
+    const d = this.deltaOf(p, data, bases);
+    src.result(d !== undefined);
+    if (!d) return false;
+    p.delta = d;
+    this.open.set(p.id.toString('latin1'), p);
+    this.stats.objectsInserted++;
+    this.stats.bytesInserted += p.length;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
   }
 
   /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
@@ -608,6 +648,9 @@ export interface Locator {
   base: Buffer | null;
 }
 
+/** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
+const BASE_CACHE_BYTES = 4 * 1024 * 1024;
+
 /** A read follows at most this many delta links (writers make at most DELTA_MAX_DEPTH). */
 const MAX_READ_DEPTH = 2 * DELTA_MAX_DEPTH;
 
@@ -620,6 +663,13 @@ export class ObjectReader {
   private readonly packs = new Map<number, Buffer>();
   /** A few recently decoded frames: neighbouring small files usually share a group. */
   private readonly frames = new Map<string, Buffer>();
+  /**
+   * Recently used delta bases, as authenticated (id-checked) bytes: consecutive new chunks of a
+   * changed large file share old chunks as bases, and versions of one file share their chain.
+   * Objects a caller asks for are still decoded and re-hashed on every read.
+   */
+  private readonly bases = new Map<string, Buffer>();
+  private basesBytes = 0;
 
   constructor(
     db: Db,
@@ -666,6 +716,30 @@ export class ObjectReader {
   reset(): void {
     this.packs.clear();
     this.frames.clear();
+    this.bases.clear();
+    this.basesBytes = 0;
+  }
+
+  /** A delta base's bytes, from the cache of recent bases or read (and authenticated) now. */
+  private baseOf(id: Buffer, depth: number): Buffer {
+    const key = id.toString('latin1');
+    const hit = this.bases.get(key);
+    if (hit) {
+      this.bases.delete(key);
+      this.bases.set(key, hit);
+      return hit;
+    }
+    const data = this.read(id, undefined, depth);
+    if (data.length <= BASE_CACHE_BYTES / 8) {
+      this.bases.set(key, data);
+      this.basesBytes += data.length;
+      for (const [k, v] of this.bases) {
+        if (this.basesBytes <= BASE_CACHE_BYTES) break;
+        this.bases.delete(k);
+        this.basesBytes -= v.length;
+      }
+    }
+    return data;
   }
 
   get(id: Uint8Array, expected?: ObjectKind): Buffer {
@@ -739,7 +813,7 @@ export class ObjectReader {
       data = frame.subarray(loc.at, loc.at + loc.size);
     } else if (loc.codec === Codec.Delta) {
       if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
-      const parts = deltaBases(loc.base).map((b) => this.read(b, undefined, depth + 1));
+      const parts = deltaBases(loc.base).map((b) => this.baseOf(b, depth + 1));
       const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       const bytes = stored();
       try {

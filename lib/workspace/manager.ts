@@ -186,7 +186,10 @@ export async function commitWorkspace(
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
       const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
-      await recordChanges(cs, base, editor, w, clock);
+      await recordChanges(cs, base, editor, w, clock, (i) => {
+        const j = cs.oldIndex[i]!;
+        return j >= 0 ? cache.serial[j]! : 0;
+      });
       phases.chunkHash += clock.waitMs + clock.racyWaitMs;
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);

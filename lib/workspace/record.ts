@@ -12,7 +12,7 @@
  * read then gets a later ctime and the next commit sees it.
  */
 import { scanPathsOrThrow, WalkKind, type ScanEntryOk } from '../native/index.js';
-import { ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
 
@@ -97,11 +97,25 @@ function safeInode(view: View, serial: number) {
 }
 
 /**
+ * The stored file a changed file is a new version of, for delta bases: the file at the same path
+ * first (a replaced file may get a recycled inode, and with it another file's serial), else the
+ * serial's own previous record. A hint only: undefined when neither is a readable file.
+ */
+function predecessor(base: View, serial: number, pathSerial: number | undefined): Inode | undefined {
+  for (const s of pathSerial ? [pathSerial, serial] : [serial]) {
+    const old = safeInode(base, s);
+    if (old?.kind === InodeKind.File && old.form !== ContentForm.None) return old;
+  }
+  return undefined;
+}
+
+/**
  * Reads every changed serial of `cs` (the first changed path of each), stores its content and
  * sets its record in `editor`; a directory keeps its stored entries (names are edited apart).
- * The next batch is read while this one is stored.
+ * The next batch is read while this one is stored. `oldSerialAt`: the serial the path of a
+ * change-set entry had in the stored state (0 if none), for delta bases.
  */
-export async function recordChanges(cs: ChangeSet, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock): Promise<void> {
+export async function recordChanges(cs: ChangeSet, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
   await waitPastTick(cs, clock);
   const changed = [...cs.changedSerials];
   const batches: { start: number; paths: Buffer[]; scanned: Promise<ScanEntryOk[]> }[] = [];
@@ -122,8 +136,19 @@ export async function recordChanges(cs: ChangeSet, base: View, editor: Namespace
       clock.waitMs += performance.now() - t;
       start(i + SCAN_BATCH);
       for (let j = 0; j < entries.length; j++) {
-        const [serial, { parents }] = changed[i + j]!;
-        const inode = await inodeFromScan(entries[j]!, paths[j]!, w, clock);
+        const [serial, { index, parents }] = changed[i + j]!;
+        const e = entries[j]!;
+        const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
+        // A changed large file's new chunks are offered the old version's chunks as delta bases.
+        w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
+        let inode;
+        try {
+          inode = await inodeFromScan(e, paths[j]!, w, clock);
+        } finally {
+          w.deltaSource = undefined;
+        }
+        // A changed small file: its blob is still the newest of its group.
+        if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.suggestBase(inode.content!, before.content!);
         if (!inode) continue;
         if (inode.kind === InodeKind.Dir) {
           const old = safeInode(base, serial);
@@ -136,7 +161,8 @@ export async function recordChanges(cs: ChangeSet, base: View, editor: Namespace
           }
         }
         inode.parents = parents;
-        editor.setInode(serial, inode);
+        // Bases were offered above (the path's previous file first): the editor need not again.
+        editor.setInode(serial, inode, before !== undefined);
       }
     }
   } finally {

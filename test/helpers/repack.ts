@@ -1,10 +1,11 @@
 /**
  * A small Store with a history for the repack tests: a seeded tree of text-like and random
  * files and two large files (chunk rows), imported, then a few Workspace commits of small edits
- * (file and page deltas, and an edited large file's re-chunked pieces).
+ * (file and page deltas, an edited large file's re-chunked pieces, and the chunks of a large
+ * file replaced by its next release as deltas against the release before).
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
@@ -31,6 +32,14 @@ export function makeSource(root: string, files = 240): void {
   }
   writeFileSync(join(root, 'large.txt'), seededText(77, 600_000));
   writeFileSync(join(root, 'large.bin'), seededBytes(78, 400_000));
+  writeFileSync(join(root, 'bundle.js'), release(seededText(79, 500_000), 0));
+}
+
+/** A generated file's release `r`: a version mark every 4 KiB, so nearly every chunk changes. */
+function release(text: Buffer, r: number): Buffer {
+  const parts: Buffer[] = [];
+  for (let at = 0; at < text.length; at += 4096) parts.push(text.subarray(at, at + 4096), Buffer.from(`/*v${r}.${at}*/`));
+  return Buffer.concat(parts);
 }
 
 /** Imports `src` as LayerStack `main`, forks Branch `work` and commits `rounds` rounds of edits. */
@@ -50,6 +59,9 @@ export async function makeHistory(store: string, src: string, wsDir: string, rou
       const b = readFileSync(big);
       b.write(`round ${r} was here`, 1000 + r * 50_000);
       writeFileSync(big, b);
+      // A new release renamed over the old one: its new chunks become deltas against the old.
+      writeFileSync(join(wsDir, 'bundle.js.tmp'), release(seededText(79, 500_000), r));
+      renameSync(join(wsDir, 'bundle.js.tmp'), join(wsDir, 'bundle.js'));
       const res = await c.commitWorkspace(wsDir);
       assert.equal(res.outcome, 'Created');
     }

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
-import { Codec, FORMAT_VERSION, Store } from '../../lib/store/index.js';
+import { Codec, FORMAT_VERSION, ObjectKind, Store } from '../../lib/store/index.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { assertSameContent, contentOf, exportStates, makeHistory, makeSource, readAllObjects } from '../helpers/repack.js';
 import { asFormat } from '../helpers/formats.js';
@@ -274,6 +274,10 @@ function runWorker(store: string, batch: number, level: number, onLine: (line: s
 test('SIGKILL mid-repack (seeded points): the Store is intact and every object and tree reads as before', { timeout: 300_000 }, async () => {
   const { store, dir } = await copyOfFixture();
   const { trees, objects } = contentOf(store, dir);
+  const db = new Database(store, { readonly: true });
+  const chunkDeltas = db.prepare('SELECT count(*) FROM objects WHERE kind = ? AND codec = ?').pluck().get(ObjectKind.Chunk, Codec.Delta) as number;
+  db.close();
+  assert.ok(chunkDeltas >= 40, `the history holds ${chunkDeltas} chunk deltas`);
   let x = 11;
   const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
   let killedMidway = 0;
