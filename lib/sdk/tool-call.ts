@@ -33,6 +33,7 @@ import type { Client } from './client.js';
 import { chooseProjection, createMountedWorkspace } from './mounted.js';
 import type { CommitInfo, CommitResult, WorkspaceStatus } from './types.js';
 import { endInBackground, prepareStandby, takeStandby } from './standby.js';
+import { attachWorkspace, checkSandbox } from './sandbox.js';
 
 export interface ToolCallOptions {
   /** fuse, materialize or auto (default: $LAYERFS_PROJECTION, else auto: fuse where this machine can mount). */
@@ -57,6 +58,8 @@ export interface ToolCallOptions {
    * the standbys.
    */
   standby?: boolean;
+  /** Run the call's executions inside this Sandbox (`createSandbox`); its Workspace is attached to it. */
+  sandbox?: string;
 }
 
 export interface ToolCallExecResult {
@@ -219,11 +222,13 @@ async function createOwned(client: Client, store: Store, branch: string, opts: T
   const owner = selfOwner();
   const b = resolveBranch(store, branch);
   const projection = chooseProjection(opts.projection, 'auto');
-  const make = (): Promise<WorkspaceRow> => {
+  checkSandbox(store, opts.sandbox);
+  const make = async (): Promise<WorkspaceRow> => {
     const at = opts.at ?? join(toolCallRoot(store), `${ownerTag(owner)}-${randomBytes(6).toString('hex')}`);
     mkdirSync(dirname(at), { recursive: true });
-    if (projection === 'fuse') return createMountedWorkspace(store, b, at, { backend: opts.backend, owner });
-    return Promise.resolve().then(() => createWorkspace(store, b, at, projection, { owner }));
+    const w = projection === 'fuse' ? await createMountedWorkspace(store, b, at, { backend: opts.backend, owner }) : createWorkspace(store, b, at, projection, { owner });
+    if (opts.sandbox !== undefined) attachWorkspace(store, toHex(w.id), opts.sandbox);
+    return w;
   };
   if (!opts.standby || opts.at !== undefined) return make();
   const ready = await takeStandby(client, store, b, projection);

@@ -253,3 +253,44 @@ test('stdio, FUSE Workspaces: run_command kept twice (the second on the standby)
   }
   assertStoreIntact(store);
 });
+
+test('stdio with --sandbox: run_command says it is sandboxed and its command cannot see the Store or write outside the Workspace', { timeout: 180_000 }, async () => {
+  const { store, outside } = await setup();
+  const c = Client.connect(store);
+  c.createSandbox('agent', { memoryMib: 512, pidsLimit: 256 });
+  c.close();
+  const transport = new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'materialize', '--sandbox', 'agent'],
+    cwd: root,
+    stderr: 'inherit',
+  });
+  const m = new McpClient({ name: 'sandbox-test', version: '1.0.0' });
+  await m.connect(transport);
+  try {
+    const tools = await m.listTools();
+    const runTool = tools.tools.find((t) => t.name === 'run_command')!;
+    assert.match(runTool.description!, /SANDBOXED in "agent"/);
+    assert.doesNotMatch(runTool.description!, /NOT SANDBOXED/);
+    // Positive control outside the Sandbox: this process can read the Store and write beside it.
+    assert.ok(existsSync(store));
+    const r = await call(m, 'run_command', {
+      command: ['sh', '-c', `echo made > inside.txt; cat ${store} >/dev/null 2>&1 && echo store-read; echo escaped > ${join(outside, 'escape.txt')} 2>/dev/null && echo outside-written; true`],
+      keep: 'always',
+      message: 'sandboxed',
+    });
+    assert.equal(r.outcome, 'Created');
+    assert.doesNotMatch(r.output, /store-read/);
+    assert.doesNotMatch(r.output, /outside-written/);
+    assert.equal(existsSync(join(outside, 'escape.txt')), false);
+    const kept = Client.connect(store);
+    try {
+      assert.equal(kept.cat('main', 'inside.txt').toString(), 'made\n');
+    } finally {
+      kept.close();
+    }
+  } finally {
+    await m.close();
+  }
+  assertStoreIntact(store);
+});

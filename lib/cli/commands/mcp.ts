@@ -15,6 +15,7 @@ interface McpOptions {
   projection?: 'materialize' | 'fuse' | 'auto';
   http?: string;
   tokenFile?: string;
+  sandbox?: string;
 }
 
 function tokenFor(opts: McpOptions): { token: string; generated: boolean } {
@@ -43,14 +44,16 @@ export function registerMcpCommands(program: Command, run: Runner, version: stri
     .description('serve this Store to an agent over the Model Context Protocol: stdio by default, or loopback HTTP with --http (docs/AGENTS.md)')
     .option('--branch <name>', 'the Branch tools use when none is given')
     .option('--projection <kind>', 'Workspaces of tool calls: fuse, materialize or auto (default $LAYERFS_PROJECTION, else auto)')
+    .option('--sandbox <name>', 'run_command runs its commands inside this Sandbox (layerfs sandbox create); without it they run unsandboxed, and the tool says so')
     .option('--http <port>', 'serve Streamable HTTP on 127.0.0.1:PORT at /mcp instead of stdio (0: any free port)')
     .option('--token-file <path>', 'with --http: the bearer token (default $LAYERFS_MCP_TOKEN, else a new one printed on stderr)')
     .action((opts: McpOptions) =>
       run(async (_out, g) => {
         const projection = chooseProjection(opts.projection, 'auto');
         const client = Client.connect(storeFromContext(g.store));
-        const ctx: McpContext = { client, branch: opts.branch, projection, opened: new Set() };
+        const ctx: McpContext = { client, branch: opts.branch, projection, opened: new Set(), ...(opts.sandbox === undefined ? {} : { sandbox: opts.sandbox }) };
         if (opts.branch !== undefined) client.branch(opts.branch); // a wrong name fails now, not at the first call
+        if (opts.sandbox !== undefined) client.sandboxStatus(opts.sandbox); // likewise an unknown Sandbox
         try {
           if (opts.http === undefined) {
             const server = buildServer(ctx, version);

@@ -78,7 +78,7 @@ function registerResources(server: McpServer, ctx: McpContext): void {
 export function buildServer(ctx: McpContext, version: string): McpServer {
   const server = new McpServer({ name: 'layerfs', version }, { instructions: INSTRUCTIONS });
   for (const t of TOOLS) {
-    server.registerTool(t.name, { title: t.title, description: t.description, inputSchema: t.input, annotations: t.annotations }, ((args: unknown) => callTool(ctx, t.run, args)) as never);
+    server.registerTool(t.name, { title: t.title, description: typeof t.description === 'function' ? t.description(ctx) : t.description, inputSchema: t.input, annotations: t.annotations }, ((args: unknown) => callTool(ctx, t.run, args)) as never);
   }
   registerResources(server, ctx);
   return server;

@@ -14,12 +14,15 @@ export interface McpContext {
   projection?: 'materialize' | 'fuse';
   /** Workspaces this server opened (the only ones its file tools write into). */
   opened: Set<string>;
+  /** The Sandbox run_command's commands run in (`--sandbox`); none: they run unsandboxed. */
+  sandbox?: string;
 }
 
 export interface ToolDef {
   name: string;
   title: string;
-  description: string;
+  /** A function when the description depends on how the server was started. */
+  description: string | ((ctx: McpContext) => string);
   input: z.ZodRawShape;
   annotations: ToolAnnotations;
   run(ctx: McpContext, args: any): Promise<unknown> | unknown;
@@ -143,10 +146,12 @@ export const TOOLS: ToolDef[] = [
   {
     name: 'run_command',
     title: 'Run a command in a fresh Workspace',
-    description:
+    description: (ctx) =>
       'Runs one command in a fresh Workspace (a private writable copy of the Branch head, as the working directory), then keeps the result as one Commit or discards it, and ends the Workspace. ' +
       'keep: "on_success" (default) commits when the exit code is 0, "always" commits anyway, "never" only reports. Returns exit code, output (stdout+stderr, last 64 KiB), the files changed and the Commit. ' +
-      'NOT SANDBOXED: the command runs as the server\'s user with its environment and network, and can read or change files outside the Workspace, which are not recorded or undone. Only changes inside the Workspace are kept.',
+      (ctx.sandbox
+        ? `SANDBOXED in "${ctx.sandbox}": the Workspace is the only writable tree, home directories and the Store are hidden, the network is as that Sandbox allows, and memory, CPU and process limits apply (outcome OutOfMemory or PidsLimit when one stops the command).`
+        : "NOT SANDBOXED: the command runs as the server's user with its environment and network, and can read or change files outside the Workspace, which are not recorded or undone. Only changes inside the Workspace are kept."),
     input: {
       command: z.array(z.string()).min(1).describe('Program and arguments, e.g. ["npm", "test"]; for shell syntax use ["sh", "-c", "make && ./run"].'),
       branch: branchArg,
@@ -167,7 +172,7 @@ export const TOOLS: ToolDef[] = [
         },
         // A standby (the next Workspace made while the agent thinks) is a mount, cheap; a
         // materialized one would write the whole tree after every call.
-        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000, standby: ctx.projection === 'fuse' },
+        { projection: ctx.projection, timeoutMs: a.timeout_seconds * 1000, standby: ctx.projection === 'fuse', sandbox: ctx.sandbox },
       );
       return { outcome: r.outcome, exitCode: exec?.exitCode ?? null, signal: exec?.signal ?? null, output: exec?.output ?? '', outputTruncated: exec?.truncated ?? false, commit: r.commit ?? null, changes: r.diff, ...(r.workspace ? { workspace: r.workspace } : {}) };
     },
