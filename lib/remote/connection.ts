@@ -42,13 +42,13 @@ export function mapPgError(e: unknown, remote: string): unknown {
 
 export class RemoteConnection {
   private constructor(
-    readonly client: pg.Client,
+    private readonly client: pg.Client,
     readonly name: string,
   ) {}
 
   /** Connects; an unreachable server or bad credentials are typed errors. */
   static async open(name: string, url: string, password?: string): Promise<RemoteConnection> {
-    const client = new pg.Client(clientConfig(url, password));
+    const client = new pg.Client(clientConfig(url, password) as pg.ClientConfig);
     // A connection that drops later surfaces on the query that uses it; this keeps the event
     // from being an uncaught error meanwhile.
     client.on('error', () => {});
@@ -65,7 +65,8 @@ export class RemoteConnection {
     return new RemoteConnection(client, name);
   }
 
-  async query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<R[]> {
+  // Row types are the caller's: pg's own stay out of the published declarations.
+  async query<R extends Record<string, any> = Record<string, any>>(text: string, values?: unknown[]): Promise<R[]> {
     try {
       return (await this.client.query<R>(text, values)).rows;
     } catch (e) {

@@ -46,9 +46,10 @@ export const NO_PASSWORD = '\u0000layerfs: no password';
 
 /**
  * The pg client configuration for a stored URL. `password` (from a URL given on the command
- * line, used once and never stored) wins over PGPASSWORD, which wins over ~/.pgpass.
+ * line, used once and never stored) wins over PGPASSWORD, which wins over ~/.pgpass. Typed
+ * loosely so that pg's types stay out of the published declarations.
  */
-export function clientConfig(url: string, password?: string): ClientConfig {
+export function clientConfig(url: string, password?: string): object {
   const base: ClientConfig = url === ENV_URL ? {} : (parseIntoClientConfig(withoutPassword(url).url) as ClientConfig);
   delete base.password;
   const config: ClientConfig = { ...base, connectionTimeoutMillis: 10_000, application_name: 'layerfs' };

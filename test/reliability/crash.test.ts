@@ -51,10 +51,19 @@ function makeTree(root: string, files: number): void {
   writeFileSync(join(root, 'large.bin'), seededBytes(99, 3 << 20));
 }
 
+/** The root of every makeTree tree. */
+const TREE_ROOT = [...Array.from({ length: 10 }, (_, d) => `d${d}`), 'large.bin'].sort();
+
 function checkStore(store: string): Client {
   const c = Client.connect(store);
   assertIntact(c);
-  for (const s of c.layerStacks()) assert.ok(c.ls(s.name).length >= 0);
+  // Every LayerStack here is an import of makeTree (plus, after an add, the crash worker's
+  // committed fN.txt files): complete or absent, never partial.
+  for (const s of c.layerStacks()) {
+    const names = c.ls(s.name).map((e) => e.name);
+    for (const n of TREE_ROOT) assert.ok(names.includes(n), `${s.name} lacks ${n}`);
+    for (const n of names) assert.ok(TREE_ROOT.includes(n) || /^f\d+\.txt$/.test(n), `${s.name} has ${n}`);
+  }
   for (const b of c.branches()) c.ls(b.id);
   return c;
 }
