@@ -59,22 +59,23 @@ export interface UpgradeStep {
   readonly to: number;
   readonly sql: string;
   /**
-   * What a read-only connection to an older Store runs instead (it cannot upgrade): TEMP views
-   * and tables that make the older file read like this format (new columns with their defaults,
-   * new tables empty). Default: the step's CREATE TABLEs as TEMP tables.
+   * For a step that adds columns: TEMP views that give a read-only connection to an older Store
+   * (which cannot upgrade) the new columns with their defaults. See readShimOf.
    */
-  readonly readShim?: string;
+  readonly readViews?: string;
 }
 
-/** The default read shim: every CREATE TABLE of the step as an empty TEMP table; indexes dropped. */
+/**
+ * What a read-only connection to an older Store runs for this step so that it reads like this
+ * format: the step's views, then each CREATE TABLE of the step as an empty TEMP table.
+ */
 export function readShimOf(step: UpgradeStep): string {
-  if (step.readShim !== undefined) return step.readShim;
-  return step.sql
+  const tables = step.sql
     .split(';')
     .map((stmt) => stmt.trim())
     .filter((stmt) => /^CREATE TABLE/i.test(stmt))
-    .map((stmt) => `${stmt.replace(/^CREATE TABLE( IF NOT EXISTS)?/i, 'CREATE TEMP TABLE IF NOT EXISTS')};`)
-    .join('\n');
+    .map((stmt) => `${stmt.replace(/^CREATE TABLE( IF NOT EXISTS)?/i, 'CREATE TEMP TABLE IF NOT EXISTS')};`);
+  return [step.readViews ?? '', ...tables].join('\n');
 }
 
 /** The format SCHEMA below creates; later formats are SCHEMA plus the steps after it. */
@@ -96,7 +97,7 @@ ALTER TABLE commits ADD COLUMN message TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN metadata TEXT;
 ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
-`, readShim: `CREATE TEMP VIEW IF NOT EXISTS commits AS SELECT id, root_id, parent_commit_id, base_layer_id, created_ms, '' AS message, NULL AS metadata, '' AS author, 1 AS id_version FROM main.commits;` },
+`, readViews: `CREATE TEMP VIEW IF NOT EXISTS commits AS SELECT id, root_id, parent_commit_id, base_layer_id, created_ms, '' AS message, NULL AS metadata, '' AS author, 1 AS id_version FROM main.commits;` },
   // Sandboxes: named execution profiles (limits, mounts, network) and which Workspaces run in one.
   { to: 5, sql: `
 CREATE TABLE IF NOT EXISTS sandboxes (
@@ -147,17 +148,7 @@ CREATE TABLE checkpoints (
   created_ms    INTEGER NOT NULL,
   PRIMARY KEY (branch_id, name)
 ) STRICT;
-`, readShim: `CREATE TEMP VIEW IF NOT EXISTS workspaces AS SELECT *, NULL AS owner_pid, NULL AS owner_start, NULL AS owner_boot FROM main.workspaces;
-CREATE TEMP TABLE IF NOT EXISTS checkpoints (
-  branch_id     BLOB NOT NULL REFERENCES branches(id),
-  name          TEXT NOT NULL,
-  commit_id     BLOB REFERENCES commits(id),
-  base_layer_id BLOB NOT NULL REFERENCES layers(id),
-  root_id       BLOB NOT NULL,
-  created_ms    INTEGER NOT NULL,
-  PRIMARY KEY (branch_id, name)
-) STRICT;
-` },
+`, readViews: `CREATE TEMP VIEW IF NOT EXISTS workspaces AS SELECT *, NULL AS owner_pid, NULL AS owner_start, NULL AS owner_boot FROM main.workspaces;` },
   // Retention and garbage collection (docs/FORMAT.md "Format 8"): what was deleted and when,
   // pinned states, the retention policy, states held by multi-transaction operations, and the
   // Commit each Branch was forked from (always kept by retention). New tables only (IF NOT

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
-import { Client } from '../../lib/sdk/index.js';
+import { Client, type ToolCallOptions, type ToolCallResult } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION } from '../../lib/store/index.js';
 import { fuseAvailable } from '../../lib/mount/index.js';
 import { cli } from '../helpers/cli.js';
@@ -130,9 +130,9 @@ test('abort mid-exec: the command is stopped, the Workspace discarded (Aborted);
   client.close();
 });
 
-test('the head moved meanwhile: by default the call is reconciled with it; both files land', async () => {
-  const { client } = await setup();
-  const r = await client.toolCall(
+/** A tool call during which another call on the same Branch lands first. */
+function headMovesDuring(client: Client, opts: ToolCallOptions): Promise<ToolCallResult> {
+  return client.toolCall(
     'main',
     async (ws) => {
       writeFileSync(join(ws.path, 'mine.txt'), 'mine');
@@ -140,8 +140,13 @@ test('the head moved meanwhile: by default the call is reconciled with it; both 
       assert.equal(inner.outcome, 'Created');
       return { keep: true, message: 'mine' };
     },
-    materialize,
+    opts,
   );
+}
+
+test('the head moved meanwhile: by default the call is reconciled with it; both files land', async () => {
+  const { client } = await setup();
+  const r = await headMovesDuring(client, materialize);
   assert.equal(r.outcome, 'Created');
   assert.equal(client.cat('main', 'mine.txt').toString(), 'mine');
   assert.equal(client.cat('main', 'theirs.txt').toString(), 't');
@@ -152,16 +157,7 @@ test('the head moved meanwhile: by default the call is reconciled with it; both 
 
 test('the head moved meanwhile, strict: HeadMoved, the Workspace stays with the work, its id returned', async () => {
   const { client } = await setup();
-  const r = await client.toolCall(
-    'main',
-    async (ws) => {
-      writeFileSync(join(ws.path, 'mine.txt'), 'mine');
-      const inner = await client.toolCall('main', (w2) => (writeFileSync(join(w2.path, 'theirs.txt'), 't'), { keep: true, message: 'theirs' }), materialize);
-      assert.equal(inner.outcome, 'Created');
-      return { keep: true, message: 'mine' };
-    },
-    { ...materialize, strict: true },
-  );
+  const r = await headMovesDuring(client, { ...materialize, strict: true });
   assert.equal(r.outcome, 'HeadMoved');
   assert.ok(r.workspace);
   const [ws] = client.workspaces();
