@@ -166,18 +166,35 @@ export class Store {
 
   /** A consistent read snapshot across several statements. */
   read<T>(fn: () => T): T {
-    if (this.db.inTransaction) return fn();
+    if (this.db.inTransaction) {
+      try {
+        return fn();
+      } catch (e) {
+        throw mapSqliteError(e, this.path);
+      }
+    }
     let out: T;
     try {
       this.db.exec('BEGIN DEFERRED');
       out = fn();
     } catch (e) {
-      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      // On a damaged file the rollback can fail too: the first error is the one to report.
+      if (this.db.inTransaction) {
+        try {
+          this.db.exec('ROLLBACK');
+        } catch {
+          /* reported below */
+        }
+      }
       throw mapSqliteError(e, this.path);
     }
     // A damaged file can make SQLite end the transaction itself inside fn (an I/O or corruption
     // error that fn reported as a finding, e.g. verify's quick_check): nothing is left to end.
-    if (this.db.inTransaction) this.db.exec('COMMIT');
+    try {
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
     return out;
   }
 

@@ -9,6 +9,7 @@ import { closeSync, constants as fsc, lstatSync, readFileSync, unlinkSync, write
 import { join } from 'node:path';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import { toHex } from '../format/hex.js';
+import { LayerFsError } from '../errors.js';
 
 export interface DirMarker {
   path: string;
@@ -35,6 +36,11 @@ export function writeMarker(storePath: string, id: Buffer, path: string, created
   const fd = openPrivateFile(markerPath(storePath, id), fsc.O_WRONLY | fsc.O_CREAT | fsc.O_TRUNC);
   try {
     writeSync(fd, JSON.stringify(m) + '\n');
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOSPC') {
+      throw new LayerFsError('ERR_NO_SPACE', `no space left to record the Workspace beside the Store`, { path: markerDir(storePath), hint: 'free disk space and create the Workspace again', cause: e });
+    }
+    throw e;
   } finally {
     closeSync(fd);
   }

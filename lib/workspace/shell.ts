@@ -14,8 +14,8 @@ import type { IPty } from 'node-pty';
 import { LayerFsError } from '../errors.js';
 
 /**
- * node-pty is loaded on first use: it is a native module that may fail to build on a consumer's
- * machine, and only shells need it, so everything else must load without it.
+ * node-pty is an optional peer, loaded on first use: it is a native module with an install script
+ * that builds from source, and only shells need it, so a consumer installs it only to use them.
  */
 function ptySpawn(...args: Parameters<typeof import('node-pty').spawn>): IPty {
   let pty: typeof import('node-pty');
@@ -23,7 +23,7 @@ function ptySpawn(...args: Parameters<typeof import('node-pty').spawn>): IPty {
     pty = createRequire(import.meta.url)('node-pty') as typeof import('node-pty');
   } catch (e) {
     throw new LayerFsError('ERR_NATIVE', `interactive shells need the node-pty package, which did not load: ${(e as Error).message}`, {
-      hint: 'reinstall layerfs where a C++ compiler is available (node-pty builds from source), or use workspace exec',
+      hint: 'install it beside layerfs (npm install node-pty; it builds from source), or use workspace exec',
     });
   }
   return pty.spawn(...args);

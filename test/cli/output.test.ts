@@ -111,14 +111,14 @@ test('text hints: a LayerStack name given to log, labels where a state is expect
   assert.match(ls, /^d.* - \d{4}-.* sub$/m, 'a directory shows - as its size');
   assert.match(ls, /2\.9 KiB .* a\.txt$/m);
 
-  // Two Workspaces of one Branch: the second commit finds the head moved and says what to do.
+  // Two Workspaces of one Branch: the second, strict commit finds the head moved and says what to do.
   assert.equal(run('branch', 'fork', '--name', 'b', '--layer', 'demo').code, 0);
   const w1 = run('--json', 'workspace', 'create', 'b', '--at', join(dir, 'w1')).json.workspace;
   const w2 = run('--json', 'workspace', 'create', 'b', '--at', join(dir, 'w2')).json.workspace;
   writeFileSync(join(dir, 'w1/x'), '1');
   writeFileSync(join(dir, 'w2/y'), '2');
   assert.equal(run('workspace', 'commit', w1.id).code, 0);
-  const moved = run('workspace', 'commit', w2.id);
+  const moved = run('workspace', 'commit', w2.id, '--strict');
   assert.equal(moved.code, 3);
   assert.match(moved.stdout, /^HEAD_MOVED .*nothing was committed/m);
   assert.match(moved.stdout, /next: .*workspace create b --at/);

@@ -58,7 +58,10 @@ test('the packed tarball installs and works in a fresh project: CLI tour, ESM, C
   cpSync(join(root, 'node_modules/better-sqlite3/build'), join(project, 'node_modules/better-sqlite3/build'), { recursive: true });
   const ls = spawnSync('npm', ['ls', '--all'], { cwd: project, env, encoding: 'utf8' });
   assert.equal(ls.status, 0, ls.stdout + ls.stderr);
-  assert.doesNotMatch(ls.stdout, /UNMET|zstd-napi|blake3-native/);
+  // Every dependency is met. Optional peers (layerfs's node-pty, pg's pg-native, the MCP SDK's
+  // JSON-schema validator) are left to the consumer by design and show as UNMET OPTIONAL; none
+  // of layerfs's own build dependencies may appear at all.
+  assert.doesNotMatch(ls.stdout, /UNMET DEPENDENCY|zstd-napi|blake3-native/);
   const pkgDir = join(project, 'node_modules/layerfs');
   assert.ok(!existsSync(join(pkgDir, 'build')), 'install compiled instead of using the prebuilt addon');
   assert.ok(readdirSync(join(pkgDir, 'prebuilds/linux-x64')).some((f) => f.endsWith('.node')));

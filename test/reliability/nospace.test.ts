@@ -28,12 +28,13 @@ test('ERR_NO_SPACE mid-import and mid-commit leaves the Store valid; retry succe
     const c = Client.create(store);
     try {
       const base = await c.initLayerStack({ name: 'small', source: small });
+      // The Workspace (and its marker under <store>.d, on the small file system) is made first.
+      c.forkBranch({ name: 'b', layer: base.layer.id });
+      const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
       await assert.rejects(c.initLayerStack({ name: 'big', source: src }), { code: 'ERR_NO_SPACE' });
       assert.deepEqual(c.layerStacks().map((s) => s.name), ['small']);
       assertIntact(c);
 
-      c.forkBranch({ name: 'b', layer: base.layer.id });
-      const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
       for (let i = 0; i < 30; i++) writeFileSync(join(ws.path, `n${i}.bin`), seededBytes(100 + i, 256 * 1024));
       await assert.rejects(c.commitWorkspace(ws.id), { code: 'ERR_NO_SPACE' });
       assert.deepEqual(c.log('b'), []);

@@ -148,7 +148,7 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
             default:
               return [
                 `HEAD_MOVED the Branch moved since this Workspace started: expected head ${short(r.expected)}, found ${short(r.actual)}; nothing was committed`,
-                `  next: keep the files and start over from the new head (layerfs workspace create ${branch} --at NEW_DIR, then copy your changes over), or end this one with --discard`,
+                `  next: commit again without --strict to reconcile with the new head, or start over from it (layerfs workspace create ${branch} --at NEW_DIR), or end this one with --discard`,
               ];
           }
         });
