@@ -67,28 +67,10 @@ export interface RetentionInfo {
   olderThanMs: number | null;
 }
 
-export interface GcReceipt extends Receipt {
+/** The gc's own figures (store/gc.ts GcStats), as a receipt. */
+export interface GcReceipt extends Receipt, Omit<GcStats, 'dryRun'> {
   outcome: 'Collected' | 'DryRun';
-  states: number;
-  objects: number;
-  liveObjects: number;
-  garbageObjects: number;
-  deletedObjects: number;
-  garbageBytes: number;
-  rescued: number;
-  rowsDeleted: number;
-  rowsRewritten: number;
-  rowsWritten: number;
-  storedBytesFreed: number;
-  garbageBytesKept: number;
-  transactions: number;
-  fileBytesBefore: number;
-  fileBytesAfter: number;
-  freeBytes: number;
-  markMs: number;
-  sweepMs: number;
-  rewriteMs: number;
-  vacuumMs: number;
 }
 
 export type { GcProgress } from '../store/index.js';
+import type { GcStats } from '../store/index.js';
