@@ -46,7 +46,6 @@ export const allowances = {
   'lib/store/import/tar-extract.ts': ['complexity'],
   'lib/store/verify.ts': ['max-lines-per-function'],
   'lib/workspace/cache.ts': ['complexity'],
-  'lib/workspace/changes.ts': ['max-lines-per-function', 'complexity'],
   'native/multihash.cc': ['cpp'],
   'native/napi_scan_results.cc': ['cpp'],
   'native/scan.cc': ['cpp'],
