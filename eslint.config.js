@@ -42,7 +42,6 @@ export const allowances = {
   'lib/history/diff.ts': ['max-lines'],
   'lib/history/git-patch.ts': ['complexity'],
   'lib/store/analyze.ts': ['max-lines-per-function'],
-  'lib/store/verify.ts': ['max-lines-per-function'],
   'lib/workspace/cache.ts': ['complexity'],
   'native/multihash.cc': ['cpp'],
   'native/napi_scan_results.cc': ['cpp'],
