@@ -1,9 +1,52 @@
-// Lint exists mainly to hold the architecture: layers depend one way
+// Lint exists mainly to hold the architecture: code tiers depend one way
 // (native ← store ← history ← remote ← workspace ← mount ← sdk ← cli; errors, format, monitor are leaves),
-// and only one folder may touch each foreign engine (SQLite, FUSE, the addon loader).
+// only one folder may touch each foreign engine (SQLite, FUSE, the addon loader), and units stay
+// small enough to read in a sitting (limits and their reasons: docs/DECISIONS.md). Import cycles
+// are checked by scripts/lint-cycles.mjs and C++ sizes by scripts/lint-cpp.mjs (`npm run lint`).
 import tseslint from 'typescript-eslint';
 
-const layers = ['native', 'store', 'history', 'remote', 'workspace', 'mount', 'sdk', 'cli'];
+// ---------------------------------------------------------------------------------------------
+// ALLOWANCES — TEMPORARY. Files still over a limit because their split is being done in another
+// branch. This list is emptied when those branches are merged; a listed rule only warns for the
+// listed file. Never raise a limit to fit a file, and never add a file here that you can split.
+// Rules: 'max-lines', 'max-lines-per-function', 'complexity' (eslint), 'import-cycle'
+// (scripts/lint-cycles.mjs: a cycle through the file), 'cpp' (scripts/lint-cpp.mjs).
+// ---------------------------------------------------------------------------------------------
+export const allowances = {
+  'lib/mount/kernel.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
+  'lib/mount/fuse.ts': ['max-lines-per-function'],
+  'lib/mount/overlay.ts': ['max-lines', 'complexity'],
+  'lib/mount/daemon.ts': ['max-lines'],
+  'lib/mount/content.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
+  'lib/sdk/client.ts': ['max-lines', 'import-cycle'],
+  'lib/store/objects.ts': ['max-lines'],
+  'lib/store/repack.ts': ['max-lines-per-function', 'complexity'],
+  'lib/workspace/exec.ts': ['max-lines'],
+  'lib/cli/main.ts': ['import-cycle'],
+  'lib/cli/commands/branch.ts': ['max-lines-per-function'],
+  'lib/cli/commands/db.ts': ['max-lines-per-function'],
+  'lib/cli/commands/patch.ts': ['max-lines-per-function'],
+  'lib/cli/commands/remote.ts': ['max-lines-per-function'],
+  'lib/cli/commands/retention.ts': ['max-lines-per-function'],
+  'lib/cli/commands/state.ts': ['max-lines-per-function'],
+  'lib/cli/commands/workspace.ts': ['max-lines-per-function'],
+  'bench/run.ts': ['max-lines-per-function'],
+  'bench/families/_edits.ts': ['max-lines-per-function'],
+  'bench/report/headline.ts': ['max-lines-per-function', 'complexity'],
+  'native/multihash.cc': ['cpp'],
+  'native/napi_scan_results.cc': ['cpp'],
+  'native/scan.cc': ['cpp'],
+};
+// ---------------------------------------------------------------------------------------------
+
+// Counted so that comments saying why never push a unit over (docs/DECISIONS.md).
+const sizeRules = {
+  'max-lines': ['error', { max: 500, skipBlankLines: false, skipComments: false }],
+  'max-lines-per-function': ['error', { max: 80, skipBlankLines: true, skipComments: true, IIFEs: true }],
+  complexity: ['error', 25],
+};
+
+const tiers = ['native', 'store', 'history', 'remote', 'workspace', 'mount', 'sdk', 'cli'];
 const leaves = ['errors', 'format', 'monitor'];
 const engines = {
   'better-sqlite3': 'store',
@@ -14,17 +57,17 @@ const engines = {
   'pg-connection-string': 'remote',
 };
 
-function above(layer) {
-  return layers.slice(layers.indexOf(layer) + 1);
+function above(tier) {
+  return tiers.slice(tiers.indexOf(tier) + 1);
 }
 
 function restrictionsFor(folder) {
   // errors is the innermost leaf; format and monitor may use it, and nothing else of ours.
-  const banned = folder === 'errors' ? layers.concat(leaves.filter((l) => l !== folder)) : leaves.includes(folder) ? layers.concat(leaves.filter((l) => l !== folder && l !== 'errors')) : above(folder);
+  const banned = folder === 'errors' ? tiers.concat(leaves.filter((l) => l !== folder)) : leaves.includes(folder) ? tiers.concat(leaves.filter((l) => l !== folder && l !== 'errors')) : above(folder);
   // The CLI talks to the product only through the SDK.
-  const extra = folder === 'cli' ? layers.filter((l) => l !== 'sdk' && l !== 'cli').concat(leaves) : [];
+  const extra = folder === 'cli' ? tiers.filter((l) => l !== 'sdk' && l !== 'cli').concat(leaves) : [];
   const patterns = [...new Set([...banned, ...extra])].flatMap((l) => [
-    { group: [`../${l}/*`, `../../${l}/*`, `../../../${l}/*`, `../${l}.js`, `../../${l}.js`], message: `lib/${folder} may not depend on lib/${l} (layers depend one way; see docs/DESIGN.md).` },
+    { group: [`../${l}/*`, `../../${l}/*`, `../../../${l}/*`, `../${l}.js`, `../../${l}.js`], message: `lib/${folder} may not depend on lib/${l} (code tiers depend one way; see docs/ARCHITECTURE.md).` },
   ]);
   const paths = Object.entries(engines)
     .filter(([, owner]) => owner !== folder)
@@ -41,14 +84,22 @@ export default tseslint.config(
       '@typescript-eslint/no-explicit-any': 'off',
     },
   },
-  ...[...layers, ...leaves].map((folder) => ({
+  ...[...tiers, ...leaves].map((folder) => ({
     files: [`lib/${folder}/**/*.ts`, `lib/${folder}.ts`],
     rules: { 'no-restricted-imports': restrictionsFor(folder) },
   })),
   {
-    // Tests and benchmarks may reach any layer, but never the foreign engines directly,
+    // Tests and benchmarks may reach any tier, but never the foreign engines directly,
     // except where a test must corrupt a Store on purpose.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-restricted-imports': 'off' },
   },
+  // Tests are long lists of cases by nature; they are held to no import cycles only.
+  { files: ['lib/**/*.ts', 'bench/**/*.ts'], rules: sizeRules },
+  ...Object.entries(allowances)
+    .filter(([file]) => file.endsWith('.ts'))
+    .map(([file, rules]) => ({
+      files: [file],
+      rules: Object.fromEntries(rules.filter((r) => r in sizeRules).map((r) => [r, ['warn', ...sizeRules[r].slice(1)]])),
+    })),
 );

@@ -86,23 +86,30 @@ export function* diffTrees(kind: TreeKind, io: PageIO, before: Buffer | null, af
       }
       continue;
     }
-    // Same first key.
-    if (x.id && y.id && x.id.equals(y.id)) {
-      a.stack.pop();
-      b.stack.pop();
-      continue;
-    }
-    if (!x.id && !y.id) {
-      a.stack.pop();
-      b.stack.pop();
-      if (!x.value!.equals(y.value!)) yield { key: x.key, before: x.value, after: y.value };
-      continue;
-    }
-    // Open the higher subtree (both when they are at the same level) until the two sides line
-    // up on equal pages or reach entries.
-    const ex = x.id !== undefined && (y.id === undefined || x.level >= y.level);
-    const ey = y.id !== undefined && (x.id === undefined || y.level >= x.level);
-    if (ex) a.expandTop();
-    if (ey) b.expandTop();
+    const change = sameKey(a, b, x, y);
+    if (change) yield change;
   }
+}
+
+/**
+ * Both sides start with one key: equal pages or entries are dropped (a change when two entries
+ * differ); otherwise the higher subtree is opened (both when they are at the same level) until
+ * the two sides line up on equal pages or reach entries.
+ */
+function sameKey(a: Side, b: Side, x: Item, y: Item): TreeChange | undefined {
+  if (x.id && y.id && x.id.equals(y.id)) {
+    a.stack.pop();
+    b.stack.pop();
+    return undefined;
+  }
+  if (!x.id && !y.id) {
+    a.stack.pop();
+    b.stack.pop();
+    return x.value!.equals(y.value!) ? undefined : { key: x.key, before: x.value, after: y.value };
+  }
+  const ex = x.id !== undefined && (y.id === undefined || x.level >= y.level);
+  const ey = y.id !== undefined && (x.id === undefined || y.level >= x.level);
+  if (ex) a.expandTop();
+  if (ey) b.expandTop();
+  return undefined;
 }

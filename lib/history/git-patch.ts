@@ -180,94 +180,104 @@ export function similarityScore(a: Buffer, b: Buffer): number {
   return Math.min(99, Math.floor((Math.min(common, larger) * 100) / larger));
 }
 
+/** A pair's two paths (the one side's path for both when the other is absent) and its change. */
+interface Named {
+  o: PatchSide | undefined;
+  n: PatchSide | undefined;
+  aPath: Buffer;
+  bPath: Buffer;
+  renamed: boolean;
+}
+
+function named(pair: FilePair): Named {
+  const { old: o, new: n } = pair;
+  if (!o && !n) throw new Error('a file pair needs at least one side');
+  const aPath = (o ?? n)!.path;
+  const bPath = (n ?? o)!.path;
+  return { o, n, aPath, bPath, renamed: o !== undefined && n !== undefined && !o.path.equals(n.path) };
+}
+
+/** `a/path` or `b/path` when that side exists, else /dev/null. */
+function sideName(p: Named, side: 'a' | 'b'): string {
+  return side === 'a' ? (p.o ? quotePath('a/', p.aPath) : '/dev/null') : p.n ? quotePath('b/', p.bPath) : '/dev/null';
+}
+
+/** The `diff --git` line and the mode and rename lines below it. */
+function headLines(p: Named, similarity: () => number): string {
+  const { o, n } = p;
+  let head = `diff --git ${quotePath('a/', p.aPath)} ${quotePath('b/', p.bPath)}\n`;
+  if (!o) head += `new file mode ${n!.mode.toString(8)}\n`;
+  else if (!n) head += `deleted file mode ${o.mode.toString(8)}\n`;
+  else {
+    if (o.mode !== n.mode) head += `old mode ${o.mode.toString(8)}\nnew mode ${n.mode.toString(8)}\n`;
+    if (p.renamed) head += `similarity index ${similarity()}%\nrename from ${quotePath('', p.aPath)}\nrename to ${quotePath('', p.bPath)}\n`;
+  }
+  return head;
+}
+
+function indexLine(p: Named, oldBlob: string, newBlob: string, full: boolean): string {
+  const id = (x: string) => (full ? x : x.slice(0, 7));
+  const { o, n } = p;
+  return `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
+}
+
+function fileStat(p: Named, binary: boolean, sizes: { oldSize: number; newSize: number }, oldBlob: string, newBlob: string): FileStat {
+  const { o, n } = p;
+  return {
+    path: p.bPath.toString('utf8'),
+    ...(p.renamed ? { oldPath: p.aPath.toString('utf8') } : {}),
+    change: !o ? 'added' : !n ? 'deleted' : p.renamed ? 'renamed' : 'modified',
+    binary,
+    added: 0,
+    removed: 0,
+    ...sizes,
+    oldBlob: o ? oldBlob : '',
+    newBlob: n ? newBlob : '',
+    oldMode: o?.mode ?? 0,
+    newMode: n?.mode ?? 0,
+  };
+}
+
 /**
  * One file's section of a git patch. A pair whose kinds differ (file ↔ symlink) must be given
  * as two pairs (a deletion and an addition), as git writes it.
  */
 export function formatFilePatch(pair: FilePair, opts: PatchOptions = {}): { text: string; stat: FileStat } {
-  const { old: o, new: n } = pair;
-  if (!o && !n) throw new Error('a file pair needs at least one side');
-  if (!opts.binary && (isBig(o) || isBig(n))) return bigFilePatch(pair, opts);
+  const p = named(pair);
+  const { o, n } = p;
+  if (!opts.binary && (isBig(o) || isBig(n))) return bigFilePatch(p, opts);
   const oldBytes = o ? o.read() : Buffer.alloc(0);
   const newBytes = n ? n.read() : Buffer.alloc(0);
   const oldBlob = o ? gitBlobId(oldBytes) : ZERO_OID;
   const newBlob = n ? gitBlobId(newBytes) : ZERO_OID;
-  const aPath = (o ?? n)!.path;
-  const bPath = (n ?? o)!.path;
-  const renamed = o !== undefined && n !== undefined && !o.path.equals(n.path);
   const bin = !opts.text && (looksBinary(oldBytes) || looksBinary(newBytes));
   const sameContent = oldBlob === newBlob && o !== undefined && n !== undefined;
-  const stat: FileStat = {
-    path: bPath.toString('utf8'),
-    ...(renamed ? { oldPath: aPath.toString('utf8') } : {}),
-    change: !o ? 'added' : !n ? 'deleted' : renamed ? 'renamed' : 'modified',
-    binary: bin,
-    added: 0,
-    removed: 0,
-    oldSize: oldBytes.length,
-    newSize: newBytes.length,
-    oldBlob: o ? oldBlob : '',
-    newBlob: n ? newBlob : '',
-    oldMode: o?.mode ?? 0,
-    newMode: n?.mode ?? 0,
-  };
+  const stat = fileStat(p, bin, { oldSize: oldBytes.length, newSize: newBytes.length }, oldBlob, newBlob);
   let body = '';
   if (!sameContent && !bin) {
     const h = hunks(oldBytes.toString('latin1'), newBytes.toString('latin1'), opts.context ?? 3);
     stat.added = h.added;
     stat.removed = h.removed;
-    if (h.text) body = `--- ${o ? quotePath('a/', aPath) : '/dev/null'}\n+++ ${n ? quotePath('b/', bPath) : '/dev/null'}\n${h.text}`;
+    if (h.text) body = `--- ${sideName(p, 'a')}\n+++ ${sideName(p, 'b')}\n${h.text}`;
   } else if (!sameContent) {
-    body = opts.binary ? `GIT binary patch\n${binaryLiteral(newBytes)}${binaryLiteral(oldBytes)}` : `Binary files ${o ? quotePath('a/', aPath) : '/dev/null'} and ${n ? quotePath('b/', bPath) : '/dev/null'} differ\n`;
+    body = opts.binary ? `GIT binary patch\n${binaryLiteral(newBytes)}${binaryLiteral(oldBytes)}` : `Binary files ${sideName(p, 'a')} and ${sideName(p, 'b')} differ\n`;
   }
-  const full = opts.fullIndex || (bin && opts.binary);
-  const id = (x: string) => (full ? x : x.slice(0, 7));
-  let head = `diff --git ${quotePath('a/', aPath)} ${quotePath('b/', bPath)}\n`;
-  if (!o) head += `new file mode ${n!.mode.toString(8)}\n`;
-  else if (!n) head += `deleted file mode ${o.mode.toString(8)}\n`;
-  else {
-    if (o.mode !== n.mode) head += `old mode ${o.mode.toString(8)}\nnew mode ${n.mode.toString(8)}\n`;
-    if (renamed) head += `similarity index ${similarityScore(oldBytes, newBytes)}%\nrename from ${quotePath('', aPath)}\nrename to ${quotePath('', bPath)}\n`;
-  }
-  if (!sameContent) head += `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
+  let head = headLines(p, () => similarityScore(oldBytes, newBytes));
+  if (!sameContent) head += indexLine(p, oldBlob, newBlob, Boolean(opts.fullIndex || (bin && opts.binary)));
   return { text: head + body, stat };
 }
 
 /** A pair with a file over BIG_FILE: a binary summary from streamed blob ids, nothing held whole. */
-function bigFilePatch(pair: FilePair, opts: PatchOptions): { text: string; stat: FileStat } {
-  const { old: o, new: n } = pair;
+function bigFilePatch(p: Named, opts: PatchOptions): { text: string; stat: FileStat } {
+  const { o, n } = p;
   const oldBlob = o ? o.blobId() : ZERO_OID;
   const newBlob = n ? n.blobId() : ZERO_OID;
-  const aPath = (o ?? n)!.path;
-  const bPath = (n ?? o)!.path;
-  const renamed = o !== undefined && n !== undefined && !o.path.equals(n.path);
-  const id = (x: string) => (opts.fullIndex ? x : x.slice(0, 7));
-  let text = `diff --git ${quotePath('a/', aPath)} ${quotePath('b/', bPath)}\n`;
-  if (!o) text += `new file mode ${n!.mode.toString(8)}\n`;
-  else if (!n) text += `deleted file mode ${o.mode.toString(8)}\n`;
-  else {
-    if (o.mode !== n.mode) text += `old mode ${o.mode.toString(8)}\nnew mode ${n.mode.toString(8)}\n`;
-    if (renamed) text += `similarity index ${oldBlob === newBlob ? 100 : 50}%\nrename from ${quotePath('', aPath)}\nrename to ${quotePath('', bPath)}\n`;
-  }
+  let text = headLines(p, () => (oldBlob === newBlob ? 100 : 50));
   if (oldBlob !== newBlob) {
-    text += `index ${id(oldBlob)}..${id(newBlob)}${o && n && o.mode === n.mode ? ` ${o.mode.toString(8)}` : ''}\n`;
-    text += `Binary files ${o ? quotePath('a/', aPath) : '/dev/null'} and ${n ? quotePath('b/', bPath) : '/dev/null'} differ\n`;
+    text += indexLine(p, oldBlob, newBlob, Boolean(opts.fullIndex));
+    text += `Binary files ${sideName(p, 'a')} and ${sideName(p, 'b')} differ\n`;
   }
-  const stat: FileStat = {
-    path: bPath.toString('utf8'),
-    ...(renamed ? { oldPath: aPath.toString('utf8') } : {}),
-    change: !o ? 'added' : !n ? 'deleted' : renamed ? 'renamed' : 'modified',
-    binary: true,
-    added: 0,
-    removed: 0,
-    oldSize: o?.size ?? 0,
-    newSize: n?.size ?? 0,
-    oldBlob: o ? oldBlob : '',
-    newBlob: n ? newBlob : '',
-    oldMode: o?.mode ?? 0,
-    newMode: n?.mode ?? 0,
-  };
-  return { text, stat };
+  return { text, stat: fileStat(p, true, { oldSize: o?.size ?? 0, newSize: n?.size ?? 0 }, oldBlob, newBlob) };
 }
 
 /** git's `--stat` lines for some file sections. */

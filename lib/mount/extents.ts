@@ -11,6 +11,7 @@
  * unchanged boundary entry ends the disturbance. The same holds one level up for the run of
  * node entries that changed, and so on to the root.
  */
+import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { ObjectKind, type ObjectReader } from '../store/index.js';
@@ -53,25 +54,22 @@ export interface NodeSource {
 
 /** Decoded extent nodes through a small LRU; authenticated reads. */
 export class ExtentNodes implements NodeSource {
-  private readonly cache = new Map<string, LoadedNode>();
+  private readonly cache: LRUCache<string, LoadedNode>;
 
   constructor(
     private readonly objects: ObjectReader,
-    private readonly limit = 4096,
-  ) {}
+    limit = 4096,
+  ) {
+    this.cache = new LRUCache({ max: limit });
+  }
 
   node(id: Buffer): LoadedNode {
     const key = id.toString('latin1');
     const hit = this.cache.get(key);
-    if (hit) {
-      this.cache.delete(key);
-      this.cache.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const n = decodeExtentNode(this.objects.get(id, ObjectKind.Extents), `extent node ${toHex(id)}`);
     const node = loaded(n.level, n.ids.map((x) => Buffer.from(x)), n.lengths);
     this.cache.set(key, node);
-    if (this.cache.size > this.limit) this.cache.delete(this.cache.keys().next().value!);
     return node;
   }
 }

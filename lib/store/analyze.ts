@@ -7,7 +7,7 @@ import type { Store } from './handle.js';
 import { ObjectKind } from './objects.js';
 import { LayerFsError } from '../errors.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
+import { ContentForm, decodeInode, InodeKind, keySerial, type Inode } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
 
@@ -47,86 +47,101 @@ interface Totals {
   files: number;
 }
 
-export function analyzeDedup(store: Store, states: { kind: string; id: string; rootId: Buffer }[], fileBytes: number, top = 10): DedupReport {
-  const seen = new Set<string>();
-  const pageTotals = new Map<string, Totals>();
-  const contributors: Contributor[] = [];
-  let cur = { bytes: 0, objects: 0 };
-  const size = (id: Buffer, kind: ObjectKind): number => {
+/** Children must be one level down (at most 256 deep, whatever a forged Store chains). */
+function below(level: number, parent: number): void {
+  if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `a tree node of level ${level} under one of level ${parent}`, { hint: 'run layerfs verify' });
+}
+
+/** Walks states in order, counting each object once: the first state to reach it is charged. */
+class UsageWalk {
+  private readonly seen = new Set<string>();
+  private readonly pageTotals = new Map<string, Totals>();
+  readonly contributors: Contributor[] = [];
+  /** Bytes and objects charged to the state being walked. */
+  cur = { bytes: 0, objects: 0 };
+
+  constructor(private readonly store: Store) {}
+
+  size(id: Buffer, kind: ObjectKind): number {
     const key = id.toString('latin1');
-    if (seen.has(key)) return 0;
-    seen.add(key);
-    const loc = store.objects.locator(id);
+    if (this.seen.has(key)) return 0;
+    this.seen.add(key);
+    const loc = this.store.objects.locator(id);
     const n = loc && loc.kind === kind ? loc.size : 0;
-    cur.bytes += n;
-    cur.objects++;
+    this.cur.bytes += n;
+    this.cur.objects++;
     return n;
-  };
-  // Children must be one level down (at most 256 deep, whatever a forged Store chains).
-  const below = (level: number, parent: number) => {
-    if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `a tree node of level ${level} under one of level ${parent}`, { hint: 'run layerfs verify' });
-  };
-  const extentBytes = (id: Buffer, parent = -1): number => {
-    if (seen.has(id.toString('latin1'))) return 0;
-    let n = size(id, ObjectKind.Extents);
-    const node = decodeExtentNode(store.objects.get(id, ObjectKind.Extents), 'extent node');
+  }
+
+  private extentBytes(id: Buffer, parent = -1): number {
+    if (this.seen.has(id.toString('latin1'))) return 0;
+    let n = this.size(id, ObjectKind.Extents);
+    const node = decodeExtentNode(this.store.objects.get(id, ObjectKind.Extents), 'extent node');
     below(node.level, parent);
-    for (const c of node.ids) n += node.level === 0 ? size(c, ObjectKind.Chunk) : extentBytes(c, node.level);
+    for (const c of node.ids) n += node.level === 0 ? this.size(c, ObjectKind.Chunk) : this.extentBytes(c, node.level);
     return n;
-  };
-  const dirBytes = (id: Buffer, parent = -1): void => {
-    if (seen.has(id.toString('latin1'))) return;
-    size(id, ObjectKind.Page);
-    const node = decodeNode(TreeKind.Directory, store.objects.get(id, ObjectKind.Page), 'page');
+  }
+
+  private dirBytes(id: Buffer, parent = -1): void {
+    if (this.seen.has(id.toString('latin1'))) return;
+    this.size(id, ObjectKind.Page);
+    const node = decodeNode(TreeKind.Directory, this.store.objects.get(id, ObjectKind.Page), 'page');
     below(node.level, parent);
-    if (node.level > 0) for (const c of node.vals) dirBytes(c, node.level);
-  };
-  const inodePage = (id: Buffer, state: string, parent = -1): Totals => {
+    if (node.level > 0) for (const c of node.vals) this.dirBytes(c, node.level);
+  }
+
+  /** Totals of an inode page's subtree, memoized by page id. */
+  inodePage(id: Buffer, state: string, parent = -1): Totals {
     const key = id.toString('latin1');
-    const known = pageTotals.get(key);
+    const known = this.pageTotals.get(key);
     if (known) return known;
-    size(id, ObjectKind.Page);
-    const node = decodeNode(TreeKind.Inodes, store.objects.get(id, ObjectKind.Page), 'page');
+    this.size(id, ObjectKind.Page);
+    const node = decodeNode(TreeKind.Inodes, this.store.objects.get(id, ObjectKind.Page), 'page');
     below(node.level, parent);
     const t: Totals = { logical: 0, files: 0 };
     if (node.level > 0) {
       for (const c of node.vals) {
-        const sub = inodePage(c, state, node.level);
+        const sub = this.inodePage(c, state, node.level);
         t.logical += sub.logical;
         t.files += sub.files;
       }
     } else {
       node.keys.forEach((k, i) => {
         const serial = keySerial(k);
-        const inode = decodeInode(node.vals[i]!, serial);
-        if (inode.kind === InodeKind.File) {
-          t.logical += inode.size;
-          t.files++;
-          if (inode.form === ContentForm.Whole) {
-            const n = size(inode.content!, ObjectKind.Blob);
-            if (n > 0) contributors.push({ state, serial, newBytes: n });
-          } else if (inode.form === ContentForm.Extents) {
-            const n = extentBytes(inode.content!);
-            if (n > 0) contributors.push({ state, serial, newBytes: n });
-          }
-        } else if (inode.kind === InodeKind.Dir && inode.form !== ContentForm.None) dirBytes(inode.content!);
+        this.inode(decodeInode(node.vals[i]!, serial), serial, state, t);
       });
     }
-    pageTotals.set(key, t);
+    this.pageTotals.set(key, t);
     return t;
-  };
+  }
+
+  private inode(inode: Inode, serial: number, state: string, t: Totals): void {
+    if (inode.kind === InodeKind.Dir && inode.form !== ContentForm.None) this.dirBytes(inode.content!);
+    if (inode.kind !== InodeKind.File) return;
+    t.logical += inode.size;
+    t.files++;
+    let n = 0;
+    if (inode.form === ContentForm.Whole) n = this.size(inode.content!, ObjectKind.Blob);
+    else if (inode.form === ContentForm.Extents) n = this.extentBytes(inode.content!);
+    if (n > 0) this.contributors.push({ state, serial, newBytes: n });
+  }
+}
+
+export function analyzeDedup(store: Store, states: { kind: string; id: string; rootId: Buffer }[], fileBytes: number, top = 10): DedupReport {
+  const walk = new UsageWalk(store);
   const usage: StateUsage[] = [];
   for (const s of states) {
-    cur = { bytes: 0, objects: 0 };
+    walk.cur = { bytes: 0, objects: 0 };
     const label = `${s.kind}:${s.id}`;
-    size(s.rootId, ObjectKind.Root);
-    const t = inodePage(decodeRoot(store.objects.get(s.rootId, ObjectKind.Root), 'root').inodes, label);
+    walk.size(s.rootId, ObjectKind.Root);
+    const t = walk.inodePage(decodeRoot(store.objects.get(s.rootId, ObjectKind.Root), 'root').inodes, label);
+    const cur = walk.cur;
     usage.push({ kind: s.kind, id: s.id, logicalBytes: t.logical, files: t.files, newBytes: cur.bytes, newObjects: cur.objects, dedupRatio: cur.bytes ? t.logical / cur.bytes : Infinity });
   }
   // Stored bytes are the pack rows: members of a compressed group share one row.
   const agg = store.db.prepare('SELECT count(*) AS n, coalesce(sum(size), 0) AS unique_, (SELECT coalesce(sum(length(data)), 0) FROM packs) AS stored FROM objects').get() as { n: number; unique_: number; stored: number };
   const logical = usage.reduce((a, u) => a + u.logicalBytes, 0);
-  contributors.sort((a, b) => b.newBytes - a.newBytes);
+  const contributors = walk.contributors.sort((a, b) => b.newBytes - a.newBytes);
   return {
     states: usage,
     logicalBytes: logical,
@@ -139,4 +154,3 @@ export function analyzeDedup(store: Store, states: { kind: string; id: string; r
     largest: contributors.slice(0, top),
   };
 }
-

@@ -8,9 +8,8 @@
  */
 import { LayerFsError } from '../errors.js';
 import { DELTA_MAX_BASES } from './codec.js';
-import { SMALL_FILE_THRESHOLD } from './import/content.js';
 import { decodeExtentNode } from './tree/extents.js';
-import { ContentForm, InodeKind, type Inode } from './tree/inode.js';
+import { ContentForm, InodeKind, SMALL_FILE_THRESHOLD, type Inode } from './tree/inode.js';
 
 /** Bytes of the old file either side of the estimated place that a new chunk is offered. */
 const SLACK = 16 * 1024;

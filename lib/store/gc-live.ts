@@ -5,7 +5,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from './handle.js';
+import type { StoreAccess } from './access.js';
 import { ObjectKind } from './objects.js';
 import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
@@ -35,7 +35,7 @@ export class LiveSet {
   private readonly addQ;
   private readonly setWalkedQ;
 
-  constructor(private readonly store: Store) {
+  constructor(private readonly store: StoreAccess) {
     const db = store.db;
     // Changing temp_store drops temporary tables, so it comes first.
     db.pragma('temp_store = FILE');
@@ -108,7 +108,7 @@ export class Marker {
   tracking = false;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: StoreAccess,
     readonly live: LiveSet,
   ) {}
 

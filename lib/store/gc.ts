@@ -12,7 +12,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { LiveSet, Marker, type GcRoot } from './gc-live.js';
-import type { Store } from './handle.js';
+import type { StoreAccess } from './access.js';
 import { rewriteRows, vacuumStore } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
@@ -88,7 +88,7 @@ export const GC_LEVEL = 3;
 /** Rows with less garbage than this are left as they are however large the share. */
 const MIN_REWRITE_BYTES = 4096;
 
-function fileBytes(store: Store): { file: number; free: number } {
+function fileBytes(store: StoreAccess): { file: number; free: number } {
   const db = store.db;
   const pageSize = db.pragma('page_size', { simple: true }) as number;
   return { file: pageSize * (db.pragma('page_count', { simple: true }) as number), free: pageSize * (db.pragma('freelist_count', { simple: true }) as number) };
@@ -112,7 +112,7 @@ interface Row {
 }
 
 /** Runs gc (module comment). */
-export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcStats> {
+export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promise<GcStats> {
   const db = store.db;
   if (db.readonly && !opts.dryRun) throw new LayerFsError('ERR_READ_ONLY', 'cannot collect garbage in a Store opened read-only', { path: store.path, hint: 'connect without readonly, or use --dry-run' });
   const batch = opts.batchObjects ?? GC_BATCH_OBJECTS;
@@ -187,7 +187,7 @@ export async function collectGarbage(store: Store, opts: GcOptions): Promise<GcS
 }
 
 /** The sweep: gc_garbage a batch at a time, in id order after a cursor, one transaction each. */
-async function sweep(store: Store, marker: Marker, opts: GcOptions, batch: number, rows: Map<number, Row>, stats: GcStats, seen: { version: number }, done: (n: number) => void): Promise<void> {
+async function sweep(store: StoreAccess, marker: Marker, opts: GcOptions, batch: number, rows: Map<number, Row>, stats: GcStats, seen: { version: number }, done: (n: number) => void): Promise<void> {
   const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE id > ? ORDER BY id LIMIT ?');
   let cursor: Buffer = Buffer.alloc(0);
   // The first transaction runs even without garbage: it records pruned Commits and drops orphan rows.
@@ -202,7 +202,7 @@ async function sweep(store: Store, marker: Marker, opts: GcOptions, batch: numbe
   }
 }
 
-function finish(store: Store, stats: GcStats, progress: GcProgress, report: () => void, vacuum: boolean): GcStats {
+function finish(store: StoreAccess, stats: GcStats, progress: GcProgress, report: () => void, vacuum: boolean): GcStats {
   if (vacuum) {
     progress.phase = 'vacuum';
     report();
@@ -220,7 +220,7 @@ function finish(store: Store, stats: GcStats, progress: GcProgress, report: () =
  * Mark, in one read snapshot: the live set, the garbage (into gc_garbage), and the
  * make-up of each row holding garbage, or nothing at all.
  */
-function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): Map<number, Row> {
+function mark(store: StoreAccess, marker: Marker, roots: GcRoot[], stats: GcStats): Map<number, Row> {
   const db = store.db;
   stats.states = roots.length;
   for (const s of roots) marker.state(s);
@@ -251,7 +251,7 @@ function mark(store: Store, marker: Marker, roots: GcRoot[], stats: GcStats): Ma
  * Commit or import published since), keep the bases of what that adds, then delete this batch's
  * garbage that is still garbage, and the rows left empty.
  */
-function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats, seen: { version: number }): void {
+function sweepBatch(store: StoreAccess, marker: Marker, opts: GcOptions, items: Garbage[], rows: Map<number, Row>, stats: GcStats, seen: { version: number }): void {
   const db = store.db;
   const del = db.prepare('DELETE FROM main.objects WHERE id = ?');
   db.exec('BEGIN IMMEDIATE');
@@ -295,7 +295,7 @@ function sweepBatch(store: Store, marker: Marker, opts: GcOptions, items: Garbag
  * Deletes an empty pack row. The highest row is emptied instead of deleted: SQLite would give
  * its id to the next row written, and readers cache frames by row id.
  */
-function dropRow(store: Store, pack: number, stats: GcStats): void {
+function dropRow(store: StoreAccess, pack: number, stats: GcStats): void {
   const db = store.db;
   const max = db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null;
   if (pack === max) db.prepare("UPDATE packs SET data = x'' WHERE id = ?").run(pack);

@@ -3,6 +3,7 @@
  * which objects land first and history rows last.
  */
 import { LayerFsError } from '../errors.js';
+import type { StoreAccess } from './access.js';
 import { Checkpointer } from './checkpointer.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
@@ -15,7 +16,7 @@ import { FsView } from './tree/view.js';
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
 
-export class Store {
+export class Store implements StoreAccess {
   readonly objects: ObjectReader;
   readonly pages: PageStore;
   private writing = false;

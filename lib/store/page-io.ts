@@ -3,13 +3,14 @@
  * of decoded pages (ids are immutable, so a cached page is never stale), and saves into the
  * caller's transaction when a writer is attached.
  */
+import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { idOf, ObjectKind, type ObjectReader, type ObjectWriter } from './objects.js';
 import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pages.js';
 
 export class PageStore implements PageIO {
-  private readonly cache = new Map<string, TreeNode>();
+  private readonly cache: LRUCache<string, TreeNode>;
   /**
    * The page last loaded per tree kind and level while writing: a tree update loads a page and
    * then writes its new version, so that page is offered as the delta base of the next save.
@@ -20,8 +21,10 @@ export class PageStore implements PageIO {
 
   constructor(
     private readonly reader: ObjectReader,
-    private readonly limit = 8192,
-  ) {}
+    limit = 8192,
+  ) {
+    this.cache = new LRUCache({ max: limit });
+  }
 
   load(kind: TreeKind, id: Buffer): TreeNode {
     const node = this.loadNode(kind, id);
@@ -32,17 +35,11 @@ export class PageStore implements PageIO {
   private loadNode(kind: TreeKind, id: Buffer): TreeNode {
     const key = id.toString('latin1');
     const hit = this.cache.get(key);
-    if (hit) {
-      // Refresh recency: Map iteration order is insertion order.
-      this.cache.delete(key);
-      this.cache.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     // Flushed pages are in the index already (uncommitted rows are visible to this connection).
     const data = this.writer?.unflushed(id) ?? this.reader.get(id, ObjectKind.Page);
     const node = decodeNode(kind, data, `page ${toHex(id)}`);
     this.cache.set(key, node);
-    if (this.cache.size > this.limit) this.cache.delete(this.cache.keys().next().value!);
     return node;
   }
 

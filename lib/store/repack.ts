@@ -7,7 +7,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { Codec, looksRandom } from './codec.js';
-import type { Store } from './handle.js';
+import type { StoreAccess as Store } from './access.js';
 import { ObjectKind, ObjectReader } from './objects.js';
 import { loadRecord, recorded, recordRows } from './repack-record.js';
 import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';

@@ -49,50 +49,63 @@ export interface VerifyProgress {
   bytes: number;
 }
 
-export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: VerifyProgress) => void): VerifyReport {
-  const totalObjects = onProgress ? store.counts().objects : 0;
-  const report: VerifyReport = { ok: true, states: states.length, objectsChecked: 0, bytesChecked: 0, sqliteCheck: 'ok', damaged: [] };
+/** SQLite's quick_check; a damaged B-tree page that stops the check itself is its finding. */
+function sqliteCheck(store: Store): string {
   try {
     const rows = store.db.pragma('quick_check') as { quick_check: string }[];
-    report.sqliteCheck = rows.map((r) => r.quick_check).join('; ');
+    return rows.map((r) => r.quick_check).join('; ');
   } catch (e) {
-    // A damaged B-tree page can stop the check itself: that is its finding, and the object walk
-    // below still names what it can reach.
+    // The object walk still names what it can reach.
     if (!isSqliteCorrupt(e)) throw e;
-    report.sqliteCheck = `quick_check failed: ${(e as Error).message}`;
+    return `quick_check failed: ${(e as Error).message}`;
   }
-  // id → damaged object ids in its subtree ([] when the subtree is sound)
-  const memo = new Map<string, string[]>();
-  const damage = new Map<string, Damage>();
-  const errors = new Map<string, string>();
+}
 
-  const fetch = (id: Buffer, kind: ObjectKind): Buffer | null => {
+/**
+ * Authenticated reads of every object under a root, each subtree once: a subtree's result is
+ * the damaged object ids in it ([] when it is sound).
+ */
+class ObjectWalk {
+  private readonly memo = new Map<string, string[]>();
+  readonly errors = new Map<string, string>();
+
+  constructor(
+    private readonly store: Store,
+    private readonly report: VerifyReport,
+    private readonly onProgress: ((p: VerifyProgress) => void) | undefined,
+    private readonly totalObjects: number,
+  ) {}
+
+  private fetch(id: Buffer, kind: ObjectKind): Buffer | null {
+    const report = this.report;
     try {
-      const data = store.objects.get(id, kind);
+      const data = this.store.objects.get(id, kind);
       report.objectsChecked++;
       report.bytesChecked += data.length;
-      if (onProgress && report.objectsChecked % 512 === 0) onProgress({ objects: report.objectsChecked, totalObjects, bytes: report.bytesChecked });
+      if (this.onProgress && report.objectsChecked % 512 === 0) this.onProgress({ objects: report.objectsChecked, totalObjects: this.totalObjects, bytes: report.bytesChecked });
       return data;
     } catch (e) {
       // A damaged SQLite page under the object's row is damage to that object.
       if (!(e instanceof LayerFsError) && !isSqliteCorrupt(e)) throw e;
-      errors.set(toHex(id), (e as Error).message);
+      this.errors.set(toHex(id), (e as Error).message);
       return null;
     }
-  };
-  const leaf = (id: Buffer, kind: ObjectKind): string[] => {
+  }
+
+  private leaf(id: Buffer, kind: ObjectKind): string[] {
     const key = id.toString('latin1');
-    const known = memo.get(key);
+    const known = this.memo.get(key);
     if (known) return known;
-    const r = fetch(id, kind) ? [] : [toHex(id)];
-    memo.set(key, r);
+    const r = this.fetch(id, kind) ? [] : [toHex(id)];
+    this.memo.set(key, r);
     return r;
-  };
-  const guarded = (id: Buffer, kind: ObjectKind, visit: (data: Buffer) => string[]): string[] => {
+  }
+
+  private guarded(id: Buffer, kind: ObjectKind, visit: (data: Buffer) => string[]): string[] {
     const key = id.toString('latin1');
-    const known = memo.get(key);
+    const known = this.memo.get(key);
     if (known) return known;
-    const data = fetch(id, kind);
+    const data = this.fetch(id, kind);
     let r: string[];
     if (!data) r = [toHex(id)];
     else {
@@ -100,38 +113,58 @@ export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: V
         r = visit(data);
       } catch (e) {
         if (!(e instanceof LayerFsError)) throw e;
-        errors.set(toHex(id), e.message);
+        this.errors.set(toHex(id), e.message);
         r = [toHex(id)];
       }
     }
-    memo.set(key, r);
+    this.memo.set(key, r);
     return r;
-  };
-  // Each child one level below its parent (`level`, -1 at the top): recursion stays within 256
-  // levels whatever a forged Store chains together.
-  const levelCheck = (id: Buffer, level: number, parent: number) => {
+  }
+
+  /**
+   * Each child one level below its parent (`level`, -1 at the top): recursion stays within 256
+   * levels whatever a forged Store chains together.
+   */
+  private static levelCheck(id: Buffer, level: number, parent: number): void {
     if (parent >= 0 && level !== parent - 1) throw new LayerFsError('ERR_CORRUPT', `${toHex(id)} is at level ${level} under a node of level ${parent}`);
-  };
-  const extents = (id: Buffer, parent = -1): string[] =>
-    guarded(id, ObjectKind.Extents, (data) => {
+  }
+
+  private extents(id: Buffer, parent = -1): string[] {
+    return this.guarded(id, ObjectKind.Extents, (data) => {
       const node = decodeExtentNode(data, `extent node ${toHex(id)}`);
-      levelCheck(id, node.level, parent);
-      return node.ids.flatMap((c) => (node.level === 0 ? leaf(c, ObjectKind.Chunk) : extents(c, node.level)));
+      ObjectWalk.levelCheck(id, node.level, parent);
+      return node.ids.flatMap((c) => (node.level === 0 ? this.leaf(c, ObjectKind.Chunk) : this.extents(c, node.level)));
     });
-  const page = (kind: TreeKind, id: Buffer, parent = -1): string[] =>
-    guarded(id, ObjectKind.Page, (data) => {
+  }
+
+  private page(kind: TreeKind, id: Buffer, parent = -1): string[] {
+    return this.guarded(id, ObjectKind.Page, (data) => {
       const node = decodeNode(kind, data, `page ${toHex(id)}`);
-      levelCheck(id, node.level, parent);
-      if (node.level > 0) return node.vals.flatMap((c) => page(kind, c, node.level));
+      ObjectWalk.levelCheck(id, node.level, parent);
+      if (node.level > 0) return node.vals.flatMap((c) => this.page(kind, c, node.level));
       if (kind === TreeKind.Directory) return [];
       return node.keys.flatMap((k, i) => {
         const inode = decodeInode(node.vals[i]!, keySerial(k));
         if (inode.form === ContentForm.None) return [];
-        if (inode.kind === InodeKind.Dir) return page(TreeKind.Directory, inode.content!);
-        if (inode.form === ContentForm.Whole) return leaf(inode.content!, ObjectKind.Blob);
-        return extents(inode.content!);
+        if (inode.kind === InodeKind.Dir) return this.page(TreeKind.Directory, inode.content!);
+        if (inode.form === ContentForm.Whole) return this.leaf(inode.content!, ObjectKind.Blob);
+        return this.extents(inode.content!);
       });
     });
+  }
+
+  /** Damaged object ids under a state's root. */
+  root(rootId: Buffer): string[] {
+    return this.guarded(rootId, ObjectKind.Root, (data) => this.page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(rootId)}`).inodes));
+  }
+}
+
+export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: VerifyProgress) => void): VerifyReport {
+  const totalObjects = onProgress ? store.counts().objects : 0;
+  const report: VerifyReport = { ok: true, states: states.length, objectsChecked: 0, bytesChecked: 0, sqliteCheck: 'ok', damaged: [] };
+  report.sqliteCheck = sqliteCheck(store);
+  const walk = new ObjectWalk(store, report, onProgress, totalObjects);
+  const damage = new Map<string, Damage>();
   const add = (key: string, objectId: string, message: string, state: string) => {
     let d = damage.get(key);
     if (!d) damage.set(key, (d = { objectId, message, states: [] }));
@@ -142,8 +175,8 @@ export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: V
   const structural = new Map<string, { objectId: string; message: string }[]>();
   for (const s of states) {
     const state = `${s.kind}:${s.id}`;
-    const bad = guarded(s.rootId, ObjectKind.Root, (data) => page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(s.rootId)}`).inodes));
-    for (const id of bad) add(id, id, errors.get(id) ?? 'damaged', state);
+    const bad = walk.root(s.rootId);
+    for (const id of bad) add(id, id, walk.errors.get(id) ?? 'damaged', state);
     // A state whose objects are damaged is reported by them; the namespace is checked on sound ones.
     if (bad.length > 0) continue;
     const key = s.rootId.toString('latin1');

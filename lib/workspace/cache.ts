@@ -106,8 +106,8 @@ function corrupt(why: string): LayerFsError {
   });
 }
 
-/** Rebuilds the cache from its segments, in order; checks that they form one walk. */
-export function decodeSegments(count: number, maxSerial: number, segments: Buffer[], swap = !LE): StatCache {
+/** Entries and name bytes over all segments, each checked to hold what its count says. */
+function segmentTotals(segments: Buffer[]): { total: number; nameTotal: number } {
   let total = 0;
   let nameTotal = 0;
   for (const seg of segments) {
@@ -117,8 +117,11 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
     total += k;
     nameTotal += seg.length - 4 - k * ENTRY_BYTES;
   }
-  if (total !== count || count < 1) throw corrupt(`${total} entries where ${count} were recorded`);
-  const c: StatCache = {
+  return { total, nameTotal };
+}
+
+function emptyCache(count: number, nameTotal: number, maxSerial: number): StatCache {
+  return {
     count,
     names: Buffer.allocUnsafe(nameTotal),
     nameOffsets: new Uint32Array(count + 1),
@@ -132,7 +135,10 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
     serial: new Uint32Array(count),
     maxSerial,
   };
-  const children = new Uint32Array(count);
+}
+
+/** Copies the segments' columns into `c` (and each directory's entry count into `children`). */
+function copySegments(c: StatCache, children: Uint32Array, segments: Buffer[], swap: boolean): void {
   const ends = new Uint32Array(SEGMENT_MAX);
   const wide = [c.ino, c.size, c.mtimeNs, c.ctimeNs].map(bytesOf);
   const narrow = [c.serial, children, c.mode].map(bytesOf);
@@ -164,8 +170,13 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
     namePos += nameBytes;
     pos += k;
   }
-  // Parents, from each directory's number of entries, replaying the walk order: visit a
-  // directory, list all its entries, then visit its subdirectories, the first one next.
+}
+
+/**
+ * Parents, from each directory's number of entries, replaying the walk order: visit a
+ * directory, list all its entries, then visit its subdirectories, the first one next.
+ */
+function setParents(c: StatCache, children: Uint32Array): void {
   if (c.kind[0] !== WalkKind.Dir || c.nameOffsets[1] !== 0) throw corrupt('bad root');
   c.parent[0] = -1;
   let next = 1;
@@ -174,11 +185,21 @@ export function decodeSegments(count: number, maxSerial: number, segments: Buffe
     const d = stack.pop()!;
     const first = next;
     next += children[d]!;
-    if (next > count) throw corrupt('entries missing');
+    if (next > c.count) throw corrupt('entries missing');
     for (let i = first; i < next; i++) c.parent[i] = d;
     for (let i = next - 1; i >= first; i--) if (c.kind[i] === WalkKind.Dir) stack.push(i);
   }
-  if (next !== count) throw corrupt('entries outside the tree');
+  if (next !== c.count) throw corrupt('entries outside the tree');
+}
+
+/** Rebuilds the cache from its segments, in order; checks that they form one walk. */
+export function decodeSegments(count: number, maxSerial: number, segments: Buffer[], swap = !LE): StatCache {
+  const { total, nameTotal } = segmentTotals(segments);
+  if (total !== count || count < 1) throw corrupt(`${total} entries where ${count} were recorded`);
+  const c = emptyCache(count, nameTotal, maxSerial);
+  const children = new Uint32Array(count);
+  copySegments(c, children, segments, swap);
+  setParents(c, children);
   if (!(maxSerial >= 1 && maxSerial <= 0xffffffff)) throw corrupt('bad serial high-water mark');
   for (let i = 0; i < count; i++) if (c.serial[i]! < 1 || c.serial[i]! > maxSerial) throw corrupt('a serial above the high-water mark');
   for (let i = 0; i < count; i++) if (children[i]! > 0 && c.kind[i] !== WalkKind.Dir) throw corrupt('entries under a non-directory');
@@ -288,6 +309,40 @@ function reusedId(lin: CacheLineage, children: Uint32Array, s: number, e: number
   return st.ids[k];
 }
 
+/** Stored segment start → its index. */
+function segmentStarts(ends: number[]): Map<number, number> {
+  const startOf = new Map<number, number>();
+  let start = 0;
+  ends.forEach((end, k) => {
+    startOf.set(start, k);
+    start = end;
+  });
+  return startOf;
+}
+
+/**
+ * Deletes the Workspace's segment rows not in `fresh` and writes those of `fresh` not stored
+ * yet (`fresh`: id → its bytes, or the entry range to encode them from); returns rows written.
+ */
+function writeSegmentRows(store: Store, workspaceId: Buffer, c: StatCache, children: Uint32Array, fresh: Map<string, Buffer | [number, number]>): number {
+  const stored = store.db.prepare('SELECT id FROM workspace_entries WHERE workspace_id = ?').pluck().all(workspaceId) as Buffer[];
+  const del = store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ? AND id = ?');
+  for (const id of stored) {
+    const key = id.toString('latin1');
+    if (fresh.has(key)) fresh.delete(key);
+    else del.run(workspaceId, id);
+  }
+  const put = store.db.prepare('INSERT INTO workspace_entries (workspace_id, id, data) VALUES (?, ?, ?)');
+  let written = 0;
+  for (const [key, v] of fresh) {
+    // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.
+    const seg = Buffer.isBuffer(v) ? v : encodeSegment(c, children, v[0], v[1]);
+    put.run(workspaceId, Buffer.from(key, 'latin1'), packSegment(seg));
+    written++;
+  }
+  return written;
+}
+
 /**
  * Replaces the Workspace's cache, inside the caller's write transaction: writes the segments
  * not stored yet and deletes the ones no longer listed, so an unchanged stretch of the tree
@@ -303,14 +358,7 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
   // id → its bytes, or where to encode them from when the id was reused.
   const fresh = new Map<string, Buffer | [number, number]>();
   // Stored segment start → its index, when the stored layout is known.
-  const startOf = new Map<number, number>();
-  if (st && !sameShape) {
-    let start = 0;
-    st.ends.forEach((end, k) => {
-      startOf.set(start, k);
-      start = end;
-    });
-  }
+  const startOf = st && !sameShape ? segmentStarts(st.ends) : new Map<number, number>();
   let s = 0;
   let encoded = 0;
   const ends = sameShape ? st.ends : segmentEnds(c);
@@ -332,21 +380,7 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
     if (seg || !fresh.has(key)) fresh.set(key, seg ?? [s, e]);
     s = e;
   }
-  const stored = store.db.prepare('SELECT id FROM workspace_entries WHERE workspace_id = ?').pluck().all(workspaceId) as Buffer[];
-  const del = store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ? AND id = ?');
-  for (const id of stored) {
-    const key = id.toString('latin1');
-    if (fresh.has(key)) fresh.delete(key);
-    else del.run(workspaceId, id);
-  }
-  const put = store.db.prepare('INSERT INTO workspace_entries (workspace_id, id, data) VALUES (?, ?, ?)');
-  let written = 0;
-  for (const [key, v] of fresh) {
-    // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.
-    const seg = Buffer.isBuffer(v) ? v : encodeSegment(c, children, v[0], v[1]);
-    put.run(workspaceId, Buffer.from(key, 'latin1'), packSegment(seg));
-    written++;
-  }
+  const written = writeSegmentRows(store, workspaceId, c, children, fresh);
   const list = Buffer.concat(ids);
   store.db.prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
   // If the transaction rolls back, the stored list differs and loadCache ignores this one.

@@ -7,11 +7,10 @@ import { chunkAndHash, scanPaths, type ScanEntryOk } from '../../native/index.js
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import { ExtentTreeBuilder } from '../tree/extents.js';
-import { ContentForm } from '../tree/inode.js';
+import { ContentForm, SMALL_FILE_THRESHOLD } from '../tree/inode.js';
 import { readSmallFileSync, storeLargeFile, storeLargeFileSync } from './large-file.js';
 
-/** Files below this many bytes are one blob object; larger ones are chunked. */
-export const SMALL_FILE_THRESHOLD = 128 * 1024;
+export { SMALL_FILE_THRESHOLD };
 
 export interface StoredContent {
   form: ContentForm;

@@ -18,7 +18,7 @@ import { TreeBuilder, TreeKind } from '../tree/pages.js';
 import { encodeRoot, ROOT_SERIAL } from '../tree/root.js';
 import { SMALL_FILE_THRESHOLD, storeContent, storeInMemory } from './content.js';
 import { NamespaceBuilder } from './namespace.js';
-import { walkTable } from './walk.js';
+import { walkTable, type WalkTable } from './walk.js';
 
 export { SMALL_FILE_THRESHOLD, storeFileContent } from './content.js';
 
@@ -122,6 +122,165 @@ function scanError(e: ScanEntry & { error: NonNullable<ScanEntry['error']> }): L
   return new LayerFsError(e.error.code, e.error.message, { ...details, hint });
 }
 
+/** Scans of the walk's entries on the addon's pool, BATCHES_IN_FLIGHT batches ahead of the one being stored. */
+class ScanAhead {
+  /** One arena per batch in flight, plus the one whose entries are being stored. */
+  private readonly arenas: Buffer[] = Array.from({ length: BATCHES_IN_FLIGHT + 1 }, () => Buffer.allocUnsafeSlow(ARENA_BYTES));
+  private readonly batches: { results: Promise<ScanEntry[]>; arena: Buffer }[] = [];
+  private launched = 0;
+
+  constructor(private readonly walk: WalkTable) {
+    for (let i = 0; i < BATCHES_IN_FLIGHT; i++) this.launch();
+  }
+
+  private launch(): void {
+    if (this.launched >= this.walk.count) return;
+    const end = Math.min(this.walk.count, this.launched + BATCH_ENTRIES);
+    const paths: Buffer[] = [];
+    for (let i = this.launched; i < end; i++) paths.push(this.walk.path(i));
+    const arena = this.arenas.pop()!;
+    // Files not read here (too large, or no room left in the arena) come back with metadata only.
+    this.batches.push({ arena, results: scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false }) });
+    this.launched = end;
+  }
+
+  get done(): boolean {
+    return this.batches.length === 0;
+  }
+
+  /** The next batch (the wait counted on `clock`); `release` once its entries are stored, which frees its arena. */
+  async next(clock: { waitMs: number }): Promise<{ results: ScanEntry[]; release: () => void }> {
+    const tw = performance.now();
+    const batch = this.batches.shift()!;
+    const results = await batch.results;
+    clock.waitMs += performance.now() - tw;
+    this.launch();
+    return { results, release: () => this.arenas.push(batch.arena) };
+  }
+
+  /** Lets in-flight batches settle so no worker writes into buffers about to be dropped. */
+  async settle(): Promise<void> {
+    await Promise.allSettled(this.batches.map((b) => b.results));
+  }
+}
+
+/** Stat identities of the Store's files, to refuse an import that contains the Store under another name. */
+function fileIds(paths: string[]): { dev: bigint; ino: bigint }[] {
+  const ids: { dev: bigint; ino: bigint }[] = [];
+  for (const f of paths) {
+    try {
+      const s = statSync(f, { bigint: true });
+      ids.push({ dev: s.dev, ino: s.ino });
+    } catch {
+      /* not created yet */
+    }
+  }
+  return ids;
+}
+
+/** One import's state: serials by walk index, hard-link groups, the namespace being built. */
+class TreeImport {
+  /** By walk index: the entry's serial, and whether it turned out to be a directory. */
+  private readonly serialOf: Int32Array;
+  private readonly isDir: Uint8Array;
+  private readonly linkGroups = new Map<string, number>();
+  private nextSerial = ROOT_SERIAL;
+  readonly ns: NamespaceBuilder;
+  readonly clock = { waitMs: 0 };
+
+  constructor(
+    private readonly source: string,
+    private readonly walk: WalkTable,
+    private readonly w: ObjectWriter,
+    pages: PageStore,
+    private readonly forbiddenIds: { dev: bigint; ino: bigint }[],
+    readonly stats: ImportStats,
+  ) {
+    this.serialOf = new Int32Array(walk.count);
+    this.isDir = new Uint8Array(walk.count);
+    this.ns = new NamespaceBuilder(w, pages);
+  }
+
+  /** The kind of scanned entry i, after the checks that refuse the whole import. */
+  private checked(r: ScanEntry, i: number): { e: ScanEntryOk; kind: InodeKind | undefined } {
+    if (r.error) throw scanError(r as ScanEntry & { error: NonNullable<ScanEntry['error']> });
+    const e = r as ScanEntryOk;
+    if (this.forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
+      throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: this.walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
+    }
+    const kind = SCAN_KINDS[e.kind];
+    if (i === 0 && kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `not a directory: ${this.source}`, { path: this.source });
+    const parent = this.walk.parent(i);
+    if (kind !== undefined && i > 0 && !this.isDir[parent]) {
+      // Listed as a directory by the walk, something else when scanned.
+      throw new LayerFsError('ERR_FILE_CHANGED', `${this.walk.path(parent).toString()} changed while it was read`, { path: this.walk.path(parent).toString(), hint: 'retry when the tree is quiet' });
+    }
+    return { e, kind };
+  }
+
+  /** Stores scanned entry i of the walk. */
+  async add(r: ScanEntry, i: number): Promise<void> {
+    const { e, kind } = this.checked(r, i);
+    if (kind === undefined) {
+      this.stats.skipped.push(this.walk.path(i).toString());
+      return;
+    }
+    const parentSerial = i > 0 ? this.serialOf[this.walk.parent(i)]! : 0;
+    if (kind === InodeKind.File && e.nlink > 1 && this.linkedName(e, i, parentSerial)) return;
+    const serial = this.nextSerial++;
+    this.serialOf[i] = serial;
+    if (i > 0) this.ns.addName(parentSerial, this.walk.name(i), serial);
+    const inode: Inode = { ...inodeMetadata(e, kind), parents: i > 0 ? [parentSerial] : [] };
+    await this.fill(inode, kind, e, i);
+    // Directories get their content, and files with other names more parents, later.
+    if (kind === InodeKind.Dir || (kind === InodeKind.File && e.nlink > 1)) this.ns.setOpen(serial, inode);
+    else this.ns.setFinal(serial, inode);
+  }
+
+  /** True when entry i is a further name of a file already stored (a hard link); else starts its group. */
+  private linkedName(e: ScanEntryOk, i: number, parentSerial: number): boolean {
+    const key = `${e.dev}:${e.ino}`;
+    const existing = this.linkGroups.get(key);
+    if (existing === undefined) {
+      this.linkGroups.set(key, this.nextSerial);
+      return false;
+    }
+    this.serialOf[i] = existing;
+    this.ns.addParent(existing, parentSerial);
+    this.ns.addName(parentSerial, this.walk.name(i), existing);
+    this.stats.hardLinks++;
+    return true;
+  }
+
+  /** The kind-specific part of the inode: content, target or device. */
+  private async fill(inode: Inode, kind: InodeKind, e: ScanEntryOk, i: number): Promise<void> {
+    const stats = this.stats;
+    switch (kind) {
+      case InodeKind.File: {
+        const c = e.data || e.size === 0 ? storeInMemory(e, this.w) : await storeContent(e, this.walk.path(i), this.w, this.clock);
+        inode.size = e.size;
+        inode.form = c.form;
+        inode.content = c.content;
+        stats.files++;
+        stats.bytes += e.size;
+        break;
+      }
+      case InodeKind.Dir:
+        this.isDir[i] = 1;
+        stats.directories++;
+        break;
+      case InodeKind.Symlink:
+        inode.target = e.linkTarget ?? Buffer.alloc(0);
+        inode.size = inode.target.length;
+        stats.symlinks++;
+        break;
+      default:
+        inode.rdev = e.rdev;
+        stats.specials++;
+    }
+  }
+}
+
 /**
  * Imports `source` into the open write transaction and returns the new root id. The caller
  * commits (making it visible by pointing history at it) or rolls back.
@@ -129,125 +288,28 @@ function scanError(e: ScanEntry & { error: NonNullable<ScanEntry['error']> }): L
 export async function importTree(source: string, w: ObjectWriter, pages: PageStore, opts: ImportOptions): Promise<{ rootId: Buffer; stats: ImportStats }> {
   const t0 = performance.now();
   const real = checkSource(source, opts.forbidden);
-  const forbiddenIds: { dev: bigint; ino: bigint }[] = [];
-  for (const f of opts.forbidden) {
-    try {
-      const s = statSync(f, { bigint: true });
-      forbiddenIds.push({ dev: s.dev, ino: s.ino });
-    } catch {
-      /* not created yet */
-    }
-  }
+  const forbiddenIds = fileIds(opts.forbidden);
   const walk = walkTable(real, { paths: storeLeaveOut(real, opts.forbidden), exclude: opts.exclude });
   const t1 = performance.now();
   const stats: ImportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0, skipped: [], phases: { walkRead: t1 - t0, chunkHash: 0, write: 0 } };
-
-  // By walk index: the entry's serial, and whether it turned out to be a directory.
-  const serialOf = new Int32Array(walk.count);
-  const isDir = new Uint8Array(walk.count);
-  const linkGroups = new Map<string, number>();
-  const ns = new NamespaceBuilder(w, pages);
-  let nextSerial = ROOT_SERIAL;
-
-  // One arena per batch in flight, plus the one whose entries are being stored.
-  const arenas: Buffer[] = Array.from({ length: BATCHES_IN_FLIGHT + 1 }, () => Buffer.allocUnsafeSlow(ARENA_BYTES));
-  const batches: { results: Promise<ScanEntry[]>; arena: Buffer }[] = [];
-  let launched = 0;
-  const launch = (): void => {
-    if (launched >= walk.count) return;
-    const end = Math.min(walk.count, launched + BATCH_ENTRIES);
-    const paths: Buffer[] = [];
-    for (let i = launched; i < end; i++) paths.push(walk.path(i));
-    const arena = arenas.pop()!;
-    // Files not read here (too large, or no room left in the arena) come back with metadata only.
-    batches.push({ arena, results: scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false }) });
-    launched = end;
-  };
-  for (let i = 0; i < BATCHES_IN_FLIGHT; i++) launch();
-
+  const run = new TreeImport(source, walk, w, pages, forbiddenIds, stats);
+  const scans = new ScanAhead(walk);
   let index = 0;
-  const clock = { waitMs: 0 };
   try {
-    while (batches.length > 0) {
-      const tw = performance.now();
-      const batch = batches.shift()!;
-      const results = await batch.results;
-      clock.waitMs += performance.now() - tw;
-      launch();
-      for (const r of results) {
-        const i = index++;
-        if (r.error) throw scanError(r as ScanEntry & { error: NonNullable<ScanEntry['error']> });
-        const e = r as ScanEntryOk;
-        if (forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
-          throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
-        }
-        const kind = SCAN_KINDS[e.kind];
-        if (i === 0 && kind !== InodeKind.Dir) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `not a directory: ${source}`, { path: source });
-        if (kind === undefined) {
-          stats.skipped.push(walk.path(i).toString());
-          continue;
-        }
-        const parent = walk.parent(i);
-        if (i > 0 && !isDir[parent]) {
-          // Listed as a directory by the walk, something else when scanned.
-          throw new LayerFsError('ERR_FILE_CHANGED', `${walk.path(parent).toString()} changed while it was read`, { path: walk.path(parent).toString(), hint: 'retry when the tree is quiet' });
-        }
-        const parentSerial = i > 0 ? serialOf[parent]! : 0;
-        if (kind === InodeKind.File && e.nlink > 1) {
-          const key = `${e.dev}:${e.ino}`;
-          const existing = linkGroups.get(key);
-          if (existing !== undefined) {
-            serialOf[i] = existing;
-            ns.addParent(existing, parentSerial);
-            ns.addName(parentSerial, walk.name(i), existing);
-            stats.hardLinks++;
-            continue;
-          }
-          linkGroups.set(key, nextSerial);
-        }
-        const serial = nextSerial++;
-        serialOf[i] = serial;
-        if (i > 0) ns.addName(parentSerial, walk.name(i), serial);
-        const inode: Inode = { ...inodeMetadata(e, kind), parents: i > 0 ? [parentSerial] : [] };
-        switch (kind) {
-          case InodeKind.File: {
-            const c = e.data || e.size === 0 ? storeInMemory(e, w) : await storeContent(e, walk.path(i), w, clock);
-            inode.size = e.size;
-            inode.form = c.form;
-            inode.content = c.content;
-            stats.files++;
-            stats.bytes += e.size;
-            break;
-          }
-          case InodeKind.Dir:
-            isDir[i] = 1;
-            stats.directories++;
-            break;
-          case InodeKind.Symlink:
-            inode.target = e.linkTarget ?? Buffer.alloc(0);
-            inode.size = inode.target.length;
-            stats.symlinks++;
-            break;
-          default:
-            inode.rdev = e.rdev;
-            stats.specials++;
-        }
-        // Directories get their content, and files with other names more parents, later.
-        if (kind === InodeKind.Dir || (kind === InodeKind.File && e.nlink > 1)) ns.setOpen(serial, inode);
-        else ns.setFinal(serial, inode);
-      }
+    while (!scans.done) {
+      const { results, release } = await scans.next(run.clock);
+      for (const r of results) await run.add(r, index++);
       // Everything of this batch is copied into packs now: its arena can take another batch.
-      arenas.push(batch.arena);
+      release();
       opts.onProgress?.({ files: index, totalEntries: walk.count, bytes: stats.bytes });
     }
   } catch (e) {
-    // Let in-flight batches settle so no worker writes into buffers we are about to drop.
-    await Promise.allSettled(batches.map((b) => b.results));
+    await scans.settle();
     throw e;
   }
-  const rootId = ns.finish();
-  stats.phases.chunkHash = clock.waitMs;
-  stats.phases.write = performance.now() - t1 - clock.waitMs;
+  const rootId = run.ns.finish();
+  stats.phases.chunkHash = run.clock.waitMs;
+  stats.phases.write = performance.now() - t1 - run.clock.waitMs;
   return { rootId, stats };
 }
 

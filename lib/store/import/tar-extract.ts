@@ -195,14 +195,7 @@ export async function extractTar(src: TarSource, target: string): Promise<TarExt
     if (block.length < BLOCK) throw bad('the archive ends inside a header');
     if (block.every((x) => x === 0)) break;
     const h = parseHeader(block);
-    if (h.type === 'x' || h.type === 'L' || h.type === 'K' || h.type === 'g') {
-      const body = await r.exact(h.size, 'an extended header');
-      await r.exact((BLOCK - (h.size % BLOCK)) % BLOCK, 'padding');
-      if (h.type === 'x') for (const [k, v] of parsePax(body)) next.set(k, v);
-      else if (h.type === 'L') next.set('path', cstr(body));
-      else if (h.type === 'K') next.set('linkpath', cstr(body));
-      continue;
-    }
+    if (await readExtended(r, h, next)) continue;
     override(h, next);
     next = new Map();
     entries++;
@@ -237,6 +230,20 @@ export async function extractTar(src: TarSource, target: string): Promise<TarExt
   }
   for (let i = dirMeta.length - 1; i >= 0; i--) applyMeta(dirMeta[i]!.abs, dirMeta[i]!.h);
   return { entries };
+}
+
+/**
+ * Reads an extended header (pax 'x' and 'g', GNU long name 'L' and long link 'K') into `next`,
+ * the overrides of the following entry; false when `h` is an ordinary entry.
+ */
+async function readExtended(r: Reader, h: Header, next: Map<string, Buffer>): Promise<boolean> {
+  if (h.type !== 'x' && h.type !== 'L' && h.type !== 'K' && h.type !== 'g') return false;
+  const body = await r.exact(h.size, 'an extended header');
+  await r.exact((BLOCK - (h.size % BLOCK)) % BLOCK, 'padding');
+  if (h.type === 'x') for (const [k, v] of parsePax(body)) next.set(k, v);
+  else if (h.type === 'L') next.set('path', cstr(body));
+  else if (h.type === 'K') next.set('linkpath', cstr(body));
+  return true;
 }
 
 /** A hard link: its target must be a regular file this extraction wrote, under its own directories. */

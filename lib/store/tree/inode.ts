@@ -34,6 +34,13 @@ export enum ContentForm {
   Extents = 2,
 }
 
+/**
+ * A regular file of this many bytes or more is stored as Extents (FastCDC chunks under an extent
+ * tree), a smaller one as Whole (one blob). Imports, records and the chunk-delta source all split
+ * at this size, so it lives beside the content forms it chooses between.
+ */
+export const SMALL_FILE_THRESHOLD = 128 * 1024;
+
 export interface Xattr {
   name: Buffer;
   value: Buffer;
