@@ -242,11 +242,10 @@ RechunkStats CowRechunk(const CdcParams& params, const std::vector<CowRange>& ra
   while (c < ranges.size()) {
     uint64_t start = 0;
     if (old_size > 0) {
-      // From the chunk before the one holding the change: a cut moved by the change may lie
-      // inside that chunk's successor, never before its start.
-      const uint64_t at = io.OldChunkStart(std::min(ranges[c].begin, old_size - 1));
-      const uint64_t prev = at > 0 ? io.OldChunkStart(at - 1) : at;
-      start = std::max(resynced, prev);
+      // From the start of the old chunk holding the first changed byte: a cut depends only on
+      // the bytes between the previous cut and itself, so every cut up to that byte stands. (At
+      // an extension the last old chunk is re-chunked: its end was the end of the file, no cut.)
+      start = std::max(resynced, io.OldChunkStart(std::min(ranges[c].begin, old_size - 1)));
     }
     RechunkRun run(params, ranges, old_size, size, buf, io, stats);
     const uint64_t resync = run.Run(start, &c);

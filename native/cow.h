@@ -102,10 +102,11 @@ struct RechunkStats {
 
 // Re-chunks the changed ranges of a file of `size` bytes whose old content (when
 // `old_size` > 0) is a chunk list of old_size bytes. Edits never shift bytes, and the chunker's
-// state resets at every cut, so from any old cut onwards it reproduces the old cuts until the next
-// change: a run stops at the first new cut, past every change it covers, that is an old cut. The
-// result equals chunking the whole file. With old_size == 0 it emits every chunk and replaces
-// nothing. `piece` bytes are read at a time.
+// state resets at every cut, so every old cut up to the first changed byte stands, and from any
+// old cut onwards the chunker reproduces the old cuts until the next change. A run starts at the
+// old chunk holding its range's first byte and stops at the first new cut, past every change it
+// covers, that is an old cut. The result equals chunking the whole file. With old_size == 0 it
+// emits every chunk and replaces nothing. `piece` bytes are read at a time.
 RechunkStats CowRechunk(const CdcParams& params, const std::vector<CowRange>& ranges,
                         uint64_t old_size, uint64_t size, size_t piece, RechunkIo& io);
 
