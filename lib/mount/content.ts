@@ -28,6 +28,8 @@ import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } fr
 export const PAGE = 4096;
 /** Bytes fed to the chunker per read while re-chunking (a few average chunks). */
 const PIECE = 64 * 1024;
+/** Spool segments in one read from which the spool is read once over their span. */
+const SPAN_READ_SEGMENTS = 4;
 
 export interface StoredContent {
   form: ContentForm;
@@ -333,12 +335,34 @@ export class FileData {
     const size = this.pages.size;
     if (pos >= size || len <= 0) return 0;
     const n = Math.min(len, size - pos);
+    const segments: number[] = [];
+    let spooled = 0;
     this.pages.read(pos, n, (source, p, l) => {
+      segments.push(source, p, l);
+      if (source === CowSource.Spool) spooled++;
+    });
+    // Scattered dirty pages: one spool read over their whole span (its other bytes are then
+    // overwritten below) costs less than a read per page.
+    let spanFrom = Infinity;
+    let spanTo = -1;
+    if (spooled >= SPAN_READ_SEGMENTS && this.spool) {
+      for (let i = 0; i < segments.length; i += 3) {
+        if (segments[i] !== CowSource.Spool) continue;
+        spanFrom = Math.min(spanFrom, segments[i + 1]!);
+        spanTo = segments[i + 1]! + segments[i + 2]!;
+      }
+      this.spool.read(dst, dstOff + (spanFrom - pos), spanTo - spanFrom, spanFrom);
+    }
+    for (let i = 0; i < segments.length; i += 3) {
+      const source = segments[i] as CowSource;
+      const p = segments[i + 1]!;
+      const l = segments[i + 2]!;
       const o = dstOff + (p - pos);
       if (source === CowSource.Base) this.cache.read(this.base!, p, l, dst, o);
-      else if (source === CowSource.Spool && this.spool) this.spool.read(dst, o, l, p);
-      else dst.fill(0, o, o + l);
-    });
+      else if (source === CowSource.Spool && this.spool) {
+        if (p < spanFrom || p >= spanTo) this.spool.read(dst, o, l, p);
+      } else dst.fill(0, o, o + l);
+    }
     return n;
   }
 

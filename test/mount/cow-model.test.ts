@@ -55,6 +55,17 @@ for (const [label, budget] of [['spools in memory, spilling to files', undefined
       const where = () => `seed ${SEED}: ${log.slice(-6).join('; ')}`;
       let commits = 0;
       let dirty = false;
+      // Scattered dirty pages (one byte every other page): reads merge many spool segments.
+      for (let p = 100; p < 1_000_000; p += 8192) {
+        ov.write(fh, Buffer.from([p & 0xff]), p);
+        model[p] = p & 0xff;
+      }
+      for (const [from, len] of [[0, 1_000_000], [5000, 70_000], [8192, 4096 * 9]] as const) {
+        const dst = Buffer.alloc(len);
+        assert.equal(ov.read(fh, dst, len, from), len);
+        assert.ok(dst.equals(model.subarray(from, from + len)), `scattered pages: read ${from}+${len}`);
+      }
+      dirty = true;
       for (let step = 0; step < 400; step++) {
         const op = pick(100);
         if (op < 45) {
