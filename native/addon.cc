@@ -36,6 +36,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitWalk(env, exports);  // after InitBatch: its cleanup hook must run before the pool is joined
   InitStream(env, exports);
   InitZstd(env, exports);
+  InitCow(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());

@@ -61,6 +61,12 @@ const HARNESSES = {
     maxLen: 65536,
     args: [],
   },
+  cow_pages: {
+    sources: ['native/fastcdc.cc', 'native/cow.cc'],
+    // Operations are 6 bytes each; written data is expanded from them.
+    maxLen: 4096,
+    args: [],
+  },
   xattr_list: {
     // The harness includes native/scan.cc itself (CollectXattrs is internal to it).
     sources: ['native/fastcdc.cc', 'native/multihash.cc', 'native/digest.cc'],
@@ -195,7 +201,7 @@ function multihashInput({ tag = 0, fill = 0, opts = 0, lengths = [] }, seed) {
 }
 
 function seedCorpus() {
-  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {}, xattr_list: {} };
+  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {}, xattr_list: {}, cow_pages: {} };
   // Default parameters (8192 / 16384 / 32768): empty, 1 byte, min-1, min, avg, max, max+1.
   const sizes = { empty: 0, one: 1, 'min-1': 8191, min: 8192, avg: 16384, max: 32768, 'max+1': 32769 };
   let k = 0;
@@ -261,6 +267,27 @@ function seedCorpus() {
   seeds.xattr_list.empty = xattrs(3);
   seeds.xattr_list['user-names'] = xattrs(7, Buffer.from('user.x\0user.y\0'), Buffer.from('user.x\0'));
   seeds.xattr_list['mixed-unterminated'] = xattrs(6, Buffer.from('security.selinux\0user.a\0\0\0user.tail'), Buffer.from('user.a\0user.b\0user.c\0'));
+  // cow_pages: params, piece, base size / 8 (or / 2), pattern, then 6-byte operations
+  // (kind, position / 4, length, seed): write 0, truncate 3, read 4, commit 6, whole pages 7.
+  const cow = (params, piece, base, ...ops) => {
+    const h = Buffer.alloc(5);
+    h[0] = params;
+    h[1] = piece;
+    h.writeUInt16LE(base, 2);
+    h[4] = 1;
+    return Buffer.concat([h, ...ops.map(([k, a, b, seed]) => {
+      const o = Buffer.alloc(6);
+      o[0] = k;
+      o.writeUInt16LE(a, 1);
+      o.writeUInt16LE(b, 3);
+      o[5] = seed;
+      return o;
+    })]);
+  };
+  seeds.cow_pages.empty = cow(0, 0, 0);
+  seeds.cow_pages['overwrite-commit'] = cow(1, 3, 4000, [0, 2000, 4095, 1], [4, 1900, 9000, 0], [6, 0, 0, 0]);
+  seeds.cow_pages['truncate-extend-commit'] = cow(2, 2, 6000, [3, 0, 5000, 0], [0, 3000, 100, 2], [4, 0, 30000, 0], [6, 0, 0, 0], [7, 1024, 1, 3], [6, 0, 0, 0]);
+  seeds.cow_pages['default-params'] = cow(4, 4, 30000, [0, 30000, 4096, 4], [0, 50000, 10, 5], [6, 0, 0, 0], [3, 0, 0x10, 0], [0, 0, 20000, 6], [6, 0, 0, 0]);
   return seeds;
 }
 

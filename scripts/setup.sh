@@ -22,6 +22,8 @@ packages=(
   "tmux         driving workspace shell through a terminal in tests"
   "postgresql   remotes: tests and benchmarks start throw-away PostgreSQL 15 clusters"
   "tar          tar -x round trips of export --format tar"
+  "clang        the libFuzzer harnesses (npm run fuzz)"
+  "libclang-rt-14-dev  libFuzzer's runtime for clang 14"
 )
 
 need=()

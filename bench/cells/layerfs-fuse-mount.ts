@@ -7,6 +7,8 @@
 //   commit  4 KiB overwrite (dd conv=notrunc, a child process) in the middle of a --mib MiB
 //           file, then client.commitWorkspace (SDK wall time, as a caller sees it), --rounds
 //           times; Store growth is the receipt's allocatedGrowth (the daemon's write transaction)
+//   write   sequential `dd bs=1M` of a --mib MiB random file (page cache warm) into a new file,
+//           close included, best of 3 each (the new file is removed between runs)
 //   untar   `tar -xf` of a --files tree archive into a fresh directory (best of 3 each)
 //   all     the four in turn on one Store, one daemon and one mount (the quick tier: a daemon
 //           start costs seconds here); the result lists them as `cases`
@@ -99,6 +101,7 @@ const FILL: Record<string, (src: string, tmp: string) => void> = {
   read: (src) => randomFile(path.join(src, 'big.bin'), Number(a.mib)),
   stat: (src) => writeTree(path.join(src, 'tree'), treeParams(Number(a.files))),
   commit: (src) => randomFile(path.join(src, 'large.bin'), Number(a.mib)),
+  write: (_src, tmp) => randomFile(path.join(tmp, 'input.bin'), Number(a.mib)),
   untar: (_src, tmp) => {
     const tree = path.join(tmp, 'tartree');
     writeTree(tree, treeParams(Number(a.files)));
@@ -113,6 +116,22 @@ async function readOp(s: Setup, m: Mount, mib: number) {
   const servedMs = dd(path.join(m.path, 'big.bin'));
   const mountMs = best(3, () => dd(path.join(m.path, 'big.bin')));
   return { ms: mountMs, plainMs, ratio: plainMs / mountMs, plainMiBps: mib / (plainMs / 1000), mountMiBps: mib / (mountMs / 1000), servedMiBps: mib / (servedMs / 1000), goal: '≥ 0.5× plain (throughput)' };
+}
+
+async function writeOp(m: Mount, tmp: string, mib: number) {
+  const input = path.join(tmp, 'input.bin');
+  sh(`cat ${shq(input)} > /dev/null`);
+  const into = (dir: string) => () => {
+    const out = path.join(dir, 'new.bin');
+    const t = sh(`dd if=${shq(input)} of=${shq(out)} bs=1M status=none`);
+    sh(`rm -f ${shq(out)}`);
+    return t;
+  };
+  const plainDir = path.join(tmp, 'plain-write');
+  fs.mkdirSync(plainDir, { recursive: true });
+  const plainMs = best(3, into(plainDir));
+  const mountMs = best(3, into(m.path));
+  return { ms: mountMs, plainMs, ratio: plainMs / mountMs, plainMiBps: mib / (plainMs / 1000), mountMiBps: mib / (mountMs / 1000), goal: '≥ 0.7× plain (throughput)' };
 }
 
 async function statOp(s: Setup, m: Mount) {
@@ -222,6 +241,7 @@ async function runOps(tmp: string, ops: string[]): Promise<Record<string, unknow
         if (op === 'read') r = await readOp(s, m, Number(a.mib));
         else if (op === 'stat') r = await statOp(s, m);
         else if (op === 'commit') r = await commitOp(s, m, Number(a.mib), Number(a.rounds));
+        else if (op === 'write') r = await writeOp(m, tmp, Number(a.mib));
         else r = await untarOp(s, m, tmp);
         out.push({ case: op, op, ...(op === 'stat' || op === 'untar' ? { files: Number(a.files) } : { mib: Number(a.mib) }), ...r });
       }
@@ -244,7 +264,7 @@ try {
     process.exit(0);
   }
   const ops = op === 'all' ? ['read', 'stat', 'commit', 'untar'] : [op];
-  if (!ops.every((o) => o in FILL)) throw new Error(`--op must be read, stat, commit, untar or all (got ${JSON.stringify(op)})`);
+  if (!ops.every((o) => o in FILL)) throw new Error(`--op must be read, stat, commit, write, untar or all (got ${JSON.stringify(op)})`);
   const cases = (await runOps(a.tmp, ops)).map(round3);
   if (op === 'all') emit({ cell: CELL, tier, op, cases });
   else emit({ cell: CELL, tier, ...cases[0]! });

@@ -16,9 +16,10 @@
  */
 import { closeSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { join } from 'node:path';
+import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { Chunker } from '../native/index.js';
+import { CowPages, CowSource } from '../native/index.js';
 import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
@@ -27,42 +28,14 @@ import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } fr
 export const PAGE = 4096;
 /** Bytes fed to the chunker per read while re-chunking (a few average chunks). */
 const PIECE = 64 * 1024;
+/** Spool segments in one read from which the spool is read once over their span. */
+const SPAN_READ_SEGMENTS = 4;
 
 export interface StoredContent {
   form: ContentForm;
   /** Blob id (Whole) or extent-tree root (Extents); null for an empty file. */
   id: Buffer | null;
   size: number;
-}
-
-class Lru<V> {
-  private readonly map = new Map<string, { v: V; cost: number }>();
-  private total = 0;
-
-  constructor(private readonly budget: number) {}
-
-  get(key: string): V | undefined {
-    const hit = this.map.get(key);
-    if (!hit) return undefined;
-    this.map.delete(key);
-    this.map.set(key, hit);
-    return hit.v;
-  }
-
-  set(key: string, v: V, cost: number): void {
-    const old = this.map.get(key);
-    if (old) {
-      this.total -= old.cost;
-      this.map.delete(key);
-    }
-    this.map.set(key, { v, cost });
-    this.total += cost;
-    while (this.total > this.budget && this.map.size > 1) {
-      const [k, e] = this.map.entries().next().value as [string, { v: V; cost: number }];
-      this.map.delete(k);
-      this.total -= e.cost;
-    }
-  }
 }
 
 export interface CacheLimits {
@@ -78,14 +51,15 @@ export interface CacheLimits {
  * reading or editing a piece of a large file loads only the nodes on the way.
  */
 export class ContentCache {
-  private readonly chunks: Lru<Buffer>;
+  private readonly chunks: LRUCache<string, Buffer>;
   readonly nodes: ExtentNodes;
 
   constructor(
     readonly objects: ObjectReader,
     limits: CacheLimits = {},
   ) {
-    this.chunks = new Lru(limits.chunkBytes ?? 64 * 1024 * 1024);
+    // Cost-bounded: an object larger than the whole budget is read but not kept.
+    this.chunks = new LRUCache<string, Buffer>({ maxSize: limits.chunkBytes ?? 64 * 1024 * 1024, sizeCalculation: (b) => b.length + 64 });
     this.nodes = new ExtentNodes(objects, limits.extentNodes ?? 4096);
   }
 
@@ -94,7 +68,7 @@ export class ContentCache {
     const hit = this.chunks.get(key);
     if (hit) return hit;
     const data = this.objects.get(id, kind);
-    this.chunks.set(key, data, data.length + 64);
+    this.chunks.set(key, data);
     return data;
   }
 
@@ -230,20 +204,11 @@ export class MemSpool implements SpoolLike {
  * per serving thread, and the least recently used is closed to make room.
  */
 const OPEN_SPOOLS = 128;
-const openSpools = new Map<Spool, number>();
+const openSpools = new LRUCache<Spool, number>({ max: OPEN_SPOOLS, dispose: (fd) => closeSync(fd) });
 
 function spoolFd(spool: Spool, flags: number): number {
   const fd = openSpools.get(spool);
-  if (fd !== undefined) {
-    openSpools.delete(spool);
-    openSpools.set(spool, fd);
-    return fd;
-  }
-  if (openSpools.size >= OPEN_SPOOLS) {
-    const [oldest, oldFd] = openSpools.entries().next().value as [Spool, number];
-    openSpools.delete(oldest);
-    closeSync(oldFd);
-  }
+  if (fd !== undefined) return fd;
   const opened = openSync(spool.path, flags, 0o600);
   openSpools.set(spool, opened);
   return opened;
@@ -285,11 +250,7 @@ export class Spool implements SpoolLike {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    const fd = openSpools.get(this);
-    if (fd !== undefined) {
-      openSpools.delete(this);
-      closeSync(fd);
-    }
+    openSpools.delete(this);
     try {
       unlinkSync(this.path);
     } catch {
@@ -324,12 +285,9 @@ export interface ContentBuild {
 /** The content of one regular file in an overlay. */
 export class FileData {
   base: StoredContent | null;
-  /** Bytes of `base` that still show through where no page is dirty (a prefix). */
-  validBase: number;
-  size: number;
   private spool: SpoolLike | null = null;
-  /** Pages copied into the spool, when there is a base. */
-  private dirty: Set<number> | null = null;
+  /** Pages copied into the spool and what of the base still shows (native/cow.h). */
+  private readonly pages: CowPages;
   /** True when the content differs (possibly) from `base`. */
   changed = false;
 
@@ -340,13 +298,21 @@ export class FileData {
     private readonly budget: MemoryBudget = new MemoryBudget(0),
   ) {
     this.base = base && base.size > 0 ? base : null;
-    this.size = base?.size ?? 0;
-    this.validBase = this.base ? this.base.size : 0;
+    this.pages = new CowPages(this.base ? this.base.size : 0);
+  }
+
+  get size(): number {
+    return this.pages.size;
+  }
+
+  /** Bytes of `base` that still show through where no page is dirty (a prefix). */
+  get validBase(): number {
+    return this.pages.validBase;
   }
 
   /** Pages copied from stored content (a measure of copy-on-write work). */
   get dirtyPages(): number {
-    return this.dirty?.size ?? 0;
+    return this.pages.dirtyPages;
   }
 
   private ensureSpool(): SpoolLike {
@@ -364,66 +330,56 @@ export class FileData {
     this.spool = file;
   }
 
-  /** Stored bytes where valid, zeros beyond; [pos, pos + len) lies below size and outside dirty pages. */
-  private readBase(pos: number, len: number, dst: Buffer, off: number): void {
-    const fromBase = this.base ? Math.max(0, Math.min(len, this.validBase - pos)) : 0;
-    if (fromBase > 0) this.cache.read(this.base!, pos, fromBase, dst, off);
-    if (fromBase < len) dst.fill(0, off + fromBase, off + len);
-  }
-
   /** Reads up to len bytes at pos into dst; returns the count (0 at or past the end). */
   read(pos: number, len: number, dst: Buffer, dstOff = 0): number {
-    if (pos >= this.size || len <= 0) return 0;
-    const n = Math.min(len, this.size - pos);
-    if (!this.base) {
-      if (this.spool) this.spool.read(dst, dstOff, n, pos);
-      else dst.fill(0, dstOff, dstOff + n);
-      return n;
+    const size = this.pages.size;
+    if (pos >= size || len <= 0) return 0;
+    const n = Math.min(len, size - pos);
+    const segments: number[] = [];
+    let spooled = 0;
+    this.pages.read(pos, n, (source, p, l) => {
+      segments.push(source, p, l);
+      if (source === CowSource.Spool) spooled++;
+    });
+    // Scattered dirty pages: one spool read over their whole span (its other bytes are then
+    // overwritten below) costs less than a read per page.
+    let spanFrom = Infinity;
+    let spanTo = -1;
+    if (spooled >= SPAN_READ_SEGMENTS && this.spool) {
+      for (let i = 0; i < segments.length; i += 3) {
+        if (segments[i] !== CowSource.Spool) continue;
+        spanFrom = Math.min(spanFrom, segments[i + 1]!);
+        spanTo = segments[i + 1]! + segments[i + 2]!;
+      }
+      this.spool.read(dst, dstOff + (spanFrom - pos), spanTo - spanFrom, spanFrom);
     }
-    const dirty = this.dirty;
-    if (!dirty || dirty.size === 0) {
-      this.readBase(pos, n, dst, dstOff);
-      return n;
-    }
-    const end = pos + n;
-    let p = pos;
-    while (p < end) {
-      const page = Math.floor(p / PAGE);
-      const isDirty = dirty.has(page);
-      let q = Math.min(end, (page + 1) * PAGE);
-      while (q < end && dirty.has(Math.floor(q / PAGE)) === isDirty) q = Math.min(end, q + PAGE);
-      if (isDirty) this.spool!.read(dst, dstOff + (p - pos), q - p, p);
-      else this.readBase(p, q - p, dst, dstOff + (p - pos));
-      p = q;
+    for (let i = 0; i < segments.length; i += 3) {
+      const source = segments[i] as CowSource;
+      const p = segments[i + 1]!;
+      const l = segments[i + 2]!;
+      const o = dstOff + (p - pos);
+      if (source === CowSource.Base) this.cache.read(this.base!, p, l, dst, o);
+      else if (source === CowSource.Spool && this.spool) {
+        if (p < spanFrom || p >= spanTo) this.spool.read(dst, o, l, p);
+      } else dst.fill(0, o, o + l);
     }
     return n;
   }
 
   write(src: Buffer, pos: number): void {
     if (src.length === 0) return;
-    const end = pos + src.length;
     const spool = this.ensureSpool();
-    if (this.base) {
-      const dirty = (this.dirty ??= new Set());
-      const first = Math.floor(pos / PAGE);
-      const last = Math.floor((end - 1) / PAGE);
-      for (let page = first; page <= last; page++) {
-        if (dirty.has(page)) continue;
-        const start = page * PAGE;
-        // A page the write covers whole needs no copy: its old bytes are all replaced.
-        if (!(pos <= start && end >= start + PAGE)) {
-          const have = Math.max(0, Math.min(PAGE, this.size - start));
-          if (have > 0) {
-            const buf = Buffer.alloc(have);
-            this.readBase(start, have, buf, 0);
-            spool.write(buf, start);
-          }
-        }
-        dirty.add(page);
+    const copies = this.pages.write(pos, src.length);
+    if (copies) {
+      // Edge pages the write covers in part: their stored bytes go to the spool first.
+      for (const c of copies) {
+        const buf = Buffer.allocUnsafe(c.len);
+        this.cache.read(this.base!, c.start, c.len, buf, 0);
+        spool.write(buf, c.start);
       }
+      this.pages.commitWrite(pos, src.length);
     }
     spool.write(src, pos);
-    if (end > this.size) this.size = end;
     this.changed = true;
     this.maybeSpill();
   }
@@ -432,18 +388,11 @@ export class FileData {
     if (size === this.size) return;
     if (size === 0) {
       this.base = null;
-      this.dirty = null;
-      this.validBase = 0;
       this.spool?.truncate(0);
     } else if (size < this.size) {
-      if (this.dirty) {
-        const firstGone = Math.ceil(size / PAGE);
-        for (const p of this.dirty) if (p >= firstGone) this.dirty.delete(p);
-      }
-      this.validBase = Math.min(this.validBase, size);
       this.spool?.truncate(size);
     }
-    this.size = size;
+    this.pages.truncate(size);
     this.changed = true;
   }
 
@@ -492,17 +441,13 @@ export class FileData {
 
 
   /**
-   * What changed, as chunks. Content before the chunk preceding the first change and after the
-   * point where new cut points meet old ones again keeps its chunks; only the neighbourhood of
-   * each changed range is read, chunked and hashed. Edits never shift bytes (writes overwrite in
-   * place, truncation and extension act at the end), so old and new bytes agree at equal offsets
-   * outside the changed ranges, and the chunker, whose state resets at every cut, reproduces the
-   * old cuts from any old cut onwards until the next change. The result equals chunking the
-   * whole file. Returns the replaced runs of old chunks, or the whole chunk list when there is no
-   * stored extent tree to edit.
+   * What changed, as chunks (native/cow.h): content before the chunk preceding each change and
+   * after the point where new cut points meet old ones again keeps its chunks; only the
+   * neighbourhood of each changed range is read, chunked and hashed. The result equals chunking
+   * the whole file. Returns the replaced runs of old chunks, or the whole chunk list when there is
+   * no stored extent tree to edit.
    */
   rechunk(w: ObjectWriter, stats: ContentBuild, source?: ChunkDeltaSource): { whole: Extent[] | null; replacements: Replacement[] } {
-    const S = this.size;
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
     const oldSize = base ? base.size : 0;
     const nodes = this.cache.nodes;
@@ -516,95 +461,45 @@ export class FileData {
       }
       return ids;
     };
-    // Changed ranges [a, b) in ascending order; b = Infinity for a change that runs to the end.
-    const ranges: [number, number][] = [];
-    if (!base) ranges.push([0, Infinity]);
-    else {
-      const pages = [...(this.dirty ?? [])].sort((x, y) => x - y);
-      for (const p of pages) {
-        const a = p * PAGE;
-        if (a >= S) continue;
-        const b = Math.min(a + PAGE, S);
-        const last = ranges[ranges.length - 1];
-        if (last && last[1] >= a) last[1] = Math.max(last[1], b);
-        else ranges.push([a, b]);
-      }
-      const validBase = Math.min(this.validBase, oldSize);
-      if (validBase < oldSize || S !== oldSize) {
-        const t = Math.min(validBase, S, oldSize);
-        while (ranges.length > 0 && ranges[ranges.length - 1]![0] >= t) ranges.pop();
-        const last = ranges[ranges.length - 1];
-        if (last && last[1] >= t) last[1] = Infinity;
-        else ranges.push([t, Infinity]);
-      }
-    }
     const replacements: Replacement[] = [];
     const whole: Extent[] = [];
-    // Old bytes from here on still stand where the last run re-synchronized (an old cut).
-    let resynced = 0;
-    let c = 0;
-    while (c < ranges.length) {
-      let start = 0;
-      if (base) {
-        const ch = at(Math.min(ranges[c]![0], oldSize - 1));
-        const prev = ch.start > 0 ? at(ch.start - 1) : ch;
-        start = Math.max(resynced, prev.start);
-      }
-      const out: Extent[] = base ? [] : whole;
-      let pos = start;
-      let cut = start;
-      const chunker = new Chunker();
-      let carry: Buffer = Buffer.alloc(0);
-      let resync = -1;
-      const emit = (len: number): void => {
-        const bytes = carry.subarray(0, len);
-        const id = idOf(ObjectKind.Chunk, bytes);
-        // The old chunks this piece overlaps are its delta bases (cuts take a few chunks to meet
-        // old ones again, so a piece often straddles two). Offered now, while it is the newest
-        // of its group: a later hint finds all but the last chunks sealed.
-        const fresh = w.put(ObjectKind.Chunk, id, bytes);
-        if (fresh && base && cut < oldSize) w.suggestBase(id, overlapped(cut, Math.min(cut + len, oldSize)));
-        // A new file that replaced a stored large file: the old chunks at the same place.
-        const bases = source?.next(id, len, fresh);
-        if (bases && bases.length > 0) source!.result(w.suggestBase(id, bases));
-        out.push({ id, length: len });
-        stats.chunksHashed++;
-        carry = carry.subarray(len);
-        cut += len;
-      };
-      stream: while (pos < S) {
-        const len = Math.min(PIECE, S - pos);
-        const piece = Buffer.allocUnsafe(len);
-        this.read(pos, len, piece);
-        stats.bytesRead += len;
-        pos += len;
-        carry = carry.length === 0 ? piece : Buffer.concat([carry, piece]);
-        for (const l of chunker.push(piece)) {
-          emit(l);
-          while (c < ranges.length && ranges[c]![1] <= cut) c++;
-          if (base && cut < oldSize && (c === ranges.length || ranges[c]![0] >= cut) && at(cut).start === cut) {
-            resync = cut;
-            break stream;
-          }
-        }
-      }
-      if (resync < 0) {
-        for (const l of chunker.finish()) emit(l);
-        if (base) replacements.push({ from: start, to: oldSize, entries: out });
-        break;
-      }
-      replacements.push({ from: start, to: resync, entries: out });
-      resynced = resync;
-    }
+    let run: Extent[] = [];
+    const r = this.pages.rechunk(
+      base !== null,
+      {
+        chunkStart: (x) => at(x).start,
+        read: (pos, len, dst) => {
+          this.read(pos, len, dst);
+        },
+        emit: (cut, bytes) => {
+          const id = idOf(ObjectKind.Chunk, bytes);
+          // The old chunks this piece overlaps are its delta bases (cuts take a few chunks to
+          // meet old ones again, so a piece often straddles two). Offered now, while it is the
+          // newest of its group: a later hint finds all but the last chunks sealed.
+          const fresh = w.put(ObjectKind.Chunk, id, bytes);
+          if (fresh && base && cut < oldSize) w.suggestBase(id, overlapped(cut, Math.min(cut + bytes.length, oldSize)));
+          // A new file that replaced a stored large file: the old chunks at the same place.
+          const bases = source?.next(id, bytes.length, fresh);
+          if (bases && bases.length > 0) source!.result(w.suggestBase(id, bases));
+          (base ? run : whole).push({ id, length: bytes.length });
+        },
+        replace: (from, to, chunks) => {
+          if (chunks !== run.length) throw new LayerFsError('ERR_CORRUPT', `re-chunking replaced ${chunks} chunks where ${run.length} were emitted`);
+          replacements.push({ from, to, entries: run });
+          run = [];
+        },
+      },
+      { piece: PIECE },
+    );
+    stats.bytesRead += r.bytesRead;
+    stats.chunksHashed += r.chunks;
     return { whole: base ? null : whole, replacements };
   }
 
   /** After a commit stored this content: it becomes the base and the spool goes. */
   rebase(stored: StoredContent): void {
     this.base = stored.size > 0 ? stored : null;
-    this.size = stored.size;
-    this.validBase = stored.size;
-    this.dirty = null;
+    this.pages.rebase(this.base ? stored.size : 0);
     this.changed = false;
     this.spool?.close();
     this.spool = null;
@@ -614,6 +509,5 @@ export class FileData {
   dispose(): void {
     this.spool?.close();
     this.spool = null;
-    this.dirty = null;
   }
 }

@@ -122,7 +122,30 @@ export interface RawChunkStream {
   close(): void;
 }
 
+/** The copy-on-write page map of one file (native/napi_cow.cc; wrapped by lib/native/cow.ts). */
+export interface RawCowPages {
+  readonly size: number;
+  readonly validBase: number;
+  readonly dirtyPages: number;
+  write(pos: number, len: number): Float64Array | null;
+  commitWrite(pos: number, len: number): void;
+  planRead(pos: number, len: number, out: Float64Array): number;
+  truncate(size: number): void;
+  rebase(size: number): void;
+  changedRanges(baseIsExtents: boolean): Float64Array;
+  rechunk(params: RawParams | undefined, baseIsExtents: boolean, piece: number, io: RawRechunkIo): { bytesRead: number; chunks: number };
+}
+
+export interface RawRechunkIo {
+  chunkStart(x: number): number;
+  read(pos: number, len: number, dst: Buffer): void;
+  emit(offset: number, bytes: Buffer): void;
+  replace(from: number, to: number, chunks: number): void;
+}
+
 export interface NativeBinding {
+  CowPages: new (baseSize: number) => RawCowPages;
+  cowPage: number;
   blake3(data: Uint8Array, out?: Buffer): Buffer;
   objectIdInto(out: Buffer | undefined, domainTag: string, ...parts: Uint8Array[]): Buffer;
   Blake3Hasher: new (domainTag?: string) => RawHasher;

@@ -23,5 +23,6 @@ export { walkTree, walkTreeSync, walkTreeAgainst, walkTreeAgainstSync, walkName,
 export { readChunks, ChunkStream, DEFAULT_PIECE_SIZE, type ChunkPiece, type FileIdentity, type ReadChunksOptions } from './stream.js';
 export { fdLock, fdRead, fdWrite, makeNode } from './fd.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
+export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type RechunkIo, type RechunkResult } from './cow.js';
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';

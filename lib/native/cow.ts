@@ -1,0 +1,146 @@
+/**
+ * Copy-on-write over a stored file's content (native/cow.h): which 4 KiB pages a write copied
+ * from the stored base, where each byte of a read comes from (spool, stored base or zeros), and
+ * the commit-time re-chunk that starts at the chunk before each change and stops where new cut
+ * points meet old ones again. The bytes themselves stay with the caller: it reads the Store and
+ * its spool as each plan says.
+ */
+import { invalidArgument } from '../errors.js';
+import { native, type RawCowPages } from './binding.js';
+import { resolveParams, type ChunkerParams } from './params.js';
+import { callNative } from './wrap.js';
+
+/** Copy-on-write granularity over stored content. */
+export const COW_PAGE: number = native.cowPage;
+
+/** Where a read segment's bytes come from. */
+export enum CowSource {
+  Zero = 0,
+  Spool = 1,
+  Base = 2,
+}
+
+export interface CowSegment {
+  source: CowSource;
+  pos: number;
+  len: number;
+}
+
+/** Stored bytes [start, start + len) that must be in the spool before a write lands. */
+export interface CowCopy {
+  start: number;
+  len: number;
+}
+
+/** What the re-chunk asks of its caller; a callback that throws stops it, and the error propagates unchanged. */
+export interface RechunkIo {
+  /** Start of the old chunk holding old offset x. */
+  chunkStart(x: number): number;
+  /** Fills dst[0, len) with the new content at pos. */
+  read(pos: number, len: number, dst: Buffer): void;
+  /** The next new chunk (a fresh Buffer), which starts at `offset`. */
+  emit(offset: number, bytes: Buffer): void;
+  /** Old chunks covering [from, to) are replaced by the last `chunks` emitted. */
+  replace(from: number, to: number, chunks: number): void;
+}
+
+export interface RechunkResult {
+  bytesRead: number;
+  chunks: number;
+}
+
+function offset(v: number, name: string): number {
+  if (!Number.isSafeInteger(v) || v < 0) throw invalidArgument(`${name} must be a safe non-negative integer, got ${String(v)}`, { argument: name });
+  return v;
+}
+
+/** The page map of one file's content over its stored base (base size 0: no base). */
+export class CowPages {
+  readonly #p: RawCowPages;
+  #plan = new Float64Array(3 * 40);
+
+  constructor(baseSize = 0) {
+    offset(baseSize, 'baseSize');
+    this.#p = callNative(() => new native.CowPages(baseSize));
+  }
+
+  get size(): number {
+    return this.#p.size;
+  }
+
+  /** Bytes of the base that still show through where no page is dirty (a prefix). */
+  get validBase(): number {
+    return this.#p.validBase;
+  }
+
+  /** Pages copied-on-write since the last rebase. */
+  get dirtyPages(): number {
+    return this.#p.dirtyPages;
+  }
+
+  /**
+   * A write of [pos, pos + len): null when it is recorded already; otherwise the stored ranges
+   * to copy into the spool first, after which commitWrite(pos, len) records it.
+   */
+  write(pos: number, len: number): CowCopy[] | null {
+    if (pos + len > Number.MAX_SAFE_INTEGER) offset(pos + len, 'pos + len');
+    const r = this.#p.write(offset(pos, 'pos'), offset(len, 'len'));
+    if (r === null) return null;
+    const out: CowCopy[] = [];
+    for (let i = 0; i < r.length; i += 2) out.push({ start: r[i]!, len: r[i + 1]! });
+    return out;
+  }
+
+  commitWrite(pos: number, len: number): void {
+    this.#p.commitWrite(offset(pos, 'pos'), offset(len, 'len'));
+  }
+
+  /** Calls visit for each segment of [pos, min(pos + len, size)), in order. */
+  read(pos: number, len: number, visit: (source: CowSource, pos: number, len: number) => void): void {
+    offset(pos, 'pos');
+    offset(len, 'len');
+    let n = this.#p.planRead(pos, len, this.#plan);
+    if (n * 3 > this.#plan.length) {
+      this.#plan = new Float64Array(n * 3);
+      n = this.#p.planRead(pos, len, this.#plan);
+    }
+    // The plan buffer is reused: visit must not plan another read on this map.
+    const plan = this.#plan;
+    for (let i = 0; i < n * 3; i += 3) visit(plan[i]! as CowSource, plan[i + 1]!, plan[i + 2]!);
+  }
+
+  /** The segments of a read, as a list. */
+  planRead(pos: number, len: number): CowSegment[] {
+    const out: CowSegment[] = [];
+    this.read(pos, len, (source, p, l) => out.push({ source, pos: p, len: l }));
+    return out;
+  }
+
+  truncate(size: number): void {
+    this.#p.truncate(offset(size, 'size'));
+  }
+
+  /** The content was stored: `size` bytes of base, nothing dirty. */
+  rebase(size: number): void {
+    this.#p.rebase(offset(size, 'size'));
+  }
+
+  /** Changed ranges [begin, end) against a stored extent tree (end Infinity: to the end). */
+  changedRanges(baseIsExtents: boolean): [number, number][] {
+    const r = this.#p.changedRanges(baseIsExtents);
+    const out: [number, number][] = [];
+    for (let i = 0; i < r.length; i += 2) out.push([r[i]!, r[i + 1]!]);
+    return out;
+  }
+
+  /**
+   * Re-chunks what changed against the stored extent tree (or the whole content when the base is
+   * not one); the result equals chunking the whole content. Errors thrown by io propagate as they are.
+   */
+  rechunk(baseIsExtents: boolean, io: RechunkIo, opts: { params?: ChunkerParams; piece?: number } = {}): RechunkResult {
+    const params = resolveParams(opts.params);
+    const piece = offset(opts.piece ?? 64 * 1024, 'piece');
+    if (piece === 0 || piece > 64 * 1024 * 1024) throw invalidArgument(`piece must be 1..64 MiB, got ${piece}`, { argument: 'piece' });
+    return this.#p.rechunk(params, baseIsExtents, piece, io);
+  }
+}
