@@ -23,6 +23,7 @@ import { InodeKind } from '../store/index.js';
 import { type Attr, type Overlay } from './overlay.js';
 
 type Cb = (code: number, ...values: unknown[]) => void;
+type Handlers = Record<string, (...args: any[]) => void>;
 
 export interface FuseMountOptions {
   /** Shown as the mount's source in /proc/mounts (no spaces or commas). */
@@ -113,7 +114,7 @@ function utf8Name(name: Buffer): string | null {
 class LayerFuse extends Fuse {
   constructor(
     mnt: string,
-    ops: Record<string, (...args: any[]) => void>,
+    ops: Handlers,
     private readonly mountOptions: string[],
     private readonly mount_: FuseMount,
     debug: boolean,
@@ -243,13 +244,27 @@ export class FuseMount {
     this.guard(false, cb, () => cb(0, this.overlay.listxattr(this.serial(path))));
   }
 
-  private handlers(): Record<string, (...args: any[]) => void> {
+  /** libfuse 2's operations, by area; fuse-native registers an operation only when a handler exists. */
+  private handlers(): Handlers {
+    return { ...this.readOps(), ...this.fileOps(), ...this.namespaceOps(), ...this.attributeOps() };
+  }
+
+  private parent(path: string): { dir: number; name: Buffer } {
+    const { parent: p, name } = splitPath(path);
+    return { dir: this.serial(p), name };
+  }
+
+  /** Runs a mutating operation that answers nothing but success. */
+  private change(cb: Cb, fn: () => void): void {
+    this.guard(true, cb, () => {
+      fn();
+      cb(0);
+    });
+  }
+
+  private readOps(): Handlers {
     const ov = this.overlay;
     const g = this.guard.bind(this);
-    const parent = (path: string) => {
-      const { parent: p, name } = splitPath(path);
-      return { dir: this.serial(p), name };
-    };
     return {
       init: (cb: Cb) => cb(0),
       statfs: (_path: string, cb: Cb) => g(false, cb, () => cb(0, ov.statfs())),
@@ -259,28 +274,42 @@ export class FuseMount {
           cb(0);
         }),
       getattr: (path: string, cb: Cb) => g(false, cb, () => cb(0, statObject(ov.getattr(this.serial(path))))),
-      readdir: (path: string, cb: Cb) =>
-        g(false, cb, () => {
-          const s = this.serial(path);
-          const names: string[] = ['.', '..'];
-          const here = ov.getattr(s);
-          const stats = [statObject(here), statObject(here)];
-          for (const e of ov.readdir(s)) {
-            const n = utf8Name(e.name);
-            if (n === null) continue;
-            names.push(n);
-            stats.push(statObject(e.attr));
-          }
-          cb(0, names, stats);
-        }),
+      readdir: (path: string, cb: Cb) => g(false, cb, () => this.readdir(path, cb)),
       readlink: (path: string, cb: Cb) => g(false, cb, () => cb(0, ov.readlink(this.serial(path)).toString('utf8'))),
-      open: (path: string, flags: number, cb: Cb) =>
-        g((flags & fsc.O_TRUNC) !== 0, cb, () => cb(0, ov.open(this.serial(path), flags))),
       opendir: (_path: string, _flags: number, cb: Cb) => cb(0, 0),
       releasedir: (_path: string, _fd: number, cb: Cb) => cb(0),
+      // fgetattr, getxattr and listxattr are served by LayerFuse's overrides (file handles,
+      // size queries, ERANGE); fuse-native registers an operation only when a handler exists.
+      fgetattr: () => {},
+      getxattr: () => {},
+      listxattr: () => {},
+    };
+  }
+
+  /** "." and ".." plus the names fuse-native can carry (valid UTF-8), with their attributes. */
+  private readdir(path: string, cb: Cb): void {
+    const ov = this.overlay;
+    const s = this.serial(path);
+    const names: string[] = ['.', '..'];
+    const here = ov.getattr(s);
+    const stats = [statObject(here), statObject(here)];
+    for (const e of ov.readdir(s)) {
+      const n = utf8Name(e.name);
+      if (n === null) continue;
+      names.push(n);
+      stats.push(statObject(e.attr));
+    }
+    cb(0, names, stats);
+  }
+
+  private fileOps(): Handlers {
+    const ov = this.overlay;
+    const g = this.guard.bind(this);
+    return {
+      open: (path: string, flags: number, cb: Cb) => g((flags & fsc.O_TRUNC) !== 0, cb, () => cb(0, ov.open(this.serial(path), flags))),
       create: (path: string, mode: number, cb: Cb) =>
         g(true, cb, () => {
-          const { dir, name } = parent(path);
+          const { dir, name } = this.parent(path);
           cb(0, ov.create(dir, name, mode, fsc.O_RDWR, true).fh);
         }),
       read: (_path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => g(false, cb, () => cb(ov.read(fd, buf, len, pos))),
@@ -288,104 +317,65 @@ export class FuseMount {
       flush: (_path: string, _fd: number, cb: Cb) => cb(0),
       fsync: (_path: string, _datasync: number, _fd: number, cb: Cb) => cb(0),
       fsyncdir: (_path: string, _datasync: number, _fd: number, cb: Cb) => cb(0),
-      release: (_path: string, fd: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.release(fd);
-          cb(0);
-        }),
-      truncate: (path: string, size: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.truncate(this.serial(path), size);
-          cb(0);
-        }),
+      release: (_path: string, fd: number, cb: Cb) => this.change(cb, () => ov.release(fd)),
+      truncate: (path: string, size: number, cb: Cb) => this.change(cb, () => ov.truncate(this.serial(path), size)),
       ftruncate: (path: string, fd: number, size: number, cb: Cb) =>
-        g(true, cb, () => {
+        this.change(cb, () => {
           if (fd) ov.ftruncate(fd, size);
           else ov.truncate(this.serial(path), size);
-          cb(0);
         }),
-      mknod: (path: string, mode: number, dev: number, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.mknod(dir, name, mode, dev);
-          cb(0);
-        }),
-      mkdir: (path: string, mode: number, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.mkdir(dir, name, mode);
-          cb(0);
-        }),
-      rmdir: (path: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.rmdir(dir, name);
-          cb(0);
-        }),
+    };
+  }
+
+  private namespaceOps(): Handlers {
+    const ov = this.overlay;
+    const at = (path: string, fn: (dir: number, name: Buffer) => void) => (cb: Cb) =>
+      this.change(cb, () => {
+        const { dir, name } = this.parent(path);
+        fn(dir, name);
+      });
+    return {
+      mknod: (path: string, mode: number, dev: number, cb: Cb) => at(path, (dir, name) => ov.mknod(dir, name, mode, dev))(cb),
+      mkdir: (path: string, mode: number, cb: Cb) => at(path, (dir, name) => ov.mkdir(dir, name, mode))(cb),
+      rmdir: (path: string, cb: Cb) => at(path, (dir, name) => ov.rmdir(dir, name))(cb),
       unlink: (path: string, cb: Cb) =>
-        g(true, cb, () => {
-          if (this.hidden.delete(path)) return cb(0);
-          const { dir, name } = parent(path);
+        this.change(cb, () => {
+          if (this.hidden.delete(path)) return;
+          const { dir, name } = this.parent(path);
           ov.unlink(dir, name);
-          cb(0);
         }),
-      rename: (src: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const s = parent(src);
-          const d = splitPath(dest);
-          if (HIDDEN.test(d.base)) {
-            const serial = ov.lookup(s.dir, s.name);
-            if (ov.kindOf(serial) !== InodeKind.Dir) {
-              ov.unlink(s.dir, s.name);
-              this.hidden.set(dest, serial);
-              return cb(0);
-            }
-          }
-          ov.rename(s.dir, s.name, this.serial(d.parent), d.name);
-          cb(0);
-        }),
-      link: (src: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(dest);
-          ov.link(this.serial(src), dir, name);
-          cb(0);
-        }),
-      symlink: (target: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(dest);
-          ov.symlink(dir, name, Buffer.from(target, 'utf8'));
-          cb(0);
-        }),
-      chmod: (path: string, mode: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.chmod(this.serial(path), mode);
-          cb(0);
-        }),
-      chown: (path: string, uid: number, gid: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.chown(this.serial(path), uid, gid);
-          cb(0);
-        }),
+      rename: (src: string, dest: string, cb: Cb) => this.change(cb, () => this.rename(src, dest)),
+      link: (src: string, dest: string, cb: Cb) => at(dest, (dir, name) => ov.link(this.serial(src), dir, name))(cb),
+      symlink: (target: string, dest: string, cb: Cb) => at(dest, (dir, name) => ov.symlink(dir, name, Buffer.from(target, 'utf8')))(cb),
+    };
+  }
+
+  /** A rename, or libfuse's hiding of an unlinked open file (served from the side table). */
+  private rename(src: string, dest: string): void {
+    const ov = this.overlay;
+    const s = this.parent(src);
+    const d = splitPath(dest);
+    if (HIDDEN.test(d.base)) {
+      const serial = ov.lookup(s.dir, s.name);
+      if (ov.kindOf(serial) !== InodeKind.Dir) {
+        ov.unlink(s.dir, s.name);
+        this.hidden.set(dest, serial);
+        return;
+      }
+    }
+    ov.rename(s.dir, s.name, this.serial(d.parent), d.name);
+  }
+
+  private attributeOps(): Handlers {
+    const ov = this.overlay;
+    return {
+      chmod: (path: string, mode: number, cb: Cb) => this.change(cb, () => ov.chmod(this.serial(path), mode)),
+      chown: (path: string, uid: number, gid: number, cb: Cb) => this.change(cb, () => ov.chown(this.serial(path), uid, gid)),
       utimens: (path: string, atime: number, mtime: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.utimens(this.serial(path), BigInt(Math.round(atime)) * 1_000_000n, BigInt(Math.round(mtime)) * 1_000_000n);
-          cb(0);
-        }),
+        this.change(cb, () => ov.utimens(this.serial(path), BigInt(Math.round(atime)) * 1_000_000n, BigInt(Math.round(mtime)) * 1_000_000n)),
       setxattr: (path: string, name: string, value: Buffer, _position: number, flags: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.setxattr(this.serial(path), Buffer.from(name, 'utf8'), value, flags);
-          cb(0);
-        }),
-      // fgetattr, getxattr and listxattr are served by LayerFuse's overrides (file handles,
-      // size queries, ERANGE); fuse-native registers an operation only when a handler exists.
-      fgetattr: () => {},
-      getxattr: () => {},
-      listxattr: () => {},
-      removexattr: (path: string, name: string, cb: Cb) =>
-        g(true, cb, () => {
-          ov.removexattr(this.serial(path), Buffer.from(name, 'utf8'));
-          cb(0);
-        }),
+        this.change(cb, () => ov.setxattr(this.serial(path), Buffer.from(name, 'utf8'), value, flags)),
+      removexattr: (path: string, name: string, cb: Cb) => this.change(cb, () => ov.removexattr(this.serial(path), Buffer.from(name, 'utf8'))),
     };
   }
 }
