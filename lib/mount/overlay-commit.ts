@@ -1,0 +1,298 @@
+/**
+ * A live writable overlay over one stored state: the namespace and content a FUSE mount serves.
+ *
+ * Inodes are kept in memory keyed by serial (so FUSE inode numbers are serials, stable across
+ * commits). Stored records and directory listings load lazily; a changed record stays in memory
+ * until commit; file content lives in content.ts (stored chunks, spool, dirty pages).
+ *
+ * Operations are synchronous and throw FsError (positive errno). `commit()` writes only what
+ * changed — changed records, names per directory, deleted serials — through NamespaceEditor,
+ * publishes by compare-and-swap on the Branch head, and on success rebases the overlay onto the
+ * new state. While a commit runs, mutating operations submitted through `run()` wait in a queue
+ * and run, in order, once the commit is over: every Commit is a consistent cut.
+ */
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
+import { saveConflicts } from '../workspace/index.js';
+import { ContentForm, InodeKind, NamespaceEditor, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
+import type { ContentBuild, StoredContent } from './content.js';
+import type { CommitTarget, Node } from './overlay-nodes.js';
+import { OverlayStatus } from './overlay-status.js';
+
+/** A reconciling commit's report: paths combining both sides, compare-and-swap retries, time (ms). */
+export interface OverlayReconciled {
+  merged: string[];
+  retries: number;
+  ms: number;
+}
+
+export type OverlayCommitOutcome =
+  | { outcome: 'Created'; commit: CommitRow; rootId: Buffer; previousHead: Buffer | null; write: WriteStats; build: ContentBuild & { records: number; deleted: number; names: number }; ms: number; reconciled?: OverlayReconciled }
+  | { outcome: 'UpToDate'; head: Buffer | null; rootId: Buffer; ms: number }
+  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null; ms: number }
+  | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
+interface CommitWrite {
+  published: ReturnType<typeof publishReconciled>;
+  root: Buffer;
+  head: Buffer | null;
+  write: WriteStats;
+  reconciliation?: Reconciliation;
+}
+
+type Refused = { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null } | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
+class RollBack {
+  constructor(readonly outcome: Refused) {}
+}
+
+function sameHead(a: Buffer | null, b: Buffer | null): boolean {
+  return (a === null && b === null) || (a !== null && b !== null && a.equals(b));
+}
+
+export class Overlay extends OverlayStatus {
+  // -------------------------------------------------------------------------------------------
+  // Commit
+
+  /** The stored record of the file `serial` was renamed over, if any (a hint: unreadable is none). */
+  protected predecessor(serial: number): Inode | undefined {
+    const stored = this.replaced.get(serial);
+    if (stored === undefined) return undefined;
+    try {
+      const old = this.view.inode(stored);
+      return old.kind === InodeKind.File ? old : undefined;
+    } catch (e) {
+      if (e instanceof LayerFsError) return undefined;
+      throw e;
+    }
+  }
+
+  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>): Inode {
+    const rec: Inode = {
+      kind: n.kind,
+      mode: n.mode,
+      uid: n.uid,
+      gid: n.gid,
+      mtimeNs: n.mtimeNs,
+      size: 0,
+      nlink: 1,
+      parents: [...n.parents].sort((a, b) => a - b),
+      form: ContentForm.None,
+      content: null,
+      xattrs: n.xattrs.map((x) => ({ name: x.name, value: x.value })),
+    };
+    switch (n.kind) {
+      case InodeKind.File: {
+        const predecessor = n.inBase ? undefined : this.predecessor(n.serial);
+        const c = n.data!.store(w, build, predecessor);
+        contents.set(n.serial, c);
+        rec.size = c.size;
+        rec.form = c.form;
+        rec.content = c.id;
+        break;
+      }
+      case InodeKind.Dir:
+        // The editor applies this directory's name changes to its base tree.
+        if (n.inBase) {
+          const old = this.view.inode(n.serial);
+          rec.form = old.form;
+          rec.content = old.content;
+        }
+        break;
+      case InodeKind.Symlink:
+        rec.target = n.target!;
+        rec.size = n.target!.length;
+        break;
+      case InodeKind.CharDev:
+      case InodeKind.BlockDev:
+        rec.rdev = n.rdev ?? 0;
+        break;
+      default:
+        break;
+    }
+    return rec;
+  }
+
+  /**
+   * Stores what changed and publishes it as the next Commit of the target Branch, synchronously:
+   * nothing else runs on this thread meanwhile, so the Commit is a consistent cut. When the
+   * head moved, the changes are reconciled with it (unless `strict`: HeadMoved) and the overlay
+   * moves onto the merged state. HeadMoved and Conflicted store nothing and leave the overlay as
+   * it was.
+   */
+  commitSync(note: CommitNote = EMPTY_NOTE, strict = false): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note, strict);
+  }
+
+  /** commitSync for callers that want a promise; mutations submitted through run() meanwhile wait. */
+  async commit(note: CommitNote = EMPTY_NOTE, strict = false): Promise<OverlayCommitOutcome> {
+    return this.commitWith((fn) => this.store.write(fn), note, strict);
+  }
+
+  protected commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
+    write: (fn: (w: ObjectWriter) => CommitWrite) => CommitWrite | Promise<CommitWrite>,
+    note: CommitNote,
+    strict: boolean,
+  ): R {
+    if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
+    const t0 = performance.now();
+    const target = this.target;
+    if (!this.changed) {
+      const b = getBranch(this.store, target.branchId);
+      if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(target.branchId)} no longer exists`, { id: toHex(target.branchId) });
+      const moved = !sameHead(b.headCommitId, target.expectedHead);
+      if (strict && (moved || !b.baseLayerId.equals(target.expectedBase))) return { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 } as R;
+      // Nothing to publish, but the head moved: the overlay moves onto it, as after any commit.
+      if (moved && b.baseLayerId.equals(target.expectedBase)) this.moveOnto(b.headCommitId, branchRoot(this.store, b));
+      return { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 } as R;
+    }
+    this.committing = true;
+    const contents = new Map<number, StoredContent>();
+    const build = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0 };
+    const finish = (result: CommitWrite): OverlayCommitOutcome => {
+      this.rebase(result.root, contents);
+      if (result.reconciliation) this.moved(result.reconciliation.renumbered);
+      this.target = { ...target, expectedHead: result.head };
+      const ms = performance.now() - t0;
+      if (result.published.outcome === 'UpToDate') return { outcome: 'UpToDate', head: result.head, rootId: result.root, ms };
+      if (result.published.outcome !== 'Created') throw new LayerFsError('ERR_CORRUPT', 'unexpected publish outcome');
+      const rec = result.reconciliation;
+      const out: OverlayCommitOutcome = { outcome: 'Created', commit: result.published.commit, rootId: result.root, previousHead: result.published.previousHead, write: result.write, build, ms };
+      if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
+      return out;
+    };
+    const fail = (e: unknown): OverlayCommitOutcome => {
+      if (!(e instanceof RollBack)) throw e;
+      if (e.outcome.outcome === 'Conflicted') {
+        // Kept for `workspace conflicts`; the overlay keeps every change.
+        if (target.workspaceId) saveConflicts(this.store, target.workspaceId, e.outcome.head, e.outcome.conflicts);
+        return { ...e.outcome, ms: performance.now() - t0 };
+      }
+      return { ...e.outcome, ms: performance.now() - t0 };
+    };
+    const done = () => {
+      this.committing = false;
+      this.drain();
+    };
+    let r: CommitWrite | Promise<CommitWrite>;
+    try {
+      r = write((w) => this.writeCommit(w, target, build, contents, note, strict));
+    } catch (e) {
+      done();
+      return fail(e) as R;
+    }
+    if (r instanceof Promise) {
+      return r.then(finish, fail).finally(done) as R;
+    }
+    try {
+      return finish(r) as R;
+    } finally {
+      done();
+    }
+  }
+
+  /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean): CommitWrite {
+    const store = this.store;
+    const editor = new NamespaceEditor(this.view, store.pages, w);
+    for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
+      const n = this.nodes.get(serial);
+      if (!n || !this.alive(n)) continue;
+      const hinted = n.kind === InodeKind.File && n.data!.offersDeltaBases;
+      editor.setInode(serial, this.record(n, w, build, contents), hinted);
+      build.records++;
+    }
+    for (const s of this.deleted) editor.deleteInode(s);
+    build.deleted = this.deleted.size;
+    for (const [dir, m] of this.nameEdits) {
+      const d = this.nodes.get(dir);
+      if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
+      for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
+      build.names += m.size;
+    }
+    const own = editor.finish();
+    const published = publishReconciled(store, w, { branchId: target.branchId, root: own, baseRoot: this.rootId, expectedHead: target.expectedHead, expectedBase: target.expectedBase, note, strict });
+    if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
+    const head = published.outcome === 'Created' ? published.commit.id : published.head;
+    const root = published.root;
+    if (target.workspaceId) {
+      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, target.workspaceId);
+      store.db.prepare('DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(target.workspaceId);
+    }
+    return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };
+  }
+
+  protected drain(): void {
+    while (this.waiting.length > 0 && !this.committing) {
+      const fn = this.waiting.shift()!;
+      try {
+        fn();
+      } catch {
+        /* each queued operation answers its own caller */
+      }
+    }
+  }
+
+  /** The committed state becomes the base: spools go, records and names are clean again. */
+  protected rebase(root: Buffer, contents: Map<number, StoredContent>): void {
+    for (const [serial, c] of contents) this.nodes.get(serial)?.data?.rebase(c);
+    for (const serial of this.dirtyRecords) {
+      const n = this.nodes.get(serial);
+      if (n && this.alive(n)) n.inBase = true;
+    }
+    for (const n of this.nodes.values()) if (!this.alive(n)) n.inBase = false;
+    this.deleted.clear();
+    this.dirtyRecords.clear();
+    this.replaced.clear();
+    this.nameEdits.clear();
+    this.view = this.store.view(root);
+    this.rootId = root;
+    this.changedSinceBase = false;
+  }
+
+  /**
+   * After a reconciling commit the base is the merged state, which holds the head's changes too:
+   * cached inodes may be stale, so closed ones are dropped (they load again from the new base on
+   * use) and open ones refresh their names; an inode the merge renumbered moves to its new serial.
+   */
+  protected moved(renumbered: Map<number, number>): void {
+    for (const n of [...this.nodes.values()]) {
+      if (n.open === 0) {
+        this.nodes.delete(n.serial);
+        continue;
+      }
+      const to = renumbered.get(n.serial);
+      if (to !== undefined) {
+        this.nodes.delete(n.serial);
+        for (const h of this.handles.values()) if (h.serial === n.serial) h.serial = to;
+        n.serial = to;
+        this.nodes.set(to, n);
+      }
+      n.children = undefined;
+      try {
+        n.parents = [...(this.view.inode(n.serial).parents ?? [])];
+      } catch {
+        n.parents = [];
+      }
+    }
+    this.nextSerial = Math.max(this.nextSerial, this.maxStoredSerial() + 1);
+  }
+
+  protected moveOnto(head: Buffer | null, root: Buffer): void {
+    if (this.target.workspaceId) {
+      const id = this.target.workspaceId;
+      this.store.writeSync(() => this.store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, id));
+    }
+    this.rebase(root, new Map());
+    this.moved(new Map());
+    this.target = { ...this.target, expectedHead: head };
+  }
+
+  /** Drops every spool file (the overlay is going away). */
+  dispose(): void {
+    for (const n of this.nodes.values()) n.data?.dispose();
+    this.nodes.clear();
+    this.handles.clear();
+  }
+}

@@ -1,0 +1,353 @@
+/**
+ * The overlay's state and its inodes: the in-memory nodes keyed by serial (FUSE inode numbers
+ * are serials, stable across commits), loaded lazily from the base state; the edits since the
+ * base (changed records, deleted serials, name changes per directory); and the small operations
+ * every part of the overlay builds on (binding names, dropping an inode that lost its last name).
+ * The parts above it: overlay-content.ts (metadata, xattrs, open files), overlay-namespace.ts
+ * (lookup and the POSIX namespace operations), overlay-status.ts (what changed, per path) and
+ * overlay-commit.ts (storing and publishing the changes).
+ */
+import { constants as fsc } from 'node:fs';
+import { LayerFsError } from '../errors.js';
+import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store, type Xattr } from '../store/index.js';
+import { ContentCache, FileData, MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './content.js';
+import { fail } from './errno.js';
+
+const S_ISGID = 0o2000;
+export const TYPE_BITS: Record<InodeKind, number> = {
+  [InodeKind.File]: fsc.S_IFREG,
+  [InodeKind.Dir]: fsc.S_IFDIR,
+  [InodeKind.Symlink]: fsc.S_IFLNK,
+  [InodeKind.Fifo]: fsc.S_IFIFO,
+  [InodeKind.CharDev]: fsc.S_IFCHR,
+  [InodeKind.BlockDev]: fsc.S_IFBLK,
+};
+
+export interface Attr {
+  ino: number;
+  /** Type and permission bits, as st_mode. */
+  mode: number;
+  nlink: number;
+  uid: number;
+  gid: number;
+  size: number;
+  rdev: number;
+  blocks: number;
+  atimeNs: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+}
+
+export interface DirEntryAttr {
+  name: Buffer;
+  serial: number;
+  attr: Attr;
+}
+
+export interface Node {
+  serial: number;
+  kind: InodeKind;
+  mode: number;
+  uid: number;
+  gid: number;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  atimeNs: bigint;
+  /** One directory serial per name (a multiset); empty for the root and for unlinked inodes. */
+  parents: number[];
+  xattrs: Xattr[];
+  target?: Buffer;
+  rdev?: number;
+  /** The serial exists in the current base state. */
+  inBase: boolean;
+  /** Directories: name (latin1 key) → serial, loaded on first use. */
+  children?: Map<string, number>;
+  /** Regular files. */
+  data?: FileData;
+  /** Open file handles; an unlinked inode lives until the last one is released. */
+  open: number;
+}
+
+export interface Handle {
+  serial: number;
+  append: boolean;
+  writable: boolean;
+}
+
+/** The Branch a Workspace commits to, and the head it expects (compare-and-swap). */
+export interface CommitTarget {
+  branchId: Buffer;
+  expectedHead: Buffer | null;
+  expectedBase: Buffer;
+  /** The Workspace row to keep in step (base root, expected head), when there is one. */
+  workspaceId?: Buffer | null;
+}
+
+export interface OverlayOptions {
+  /** Directory for spool files (must not be inside any mount this process serves). */
+  spoolDir?: string;
+  spool?: SpoolFactory;
+  /** Shared read cache of stored content (one per Store is best). */
+  cache?: ContentCache;
+  /** Bytes of written content kept in memory before spools move to files (default: spoolMemoryBudget(); 0: always files). */
+  memoryBudget?: number;
+  /** Owner of new inodes (default: this process). fuse-native does not pass the caller's. */
+  uid?: number;
+  gid?: number;
+  /** Called once when the overlay goes from clean to changed (after mount or a commit). */
+  onChange?: () => void;
+  /** True while something outside (the kernel) still references an inode: an unlinked one then stays until `forget`. */
+  retain?: (serial: number) => boolean;
+}
+
+/** Who creates an inode (the caller's credentials, when the transport knows them). */
+export interface Owner {
+  uid: number;
+  gid: number;
+}
+
+export function nowNs(): bigint {
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
+}
+
+export function key(name: Buffer): string {
+  return name.toString('latin1');
+}
+
+/** Shared by every part of the overlay: its state since the base, and the inodes. */
+export class OverlayNodes {
+  protected view: FsView;
+  protected readonly nodes = new Map<number, Node>();
+  /** Serials of the base state that no longer exist. */
+  protected readonly deleted = new Set<number>();
+  /** Serials whose record differs from the base (or that are new). */
+  protected readonly dirtyRecords = new Set<number>();
+  /**
+   * New files renamed over a stored file (serial → the stored file's serial), as rsync and
+   * package managers replace files: at commit the stored file's content is offered as the delta
+   * base of the new content, as an edit in place would be.
+   */
+  protected readonly replaced = new Map<number, number>();
+  /** Name changes per directory since the base: key → serial (null = removed). */
+  protected readonly nameEdits = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
+  protected readonly handles = new Map<number, Handle>();
+  protected nextFh = 1;
+  protected nextSerial: number;
+  protected committing = false;
+  protected readonly waiting: (() => void)[] = [];
+  protected changedSinceBase = false;
+  readonly cache: ContentCache;
+  protected readonly newSpool: SpoolFactory;
+  protected readonly budget: MemoryBudget;
+  protected readonly uid: number;
+  protected readonly gid: number;
+  protected readonly onChange: (() => void) | undefined;
+  protected readonly retain: ((serial: number) => boolean) | undefined;
+
+  constructor(
+    protected readonly store: Store,
+    public rootId: Buffer,
+    public target: CommitTarget,
+    opts: OverlayOptions = {},
+  ) {
+    this.view = store.view(rootId);
+    this.cache = opts.cache ?? new ContentCache(store.objects);
+    if (opts.spool) this.newSpool = opts.spool;
+    else if (opts.spoolDir) this.newSpool = spoolFactory(opts.spoolDir);
+    else throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an overlay needs a spool directory');
+    this.budget = new MemoryBudget(opts.memoryBudget ?? spoolMemoryBudget());
+    this.uid = opts.uid ?? process.getuid?.() ?? 0;
+    this.gid = opts.gid ?? process.getgid?.() ?? 0;
+    this.onChange = opts.onChange;
+    this.retain = opts.retain;
+    this.nextSerial = this.maxStoredSerial() + 1;
+    const root = this.node(ROOT_SERIAL);
+    if (root.kind !== InodeKind.Dir) throw new LayerFsError('ERR_CORRUPT', 'the root of this state is not a directory');
+  }
+
+  /** The highest serial of the base state: the rightmost key of the inode table. */
+  protected maxStoredSerial(): number {
+    let page = this.store.pages.load(TreeKind.Inodes, this.view.inodesRoot);
+    while (page.level > 0) page = this.store.pages.load(TreeKind.Inodes, page.vals[page.vals.length - 1]!);
+    const last = page.keys[page.keys.length - 1];
+    return last ? keySerial(last) : ROOT_SERIAL;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Scheduling
+
+  /** True while a commit is taking its cut. */
+  get busy(): boolean {
+    return this.committing;
+  }
+
+  /** Runs fn now, or after the running commit when it mutates. */
+  run(mutating: boolean, fn: () => void): void {
+    if (mutating && this.committing) this.waiting.push(fn);
+    else fn();
+  }
+
+  /** Uncommitted changes exist. */
+  get changed(): boolean {
+    return this.dirtyRecords.size > 0 || this.deleted.size > 0 || this.nameEdits.size > 0;
+  }
+
+  /** Counts of what would be committed now. */
+  pending(): { records: number; deleted: number; directories: number } {
+    return { records: this.dirtyRecords.size, deleted: this.deleted.size, directories: this.nameEdits.size };
+  }
+
+  protected touched(): void {
+    if (!this.changedSinceBase) {
+      this.changedSinceBase = true;
+      this.onChange?.();
+    }
+  }
+
+  protected markDirty(n: Node): void {
+    this.dirtyRecords.add(n.serial);
+    this.touched();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Nodes
+
+  protected fromRecord(serial: number, r: Inode): Node {
+    const n: Node = {
+      serial,
+      kind: r.kind,
+      mode: r.mode,
+      uid: r.uid,
+      gid: r.gid,
+      mtimeNs: r.mtimeNs,
+      ctimeNs: r.mtimeNs,
+      atimeNs: r.mtimeNs,
+      parents: [...(r.parents ?? [])],
+      xattrs: r.xattrs.map((x) => ({ name: x.name, value: x.value })),
+      inBase: true,
+      open: 0,
+    };
+    if (r.kind === InodeKind.Symlink) n.target = r.target ?? Buffer.alloc(0);
+    if (r.kind === InodeKind.CharDev || r.kind === InodeKind.BlockDev) n.rdev = r.rdev ?? 0;
+    if (r.kind === InodeKind.File) n.data = new FileData({ form: r.form, id: r.content, size: r.size }, this.cache, this.newSpool, this.budget);
+    return n;
+  }
+
+  protected node(serial: number): Node {
+    const hit = this.nodes.get(serial);
+    if (hit) return hit;
+    if (this.deleted.has(serial)) fail('ENOENT');
+    let rec: Inode;
+    try {
+      rec = this.view.inode(serial);
+    } catch (e) {
+      if (e instanceof LayerFsError && e.code === 'ERR_CORRUPT') fail('EIO', e.message);
+      throw e;
+    }
+    const n = this.fromRecord(serial, rec);
+    this.nodes.set(serial, n);
+    return n;
+  }
+
+  protected dir(serial: number): Node {
+    const n = this.node(serial);
+    if (n.kind !== InodeKind.Dir) fail('ENOTDIR');
+    return n;
+  }
+
+  protected children(d: Node): Map<string, number> {
+    if (d.children) return d.children;
+    const m = new Map<string, number>();
+    if (d.inBase) {
+      const rec = this.view.inode(d.serial);
+      for (const e of this.view.readdir(rec)) m.set(key(e.name), e.serial);
+    }
+    d.children = m;
+    return m;
+  }
+
+  protected newNode(kind: InodeKind, mode: number, parent: Node, owner?: Owner): Node {
+    const t = nowNs();
+    // BSD group semantics under a setgid directory, as Linux does.
+    const setgidDir = (parent.mode & S_ISGID) !== 0;
+    const n: Node = {
+      serial: this.nextSerial++,
+      kind,
+      mode: mode & 0o7777,
+      uid: owner?.uid ?? this.uid,
+      gid: setgidDir ? parent.gid : (owner?.gid ?? this.gid),
+      mtimeNs: t,
+      ctimeNs: t,
+      atimeNs: t,
+      parents: [],
+      xattrs: [],
+      inBase: false,
+      open: 0,
+    };
+    if (kind === InodeKind.Dir) {
+      n.children = new Map();
+      if (setgidDir) n.mode |= S_ISGID;
+    }
+    if (kind === InodeKind.File) n.data = new FileData(null, this.cache, this.newSpool, this.budget);
+    this.nodes.set(n.serial, n);
+    return n;
+  }
+
+  protected bind(d: Node, name: Buffer, serial: number): void {
+    const k = key(name);
+    this.children(d).set(k, serial);
+    let m = this.nameEdits.get(d.serial);
+    if (!m) this.nameEdits.set(d.serial, (m = new Map()));
+    m.set(k, { name, serial });
+    this.touched();
+  }
+
+  protected unbind(d: Node, name: Buffer): void {
+    const k = key(name);
+    this.children(d).delete(k);
+    let m = this.nameEdits.get(d.serial);
+    if (!m) this.nameEdits.set(d.serial, (m = new Map()));
+    m.set(k, { name, serial: null });
+    this.touched();
+  }
+
+  protected dirChanged(d: Node): void {
+    d.mtimeNs = d.ctimeNs = nowNs();
+    this.markDirty(d);
+  }
+
+  protected removeParent(n: Node, dir: number): void {
+    const i = n.parents.indexOf(dir);
+    if (i >= 0) n.parents.splice(i, 1);
+    n.ctimeNs = nowNs();
+    if (n.parents.length > 0) {
+      this.markDirty(n);
+      return;
+    }
+    this.drop(n);
+  }
+
+  /** The inode has no name left. */
+  protected drop(n: Node): void {
+    if (n.inBase) this.deleted.add(n.serial);
+    this.dirtyRecords.delete(n.serial);
+    this.nameEdits.delete(n.serial);
+    this.touched();
+    if (n.open === 0 && !this.retain?.(n.serial)) this.free(n);
+  }
+
+  /** The kernel no longer references `serial`: an unlinked, closed inode goes now. */
+  forget(serial: number): void {
+    const n = this.nodes.get(serial);
+    if (n && n.open === 0 && !this.alive(n)) this.free(n);
+  }
+
+  protected free(n: Node): void {
+    n.data?.dispose();
+    this.nodes.delete(n.serial);
+  }
+
+  protected alive(n: Node): boolean {
+    return n.serial === ROOT_SERIAL || n.parents.length > 0;
+  }
+}
