@@ -20,7 +20,7 @@ import Fuse from 'fuse-native';
 import { constants as fsc } from 'node:fs';
 import { E, FsError, negErrno } from './errno.js';
 import { InodeKind } from '../store/index.js';
-import { type Attr, type Overlay } from './overlay.js';
+import { NAME_MAX, type Attr, type Overlay } from './overlay.js';
 
 type Cb = (code: number, ...values: unknown[]) => void;
 type Handlers = Record<string, (...args: any[]) => void>;
@@ -44,6 +44,17 @@ export interface FuseMountOptions {
 }
 
 const HIDDEN = /^\.fuse_hidden[0-9a-f]{16}$/;
+
+// fuse_thread_locals_t of fuse-native 2.2.6 on 64-bit Linux (the version is pinned): the opcode
+// at 8, the utimens times (milliseconds, size_t) at 104 and 112.
+const LOCALS_OP = 8;
+const LOCALS_ATIME = 104;
+const LOCALS_MTIME = 112;
+const OP_UTIMENS = 12;
+
+function u64At(b: Buffer, off: number): number {
+  return b.readUInt32LE(off) + b.readUInt32LE(off + 4) * 4294967296;
+}
 
 function ms(ns: bigint): number {
   return Number(ns / 1_000_000n);
@@ -91,12 +102,17 @@ function statArray(a: Attr): Uint32Array {
   return ints;
 }
 
+/** The components of a path; a component over NAME_MAX is ENAMETOOLONG (libfuse asks for it by path, the kernel checks only PATH_MAX). */
 function parts(path: string): Buffer[] {
   if (path === '/' || path === '') return [];
   return path
     .slice(1)
     .split('/')
-    .map((p) => Buffer.from(p, 'utf8'));
+    .map((p) => {
+      const b = Buffer.from(p, 'utf8');
+      if (b.length > NAME_MAX) throw new FsError('ENAMETOOLONG');
+      return b;
+    });
 }
 
 function splitPath(path: string): { parent: string; name: Buffer; base: string } {
@@ -128,6 +144,28 @@ class LayerFuse extends Fuse {
 
   override _op_fgetattr(signal: Cb, path: string, fd: number): void {
     this.mount_.fgetattr(path, fd, (code, attr) => (code < 0 ? signal(code) : signal(0, statArray(attr!))));
+  }
+
+  /**
+   * fuse-native 2.2.6 passes the access time in both time arguments of utimens. The request
+   * record of the calling FUSE thread (fuse_thread_locals_t, a Buffer it allocated through
+   * `_malloc`) holds both: the modification time is read from there, from the one record whose
+   * opcode is utimens and whose access time matches (several in flight with different
+   * modification times: the access time is used, as before).
+   */
+  override _op_utimens(signal: Cb, path: string, atimeLow: number, atimeHigh: number): void {
+    const atime = atimeHigh * 4294967296 + atimeLow;
+    let mtime: number | undefined;
+    for (const l of this._threads) {
+      if (l.length < LOCALS_MTIME + 8 || l.readUInt32LE(LOCALS_OP) !== OP_UTIMENS || u64At(l, LOCALS_ATIME) !== atime) continue;
+      const m = u64At(l, LOCALS_MTIME);
+      if (mtime !== undefined && mtime !== m) {
+        mtime = atime;
+        break;
+      }
+      mtime = m;
+    }
+    this.mount_.utimens(path, atime, mtime ?? atime, (code) => signal(code));
   }
 
   override _op_getxattr(signal: Cb, path: string, name: string, valueBuf: Buffer, _position: number): void {
@@ -238,6 +276,13 @@ export class FuseMount {
 
   getxattr(path: string, name: string, cb: (code: number, value?: Buffer) => void): void {
     this.guard(false, cb, () => cb(0, this.overlay.getxattr(this.serial(path), Buffer.from(name, 'utf8'))));
+  }
+
+  utimens(path: string, atimeMs: number, mtimeMs: number, cb: (code: number) => void): void {
+    this.guard(true, cb, () => {
+      this.overlay.utimens(this.serial(path), BigInt(Math.round(atimeMs)) * 1_000_000n, BigInt(Math.round(mtimeMs)) * 1_000_000n);
+      cb(0);
+    });
   }
 
   listxattr(path: string, cb: (code: number, names?: Buffer[]) => void): void {
@@ -371,8 +416,8 @@ export class FuseMount {
     return {
       chmod: (path: string, mode: number, cb: Cb) => this.change(cb, () => ov.chmod(this.serial(path), mode)),
       chown: (path: string, uid: number, gid: number, cb: Cb) => this.change(cb, () => ov.chown(this.serial(path), uid, gid)),
-      utimens: (path: string, atime: number, mtime: number, cb: Cb) =>
-        this.change(cb, () => ov.utimens(this.serial(path), BigInt(Math.round(atime)) * 1_000_000n, BigInt(Math.round(mtime)) * 1_000_000n)),
+      // Served by LayerFuse's override (both times from the request record).
+      utimens: () => {},
       setxattr: (path: string, name: string, value: Buffer, _position: number, flags: number, cb: Cb) =>
         this.change(cb, () => ov.setxattr(this.serial(path), Buffer.from(name, 'utf8'), value, flags)),
       removexattr: (path: string, name: string, cb: Cb) => this.change(cb, () => ov.removexattr(this.serial(path), Buffer.from(name, 'utf8'))),

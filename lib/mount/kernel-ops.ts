@@ -5,7 +5,7 @@
  */
 import { constants as fsc } from 'node:fs';
 import { E, FsError } from './errno.js';
-import { RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay } from './overlay.js';
+import { NAME_MAX, RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay } from './overlay.js';
 import {
   ENTRY_OUT,
   FATTR_ATIME,
@@ -94,7 +94,10 @@ function batchForget(c: Conn, { b, p, len }: Request): void {
 }
 
 function lookup(c: Conn, { b, p, len, node, unique }: Request): void {
-  const serial = c.overlay.find(node, cstr(b, p, len).s);
+  const name = cstr(b, p, len).s;
+  // The kernel checks only PATH_MAX: a longer name is no name at all, not a missing one.
+  if (name.length > NAME_MAX) throw new FsError('ENAMETOOLONG');
+  const serial = c.overlay.find(node, name);
   if (serial !== undefined) c.replyEntry(unique, serial);
   else if (c.entryValid > 0) {
     // A negative entry the kernel may cache: every create goes through it.
