@@ -271,6 +271,7 @@ export class Overlay extends OverlayStatus {
         this.nodes.set(to, n);
       }
       n.children = undefined;
+      n.subdirs = undefined;
       try {
         n.parents = [...(this.view.inode(n.serial).parents ?? [])];
       } catch {
