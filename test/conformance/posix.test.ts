@@ -9,7 +9,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commitMounted, type Backend } from '../../lib/mount/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
@@ -50,10 +51,14 @@ async function assertions(dir: string, user: User): Promise<Results> {
   return new Map(out.results.map(([id, passed, got, want]) => [id, { passed, got, want }]));
 }
 
-/** A directory every user may traverse (its ancestors too: the temp dirs are 0700). */
+/**
+ * A directory every user may traverse: it and its ancestors up to (not including) the system's
+ * temporary directory, whose own mode (1777) is left alone. The temp dirs are made 0700.
+ */
 function openDir(path: string): string {
   mkdirSync(path, { recursive: true });
-  for (let p = path; p !== dirname(p) && p.startsWith(dirname(tempRoot)); p = dirname(p)) chmodSync(p, 0o755);
+  const top = tmpdir() + sep;
+  for (let p = path; p.startsWith(top); p = dirname(p)) chmodSync(p, 0o755);
   return path;
 }
 
