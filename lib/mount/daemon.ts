@@ -29,6 +29,7 @@ import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import type { FuseMount } from './fuse.js';
 import { KernelMount, kernelBackendUsable } from './kernel.js';
+import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { Overlay } from './overlay.js';
 import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
@@ -459,9 +460,10 @@ export class Daemon {
     let server: WorkspaceServer | null = null;
     try {
       if (r.allowOther !== undefined && typeof r.allowOther !== 'boolean') throw bad('allowOther must be a boolean');
-      // Root's mounts let other users in by default, with the kernel checking each file's mode
-      // (and nosuid,nodev always): they get what the modes grant. Anyone else's only by choice.
-      const allowOther = r.allowOther ?? process.getuid?.() === 0;
+      // Mounts let other users in by default, with the kernel checking each file's mode (and
+      // nosuid,nodev always): they get what the modes grant. An ordinary user's only where
+      // /etc/fuse.conf allows it (user_allow_other), else fusermount would refuse the mount.
+      const allowOther = r.allowOther ?? (process.getuid?.() === 0 || userAllowOther());
       const branchBuf = Buffer.from(branchId, 'hex');
       if (!getBranch(this.store, branchBuf)) throw new LayerFsError('ERR_NOT_FOUND', `no Branch ${branchId}`, { id: branchId });
       const rootBuf = Buffer.from(rootId, 'hex');

@@ -21,6 +21,9 @@ declare module 'fuse-native' {
     _op_getxattr(signal: Cb, path: string, name: string, valueBuf: Buffer, position: number): void;
     _op_listxattr(signal: Cb, path: string, listBuf: Buffer): void;
     _op_readdir(signal: Cb, path: string): void;
+    _op_utimens(signal: Cb, path: string, atimeLow: number, atimeHigh: number, mtimeLow: number, mtimeHigh: number): void;
+    /** The per-thread request records (fuse_thread_locals_t) fuse-native allocated. */
+    readonly _threads: Set<Buffer>;
   }
 
   export = Fuse;

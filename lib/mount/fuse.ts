@@ -20,9 +20,10 @@ import Fuse from 'fuse-native';
 import { constants as fsc } from 'node:fs';
 import { E, FsError, negErrno } from './errno.js';
 import { InodeKind } from '../store/index.js';
-import { type Attr, type Overlay } from './overlay.js';
+import { NAME_MAX, type Attr, type Overlay } from './overlay.js';
 
 type Cb = (code: number, ...values: unknown[]) => void;
+type Handlers = Record<string, (...args: any[]) => void>;
 
 export interface FuseMountOptions {
   /** Shown as the mount's source in /proc/mounts (no spaces or commas). */
@@ -43,6 +44,17 @@ export interface FuseMountOptions {
 }
 
 const HIDDEN = /^\.fuse_hidden[0-9a-f]{16}$/;
+
+// fuse_thread_locals_t of fuse-native 2.2.6 on 64-bit Linux (the version is pinned): the opcode
+// at 8, the utimens times (milliseconds, size_t) at 104 and 112.
+const LOCALS_OP = 8;
+const LOCALS_ATIME = 104;
+const LOCALS_MTIME = 112;
+const OP_UTIMENS = 12;
+
+function u64At(b: Buffer, off: number): number {
+  return b.readUInt32LE(off) + b.readUInt32LE(off + 4) * 4294967296;
+}
 
 function ms(ns: bigint): number {
   return Number(ns / 1_000_000n);
@@ -90,12 +102,17 @@ function statArray(a: Attr): Uint32Array {
   return ints;
 }
 
+/** The components of a path; a component over NAME_MAX is ENAMETOOLONG (libfuse asks for it by path, the kernel checks only PATH_MAX). */
 function parts(path: string): Buffer[] {
   if (path === '/' || path === '') return [];
   return path
     .slice(1)
     .split('/')
-    .map((p) => Buffer.from(p, 'utf8'));
+    .map((p) => {
+      const b = Buffer.from(p, 'utf8');
+      if (b.length > NAME_MAX) throw new FsError('ENAMETOOLONG');
+      return b;
+    });
 }
 
 function splitPath(path: string): { parent: string; name: Buffer; base: string } {
@@ -113,7 +130,7 @@ function utf8Name(name: Buffer): string | null {
 class LayerFuse extends Fuse {
   constructor(
     mnt: string,
-    ops: Record<string, (...args: any[]) => void>,
+    ops: Handlers,
     private readonly mountOptions: string[],
     private readonly mount_: FuseMount,
     debug: boolean,
@@ -127,6 +144,28 @@ class LayerFuse extends Fuse {
 
   override _op_fgetattr(signal: Cb, path: string, fd: number): void {
     this.mount_.fgetattr(path, fd, (code, attr) => (code < 0 ? signal(code) : signal(0, statArray(attr!))));
+  }
+
+  /**
+   * fuse-native 2.2.6 passes the access time in both time arguments of utimens. The request
+   * record of the calling FUSE thread (fuse_thread_locals_t, a Buffer it allocated through
+   * `_malloc`) holds both: the modification time is read from there, from the one record whose
+   * opcode is utimens and whose access time matches (several in flight with different
+   * modification times: the access time is used, as before).
+   */
+  override _op_utimens(signal: Cb, path: string, atimeLow: number, atimeHigh: number): void {
+    const atime = atimeHigh * 4294967296 + atimeLow;
+    let mtime: number | undefined;
+    for (const l of this._threads) {
+      if (l.length < LOCALS_MTIME + 8 || l.readUInt32LE(LOCALS_OP) !== OP_UTIMENS || u64At(l, LOCALS_ATIME) !== atime) continue;
+      const m = u64At(l, LOCALS_MTIME);
+      if (mtime !== undefined && mtime !== m) {
+        mtime = atime;
+        break;
+      }
+      mtime = m;
+    }
+    this.mount_.utimens(path, atime, mtime ?? atime, (code) => signal(code));
   }
 
   override _op_getxattr(signal: Cb, path: string, name: string, valueBuf: Buffer, _position: number): void {
@@ -239,17 +278,38 @@ export class FuseMount {
     this.guard(false, cb, () => cb(0, this.overlay.getxattr(this.serial(path), Buffer.from(name, 'utf8'))));
   }
 
+  utimens(path: string, atimeMs: number, mtimeMs: number, cb: (code: number) => void): void {
+    this.guard(true, cb, () => {
+      this.overlay.utimens(this.serial(path), BigInt(Math.round(atimeMs)) * 1_000_000n, BigInt(Math.round(mtimeMs)) * 1_000_000n);
+      cb(0);
+    });
+  }
+
   listxattr(path: string, cb: (code: number, names?: Buffer[]) => void): void {
     this.guard(false, cb, () => cb(0, this.overlay.listxattr(this.serial(path))));
   }
 
-  private handlers(): Record<string, (...args: any[]) => void> {
+  /** libfuse 2's operations, by area; fuse-native registers an operation only when a handler exists. */
+  private handlers(): Handlers {
+    return { ...this.readOps(), ...this.fileOps(), ...this.namespaceOps(), ...this.attributeOps() };
+  }
+
+  private parent(path: string): { dir: number; name: Buffer } {
+    const { parent: p, name } = splitPath(path);
+    return { dir: this.serial(p), name };
+  }
+
+  /** Runs a mutating operation that answers nothing but success. */
+  private change(cb: Cb, fn: () => void): void {
+    this.guard(true, cb, () => {
+      fn();
+      cb(0);
+    });
+  }
+
+  private readOps(): Handlers {
     const ov = this.overlay;
     const g = this.guard.bind(this);
-    const parent = (path: string) => {
-      const { parent: p, name } = splitPath(path);
-      return { dir: this.serial(p), name };
-    };
     return {
       init: (cb: Cb) => cb(0),
       statfs: (_path: string, cb: Cb) => g(false, cb, () => cb(0, ov.statfs())),
@@ -259,28 +319,42 @@ export class FuseMount {
           cb(0);
         }),
       getattr: (path: string, cb: Cb) => g(false, cb, () => cb(0, statObject(ov.getattr(this.serial(path))))),
-      readdir: (path: string, cb: Cb) =>
-        g(false, cb, () => {
-          const s = this.serial(path);
-          const names: string[] = ['.', '..'];
-          const here = ov.getattr(s);
-          const stats = [statObject(here), statObject(here)];
-          for (const e of ov.readdir(s)) {
-            const n = utf8Name(e.name);
-            if (n === null) continue;
-            names.push(n);
-            stats.push(statObject(e.attr));
-          }
-          cb(0, names, stats);
-        }),
+      readdir: (path: string, cb: Cb) => g(false, cb, () => this.readdir(path, cb)),
       readlink: (path: string, cb: Cb) => g(false, cb, () => cb(0, ov.readlink(this.serial(path)).toString('utf8'))),
-      open: (path: string, flags: number, cb: Cb) =>
-        g((flags & fsc.O_TRUNC) !== 0, cb, () => cb(0, ov.open(this.serial(path), flags))),
       opendir: (_path: string, _flags: number, cb: Cb) => cb(0, 0),
       releasedir: (_path: string, _fd: number, cb: Cb) => cb(0),
+      // fgetattr, getxattr and listxattr are served by LayerFuse's overrides (file handles,
+      // size queries, ERANGE); fuse-native registers an operation only when a handler exists.
+      fgetattr: () => {},
+      getxattr: () => {},
+      listxattr: () => {},
+    };
+  }
+
+  /** "." and ".." plus the names fuse-native can carry (valid UTF-8), with their attributes. */
+  private readdir(path: string, cb: Cb): void {
+    const ov = this.overlay;
+    const s = this.serial(path);
+    const names: string[] = ['.', '..'];
+    const here = ov.getattr(s);
+    const stats = [statObject(here), statObject(here)];
+    for (const e of ov.readdir(s)) {
+      const n = utf8Name(e.name);
+      if (n === null) continue;
+      names.push(n);
+      stats.push(statObject(e.attr));
+    }
+    cb(0, names, stats);
+  }
+
+  private fileOps(): Handlers {
+    const ov = this.overlay;
+    const g = this.guard.bind(this);
+    return {
+      open: (path: string, flags: number, cb: Cb) => g((flags & fsc.O_TRUNC) !== 0, cb, () => cb(0, ov.open(this.serial(path), flags))),
       create: (path: string, mode: number, cb: Cb) =>
         g(true, cb, () => {
-          const { dir, name } = parent(path);
+          const { dir, name } = this.parent(path);
           cb(0, ov.create(dir, name, mode, fsc.O_RDWR, true).fh);
         }),
       read: (_path: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => g(false, cb, () => cb(ov.read(fd, buf, len, pos))),
@@ -288,104 +362,65 @@ export class FuseMount {
       flush: (_path: string, _fd: number, cb: Cb) => cb(0),
       fsync: (_path: string, _datasync: number, _fd: number, cb: Cb) => cb(0),
       fsyncdir: (_path: string, _datasync: number, _fd: number, cb: Cb) => cb(0),
-      release: (_path: string, fd: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.release(fd);
-          cb(0);
-        }),
-      truncate: (path: string, size: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.truncate(this.serial(path), size);
-          cb(0);
-        }),
+      release: (_path: string, fd: number, cb: Cb) => this.change(cb, () => ov.release(fd)),
+      truncate: (path: string, size: number, cb: Cb) => this.change(cb, () => ov.truncate(this.serial(path), size)),
       ftruncate: (path: string, fd: number, size: number, cb: Cb) =>
-        g(true, cb, () => {
+        this.change(cb, () => {
           if (fd) ov.ftruncate(fd, size);
           else ov.truncate(this.serial(path), size);
-          cb(0);
         }),
-      mknod: (path: string, mode: number, dev: number, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.mknod(dir, name, mode, dev);
-          cb(0);
-        }),
-      mkdir: (path: string, mode: number, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.mkdir(dir, name, mode);
-          cb(0);
-        }),
-      rmdir: (path: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(path);
-          ov.rmdir(dir, name);
-          cb(0);
-        }),
+    };
+  }
+
+  private namespaceOps(): Handlers {
+    const ov = this.overlay;
+    const at = (path: string, fn: (dir: number, name: Buffer) => void) => (cb: Cb) =>
+      this.change(cb, () => {
+        const { dir, name } = this.parent(path);
+        fn(dir, name);
+      });
+    return {
+      mknod: (path: string, mode: number, dev: number, cb: Cb) => at(path, (dir, name) => ov.mknod(dir, name, mode, dev))(cb),
+      mkdir: (path: string, mode: number, cb: Cb) => at(path, (dir, name) => ov.mkdir(dir, name, mode))(cb),
+      rmdir: (path: string, cb: Cb) => at(path, (dir, name) => ov.rmdir(dir, name))(cb),
       unlink: (path: string, cb: Cb) =>
-        g(true, cb, () => {
-          if (this.hidden.delete(path)) return cb(0);
-          const { dir, name } = parent(path);
+        this.change(cb, () => {
+          if (this.hidden.delete(path)) return;
+          const { dir, name } = this.parent(path);
           ov.unlink(dir, name);
-          cb(0);
         }),
-      rename: (src: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const s = parent(src);
-          const d = splitPath(dest);
-          if (HIDDEN.test(d.base)) {
-            const serial = ov.lookup(s.dir, s.name);
-            if (ov.kindOf(serial) !== InodeKind.Dir) {
-              ov.unlink(s.dir, s.name);
-              this.hidden.set(dest, serial);
-              return cb(0);
-            }
-          }
-          ov.rename(s.dir, s.name, this.serial(d.parent), d.name);
-          cb(0);
-        }),
-      link: (src: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(dest);
-          ov.link(this.serial(src), dir, name);
-          cb(0);
-        }),
-      symlink: (target: string, dest: string, cb: Cb) =>
-        g(true, cb, () => {
-          const { dir, name } = parent(dest);
-          ov.symlink(dir, name, Buffer.from(target, 'utf8'));
-          cb(0);
-        }),
-      chmod: (path: string, mode: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.chmod(this.serial(path), mode);
-          cb(0);
-        }),
-      chown: (path: string, uid: number, gid: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.chown(this.serial(path), uid, gid);
-          cb(0);
-        }),
-      utimens: (path: string, atime: number, mtime: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.utimens(this.serial(path), BigInt(Math.round(atime)) * 1_000_000n, BigInt(Math.round(mtime)) * 1_000_000n);
-          cb(0);
-        }),
+      rename: (src: string, dest: string, cb: Cb) => this.change(cb, () => this.rename(src, dest)),
+      link: (src: string, dest: string, cb: Cb) => at(dest, (dir, name) => ov.link(this.serial(src), dir, name))(cb),
+      symlink: (target: string, dest: string, cb: Cb) => at(dest, (dir, name) => ov.symlink(dir, name, Buffer.from(target, 'utf8')))(cb),
+    };
+  }
+
+  /** A rename, or libfuse's hiding of an unlinked open file (served from the side table). */
+  private rename(src: string, dest: string): void {
+    const ov = this.overlay;
+    const s = this.parent(src);
+    const d = splitPath(dest);
+    if (HIDDEN.test(d.base)) {
+      const serial = ov.lookup(s.dir, s.name);
+      if (ov.kindOf(serial) !== InodeKind.Dir) {
+        ov.unlink(s.dir, s.name);
+        this.hidden.set(dest, serial);
+        return;
+      }
+    }
+    ov.rename(s.dir, s.name, this.serial(d.parent), d.name);
+  }
+
+  private attributeOps(): Handlers {
+    const ov = this.overlay;
+    return {
+      chmod: (path: string, mode: number, cb: Cb) => this.change(cb, () => ov.chmod(this.serial(path), mode)),
+      chown: (path: string, uid: number, gid: number, cb: Cb) => this.change(cb, () => ov.chown(this.serial(path), uid, gid)),
+      // Served by LayerFuse's override (both times from the request record).
+      utimens: () => {},
       setxattr: (path: string, name: string, value: Buffer, _position: number, flags: number, cb: Cb) =>
-        g(true, cb, () => {
-          ov.setxattr(this.serial(path), Buffer.from(name, 'utf8'), value, flags);
-          cb(0);
-        }),
-      // fgetattr, getxattr and listxattr are served by LayerFuse's overrides (file handles,
-      // size queries, ERANGE); fuse-native registers an operation only when a handler exists.
-      fgetattr: () => {},
-      getxattr: () => {},
-      listxattr: () => {},
-      removexattr: (path: string, name: string, cb: Cb) =>
-        g(true, cb, () => {
-          ov.removexattr(this.serial(path), Buffer.from(name, 'utf8'));
-          cb(0);
-        }),
+        this.change(cb, () => ov.setxattr(this.serial(path), Buffer.from(name, 'utf8'), value, flags)),
+      removexattr: (path: string, name: string, cb: Cb) => this.change(cb, () => ov.removexattr(this.serial(path), Buffer.from(name, 'utf8'))),
     };
   }
 }

@@ -198,7 +198,7 @@ export class Overlay extends OverlayStatus {
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
-      if (!n || !this.alive(n)) continue;
+      if (!n || !this.alive(n) || n.socket) continue;
       const hinted = n.kind === InodeKind.File && n.data!.offersDeltaBases;
       editor.setInode(serial, this.record(n, w, build, contents), hinted);
       build.records++;
@@ -208,7 +208,8 @@ export class Overlay extends OverlayStatus {
     for (const [dir, m] of this.nameEdits) {
       const d = this.nodes.get(dir);
       if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
-      for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
+      // A socket's name is left out (it may replace a stored name, which then goes).
+      for (const { name, serial } of m.values()) editor.setName(dir, name, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
       build.names += m.size;
     }
     const own = editor.finish();
@@ -239,7 +240,7 @@ export class Overlay extends OverlayStatus {
     for (const [serial, c] of contents) this.nodes.get(serial)?.data?.rebase(c);
     for (const serial of this.dirtyRecords) {
       const n = this.nodes.get(serial);
-      if (n && this.alive(n)) n.inBase = true;
+      if (n && this.alive(n) && !n.socket) n.inBase = true;
     }
     for (const n of this.nodes.values()) if (!this.alive(n)) n.inBase = false;
     this.deleted.clear();
@@ -270,6 +271,7 @@ export class Overlay extends OverlayStatus {
         this.nodes.set(to, n);
       }
       n.children = undefined;
+      n.subdirs = undefined;
       try {
         n.parents = [...(this.view.inode(n.serial).parents ?? [])];
       } catch {

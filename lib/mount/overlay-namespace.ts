@@ -54,8 +54,8 @@ export abstract class OverlayNamespace extends OverlayContent {
     const size = n.kind === InodeKind.File ? n.data!.size : n.kind === InodeKind.Symlink ? n.target!.length : n.kind === InodeKind.Dir ? 4096 : 0;
     return {
       ino: n.serial,
-      mode: TYPE_BITS[n.kind] | n.mode,
-      nlink: n.kind === InodeKind.Dir ? 1 : Math.max(n.parents.length, n.serial === ROOT_SERIAL ? 1 : 0),
+      mode: (n.socket ? fsc.S_IFSOCK : TYPE_BITS[n.kind]) | n.mode,
+      nlink: n.kind === InodeKind.Dir ? (this.alive(n) ? 2 : 0) + this.subdirs(n) : Math.max(n.parents.length, n.serial === ROOT_SERIAL ? 1 : 0),
       uid: n.uid,
       gid: n.gid,
       size,
@@ -111,15 +111,18 @@ export abstract class OverlayNamespace extends OverlayContent {
     return n.serial;
   }
 
-  /** Creates a fifo or device node, or a regular file (mknod with S_IFREG). */
+  /** Creates a fifo, socket or device node, or a regular file (mknod with S_IFREG). */
   mknod(parent: number, name: Buffer, mode: number, rdev: number, owner?: Owner): number {
     const type = mode & S_IFMT;
+    const socket = type === fsc.S_IFSOCK;
     const kind =
-      type === fsc.S_IFIFO ? InodeKind.Fifo : type === fsc.S_IFCHR ? InodeKind.CharDev : type === fsc.S_IFBLK ? InodeKind.BlockDev : type === fsc.S_IFREG || type === 0 ? InodeKind.File : null;
-    if (kind === null) fail('EOPNOTSUPP', 'sockets cannot be stored in a state');
+      type === fsc.S_IFIFO || socket ? InodeKind.Fifo : type === fsc.S_IFCHR ? InodeKind.CharDev : type === fsc.S_IFBLK ? InodeKind.BlockDev : type === fsc.S_IFREG || type === 0 ? InodeKind.File : null;
+    if (kind === null) fail('EINVAL', 'not a file type mknod makes');
     const d = this.dir(parent);
     this.checkNew(d, name);
     const n = this.newNode(kind, mode, d, owner);
+    // A bound Unix socket lives in the overlay only: a state cannot hold one (import skips them too).
+    if (socket) n.socket = true;
     if (kind === InodeKind.CharDev || kind === InodeKind.BlockDev) n.rdev = rdev;
     n.parents.push(d.serial);
     this.bind(d, name, n.serial);

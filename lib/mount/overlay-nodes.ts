@@ -66,6 +66,10 @@ export interface Node {
   data?: FileData;
   /** Open file handles; an unlinked inode lives until the last one is released. */
   open: number;
+  /** A Unix socket bound here: a live inode (kind Fifo underneath) that commits and status leave out, as import does. */
+  socket?: boolean;
+  /** Directories: how many entries are directories, once counted (st_nlink is 2 + this). */
+  subdirs?: number;
 }
 
 export interface Handle {
@@ -293,8 +297,35 @@ export class OverlayNodes {
     return n;
   }
 
+  /** The number of subdirectories of `d`, counted once from the listing and kept by bind/unbind. */
+  protected subdirs(d: Node): number {
+    if (d.subdirs === undefined) {
+      let n = 0;
+      for (const s of this.children(d).values()) if (this.isDir(s)) n++;
+      d.subdirs = n;
+    }
+    return d.subdirs;
+  }
+
+  /** Whether a serial is a directory, without caching a Node for it (counting a large listing). */
+  private isDir(serial: number): boolean {
+    const n = this.nodes.get(serial);
+    if (n) return n.kind === InodeKind.Dir;
+    try {
+      return this.view.inode(serial).kind === InodeKind.Dir;
+    } catch {
+      return false;
+    }
+  }
+
+  private countSubdir(d: Node, serial: number | undefined, delta: 1 | -1): void {
+    if (d.subdirs !== undefined && serial !== undefined && this.isDir(serial)) d.subdirs += delta;
+  }
+
   protected bind(d: Node, name: Buffer, serial: number): void {
     const k = key(name);
+    this.countSubdir(d, this.children(d).get(k), -1);
+    this.countSubdir(d, serial, 1);
     this.children(d).set(k, serial);
     let m = this.nameEdits.get(d.serial);
     if (!m) this.nameEdits.set(d.serial, (m = new Map()));
@@ -304,6 +335,7 @@ export class OverlayNodes {
 
   protected unbind(d: Node, name: Buffer): void {
     const k = key(name);
+    this.countSubdir(d, this.children(d).get(k), -1);
     this.children(d).delete(k);
     let m = this.nameEdits.get(d.serial);
     if (!m) this.nameEdits.set(d.serial, (m = new Map()));

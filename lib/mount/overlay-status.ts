@@ -33,7 +33,7 @@ export abstract class OverlayStatus extends OverlayNamespace {
     for (const serial of serials) {
       if (serial === ROOT_SERIAL) continue;
       const n = this.nodes.get(serial);
-      if (!n || !this.alive(n)) continue;
+      if (!n || !this.alive(n) || n.socket) continue;
       const path = this.pathOf(n);
       if (path === null) continue;
       if (!n.inBase) {

@@ -1,5 +1,5 @@
 /** Cheap checks of whether FUSE mounts can work here (no mount is attempted). */
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 
 /**
  * Root mounts through the kernel backend (mount(2) on /dev/fuse) and needs no helper; an
@@ -16,4 +16,18 @@ export function fuseAvailable(): { ok: boolean; reason?: string } {
   const dirs = (process.env.PATH ?? '/usr/bin:/bin').split(':');
   if (!dirs.some((d) => existsSync(`${d}/fusermount`))) return { ok: false, reason: 'unprivileged mounts need fusermount (Debian: apt-get install fuse)' };
   return { ok: true };
+}
+
+/**
+ * Whether an ordinary user may mount with allow_other: fusermount allows it only when
+ * /etc/fuse.conf has a `user_allow_other` line (root always may).
+ */
+export function userAllowOther(conf = '/etc/fuse.conf'): boolean {
+  try {
+    return readFileSync(conf, 'utf8')
+      .split('\n')
+      .some((l) => l.trim() === 'user_allow_other');
+  } catch {
+    return false;
+  }
 }

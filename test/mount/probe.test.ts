@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, symlinkSync } from 'node:fs';
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -31,4 +31,15 @@ test('an ordinary user needs fusermount, and is told how to get it', { skip: pro
   const r = probeWith(join(bin, 'with'), 65534);
   // /dev/fuse may refuse a user the machine does not trust; fusermount is then not the reason.
   if (!r.ok) assert.doesNotMatch(r.reason!, /fusermount/);
+});
+
+test('an ordinary user may let others in only where fuse.conf has user_allow_other', async () => {
+  const { userAllowOther } = await import('../../lib/mount/probe.js');
+  const dir = tempDir('layerfs-fuseconf-');
+  const conf = join(dir, 'fuse.conf');
+  writeFileSync(conf, '# mount_max = 1000\n#user_allow_other\n');
+  assert.equal(userAllowOther(conf), false, 'a commented line does not count');
+  writeFileSync(conf, '# mount_max = 1000\n  user_allow_other  \n');
+  assert.equal(userAllowOther(conf), true);
+  assert.equal(userAllowOther(join(dir, 'missing.conf')), false);
 });

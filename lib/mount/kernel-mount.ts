@@ -1,0 +1,284 @@
+/**
+ * The daemon-side controller of one kernel-backend mount: opens /dev/fuse, hands it to
+ * `mount -i -t fuse.layerfs -o fd=3,…` as its fd 3 (the kernel then talks to this process),
+ * starts the serving thread (kernel-worker.ts) that answers requests, talks to it with messages
+ * (waking it with a lookup of a throw-away name), and unmounts.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { LayerFsError, type ErrorCode } from '../errors.js';
+import { FsError } from './errno.js';
+import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
+import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
+import { wakeLookup } from './waker.js';
+import type { CommitNote } from '../history/index.js';
+
+export interface KernelMountOptions {
+  /** Kernel name and attribute cache, seconds (default 60: every change goes through the kernel). */
+  entryTimeout?: number;
+  attrTimeout?: number;
+  /** Source shown in /proc/mounts. */
+  fsname?: string;
+  /** Other users may use the mount (their permissions are checked against each inode's mode). */
+  allowOther?: boolean;
+  log?: (message: string) => void;
+}
+
+/** Whether this process can use the kernel backend: root, /dev/fuse, and a mount(8). */
+export function kernelBackendUsable(): boolean {
+  if (process.platform !== 'linux' || process.getuid?.() !== 0) return false;
+  try {
+    closeSync(openSync('/dev/fuse', fsc.O_RDWR));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function runMount(args: string[], fd: number): Promise<{ code: number | null; out: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('mount', args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
+    let out = '';
+    child.stdout?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.stderr?.setEncoding('utf8').on('data', (d: string) => (out += d));
+    child.on('error', (e) => resolve({ code: -1, out: e.message }));
+    child.on('close', (code) => resolve({ code, out: out.trim() }));
+  });
+}
+
+export function runCmd(cmd: string, args: string[]): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn(cmd, args, { stdio: 'ignore' });
+    child.on('error', () => resolve(false));
+    child.on('close', (code) => resolve(code === 0));
+  });
+}
+
+/** What the worker needs to build the Workspace's overlay (hex ids; the worker opens its own Store connection). */
+export interface KernelWorkerParams {
+  storePath: string;
+  spoolDir: string;
+  rootId: string;
+  branchId: string;
+  expectedHead: string | null;
+  expectedBase: string;
+  workspaceId: string | null;
+  memoryBudget?: number;
+  protocol: { entryTimeout?: number; attrTimeout?: number };
+}
+
+type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean } | { id: number; type: 'state' } | { id: number; type: 'changes' };
+export type FromWorker =
+  | { type: 'ready' }
+  | { type: 'dirty' }
+  | { type: 'log'; message: string }
+  | { type: 'fatal'; message: string }
+  | { type: 'ended' }
+  | { type: 'result'; id: number; ok: true; value: unknown }
+  | { type: 'result'; id: number; ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
+
+/**
+ * Starts kernel-worker beside this module: kernel-worker.js in dist/; from sources (under tsx)
+ * the worker registers tsx itself first, since Node 20 workers do not inherit module hooks.
+ */
+function startWorker(workerData: unknown): Worker {
+  const js = new URL('./kernel-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData });
+  const ts = new URL('./kernel-worker.ts', import.meta.url);
+  if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', 'kernel-worker is missing beside kernel.js', { hint: 'reinstall layerfs' });
+  let api: string;
+  try {
+    api = import.meta.resolve('tsx/esm/api');
+  } catch {
+    throw new LayerFsError('ERR_NOT_FOUND', 'running from TypeScript sources needs tsx to start the serving thread');
+  }
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
+  return new Worker(code, { eval: true, workerData });
+}
+
+/** A mount of this namespace uses FUSE connection `n` (device 0:n). */
+async function connectionMounted(n: number): Promise<boolean> {
+  try {
+    const text = await readFile('/proc/self/mountinfo', 'utf8');
+    return text.split('\n').some((l) => l.split(' ')[2] === `0:${n}`);
+  } catch {
+    return true; // unknown: do not abort
+  }
+}
+
+/**
+ * The FUSE connection number (device 0:n) of the newest mount at `mountpoint`, from
+ * /proc/self/mountinfo: a stat of the mount point would be a request to our own mount, which a
+ * kill at the wrong moment turns into a wait that never ends (waker.ts).
+ */
+async function connectionAt(mountpoint: string): Promise<number | null> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8');
+  // Mount points are octal-escaped there (space, tab, newline, backslash).
+  const unescape = (s: string) => s.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
+  let found: number | null = null;
+  for (const line of text.split('\n')) {
+    const f = line.split(' ');
+    if (f.length > 4 && unescape(f[4]!) === mountpoint && f[2]!.startsWith('0:')) found = Number(f[2]!.slice(2));
+  }
+  return found;
+}
+
+/** The controller of one kernel-backend mount (lives on the daemon's thread). */
+export class KernelMount {
+  private fd = -1;
+  private worker: Worker | null = null;
+  private nextId = 1;
+  private wakes = 0;
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  private ended: Promise<void>;
+  private markEnded!: () => void;
+  private isEnded = false;
+  private ready!: { resolve: () => void; reject: (e: unknown) => void };
+  private connection: number | null = null;
+  private readonly log: (message: string) => void;
+  private readonly fsname: string;
+
+  constructor(
+    readonly mountpoint: string,
+    private readonly params: KernelWorkerParams,
+    private readonly opts: KernelMountOptions = {},
+    private readonly onDirty: () => void = () => {},
+  ) {
+    this.log = opts.log ?? (() => {});
+    this.fsname = (opts.fsname ?? 'layerfs').replace(/[^A-Za-z0-9_.:@+-]/g, '_');
+    this.ended = new Promise((r) => (this.markEnded = r));
+  }
+
+  async mount(): Promise<void> {
+    this.fd = openSync('/dev/fuse', fsc.O_RDWR);
+    const uid = process.getuid?.() ?? 0;
+    const gid = process.getgid?.() ?? 0;
+    // nosuid,nodev always: a state is data, and a setuid binary or a device node in it must
+    // never grant what its mode claims. With allow_other the kernel checks each inode's mode
+    // (default_permissions); without it only the mount's uid may enter, and when that is root
+    // the checks would pass anyway (DAC override), so leaving them out saves a GETATTR of the
+    // parent after every create.
+    const permissions = uid === 0 && !this.opts.allowOther ? '' : ',default_permissions';
+    const r = await runMount(['-i', '-t', 'fuse.layerfs', '-o', `fd=3,rootmode=40000,user_id=${uid},group_id=${gid},nosuid,nodev${permissions}${this.opts.allowOther ? ',allow_other' : ''}`, this.fsname, this.mountpoint], this.fd);
+    if (r.code !== 0) {
+      closeSync(this.fd);
+      throw new FsError('EIO', `mount failed: ${r.out || `exit ${r.code}`}`);
+    }
+    // The kernel has queued INIT; the worker answers it first thing.
+    const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
+    const w = startWorker({ fd: this.fd, params: this.params });
+    this.worker = w;
+    w.on('message', (m: FromWorker) => this.message(m));
+    w.on('error', (e) => {
+      this.log(`serving thread failed: ${e.stack ?? e.message}`);
+      this.ready.reject(e);
+      this.finish();
+    });
+    w.on('exit', () => this.finish());
+    const timeout = new Promise<'timeout'>((res) => setTimeout(() => res('timeout'), 15_000).unref());
+    try {
+      if ((await Promise.race([ready.then(() => 'ok' as const), timeout])) === 'timeout') throw new FsError('ETIMEDOUT', 'the mount did not come up');
+    } catch (e) {
+      await runCmd('umount', ['-l', this.mountpoint]);
+      void w.terminate();
+      throw e;
+    }
+    try {
+      this.connection = await connectionAt(this.mountpoint);
+      if (this.connection === null) throw new Error('not in mountinfo');
+      // Larger sequential READs: fewer round trips (the kernel starts a mount at 128 KiB).
+      writeFileSync(`/sys/class/bdi/0:${this.connection}/read_ahead_kb`, String(MAX_WRITE >> 10));
+    } catch {
+      /* no sysfs, or not allowed: the default readahead */
+    }
+  }
+
+  private message(m: FromWorker): void {
+    switch (m.type) {
+      case 'ready':
+        this.ready.resolve();
+        return;
+      case 'dirty':
+        this.onDirty();
+        return;
+      case 'log':
+        this.log(m.message);
+        return;
+      case 'fatal':
+        this.log(`serving thread stopped: ${m.message}`);
+        this.ready.reject(new FsError('EIO', m.message));
+        return;
+      case 'ended':
+        this.finish();
+        return;
+      case 'result': {
+        const w = this.waiting.get(m.id);
+        if (!w) return;
+        this.waiting.delete(m.id);
+        if (m.ok) w.resolve(m.value);
+        else w.reject(new LayerFsError(m.error.code as ErrorCode, m.error.message, m.error.details ?? {}));
+      }
+    }
+  }
+
+  /** The serving thread is gone (unmounted, or it failed): close our end so the kernel aborts anything still waiting. */
+  private finish(): void {
+    if (this.isEnded) return;
+    this.isEnded = true;
+    for (const w of this.waiting.values()) w.reject(new LayerFsError('ERR_BUSY', 'the mount ended'));
+    this.waiting.clear();
+    try {
+      closeSync(this.fd);
+    } catch {
+      /* closed */
+    }
+    this.markEnded();
+  }
+
+  /** Sends one message to the serving thread and waits for its answer. */
+  private ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
+    if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
+    const id = this.nextId++;
+    const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));
+    this.worker.postMessage({ ...message, id } as ToWorker);
+    // The serving thread sleeps in read(2): a lookup of a fresh name wakes it. A child process
+    // makes it, never a thread of ours (waker.ts: a killed daemon could otherwise never exit).
+    wakeLookup(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`));
+    return p;
+  }
+
+  commit(note: CommitNote, strict = false): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
+    return this.ask({ type: 'commit', note, strict });
+  }
+
+  state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {
+    return this.ask({ type: 'state' });
+  }
+
+  changes(): Promise<MountedChanges> {
+    return this.ask({ type: 'changes' });
+  }
+
+  /** Lazy unmount; the serving thread ends with the connection (a busy one is aborted after a grace period when fusectl allows). */
+  async unmount(): Promise<void> {
+    if (!this.isEnded) {
+      if (!(await runCmd('umount', ['-l', this.mountpoint]))) await runCmd('fusermount', ['-uz', this.mountpoint]);
+      const grace = new Promise<'late'>((res) => setTimeout(() => res('late'), 2000).unref());
+      // Abort only a connection no live mount uses: once ours has ended its number can be reused
+      // by a new mount, which an abort would break (ECONNABORTED instead of a clean end).
+      if ((await Promise.race([this.ended.then(() => 'ended' as const), grace])) === 'late' && this.connection !== null && !this.isEnded && !(await connectionMounted(this.connection))) {
+        try {
+          writeFileSync(`/sys/fs/fuse/connections/${this.connection}/abort`, '1');
+        } catch {
+          /* no fusectl: the connection ends with its last user */
+        }
+      }
+    }
+    void this.worker?.terminate();
+  }
+}
