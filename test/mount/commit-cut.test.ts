@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commitMounted } from '../../lib/mount/index.js';
@@ -12,13 +13,12 @@ import { fillBasic } from './scenarios.js';
 const RECORD = 4096;
 
 /** Each record: "seq:<n>:" then filler, ending in the first 16 hex digits of its sha256. */
-const writer = (dir: string, seconds: number) => `
-import hashlib, os, time
-end = time.time() + ${seconds}
+const writer = (dir: string, stop: string) => `
+import hashlib, os
 fd = os.open(${JSON.stringify(join(dir, 'log.bin'))}, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
 big = os.open(${JSON.stringify(join(dir, 'big.bin'))}, os.O_WRONLY)
 n = 0
-while time.time() < end:
+while not os.path.exists(${JSON.stringify(stop)}):
     body = (b"seq:%d:" % n).ljust(${RECORD - 16}, b".")
     rec = body + hashlib.sha256(body).hexdigest()[:16].encode()
     assert os.write(fd, rec) == ${RECORD}
@@ -45,7 +45,10 @@ function checkRecords(data: Buffer): number {
 test('commits taken while a process writes are consistent cuts; the writer never fails', async () => {
   const s = await setupStore(fillBasic, 'layerfs-cut-');
   await withMount(s, async (m) => {
-    const w = run('python3', ['-c', writer(m.path, 4)]);
+    // The writer runs until the commits are taken, however slow the machine: each commit cuts
+    // through writes in flight.
+    const stop = join(s.dir, 'stop-writer');
+    const w = run('python3', ['-c', writer(m.path, stop)]);
     const commits: string[] = [];
     await sleep(200);
     for (let i = 0; i < 12; i++) {
@@ -53,6 +56,7 @@ test('commits taken while a process writes are consistent cuts; the writer never
       if (c.outcome === 'Created') commits.push(c.commitId);
       await sleep(150);
     }
+    writeFileSync(stop, '');
     const r = await w;
     assert.equal(r.code, 0, r.stderr);
     const written = Number(r.stdout.trim());
