@@ -16,6 +16,7 @@ export const allowances = {
   'lib/mount/kernel.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
   'lib/mount/fuse.ts': ['max-lines-per-function'],
   'lib/mount/overlay.ts': ['max-lines', 'complexity'],
+  'lib/mount/overlay-namespace.ts': ['complexity'],
   'lib/mount/daemon.ts': ['max-lines'],
   'lib/mount/content.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
   'lib/sdk/client.ts': ['max-lines', 'import-cycle'],

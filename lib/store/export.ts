@@ -11,18 +11,11 @@ import { resolve } from 'node:path';
 import { makeNode, setTimes, setXattr } from '../native/index.js';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { removeTree } from './remove-tree.js';
-import { InodeKind, type Inode } from './tree/inode.js';
+import { InodeKind, type Inode, type TreeCounts } from './tree/inode.js';
 import { ROOT_SERIAL } from './tree/root.js';
 import type { FsView } from './tree/view.js';
 
-export interface ExportStats {
-  files: number;
-  directories: number;
-  symlinks: number;
-  specials: number;
-  hardLinks: number;
-  bytes: number;
-}
+export type ExportStats = TreeCounts;
 
 const SLASH = 0x2f;
 

@@ -140,14 +140,7 @@ export class Store implements StoreAccess {
    * then VACUUMs (repack.ts). Ids and content never change.
    */
   async repack(opts: RepackOptions = {}): Promise<RepackStats> {
-    if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
-    this.writing = true;
-    try {
-      return await repackStore(this, opts);
-    } finally {
-      this.objects.reset();
-      this.writing = false;
-    }
+    return this.maintain(() => repackStore(this, opts));
   }
 
   /**
@@ -155,10 +148,15 @@ export class Store implements StoreAccess {
    * safe against concurrent writers and crashes (gc.ts).
    */
   async gc(opts: GcOptions): Promise<GcStats> {
+    return this.maintain(() => collectGarbage(this, opts));
+  }
+
+  /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer. */
+  private async maintain<T>(pass: () => Promise<T>): Promise<T> {
     if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
     this.writing = true;
     try {
-      return await collectGarbage(this, opts);
+      return await pass();
     } finally {
       this.objects.reset();
       this.writing = false;

@@ -7,7 +7,7 @@
  * root is the entry "./", so extracting gives the target directory the root's metadata.
  */
 import { LayerFsError } from '../errors.js';
-import { InodeKind, type Inode } from './tree/inode.js';
+import { InodeKind, type Inode, type TreeCounts } from './tree/inode.js';
 import { ROOT_SERIAL } from './tree/root.js';
 import type { FsView } from './tree/view.js';
 import { checkStoredName } from './export.js';
@@ -25,14 +25,7 @@ const TYPE: Record<InodeKind, string> = {
   [InodeKind.Fifo]: '6',
 };
 
-export interface TarStats {
-  files: number;
-  directories: number;
-  symlinks: number;
-  specials: number;
-  hardLinks: number;
-  bytes: number;
-}
+export type TarStats = TreeCounts;
 
 /** One pax record: "<len> key=value\n", len counting itself. */
 function paxRecord(key: string, value: Buffer): Buffer {

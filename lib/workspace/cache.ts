@@ -10,6 +10,7 @@ import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
 import { objectId, WalkKind, zstdCompress, zstdDecompress, type WalkResult } from '../native/index.js';
 import type { Store } from '../store/index.js';
+import { allocWalk } from './walk-match.js';
 
 /** A walk (lib/native walkTree: same order, same arrays) plus the serial of every entry. */
 export interface StatCache extends WalkResult {
@@ -121,20 +122,7 @@ function segmentTotals(segments: Buffer[]): { total: number; nameTotal: number }
 }
 
 function emptyCache(count: number, nameTotal: number, maxSerial: number): StatCache {
-  return {
-    count,
-    names: Buffer.allocUnsafe(nameTotal),
-    nameOffsets: new Uint32Array(count + 1),
-    parent: new Int32Array(count),
-    kind: new Uint8Array(count),
-    mode: new Uint32Array(count),
-    ino: new BigUint64Array(count),
-    size: new BigInt64Array(count),
-    mtimeNs: new BigInt64Array(count),
-    ctimeNs: new BigInt64Array(count),
-    serial: new Uint32Array(count),
-    maxSerial,
-  };
+  return { ...allocWalk(count, nameTotal), serial: new Uint32Array(count), maxSerial };
 }
 
 /** Copies the segments' columns into `c` (and each directory's entry count into `children`). */

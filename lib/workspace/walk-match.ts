@@ -12,6 +12,22 @@ export const HI = LE ? 1 : 0;
 
 export const words = (a: BigInt64Array | BigUint64Array): Uint32Array => new Uint32Array(a.buffer, a.byteOffset, a.length * 2);
 
+/** The columns of a walk of `count` entries whose names take `nameBytes`, to be filled. */
+export function allocWalk(count: number, nameBytes: number): WalkResult {
+  return {
+    count,
+    names: Buffer.allocUnsafe(nameBytes),
+    nameOffsets: new Uint32Array(count + 1),
+    parent: new Int32Array(count),
+    kind: new Uint8Array(count),
+    mode: new Uint32Array(count),
+    ino: new BigUint64Array(count),
+    size: new BigInt64Array(count),
+    mtimeNs: new BigInt64Array(count),
+    ctimeNs: new BigInt64Array(count),
+  };
+}
+
 /** Drops entries with keep[i] = 0 and everything below them; returns the walk and new → old indices. */
 export function compactWalk(w: WalkResult, keep: Uint8Array): { walk: WalkResult; from: Int32Array } {
   const n = w.count;
@@ -24,18 +40,7 @@ export function compactWalk(w: WalkResult, keep: Uint8Array): { walk: WalkResult
     nameBytes += w.nameOffsets[i + 1]! - w.nameOffsets[i]!;
   }
   const from = new Int32Array(count);
-  const out: WalkResult = {
-    count,
-    names: Buffer.allocUnsafe(nameBytes),
-    nameOffsets: new Uint32Array(count + 1),
-    parent: new Int32Array(count),
-    kind: new Uint8Array(count),
-    mode: new Uint32Array(count),
-    ino: new BigUint64Array(count),
-    size: new BigInt64Array(count),
-    mtimeNs: new BigInt64Array(count),
-    ctimeNs: new BigInt64Array(count),
-  };
+  const out = allocWalk(count, nameBytes);
   let off = 0;
   for (let i = 0; i < n; i++) {
     const k = to[i]!;

@@ -13,7 +13,7 @@ import { scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
-import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from '../tree/inode.js';
+import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode, type TreeCounts } from '../tree/inode.js';
 import { TreeBuilder, TreeKind } from '../tree/pages.js';
 import { encodeRoot, ROOT_SERIAL } from '../tree/root.js';
 import { SMALL_FILE_THRESHOLD, storeContent, storeInMemory } from './content.js';
@@ -38,13 +38,7 @@ export interface ImportProgress {
   bytes: number;
 }
 
-export interface ImportStats {
-  files: number;
-  directories: number;
-  symlinks: number;
-  specials: number;
-  hardLinks: number;
-  bytes: number;
+export interface ImportStats extends TreeCounts {
   /** Sockets cannot be stored; their paths are listed here. */
   skipped: string[];
   /**

@@ -21,13 +21,7 @@ export function walkTree(root: string): WalkEntry[] {
   while (stack.length > 0) {
     const index = stack.pop()!;
     const dirPath = out[index]!.path;
-    let list: Dirent<Buffer>[];
-    try {
-      list = readdirSync(dirPath, { withFileTypes: true, encoding: 'buffer' });
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      throw new LayerFsError('ERR_NATIVE_IO', `cannot read directory ${dirPath.toString()}: ${err.code}`, { path: dirPath.toString(), errno: err.code });
-    }
+    const list = readDirectory(dirPath);
     list.sort((a, b) => Buffer.compare(a.name, b.name));
     const dirs: number[] = [];
     for (const d of list) {
@@ -148,13 +142,7 @@ export function walkTable(root: string, leaveOut: LeaveOut = {}): WalkTable {
   while (stack.length > 0) {
     const index = stack.pop()!;
     const dirPath = t.path(index);
-    let list: Dirent<Buffer>[];
-    try {
-      list = readdirSync(dirPath, { withFileTypes: true, encoding: 'buffer' });
-    } catch (e) {
-      const err = e as NodeJS.ErrnoException;
-      throw new LayerFsError('ERR_NATIVE_IO', `cannot read directory ${dirPath.toString()}: ${err.code}`, { path: dirPath.toString(), errno: err.code });
-    }
+    let list = readDirectory(dirPath);
     const skip = byDir.get(dirPath.toString());
     if (skip) list = list.filter((d) => !skip.has(d.name.toString()));
     if (exclude) {
@@ -176,4 +164,14 @@ export function walkTable(root: string, leaveOut: LeaveOut = {}): WalkTable {
     for (let k = dirs.length - 1; k >= 0; k--) stack.push(dirs[k]!);
   }
   return t;
+}
+
+/** A directory's entries with their types, names as bytes; a failure is ERR_NATIVE_IO. */
+function readDirectory(dirPath: Buffer): Dirent<Buffer>[] {
+  try {
+    return readdirSync(dirPath, { withFileTypes: true, encoding: 'buffer' });
+  } catch (e) {
+    const err = e as NodeJS.ErrnoException;
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot read directory ${dirPath.toString()}: ${err.code}`, { path: dirPath.toString(), errno: err.code });
+  }
 }

@@ -41,6 +41,16 @@ export enum ContentForm {
  */
 export const SMALL_FILE_THRESHOLD = 128 * 1024;
 
+/** Entries of a tree by kind, as an import, export or tar stream counts them. */
+export interface TreeCounts {
+  files: number;
+  directories: number;
+  symlinks: number;
+  specials: number;
+  hardLinks: number;
+  bytes: number;
+}
+
 export interface Xattr {
   name: Buffer;
   value: Buffer;
