@@ -6,12 +6,20 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LayerFsError } from '../sdk/index.js';
-import { Out, toJson } from './output.js';
-import { registerStoreCommands } from './commands/db.js';
-import { registerStateCommands } from './commands/state.js';
+import { toJson } from './output.js';
+import { makeRunner, type ExitState } from './runner.js';
+import { registerInitCommand } from './commands/init.js';
+import { registerDbCommands } from './commands/db.js';
+import { registerContextCommands } from './commands/context.js';
+import { registerVerifyCommand } from './commands/verify.js';
+import { registerLayerStackCommands } from './commands/layerstack.js';
+import { registerQueryCommands } from './commands/query.js';
+import { registerLsCommand } from './commands/ls.js';
+import { registerCatCommand } from './commands/cat.js';
+import { registerExportCommand } from './commands/export.js';
 import { registerBranchCommands } from './commands/branch.js';
+import { registerLogCommand } from './commands/log.js';
 import { registerWorkspaceCommands } from './commands/workspace.js';
-import { registerReconcileCommands } from './commands/reconcile.js';
 import { registerMonitorCommands } from './commands/monitor.js';
 import { registerDaemonCommands } from './commands/daemon.js';
 import { registerSandboxCommands } from './commands/sandbox.js';
@@ -20,6 +28,8 @@ import { registerRemoteCommands } from './commands/remote.js';
 import { registerRewindCommands } from './commands/rewind.js';
 import { registerMcpCommands } from './commands/mcp.js';
 import { registerPatchCommands } from './commands/patch.js';
+import { registerGrepCommand } from './commands/grep.js';
+import { registerPinCommands } from './commands/pin.js';
 import { registerRetentionCommands } from './commands/retention.js';
 
 function packageVersion(): string {
@@ -34,13 +44,11 @@ function packageVersion(): string {
   return '0.0.0';
 }
 
-export interface Globals {
-  json: boolean;
-  quiet?: boolean;
-  store?: string;
-}
-
-export function buildProgram(state: { code: number }): Command {
+/**
+ * The command tree. Each file registers one group (or one top-level command) and nothing else;
+ * the order here is the order `layerfs --help` lists them in.
+ */
+export function buildProgram(state: ExitState): Command {
   const program = new Command('layerfs')
     .description('A content-addressed, branchable time machine for agent workspaces, in one SQLite file.')
     .version(`layerfs ${packageVersion()}`, '-V, --version')
@@ -49,21 +57,19 @@ export function buildProgram(state: { code: number }): Command {
     .option('-q, --quiet', 'no progress bars')
     .showHelpAfterError()
     .exitOverride();
-  const globals = (): Globals => program.opts<Globals>();
-  const run = (fn: (out: Out, g: Globals) => Promise<void> | void) => async () => {
-    const g = globals();
-    const out = new Out(Boolean(g.json));
-    try {
-      await fn(out, g);
-    } catch (e) {
-      state.code = out.error(e);
-    }
-  };
-  registerStoreCommands(program, run, state);
-  registerStateCommands(program, run, state);
+  const run = makeRunner(program, state);
+  registerInitCommand(program, run);
+  registerDbCommands(program, run);
+  registerContextCommands(program, run);
+  registerVerifyCommand(program, run, state);
+  registerLayerStackCommands(program, run, state);
+  registerQueryCommands(program, run);
+  registerLsCommand(program, run);
+  registerCatCommand(program, run);
+  registerExportCommand(program, run);
   registerBranchCommands(program, run, state);
+  registerLogCommand(program, run);
   registerWorkspaceCommands(program, run, state);
-  registerReconcileCommands(program, run, state);
   registerMonitorCommands(program, run);
   registerDaemonCommands(program, run, state);
   registerSandboxCommands(program, run, state);
@@ -72,11 +78,11 @@ export function buildProgram(state: { code: number }): Command {
   registerRewindCommands(program, run);
   registerMcpCommands(program, run, packageVersion());
   registerPatchCommands(program, run, state);
-  registerRetentionCommands(program, run, state);
+  registerGrepCommand(program, run, state);
+  registerPinCommands(program, run);
+  registerRetentionCommands(program, run);
   return program;
 }
-
-export type Runner = (fn: (out: Out, g: Globals) => Promise<void> | void) => () => Promise<void>;
 
 /** --json given before any `--` (commander has not parsed yet when a usage error is printed). */
 function wantsJson(argv: string[]): boolean {

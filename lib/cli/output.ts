@@ -2,7 +2,7 @@
  * Output: with --json exactly one JSON object on stdout (ids hex, bigints as decimal strings);
  * otherwise short human lines. Errors go to stderr (and as {"error": …} on stdout with --json).
  */
-import { isLayerFsError } from '../sdk/index.js';
+import { isLayerFsError, type DiffPage } from '../sdk/index.js';
 
 export function toJson(value: unknown): string {
   // Buffer.prototype.toJSON runs before a replacer sees its result, so look at the holder's own
@@ -105,4 +105,22 @@ export function treeCounts(r: { files: number; directories: number; symlinks: nu
   if (r.specials) parts.push(plural(r.specials, 'special file', 'special files'));
   if (r.hardLinks) parts.push(plural(r.hardLinks, 'extra hard link', 'extra hard links'));
   return parts.join(', ');
+}
+
+/** An id as the human output shows it: its first 12 hex digits, or '-' for none. */
+export const short = (id: string | null | undefined): string => (id ? id.slice(0, 12) : '-');
+
+/** The one-letter change codes of diff and status listings, as git prints them. */
+export const CHANGE_LETTER = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
+
+/** A page of a Layer/Branch diff, one line per entry, and how to continue a long one. */
+export function diffPageLines(page: DiffPage): string[] {
+  const lines = page.entries.map((e) => `${CHANGE_LETTER[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPathBytes ?? e.oldPath)} -> ` : ''}${quoteName(e.pathBytes)}${e.fields.length ? `\t(${e.fields.join(',')})` : ''}`);
+  if (page.next) lines.push(`… ${page.total - page.entries.length} more; continue with --after ${page.next}`);
+  return lines;
+}
+
+/** Writes to stdout, waiting for the reader when the pipe is full (a large patch is never held whole). */
+export async function writeStdout(b: Buffer | string): Promise<void> {
+  if (!process.stdout.write(b)) await new Promise((r) => process.stdout.once('drain', r));
 }

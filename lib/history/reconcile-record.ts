@@ -2,11 +2,12 @@
  * Three-way merge of one inode record (the base's, the head's, the Workspace's): each field
  * group is taken from the side that changed it; a group both sides changed differently is a
  * conflict, except file content, which is merged line by line when all three versions are text
- * (node-diff3). Binary content changed on both sides always conflicts: a byte-merged SQLite file
- * or zip would be silently corrupt.
+ * (node-diff3), and byte by byte otherwise when the two sides changed different bytes
+ * (reconcile-bytes.ts; never for SQLite, zip and other formats whose bytes refer to each other).
  */
 import { diff3Merge } from 'node-diff3';
 import { InodeKind, storeBytes, type FsView, type Inode, type ObjectWriter } from '../store/index.js';
+import { mergeBytes } from './reconcile-bytes.js';
 
 export type ConflictKind = 'both-modified' | 'both-added' | 'delete-modify' | 'modify-delete' | 'type-change' | 'binary' | 'text' | 'rename-rename' | 'rename-delete';
 
@@ -113,7 +114,12 @@ function lines(text: string): string[] {
 function mergeFileContent(ctx: RecordMergeContext, b: Inode, h: Inode, ws: Inode, path: string): { ok: true; inode: Inode } | { ok: false; kind: ConflictKind; message: string; lines?: LineConflict[] } {
   if (Math.max(b.size, h.size, ws.size) > TEXT_MERGE_MAX) return { ok: false, kind: 'binary', message: `${path}: changed on both sides and too large to merge line by line` };
   const texts = [ctx.base.readFile(b), ctx.head.readFile(h), ctx.workspace.readFile(ws)];
-  if (!texts.every(isText)) return { ok: false, kind: 'binary', message: `${path}: binary content changed on both sides` };
+  if (!texts.every(isText)) {
+    const m = mergeBytes(texts[0]!, texts[1]!, texts[2]!);
+    if (!m.ok) return { ok: false, kind: 'binary', message: `${path}: ${m.message}` };
+    const stored = storeBytes(m.bytes, ctx.w);
+    return { ok: true, inode: { ...ws, form: stored.form, content: stored.content, size: m.bytes.length } };
+  }
   const [o, a, x] = texts.map((t) => lines(t.toString('utf8')));
   const regions = diff3Merge(a!, o!, x!, { excludeFalseConflicts: true });
   const merged: string[] = [];

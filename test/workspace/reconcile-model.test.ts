@@ -1,10 +1,13 @@
 /**
  * Model-based test of reconciling commits: N Workspaces fork one Branch, each runs a random
- * edit script (line edits of shared text files, adds, deletes, binary edits), then they commit
+ * edit script (line edits of shared text files, adds, deletes, binary edits, range edits through
+ * `editWorkspaceFileRanges`), then they commit
  * in every order (N ≤ 4; a random order beyond). A model replays the same commits as three-way
  * merges of path → content maps: each commit must be Created when the model merges cleanly,
  * Conflicted with exactly the model's conflicting paths otherwise, and the final head must
- * equal the model's state. Both projections; the Store is verified after each run.
+ * equal the model's state. Range edits follow the byte-level rule of docs/SDK.md: same-length
+ * edits merge unless they cover one byte; once a side changed the length, its changes count as
+ * one region from its first to its last edit, which must be apart from the other side's edits. Both projections; the Store is verified after each run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -34,16 +37,68 @@ function rng(seed: number): () => number {
 type Tree = Map<string, string | Buffer>;
 const TEXTS = ['t/a.txt', 't/b.txt', 'c.txt'];
 const BIN = 'bin/data.bin';
+/** Edited only by range edits; its bytes are distinct and every replacement byte is >= 0x80. */
+const RB = 'bin/ranges.bin';
+const RB_SIZE = 128;
 
 function baseTree(): Tree {
   const t: Tree = new Map();
   for (const p of TEXTS) t.set(p, Array.from({ length: 12 }, (_, i) => `${p} line ${i}\n`).join(''));
   t.set(BIN, Buffer.from(Array.from({ length: 64 }, (_, i) => i)));
+  t.set(RB, Buffer.from(Array.from({ length: RB_SIZE }, (_, i) => i)));
   t.set('keep.txt', 'untouched\n');
   return t;
 }
 
-type Op = { op: 'line'; path: string; line: number; text: string } | { op: 'add'; path: string; text: string } | { op: 'delete'; path: string } | { op: 'binary'; byte: number };
+/** A range edit of RB in base coordinates (every Workspace starts from the base). */
+interface Edit {
+  start: number;
+  deleteLength: number;
+  bytes: Buffer;
+}
+
+type Op =
+  | { op: 'line'; path: string; line: number; text: string }
+  | { op: 'add'; path: string; text: string }
+  | { op: 'delete'; path: string }
+  | { op: 'binary'; byte: number }
+  | { op: 'ranges'; edits: Edit[] };
+
+/** Same-length edits (one or two, apart), or one edit that makes the file longer. */
+function rangeEdits(r: () => number, ws: number): Edit[] {
+  const fill = (n: number) => Buffer.from(Array.from({ length: n }, (_, k) => 0x80 | (ws * 20 + k)));
+  if (r() < 0.5) {
+    const a = Math.floor(r() * 100);
+    const edits = [{ start: a, deleteLength: 1 + Math.floor(r() * 8), bytes: Buffer.alloc(0) }];
+    if (r() < 0.5) edits.push({ start: a + edits[0]!.deleteLength + Math.floor(r() * 10), deleteLength: 1 + Math.floor(r() * 6), bytes: Buffer.alloc(0) });
+    return edits.filter((e) => e.start + e.deleteLength <= RB_SIZE).map((e) => ({ ...e, bytes: fill(e.deleteLength) }));
+  }
+  const start = Math.floor(r() * (RB_SIZE + 1));
+  const deleteLength = Math.min(Math.floor(r() * 5), RB_SIZE - start);
+  return [{ start, deleteLength, bytes: fill(deleteLength + 1 + Math.floor(r() * 4)) }];
+}
+
+function applyEdits(base: Buffer, edits: Edit[]): Buffer {
+  let out = base;
+  for (const e of [...edits].sort((a, b) => b.start - a.start)) out = Buffer.concat([out.subarray(0, e.start), e.bytes, out.subarray(e.start + e.deleteLength)]);
+  return out;
+}
+
+/** The model of the byte-level rule, from the edits themselves: the merged edits, or null for a conflict. */
+function mergeEdits(head: Edit[], ws: Edit[]): Edit[] | null {
+  if (head.length === 0 || ws.length === 0) return [...head, ...ws];
+  const grows = (es: Edit[]) => es.some((e) => e.bytes.length !== e.deleteLength);
+  const spans = (es: Edit[]) => es.map((e) => [e.start, e.start + e.deleteLength] as const);
+  const regions = (es: Edit[]) => (grows(es) ? [[Math.min(...es.map((e) => e.start)), Math.max(...es.map((e) => e.start + e.deleteLength))] as const] : spans(es));
+  const lengthKept = !grows(head) && !grows(ws);
+  for (const [hs, he] of regions(head)) {
+    for (const [ws0, we] of regions(ws)) {
+      const clash = lengthKept ? hs < we && ws0 < he : hs <= we && ws0 <= he;
+      if (clash) return null;
+    }
+  }
+  return [...head, ...ws];
+}
 
 function script(r: () => number, ws: number, tree: Tree): Op[] {
   const ops: Op[] = [];
@@ -53,8 +108,9 @@ function script(r: () => number, ws: number, tree: Tree): Op[] {
     const texts = TEXTS.filter((p) => tree.has(p));
     if (k < 0.55 && texts.length > 0) ops.push({ op: 'line', path: texts[Math.floor(r() * texts.length)]!, line: Math.floor(r() * 12), text: `edited by w${ws}.${i}` });
     else if (k < 0.75) ops.push({ op: 'add', path: r() < 0.2 ? 'shared-new.txt' : `new/w${ws}-${i}.txt`, text: `added by w${ws}.${i}\n` });
-    else if (k < 0.85 && texts.length > 0) ops.push({ op: 'delete', path: texts[Math.floor(r() * texts.length)]! });
-    else ops.push({ op: 'binary', byte: Math.floor(r() * 64) });
+    else if (k < 0.82 && texts.length > 0) ops.push({ op: 'delete', path: texts[Math.floor(r() * texts.length)]! });
+    else if (k < 0.9 || ops.some((o) => o.op === 'ranges')) ops.push({ op: 'binary', byte: Math.floor(r() * 64) });
+    else ops.push({ op: 'ranges', edits: rangeEdits(r, ws) });
   }
   return ops;
 }
@@ -70,6 +126,7 @@ function apply(tree: Tree, ops: Op[], ws: number): Tree {
       t.set(o.path, lines.join('\n'));
     } else if (o.op === 'add') t.set(o.path, o.text);
     else if (o.op === 'delete') t.delete(o.path);
+    else if (o.op === 'ranges') t.set(RB, applyEdits(t.get(RB) as Buffer, o.edits));
     else {
       const b = Buffer.from(t.get(BIN) as Buffer);
       b[o.byte] = (ws * 37 + o.byte) & 0xff;
@@ -82,10 +139,24 @@ function apply(tree: Tree, ops: Op[], ws: number): Tree {
 const same = (a: string | Buffer | undefined, b: string | Buffer | undefined) => (a === undefined || b === undefined ? a === b : Buffer.from(a).equals(Buffer.from(b)));
 const lines = (s: string) => (s.length === 0 ? [] : s.split(/(?<=\n)/));
 
-/** The model's three-way result: the merged tree, or the conflicting paths. */
-function model(base: Tree, head: Tree, ws: Tree): { tree: Tree; conflicts: string[] } {
+/** Same-length binary content: each byte from the side that changed it, null when both did differently. */
+function mergeSameLength(b: Buffer, h: Buffer, w: Buffer): Buffer | null {
+  const out = Buffer.from(h);
+  for (let i = 0; i < b.length; i++) {
+    if (w[i] === b[i]) continue;
+    if (h[i] !== b[i] && h[i] !== w[i]) return null;
+    out[i] = w[i]!;
+  }
+  return out;
+}
+
+const rangesOf = (ops: Op[]) => ops.flatMap((o) => (o.op === 'ranges' ? o.edits : []));
+
+/** The model's three-way result: the merged tree and RB's edits, or the conflicting paths. */
+function model(base: Tree, head: Tree, ws: Tree, headEdits: Edit[], wsEdits: Edit[]): { tree: Tree; edits: Edit[]; conflicts: string[] } {
   const out: Tree = new Map(head);
   const conflicts: string[] = [];
+  let edits = headEdits;
   for (const p of new Set([...base.keys(), ...head.keys(), ...ws.keys()])) {
     const b = base.get(p);
     const h = head.get(p);
@@ -103,9 +174,24 @@ function model(base: Tree, head: Tree, ws: Tree): { tree: Tree; conflicts: strin
         continue;
       }
     }
+    if (p === RB) {
+      const merged = mergeEdits(headEdits, wsEdits);
+      if (merged) {
+        out.set(p, applyEdits(b as Buffer, merged));
+        edits = merged;
+        continue;
+      }
+    } else if (Buffer.isBuffer(b) && Buffer.isBuffer(h) && Buffer.isBuffer(w) && b.length === h.length && b.length === w.length) {
+      const merged = mergeSameLength(b, h, w);
+      if (merged) {
+        out.set(p, merged);
+        continue;
+      }
+    }
     conflicts.push(p);
   }
-  return { tree: out, conflicts: conflicts.sort() };
+  if (same(head.get(RB), base.get(RB))) edits = wsEdits;
+  return { tree: out, edits, conflicts: conflicts.sort() };
 }
 
 function writeTree(dir: string, t: Tree): void {
@@ -121,7 +207,7 @@ function readTree(dir: string, rel = ''): Tree {
   for (const name of readdirSync(join(dir, rel))) {
     const p = rel ? `${rel}/${name}` : name;
     if (statSync(join(dir, p)).isDirectory()) for (const [k, v] of readTree(dir, p)) t.set(k, v);
-    else t.set(p, p === BIN ? readFileSync(join(dir, p)) : readFileSync(join(dir, p), 'utf8'));
+    else t.set(p, p.startsWith('bin/') ? readFileSync(join(dir, p)) : readFileSync(join(dir, p), 'utf8'));
   }
   return t;
 }
@@ -158,11 +244,14 @@ async function run(projection: 'materialize' | 'fuse', n: number, order: number[
       ws.push(await client.createWorkspace('b', { at, projection }));
       trees.push(apply(base, scripts[i]!, i));
       for (const o of scripts[i]!) if (o.op === 'delete') rmSync(join(at, o.path), { force: true });
-      writeTree(at, new Map([...trees[i]!].filter(([p, c]) => !same(base.get(p), c))));
+      writeTree(at, new Map([...trees[i]!].filter(([p, c]) => p !== RB && !same(base.get(p), c))));
+      const edits = rangesOf(scripts[i]!);
+      if (edits.length > 0) client.editWorkspaceFileRanges(ws[i]!.id, edits.map((e) => ({ path: RB, start: e.start, deleteLength: e.deleteLength, replacement: e.bytes })));
     }
     let head = base;
+    let headEdits: Edit[] = [];
     for (const i of order) {
-      const m = model(base, head, trees[i]!);
+      const m = model(base, head, trees[i]!, headEdits, rangesOf(scripts[i]!));
       const r = await client.commitWorkspace(ws[i]!.id, { message: `w${i}` });
       const what = `${tag} order ${order.join(',')} commit w${i}`;
       if (m.conflicts.length > 0) {
@@ -172,6 +261,7 @@ async function run(projection: 'materialize' | 'fuse', n: number, order: number[
       } else {
         assert.ok(r.outcome === 'Created' || r.outcome === 'UpToDate', `${what}: ${r.outcome} ${r.outcome === 'Conflicted' ? JSON.stringify(r.conflicts) : ''}`);
         head = m.tree;
+        headEdits = m.edits;
         tally.created++;
         if (r.outcome === 'Created' && r.reconciled) tally.reconciled++;
         assertTree(readTree(ws[i]!.path), head, `${what}: the Workspace shows the merged tree`);

@@ -1,9 +1,8 @@
 /** daemon status | stop: the Store's mount daemon (serves FUSE Workspaces; docs/FUSE.md). */
 import type { Command } from 'commander';
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
+import { withClient, type ExitState, type Runner } from '../runner.js';
 
-export function registerDaemonCommands(program: Command, run: Runner, state: { code: number }): void {
+export function registerDaemonCommands(program: Command, run: Runner, state: ExitState): void {
   const d = program.command('daemon').description("the Store's mount daemon (serves FUSE Workspaces; starts on demand)");
   d.command('status')
     .description('whether the daemon runs, what it serves (pending changes per Workspace) and what its start recovered')

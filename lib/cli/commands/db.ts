@@ -1,38 +1,20 @@
-/** db, context and verify commands. */
+/** db create | connect | repack | backup | gc: making, checking and keeping a Store file. */
 import type { Command } from 'commander';
 import { Client, LayerFsError } from '../../sdk/index.js';
-import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { chooseStore, contextPath, PROJECT_STORE, storeFromContext, writeContext, writeProjectContext } from '../context.js';
 import { formatBytes } from '../output.js';
-import { barsWanted, repackProgress, verifyProgress } from '../progress.js';
-import type { Runner } from '../main.js';
+import { barsWanted, repackProgress } from '../progress.js';
+import { withClient, type Runner } from '../runner.js';
 
-export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
-  const c = Client.connect(storeFromContext(store), { readonly });
-  return Promise.resolve()
-    .then(() => fn(c))
-    .finally(() => c.close());
+export function registerDbCommands(program: Command, run: Runner): void {
+  const db = program.command('db').description('create or check a Store file');
+  createCommand(db, run);
+  connectCommand(db, run);
+  repackCommand(db, run);
+  backupCommand(db, run);
+  gcCommand(db, run);
 }
 
-export function registerStoreCommands(program: Command, run: Runner, state: { code: number }): void {
-  program
-    .command('init [directory]')
-    .description('make a Store in DIRECTORY/.layerfs/ (default: here); later commands below it find it, like git')
-    .action((directory: string | undefined) =>
-      run((out) => {
-        const path = resolve(directory ?? '.', PROJECT_STORE);
-        const existed = existsSync(path);
-        const c = existed ? Client.connect(path) : Client.create(path);
-        const info = c.info();
-        c.close();
-        out.result({ outcome: existed ? 'Exists' : 'Created', store: info }, () =>
-          existed ? `a Store is already at ${info.path} (format ${info.formatVersion}); nothing changed` : `created Store ${info.path}; commands run below ${resolve(directory ?? '.')} use it`,
-        );
-      })(),
-    );
-
-  const db = program.command('db').description('create or check a Store file');
+function createCommand(db: Command, run: Runner): void {
   db.command('create <path>')
     .description('create a new Store (refuses an existing path)')
     .action((path: string) =>
@@ -43,6 +25,9 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
         out.result({ outcome: 'Created', store: info }, () => `created Store ${info.path} (format ${info.formatVersion})`);
       })(),
     );
+}
+
+function connectCommand(db: Command, run: Runner): void {
   db.command('connect <path>')
     .description('check that a file is a Store of a supported format')
     .action((path: string) =>
@@ -56,6 +41,9 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
         ]);
       })(),
     );
+}
+
+function repackCommand(db: Command, run: Runner): void {
   db.command('repack')
     .description('rewrite the Store for size (slow zstd, larger groups, then VACUUM); ids and content never change')
     .option('--level <n>', 'zstd level 1-22 (default 19)')
@@ -78,7 +66,9 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
         });
       })(),
     );
+}
 
+function backupCommand(db: Command, run: Runner): void {
   db.command('backup <path>')
     .description('a consistent online copy of the Store (SQLite backup API) while others read and write; verified before it is put in place')
     .action((path: string) =>
@@ -87,48 +77,21 @@ export function registerStoreCommands(program: Command, run: Runner, state: { co
         out.result(r, () => `backed up ${formatBytes(r.fileBytes)} (${r.pages} pages) to ${r.path} in ${(r.copyMs / 1000).toFixed(2)} s; verified ${r.states} states, ${r.objectsChecked} objects in ${(r.verifyMs / 1000).toFixed(2)} s`);
       })(),
     );
+}
 
-  const ctx = program.command('context').description('choose the Store later commands use');
-  ctx
-    .command('use')
-    .description('record the Store in the user-wide context file, or with --project in ./.layerfs/context.json (give it with --store PATH)')
-    .option('--project', 'only for commands run below this directory')
-    .action((opts: { project?: boolean }) =>
-      run((out, g) => {
-        if (!g.store) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'context use needs --store PATH', { argument: '--store', hint: 'layerfs context use --store PATH [--project]' });
-        const c = Client.connect(g.store, { readonly: true });
-        const path = c.storePath;
-        c.close();
-        const file = opts.project ? writeProjectContext('.', { store: path }) : writeContext({ store: path });
-        out.result({ outcome: 'Updated', context: file, store: path }, () => `using Store ${path} (recorded in ${file})`);
-      })(),
-    );
-  ctx
-    .command('show')
-    .description('print the Store commands here use, and why')
-    .action(() =>
-      run((out, g) => {
-        const c = chooseStore(g.store);
-        out.result({ context: contextPath(), store: c?.store ?? null, via: c?.via ?? null }, () =>
-          c ? `store ${c.store}
-via ${c.via}` : `no Store selected (no --store, no $LAYERFS_STORE, no .layerfs/ above here, no context in ${contextPath()})`,
-        );
-      })(),
-    );
-
-  program
-    .command('verify')
-    .description('re-hash everything reachable from every state; exits 1 on any fault')
-    .action(() =>
+function gcCommand(db: Command, run: Runner): void {
+  db.command('gc')
+    .description('delete what no kept state reaches (bounded transactions; safe while others read and write)')
+    .option('--dry-run', 'report what would be freed; change nothing')
+    .option('--vacuum', 'afterwards return free pages to the file system')
+    .action((opts: { dryRun?: boolean; vacuum?: boolean }) =>
       run(async (out, g) => {
-        const bar = verifyProgress(barsWanted(g));
-        const r = await withClient(g.store, (c) => c.verify({ onProgress: bar.update }), true).finally(bar.stop);
-        out.result(r, () => {
-          const lines = [`${r.ok ? 'ok' : 'DAMAGED'}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed; sqlite ${r.sqliteCheck}`];
-          for (const d of r.damaged) lines.push(`  damaged ${d.objectId}: ${d.message}; reached from ${d.states.join(', ')}`);
-          return lines;
-        });
-        if (!r.ok) state.code = 1;
+        const r = await withClient(g.store, (c) => c.gc({ dryRun: opts.dryRun, vacuum: opts.vacuum }), opts.dryRun);
+        out.result(r, () => [
+          `${r.outcome === 'DryRun' ? 'would delete' : 'deleted'} ${r.outcome === 'DryRun' ? r.garbageObjects : r.deletedObjects} of ${r.objects} objects (${formatBytes(r.garbageBytes)} canonical) from ${r.states} kept states in ${(r.ms / 1000).toFixed(2)} s`,
+          `  ${r.outcome === 'DryRun' ? 'would free' : 'freed'} ${formatBytes(r.storedBytesFreed)} stored: ${r.rowsDeleted} rows deleted, ${r.rowsRewritten} rewritten into ${r.rowsWritten}; ${formatBytes(r.garbageBytesKept)} of garbage left in rows mostly live`,
+          `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${formatBytes(r.freeBytes)} free pages${r.vacuumMs ? `; vacuum ${(r.vacuumMs / 1000).toFixed(2)} s` : ', reused by later writes; --vacuum returns them'})`,
+        ]);
       })(),
     );
 }

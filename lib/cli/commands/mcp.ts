@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { chooseProjection, Client, LayerFsError } from '../../sdk/index.js';
 import { storeFromContext } from '../context.js';
-import type { Runner } from '../main.js';
+import type { Runner } from '../runner.js';
 import { serveHttp } from '../mcp/http.js';
 import { buildServer } from '../mcp/server.js';
 import type { McpContext } from '../mcp/tools.js';

@@ -1,11 +1,10 @@
 /** monitor snapshot | analyze-dedup */
 import type { Command } from 'commander';
 import { formatBytes } from '../output.js';
+import { withClient, type Runner } from '../runner.js';
 
 /** +1.2 MiB, -296.0 KiB: a growth that may be negative (repack, VACUUM). */
 const signedBytes = (n: number) => `${n < 0 ? '-' : '+'}${formatBytes(Math.abs(n))}`;
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
 
 /** "; phases walkRead 12.0 ms (30%), …" — where the time of import and commit went. */
 function phaseText(phases: Record<string, number>, total: number): string {

@@ -1,11 +1,8 @@
 /** remote add|ls|remove|init|refs, push, fetch, clone (docs/REMOTES.md). */
 import type { Command } from 'commander';
 import { Client, LayerFsError, type FetchResult, type TransferStats } from '../../sdk/index.js';
-import { formatBytes } from '../output.js';
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
-
-const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+import { formatBytes, short } from '../output.js';
+import { withClient, type ExitState, type Runner } from '../runner.js';
 
 function transferLine(t: TransferStats, ms: number): string {
   return `${t.objects} objects, ${formatBytes(t.bytes)} in ${t.batches} batches (${t.asked} ids negotiated in ${t.queries} queries${t.whole ? `, ${t.whole} sent whole` : ''}) in ${(ms / 1000).toFixed(2)} s`;
@@ -15,7 +12,7 @@ function fetchLines(r: FetchResult): string[] {
   return [`fetched from ${r.remote}: ${transferLine(r.transfer, r.ms)}; ${r.layers} Layers, ${r.commits} Commits new here`, ...r.refs.map((x) => `  ${x.outcome}\t${r.remote}/${x.name}\t${x.kind}${x.kind === 'branch' ? ` of ${x.layerStack}` : ''}\t${short(x.head)}`)];
 }
 
-export function registerRemoteCommands(program: Command, run: Runner, state: { code: number }): void {
+export function registerRemoteCommands(program: Command, run: Runner, state: ExitState): void {
   const remote = program.command('remote').description('remotes on PostgreSQL: where push, fetch and clone go');
   remote
     .command('add <name> <url>')
@@ -72,7 +69,11 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
         out.result({ refs: rows }, () => rows.map((r) => `${r.ref}\t${r.kind}\t${short(r.head)}\t${r.updatedAt}`));
       })(),
     );
+  registerTransferCommands(program, run, state);
+}
 
+/** push, fetch and clone: what moves objects and heads between this Store and a remote. */
+function registerTransferCommands(program: Command, run: Runner, state: ExitState): void {
   program
     .command('push <remoteOrRef> [ref]')
     .description('push [REMOTE] REF: send a LayerStack (its Layers) or a Branch (its Commits); the remote head moves by compare-and-swap (exit 3 on HeadMoved)')

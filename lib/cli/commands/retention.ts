@@ -1,11 +1,7 @@
-/** branch delete/rename, layerstack delete, pin/unpin, retention and db gc. */
+/** retention set | show: which Commits of each Branch stay reachable (db gc deletes the rest). */
 import type { Command } from 'commander';
 import { LayerFsError } from '../../sdk/index.js';
-import { formatBytes } from '../output.js';
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
-
-const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+import { withClient, type Runner } from '../runner.js';
 
 /** Parses `30d`, `12h`, `90m`, `45s`, `500ms`, `2w`. */
 function duration(text: string): number {
@@ -26,83 +22,13 @@ function showDuration(ms: number | null): string {
   return `${ms}ms`;
 }
 
-export function registerRetentionCommands(program: Command, run: Runner, state: { code: number }): void {
-  const branch = program.commands.find((c) => c.name() === 'branch')!;
-  branch
-    .command('delete <branch>')
-    .description('delete a Branch (refuses while Workspaces are open on it); db gc reclaims what only it kept')
-    .option('--force', 'end its clean Workspaces first (Dirty for one with uncommitted changes)')
-    .option('--discard', 'with --force: also end Workspaces with uncommitted changes, dropping them')
-    .action((name: string, opts: { force?: boolean; discard?: boolean }) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.deleteBranch(name, opts));
-        out.result(r, () => {
-          if (r.outcome === 'Dirty') return `DIRTY Workspace ${short(r.workspace)} has ${r.changes} uncommitted changes: nothing deleted; add --discard to drop them`;
-          if (r.outcome === 'Busy') return `BUSY Workspace ${short(r.workspace)} runs ${r.executions.join(', ')}; nothing deleted`;
-          return `deleted Branch ${r.branch} ${r.id} (head ${short(r.head)}) at ${r.deletedAt}${r.workspacesEnded.length ? `; ended Workspaces ${r.workspacesEnded.map(short).join(', ')}` : ''}`;
-        });
-        if (r.outcome !== 'Deleted') state.code = 3;
-      })(),
-    );
-  branch
-    .command('rename <branch> <name>')
-    .description('rename a Branch (its id, Commits and Workspaces stay)')
-    .action((ref: string, name: string) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.renameBranch(ref, name));
-        out.result(r, () => `renamed Branch ${r.previousName} to ${r.branch.name} (${r.branch.id})`);
-      })(),
-    );
-
-  const stack = program.commands.find((c) => c.name() === 'layerstack')!;
-  stack
-    .command('delete <layerstack>')
-    .description('delete a LayerStack with its Layers, Branches and Commits (refuses while Workspaces are open)')
-    .action((name: string) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.deleteLayerStack(name));
-        out.result(r, () => `deleted LayerStack ${r.layerStack} ${r.id} at ${r.deletedAt}: ${r.layers} Layers, ${r.branches.length} Branches${r.branches.length ? ` (${r.branches.join(', ')})` : ''}, ${r.commits} Commits`);
-      })(),
-    );
-
-  program
-    .command('pin <state>')
-    .description('keep a state (Layer, Commit, or a Branch\'s current state) whatever the retention policy')
-    .action((ref: string) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.pin(ref));
-        out.result(r, () => `${r.outcome === 'Pinned' ? 'pinned' : 'already pinned'} ${r.state}`);
-      })(),
-    );
-  program
-    .command('unpin <state>')
-    .description('remove a pin (the state stays while anything else keeps it)')
-    .action((ref: string) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.unpin(ref));
-        out.result(r, () => `${r.outcome === 'Unpinned' ? 'unpinned' : 'not pinned:'} ${r.state}`);
-      })(),
-    );
-
-  const q = program.commands.find((c) => c.name() === 'query')!;
-  q.command('pins')
-    .description('list pinned states')
-    .action(() =>
-      run(async (out, g) => {
-        const rows = await withClient(g.store, (c) => c.pins(), true);
-        out.result({ pins: rows }, () => rows.map((p) => `${p.state}\troot ${short(p.rootId)}\t${p.createdAt}`));
-      })(),
-    );
-  q.command('deleted')
-    .description('list deleted Branches and LayerStacks, with when')
-    .action(() =>
-      run(async (out, g) => {
-        const rows = await withClient(g.store, (c) => c.deleted(), true);
-        out.result({ deleted: rows }, () => rows.map((d) => `${d.kind}\t${d.name}\t${d.id}\t${d.layerStack}\thead ${short(d.head)}\tdeleted ${d.deletedAt}`));
-      })(),
-    );
-
+export function registerRetentionCommands(program: Command, run: Runner): void {
   const ret = program.command('retention').description('which Commits of each Branch stay reachable');
+  setCommand(ret, run);
+  showCommand(ret, run);
+}
+
+function setCommand(ret: Command, run: Runner): void {
   ret
     .command('set')
     .description('set the policy: a Commit is pruned once it is beyond the newest N of its Branch and older than DUR')
@@ -119,6 +45,9 @@ export function registerRetentionCommands(program: Command, run: Runner, state: 
         out.result(r, () => `retention: branch-commits ${r.branchCommits ?? '-'}, older-than ${showDuration(r.olderThanMs)}`);
       })(),
     );
+}
+
+function showCommand(ret: Command, run: Runner): void {
   ret
     .command('show')
     .description('print the policy')
@@ -126,22 +55,6 @@ export function registerRetentionCommands(program: Command, run: Runner, state: 
       run(async (out, g) => {
         const r = await withClient(g.store, (c) => c.retention(), true);
         out.result(r, () => (r.branchCommits === null && r.olderThanMs === null ? 'retention: every Commit is kept' : `retention: branch-commits ${r.branchCommits ?? '-'}, older-than ${showDuration(r.olderThanMs)}`));
-      })(),
-    );
-
-  const db = program.commands.find((c) => c.name() === 'db')!;
-  db.command('gc')
-    .description('delete what no kept state reaches (bounded transactions; safe while others read and write)')
-    .option('--dry-run', 'report what would be freed; change nothing')
-    .option('--vacuum', 'afterwards return free pages to the file system')
-    .action((opts: { dryRun?: boolean; vacuum?: boolean }) =>
-      run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.gc({ dryRun: opts.dryRun, vacuum: opts.vacuum }), opts.dryRun);
-        out.result(r, () => [
-          `${r.outcome === 'DryRun' ? 'would delete' : 'deleted'} ${r.outcome === 'DryRun' ? r.garbageObjects : r.deletedObjects} of ${r.objects} objects (${formatBytes(r.garbageBytes)} canonical) from ${r.states} kept states in ${(r.ms / 1000).toFixed(2)} s`,
-          `  ${r.outcome === 'DryRun' ? 'would free' : 'freed'} ${formatBytes(r.storedBytesFreed)} stored: ${r.rowsDeleted} rows deleted, ${r.rowsRewritten} rewritten into ${r.rowsWritten}; ${formatBytes(r.garbageBytesKept)} of garbage left in rows mostly live`,
-          `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${formatBytes(r.freeBytes)} free pages${r.vacuumMs ? `; vacuum ${(r.vacuumMs / 1000).toFixed(2)} s` : ', reused by later writes; --vacuum returns them'})`,
-        ]);
       })(),
     );
 }

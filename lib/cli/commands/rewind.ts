@@ -1,10 +1,8 @@
 /** rewind | checkpoint | checkpoints */
 import type { Command } from 'commander';
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
-import { parseMetadata } from './workspace.js';
-
-const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
+import { parseMetadata } from '../args.js';
+import { short } from '../output.js';
+import { withClient, type Runner } from '../runner.js';
 
 export function registerRewindCommands(program: Command, run: Runner): void {
   program

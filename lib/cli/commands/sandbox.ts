@@ -1,11 +1,9 @@
 /** sandbox create | status | stop | remove: named execution profiles with a cgroup each (docs/CLI.md). */
 import type { Command } from 'commander';
 import type { SandboxState } from '../../sdk/index.js';
+import { collect } from '../args.js';
 import { formatBytes } from '../output.js';
-import type { Runner } from '../main.js';
-import { withClient } from './db.js';
-
-const collect = (v: string, prev: string[]) => [...prev, v];
+import { withClient, type ExitState, type Runner } from '../runner.js';
 
 /** A number option exactly as typed; the SDK rejects what is not a positive number. */
 const numeric = (v: string): number => (/^\s*$/.test(v) ? NaN : Number(v));
@@ -27,7 +25,7 @@ function describe(s: SandboxState): string[] {
   return lines;
 }
 
-export function registerSandboxCommands(program: Command, run: Runner, state: { code: number }): void {
+export function registerSandboxCommands(program: Command, run: Runner, state: ExitState): void {
   const sb = program.command('sandbox').description('Sandboxes: limits, mounts and network for the executions of Workspaces');
   sb.command('create <name>')
     .description('create a Sandbox and its cgroup (ERR_SANDBOX_UNAVAILABLE when this machine cannot enforce it)')

@@ -10,8 +10,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, LayerFsError, type DiffPage } from '../../sdk/index.js';
 import { chooseStore, PROJECT_STORE } from '../context.js';
-import { formatBytes, quoteName } from '../output.js';
-import type { Runner } from '../main.js';
+import { CHANGE_LETTER, formatBytes, quoteName } from '../output.js';
+import type { Runner } from '../runner.js';
 
 /** layerfs's own documentation: a real directory every installed copy carries. */
 function defaultSource(): string {
@@ -40,7 +40,7 @@ function makeChange(c: Client, branch: string, dir: string): string[] {
   return ['wrote TOUR.md', `appended a line to ${quoteName(first.name)}`];
 }
 
-const diffLines = (page: DiffPage) => page.entries.map((e) => `     ${{ added: 'A', deleted: 'D', modified: 'M', renamed: 'R' }[e.change]}  ${quoteName(e.path)}`);
+const diffLines = (page: DiffPage) => page.entries.map((e) => `     ${CHANGE_LETTER[e.change]}  ${quoteName(e.path)}`);
 
 export function registerTourCommand(program: Command, run: Runner): void {
   program

@@ -1,38 +1,36 @@
-/** workspace create | status | exec | output | stop | commit | end */
+/**
+ * workspace create | status | exec | shell | output | stop | commit | end | conflicts | resolve |
+ * update | restore | diff: ephemeral writable views of a Branch head, from creation to commit.
+ */
 import type { Command } from 'commander';
-import { LayerFsError, type ExportProgress } from '../../sdk/index.js';
-import type { Runner } from '../main.js';
-import { quoteName } from '../output.js';
+import { LayerFsError, type CommitResult, type ExecutionInfo, type ExportProgress, type ShellSession } from '../../sdk/index.js';
+import { collect, parseMetadata } from '../args.js';
+import { CHANGE_LETTER, quoteName, short } from '../output.js';
+import { patchOptions, patchRequest, printPatch, type PatchFlags } from '../patches.js';
 import { activity, barsWanted, exportProgress, removeProgress } from '../progress.js';
-import { withClient } from './db.js';
-import type { ExecutionInfo, ShellSession } from '../../sdk/index.js';
+import { withClient, type ExitState, type Runner } from '../runner.js';
 
-/** Connects this process's terminal (raw, resized along) to the shell's PTY until the shell exits. */
-async function runShell(s: ShellSession): Promise<ExecutionInfo> {
-  const stdin = process.stdin;
-  const raw = stdin.isTTY === true;
-  if (raw) stdin.setRawMode(true);
-  const onResize = () => s.resize(process.stdout.columns, process.stdout.rows);
-  if (process.stdout.isTTY) process.stdout.on('resize', onResize);
-  const onInput = (b: Buffer) => s.stream.write(b);
-  stdin.on('data', onInput);
-  s.stream.on('data', (b: Buffer) => process.stdout.write(b));
-  try {
-    return await s.exited;
-  } finally {
-    stdin.off('data', onInput);
-    stdin.pause();
-    if (raw) stdin.setRawMode(false);
-    process.stdout.off('resize', onResize);
-  }
-}
-
-const short = (id: string | null) => (id ? id.slice(0, 12) : '-');
 /** With no Workspace named, the one containing the working directory (from any subdirectory). */
 const here = () => process.cwd();
 
-export function registerWorkspaceCommands(program: Command, run: Runner, state: { code: number }): void {
+export function registerWorkspaceCommands(program: Command, run: Runner, state: ExitState): void {
   const ws = program.command('workspace').description('Workspaces: ephemeral writable views of a Branch head');
+  createCommand(ws, run);
+  statusCommand(ws, run);
+  execCommand(ws, run, state);
+  shellCommand(ws, run, state);
+  outputCommand(ws, run);
+  stopCommand(ws, run);
+  commitCommand(ws, run, state);
+  endCommand(ws, run, state);
+  conflictsCommand(ws, run);
+  resolveCommand(ws, run);
+  updateCommand(ws, run, state);
+  restoreCommand(ws, run);
+  diffCommand(ws, run);
+}
+
+function createCommand(ws: Command, run: Runner): void {
   ws.command('create <branch>')
     .description('create a Workspace of the Branch head in a new or empty directory')
     .requiredOption('--at <dir>', 'the Workspace directory (must be empty or absent)')
@@ -54,20 +52,25 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         out.result({ outcome: 'Created', workspace: w }, () => `created Workspace ${w.id} of ${w.branch} at ${w.path} (${w.projection}${w.projection === 'fuse' ? `, ${w.state}` : ''})`);
       })(),
     );
+}
+
+function statusCommand(ws: Command, run: Runner): void {
   ws.command('status [workspace]')
     .description('what changed since the Workspace last matched its Branch, like git status')
     .action((ref: string | undefined) =>
       run(async (out, g) => {
         const s = await withClient(g.store, (c) => c.workspaceStatus(ref ?? here()), true);
-        const letter = { added: 'A', deleted: 'D', modified: 'M', renamed: 'R' } as const;
         out.result(s, () => {
           if (s.clean) return ['clean'];
-          const lines = s.changes.map((e) => `${letter[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPath)} -> ` : ''}${quoteName(e.path)}`);
+          const lines = s.changes.map((e) => `${CHANGE_LETTER[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPath)} -> ` : ''}${quoteName(e.path)}`);
           if (s.truncated) lines.push('… (more changes not listed)');
           return lines;
         });
       })(),
     );
+}
+
+function execCommand(ws: Command, run: Runner, state: ExitState): void {
   ws.command('exec <workspace> <command...>')
     .description('run a command in the Workspace (write -- before the command); exits with its exit code')
     .option('--detach', 'run in the background and print an execution id')
@@ -84,6 +87,29 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         state.code = e.exitCode ?? 128 + 15;
       })(),
     );
+}
+
+/** Connects this process's terminal (raw, resized along) to the shell's PTY until the shell exits. */
+async function runShell(s: ShellSession): Promise<ExecutionInfo> {
+  const stdin = process.stdin;
+  const raw = stdin.isTTY === true;
+  if (raw) stdin.setRawMode(true);
+  const onResize = () => s.resize(process.stdout.columns, process.stdout.rows);
+  if (process.stdout.isTTY) process.stdout.on('resize', onResize);
+  const onInput = (b: Buffer) => s.stream.write(b);
+  stdin.on('data', onInput);
+  s.stream.on('data', (b: Buffer) => process.stdout.write(b));
+  try {
+    return await s.exited;
+  } finally {
+    stdin.off('data', onInput);
+    stdin.pause();
+    if (raw) stdin.setRawMode(false);
+    process.stdout.off('resize', onResize);
+  }
+}
+
+function shellCommand(ws: Command, run: Runner, state: ExitState): void {
   ws.command('shell <workspace>')
     .description('an interactive shell in the Workspace on a terminal of its own (inside its Sandbox when it has one); exits with its exit code')
     .action((ref: string) =>
@@ -93,6 +119,9 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         state.code = e.exitCode ?? 128 + 15;
       })(),
     );
+}
+
+function outputCommand(ws: Command, run: Runner): void {
   ws.command('output <execution>')
     .description("print an execution's stdout and stderr")
     .option('--follow', 'keep printing until it ends')
@@ -107,6 +136,9 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         if (g.json) out.result({ execution: info, output: Buffer.concat(chunks).toString('utf8') }, () => []);
       })(),
     );
+}
+
+function stopCommand(ws: Command, run: Runner): void {
   ws.command('stop <execution>')
     .description('stop a running execution (SIGTERM, then SIGKILL)')
     .action((id: string) =>
@@ -115,14 +147,25 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
         out.result(r, () => `${r.outcome === 'Stopped' ? 'STOPPED' : 'ALREADY_ENDED'} ${r.info.id}`);
       })(),
     );
+}
+
+interface CommitFlags {
+  message?: string;
+  metadata?: string;
+  author?: string;
+  exclude?: string[];
+  strict?: boolean;
+}
+
+function commitCommand(ws: Command, run: Runner, state: ExitState): void {
   ws.command('commit [workspace]')
     .description('commit the Workspace (Created | UpToDate | Busy | Conflicted | HeadMoved with --strict); if the head moved, the changes are reconciled with it')
     .option('-m, --message <text>', 'the Commit message')
     .option('--strict', 'answer HeadMoved instead of reconciling when the Branch head moved')
     .option('--metadata <json>', 'a JSON object recorded with the Commit (agent, tool call id, model…)')
     .option('--author <name>', 'who the Commit is by (default: $LAYERFS_AUTHOR, else user@host)')
-    .option('--exclude <glob>', 'leave new paths matching this gitignore pattern out of the Commit (repeatable; materialized Workspaces)', (v: string, prev: string[] = []) => [...prev, v])
-    .action((ref: string | undefined, opts: { message?: string; metadata?: string; author?: string; exclude?: string[]; strict?: boolean }) =>
+    .option('--exclude <glob>', 'leave new paths matching this gitignore pattern out of the Commit (repeatable; materialized Workspaces)', collect)
+    .action((ref: string | undefined, opts: CommitFlags) =>
       run(async (out, g) => {
         const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
         let branch = 'BRANCH';
@@ -131,30 +174,35 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
           branch = c.workspace(ref ?? here()).branch;
           return c.commitWorkspace(ref ?? here(), { message: opts.message, metadata, author: opts.author, exclude: opts.exclude, strict: opts.strict });
         }).finally(busy.stop);
-        out.result(r, () => {
-          switch (r.outcome) {
-            case 'Created': {
-              const line = `CREATED commit ${r.commit.id} previous=${short(r.previousHead)} (${r.changedPaths} paths, ${r.objectsInserted} objects stored, ${(r.ms / 1000).toFixed(3)} s)`;
-              if (!r.reconciled) return line;
-              const rc = r.reconciled;
-              return [`${line}`, `RECONCILED with the moved head: ${rc.merged.length} merged path(s), ${rc.retries} retries, ${rc.ms.toFixed(1)} ms`, ...rc.merged.map((p) => `  merged ${p}`)];
-            }
-            case 'Conflicted':
-              return [`CONFLICTED head=${short(r.head)}: nothing was published; ${r.conflicts.length} conflict(s)`, ...r.conflicts.map((c) => `  ${c.id} ${c.kind} ${c.path}: ${c.message}`), 'see `layerfs workspace conflicts WS`, then `layerfs workspace resolve WS ID --branch|--layer|--working-tree`'];
-            case 'UpToDate':
-              return `UP_TO_DATE ${short(r.head)}`;
-            case 'Busy':
-              return `BUSY executions still running: ${r.executions.join(', ')}`;
-            default:
-              return [
-                `HEAD_MOVED the Branch moved since this Workspace started: expected head ${short(r.expected)}, found ${short(r.actual)}; nothing was committed`,
-                `  next: commit again without --strict to reconcile with the new head, or start over from it (layerfs workspace create ${branch} --at NEW_DIR), or end this one with --discard`,
-              ];
-          }
-        });
+        out.result(r, () => commitLines(r, branch));
         if (r.outcome === 'Busy' || r.outcome === 'HeadMoved' || r.outcome === 'Conflicted') state.code = 3;
       })(),
     );
+}
+
+function commitLines(r: CommitResult, branch: string): string | string[] {
+  switch (r.outcome) {
+    case 'Created': {
+      const line = `CREATED commit ${r.commit.id} previous=${short(r.previousHead)} (${r.changedPaths} paths, ${r.objectsInserted} objects stored, ${(r.ms / 1000).toFixed(3)} s)`;
+      if (!r.reconciled) return line;
+      const rc = r.reconciled;
+      return [`${line}`, `RECONCILED with the moved head: ${rc.merged.length} merged path(s), ${rc.retries} retries, ${rc.ms.toFixed(1)} ms`, ...rc.merged.map((p) => `  merged ${p}`)];
+    }
+    case 'Conflicted':
+      return [`CONFLICTED head=${short(r.head)}: nothing was published; ${r.conflicts.length} conflict(s)`, ...r.conflicts.map((c) => `  ${c.id} ${c.kind} ${c.path}: ${c.message}`), 'see `layerfs workspace conflicts WS`, then `layerfs workspace resolve WS ID --branch|--layer|--working-tree`'];
+    case 'UpToDate':
+      return `UP_TO_DATE ${short(r.head)}`;
+    case 'Busy':
+      return `BUSY executions still running: ${r.executions.join(', ')}`;
+    default:
+      return [
+        `HEAD_MOVED the Branch moved since this Workspace started: expected head ${short(r.expected)}, found ${short(r.actual)}; nothing was committed`,
+        `  next: commit again without --strict to reconcile with the new head, or start over from it (layerfs workspace create ${branch} --at NEW_DIR), or end this one with --discard`,
+      ];
+  }
+}
+
+function endCommand(ws: Command, run: Runner, state: ExitState): void {
   ws.command('end [workspace]')
     .description('end the Workspace and remove its files; never commits')
     .option('--discard', 'drop uncommitted changes (and stop running executions)')
@@ -181,14 +229,80 @@ export function registerWorkspaceCommands(program: Command, run: Runner, state: 
     );
 }
 
-/** --metadata must be a JSON object; anything else is a usage error, not a stack trace. */
-export function parseMetadata(text: string): Record<string, unknown> {
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw new LayerFsError('ERR_INVALID_ARGUMENT', `--metadata is not valid JSON: ${(e as Error).message}`);
-  }
-  if (v === null || typeof v !== 'object' || Array.isArray(v)) throw new LayerFsError('ERR_INVALID_ARGUMENT', '--metadata must be a JSON object, such as {"tool":"bash","callId":"c17"}');
-  return v as Record<string, unknown>;
+function conflictsCommand(ws: Command, run: Runner): void {
+  ws.command('conflicts <workspace>')
+    .description("what the Workspace's last reconciling commit found overlapping, path by path")
+    .action((ref: string) =>
+      run(async (out, g) => {
+        const list = await withClient(g.store, (c) => c.workspaceConflicts(ref), true);
+        out.result({ conflicts: list }, () => {
+          if (list.length === 0) return ['no conflicts'];
+          return list.flatMap((c) => [
+            `${c.id}\t${c.kind}\t${c.path}${c.headPath ? ` (head: ${c.headPath})` : ''}\t${c.resolution ? `resolved: ${c.resolution}` : 'open'}`,
+            `\t${c.message}`,
+            ...(c.lines ?? []).map((l) => `\tlines base ${l.base[0] + 1}-${l.base[1]}, head ${l.head[0] + 1}-${l.head[1]}, workspace ${l.workspace[0] + 1}-${l.workspace[1]}`),
+          ]);
+        });
+      })(),
+    );
+}
+
+function resolveCommand(ws: Command, run: Runner): void {
+  ws.command('resolve <workspace> <conflict>')
+    .description("settle a conflict: --branch takes the head's version, --layer the Workspace's base version, --working-tree the Workspace's; then commit")
+    .option('--branch', "the Branch head's version")
+    .option('--layer', "the version the Workspace started from")
+    .option('--working-tree', "the Workspace's own version")
+    .action((ref: string, id: string, opts: { branch?: boolean; layer?: boolean; workingTree?: boolean }) =>
+      run(async (out, g) => {
+        const chosen = (['branch', 'layer', 'working-tree'] as const).filter((k) => (k === 'working-tree' ? opts.workingTree : opts[k]));
+        if (chosen.length !== 1) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'choose exactly one of --branch, --layer, --working-tree', { hint: 'layerfs workspace resolve WS CONFLICT --branch' });
+        const n = Number(id);
+        if (!Number.isInteger(n) || n < 1) throw new LayerFsError('ERR_INVALID_ARGUMENT', `not a conflict number: ${JSON.stringify(id)}`, { id, hint: 'see `layerfs workspace conflicts WS`' });
+        const c = await withClient(g.store, (cl) => cl.resolveWorkspaceConflict(ref, n, chosen[0]!));
+        out.result({ outcome: 'Resolved', conflict: c }, () => `RESOLVED ${c.id} ${c.path} with the ${chosen[0]} version; commit the Workspace to publish it`);
+      })(),
+    );
+}
+
+function updateCommand(ws: Command, run: Runner, state: ExitState): void {
+  ws.command('update <workspace>')
+    .description("move a clean Workspace onto the Branch's current head, writing in what changed there")
+    .action((ref: string) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.updateWorkspace(ref));
+        out.result(r, () => {
+          if (r.outcome === 'Updated') return `UPDATED to ${short(r.head)} (${r.written} path(s) written)`;
+          if (r.outcome === 'UpToDate') return `UP_TO_DATE ${short(r.head)}`;
+          return `BUSY executions still running: ${r.executions.join(', ')}`;
+        });
+        if (r.outcome === 'Busy') state.code = 3;
+      })(),
+    );
+}
+
+function restoreCommand(ws: Command, run: Runner): void {
+  ws.command('restore <workspace> <path...>')
+    .description('take paths back from any state into the Workspace (each subtree becomes the source\'s)')
+    .requiredOption('--source <state>', 'the state to take them from')
+    .action((ref: string, paths: string[], f: { source: string }) =>
+      run(async (out, g) => {
+        const r = await withClient(g.store, (c) => c.restore(ref, { source: f.source, paths }), true);
+        out.result(r, () => [...r.changes.map((x) => `${x.change.padEnd(6)} ${x.path}`), `restored ${r.changes.length} paths`]);
+      })(),
+    );
+}
+
+function diffCommand(ws: Command, run: Runner): void {
+  patchOptions(
+    ws
+      .command('diff <workspace> [path...]')
+      .usage('[options] <workspace> [-- path...]')
+      .description("the Workspace's uncommitted changes: paths (default), --stat, or a git patch with --patch"),
+  ).action((ref: string, paths: string[], f: PatchFlags) =>
+    run(async (out, g) => {
+      const r = await withClient(g.store, (c) => c.workspaceDiff(ref, patchRequest(f, paths)), true);
+      await printPatch(out, r, f);
+    })(),
+  );
 }

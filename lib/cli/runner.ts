@@ -1,0 +1,44 @@
+/**
+ * What every command shares: the global options, the exit code a command sets, the runner that
+ * prints a command's error in human or --json form, and a Client opened for one command.
+ * Command files import this module, never main.ts or each other.
+ */
+import type { Command } from 'commander';
+import { Client } from '../sdk/index.js';
+import { storeFromContext } from './context.js';
+import { Out } from './output.js';
+
+export interface Globals {
+  json: boolean;
+  quiet?: boolean;
+  store?: string;
+}
+
+/** The process exit code a command sets (0 unless it reports an outcome or an error). */
+export interface ExitState {
+  code: number;
+}
+
+export type CommandBody = (out: Out, g: Globals) => Promise<void> | void;
+export type Runner = (fn: CommandBody) => () => Promise<void>;
+
+/** A runner for `program`: errors thrown by a command become its output and exit code. */
+export function makeRunner(program: Command, state: ExitState): Runner {
+  return (fn) => async () => {
+    const g = program.opts<Globals>();
+    const out = new Out(Boolean(g.json));
+    try {
+      await fn(out, g);
+    } catch (e) {
+      state.code = out.error(e);
+    }
+  };
+}
+
+/** A Client of the chosen Store for the length of `fn`, closed however `fn` ends. */
+export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
+  const c = Client.connect(storeFromContext(store), { readonly });
+  return Promise.resolve()
+    .then(() => fn(c))
+    .finally(() => c.close());
+}
