@@ -18,13 +18,13 @@ import {
   withoutPassword,
   type FetchResult,
   type PushResult,
-  type TransferOptions,
+  type PushOptions,
   verifyRemote,
   type RemoteVerifyReport,
 } from '../remote/index.js';
 import { Store } from '../store/index.js';
 
-export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport } from '../remote/index.js';
+export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport, PushReconciliation, PushConflict } from '../remote/index.js';
 
 export interface RemoteInfo {
   name: string;
@@ -44,7 +44,7 @@ export interface RemoteRefInfo {
   updatedAt: string;
 }
 
-export interface RemoteOptions extends TransferOptions {
+export interface RemoteOptions extends PushOptions {
   /** Password for this connection only (never stored); otherwise PGPASSWORD or ~/.pgpass. */
   password?: string;
 }

@@ -186,7 +186,7 @@ test('a format-5 Store is upgraded in place: remotes and remote_refs appear, not
   assertStoreIntact(join(dir, 'a.sqlite'));
 });
 
-test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/NAME, HeadMoved exits 3', async () => {
+test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/NAME, a stale push reconciles, --strict HeadMoved exits 3', async () => {
   const dir = tempDir();
   writeTree(dir, 10);
   const env = { LAYERFS_CONTEXT: join(dir, 'ctx.json'), PGPASSWORD: PASSWORD };
@@ -225,9 +225,17 @@ test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/
     c.close();
   }
   ok(['--store', other, 'push', 'w']);
-  const stale = cli(['--json', '--store', third, 'push', 'w'], env);
+  const stale = cli(['--json', '--store', third, 'push', '--strict', 'w'], env);
   assert.equal(stale.code, 3, stale.stderr);
   assert.equal(stale.json.error.code, 'ERR_HEAD_MOVED');
+  // Without --strict the stale push reconciles: both files are on the remote Branch.
+  const rec = ok(['--store', third, 'push', 'w']);
+  assert.equal(rec.outcome, 'Pushed');
+  assert.equal(rec.reconciled.attempts, 1);
+  const back = Client.connect(other);
+  await back.fetch(undefined, { password: PASSWORD });
+  assert.deepEqual(['o.txt', 't.txt'].map((f) => back.cat('origin/w', f).toString()), ['o.txt', 't.txt']);
+  back.close();
   ok(['--store', other, 'remote', 'remove', 'origin']);
   assert.deepEqual(ok(['--store', other, 'remote', 'refs']).refs, []);
 });

@@ -1,6 +1,6 @@
 /** remote add|ls|remove|init|refs, push, fetch, clone (docs/REMOTES.md). */
 import type { Command } from 'commander';
-import { Client, LayerFsError, type FetchResult, type TransferStats } from '../../sdk/index.js';
+import { Client, LayerFsError, type FetchResult, type PushResult, type TransferStats } from '../../sdk/index.js';
 import { formatBytes } from '../output.js';
 import type { Runner } from '../main.js';
 import { withClient } from './db.js';
@@ -13,6 +13,14 @@ function transferLine(t: TransferStats, ms: number): string {
 
 function fetchLines(r: FetchResult): string[] {
   return [`fetched from ${r.remote}: ${transferLine(r.transfer, r.ms)}; ${r.layers} Layers, ${r.commits} Commits new here`, ...r.refs.map((x) => `  ${x.outcome}\t${r.remote}/${x.name}\t${x.kind}${x.kind === 'branch' ? ` of ${x.layerStack}` : ''}\t${short(x.head)}`)];
+}
+
+function pushLines(r: PushResult): string[] {
+  if (r.outcome === 'Conflicted') {
+    return [`CONFLICTED ${r.ref}: the remote head ${short(r.head)} changed what this Branch changed; nothing was pushed`, ...(r.conflicts ?? []).map((c) => `  ${c.kind} ${c.path} (Commit ${short(c.commit)}): ${c.message}`)];
+  }
+  const rec = r.reconciled ? ` (reconciled after ${r.reconciled.attempts} lost race(s): ${r.reconciled.replayed} Commits replayed, ${r.reconciled.merged.length} paths merged)` : '';
+  return [`${r.outcome === 'Pushed' ? 'PUSHED' : 'UP_TO_DATE'} ${r.kind} ${r.ref} head ${short(r.head)}: ${r.layersSent} Layers, ${r.commitsSent} Commits; ${transferLine(r.transfer, r.ms)}${rec}`];
 }
 
 export function registerRemoteCommands(program: Command, run: Runner, state: { code: number }): void {
@@ -75,13 +83,15 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
 
   program
     .command('push <remoteOrRef> [ref]')
-    .description('push [REMOTE] REF: send a LayerStack (its Layers) or a Branch (its Commits); the remote head moves by compare-and-swap (exit 3 on HeadMoved)')
-    .action((a: string, b: string | undefined) =>
+    .description('push [REMOTE] REF: send a LayerStack (its Layers) or a Branch (its Commits); the remote head moves by compare-and-swap; a stale Branch push reconciles (exit 3 on Conflicted or HeadMoved)')
+    .option('--strict', 'answer HeadMoved when the remote head moved, instead of reconciling')
+    .action((a: string, b: string | undefined, o: { strict?: boolean }) =>
       run(async (out, g) => {
         const [remoteName, ref] = b === undefined ? [undefined, a] : [a, b];
         try {
-          const r = await withClient(g.store, (c) => c.push(ref, { remote: remoteName }));
-          out.result(r, () => `${r.outcome === 'Pushed' ? 'PUSHED' : 'UP_TO_DATE'} ${r.kind} ${r.ref} head ${short(r.head)}: ${r.layersSent} Layers, ${r.commitsSent} Commits; ${transferLine(r.transfer, r.ms)}`);
+          const r = await withClient(g.store, (c) => c.push(ref, { remote: remoteName, strict: o.strict }));
+          out.result(r, () => pushLines(r));
+          if (r.outcome === 'Conflicted') state.code = 3;
         } catch (e) {
           state.code = out.error(e);
           if (e instanceof LayerFsError && e.code === 'ERR_HEAD_MOVED') state.code = 3;
