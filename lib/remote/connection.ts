@@ -2,7 +2,10 @@
  * One connection to a remote (a pg Client) and the mapping of everything PostgreSQL or the
  * network can answer to the product's typed errors: no raw pg error escapes lib/remote.
  */
+import { pipeline } from 'node:stream/promises';
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { LayerFsError } from '../errors.js';
 import { clientConfig, displayUrl } from './url.js';
 
@@ -72,6 +75,26 @@ export class RemoteConnection {
     } catch (e) {
       throw mapPgError(e, this.name);
     }
+  }
+
+  /** The whole output of `COPY (…) TO STDOUT (FORMAT binary)`, as the server sent it. */
+  async copyOut(sql: string): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    try {
+      const stream = this.client.query(copyTo(sql));
+      await pipeline(
+        stream,
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            parts.push(chunk);
+            done();
+          },
+        }),
+      );
+    } catch (e) {
+      throw mapPgError(e, this.name);
+    }
+    return Buffer.concat(parts);
   }
 
   /** Runs `fn` in one transaction (COMMIT, or ROLLBACK on any failure). */
