@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { LayerFsError } from '../errors.js';
+import type { FrameCipher } from './encryption.js';
 import { clientConfig, displayUrl } from './url.js';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE']);
@@ -44,6 +45,9 @@ export function mapPgError(e: unknown, remote: string): unknown {
 }
 
 export class RemoteConnection {
+  /** Seals and opens frames when the remote is encrypted (set once its key is checked). */
+  cipher: FrameCipher | null = null;
+
   private constructor(
     private readonly client: pg.Client,
     readonly name: string,

@@ -8,3 +8,4 @@ export { fetchRemote, type FetchResult, type FetchedRef, type RefOutcome } from 
 export { BATCH_BYTES, type TransferStats, type TransferOptions } from './transfer.js';
 export { displayUrl, withoutPassword, ENV_URL } from './url.js';
 export { verifyRemote, type RemoteVerifyReport } from './verify.js';
+export { loadRemoteKey, useRemoteKey, keyFileVariable, type KeyOptions } from './encryption.js';

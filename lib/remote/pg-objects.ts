@@ -92,7 +92,7 @@ export class RemoteObjects implements Holder, TreeSource {
       for (const [id, data] of rows) {
         if (!data) continue;
         this.bytesReceived += data.length;
-        for (const l of byPack.get(int8Text(id!)) ?? []) if (l.offset >= 0 && l.offset + l.length <= data.length) out.set(placeKey(l), data.subarray(l.offset, l.offset + l.length));
+        for (const l of byPack.get(int8Text(id!)) ?? []) if (l.offset >= 0 && l.offset + l.length <= data.length) out.set(placeKey(l), this.open(data.subarray(l.offset, l.offset + l.length), l));
       }
     }
     for (let i = 0; i < parts.length; i += LOCATE_BATCH) {
@@ -106,11 +106,16 @@ export class RemoteObjects implements Holder, TreeSource {
       for (const [data, ord] of rows) {
         const l = part[int4(ord!) - 1];
         if (!l || !data || data.length !== l.length) continue;
-        out.set(placeKey(l), data);
+        out.set(placeKey(l), this.open(data, l));
         this.bytesReceived += data.length;
       }
     }
     return out;
+  }
+
+  /** A frame as read from a pack: opened when the remote is encrypted. */
+  private open(stored: Buffer, l: RemoteLocator): Buffer {
+    return this.conn.cipher ? this.conn.cipher.open(stored, this.where(l.id)) : stored;
   }
 
   private where(id: Buffer): string {
@@ -187,18 +192,21 @@ export class RemoteObjects implements Holder, TreeSource {
       let rowBytes = 0;
       const flush = async () => {
         if (row.length === 0) return;
-        const data = Buffer.concat(row.map((f) => f.data));
+        const cipher = this.conn.cipher;
+        const sealed = cipher ? row.map((f) => cipher.seal(f.data)) : row.map((f) => f.data);
+        const data = Buffer.concat(sealed);
         const [p] = await this.conn.query<{ id: string }>('INSERT INTO layerfs.packs (data) VALUES ($1) RETURNING id::text AS id', [data]);
         const cols: unknown[][] = [[], [], [], [], [], [], [], [], []];
         let off = 0;
-        for (const f of row) {
+        row.forEach((f, i) => {
+          const length = sealed[i]!.length;
           for (const m of f.members) {
-            const vals = [m.id, m.kind, m.size, m.codec, p!.id, off, f.data.length, m.at, m.base];
-            vals.forEach((v, i) => cols[i]!.push(v));
+            const vals = [m.id, m.kind, m.size, m.codec, p!.id, off, length, m.at, m.base];
+            vals.forEach((v, j) => cols[j]!.push(v));
             objects++;
           }
-          off += f.data.length;
-        }
+          off += length;
+        });
         await this.conn.query(
           `INSERT INTO layerfs.objects (id, kind, size, codec, pack, "offset", length, at, base)
            SELECT * FROM unnest($1::bytea[], $2::int2[], $3::int4[], $4::int2[], $5::int8[], $6::int4[], $7::int4[], $8::int4[], $9::bytea[]) ON CONFLICT (id) DO NOTHING`,

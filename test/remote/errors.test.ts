@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION } from '../../lib/store/index.js';
+import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
 import { cli } from '../helpers/cli.js';
 import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
@@ -99,8 +100,8 @@ test('a remote without the schema, or with another version of it, is ERR_REMOTE_
   a.remoteAdd('origin', `postgres://layerfs@127.0.0.1:${pg.port}/schemas`);
   await withEnv({ PGPASSWORD: PASSWORD }, async () => {
     await assert.rejects(a.push('demo'), code('ERR_REMOTE_SCHEMA'));
-    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: null, to: 1 });
-    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: 1, to: 1 });
+    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: null, to: REMOTE_SCHEMA_VERSION });
+    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: REMOTE_SCHEMA_VERSION, to: REMOTE_SCHEMA_VERSION });
     pg.psql(`UPDATE layerfs.meta SET value = '99' WHERE key = 'schema_version'`, 'schemas');
     await assert.rejects(a.push('demo'), (e: unknown) => isLayerFsError(e, 'ERR_REMOTE_SCHEMA') && /version 99/.test(e.message));
     await assert.rejects(a.remoteInit(), code('ERR_REMOTE_SCHEMA'));

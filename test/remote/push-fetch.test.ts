@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
+import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
 import { damageStored } from '../helpers/deltas.js';
 import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
@@ -36,7 +37,7 @@ async function seeded(dir: string, url: string, files?: number) {
   await c.initLayerStack({ name: 'demo', source: join(dir, 'src') });
   c.remoteAdd('origin', url);
   const init = await c.remoteInit();
-  assert.equal(init.to, 1);
+  assert.equal(init.to, REMOTE_SCHEMA_VERSION);
   return c;
 }
 

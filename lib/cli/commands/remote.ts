@@ -54,19 +54,21 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
     );
   remote
     .command('init [name]')
-    .description("create the remote's layerfs schema, or upgrade it to this layerfs's version")
-    .action((name: string | undefined) =>
+    .description("create the remote's layerfs schema, or upgrade it to this layerfs's version; with a key, a new remote is encrypted")
+    .option('--key-file <path>', 'encrypt the new remote with this key (32 bytes: raw, hex or base64); else LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE')
+    .action((name: string | undefined, o: { keyFile?: string }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.remoteInit(name));
+        const r = await withClient(g.store, (c) => c.remoteInit(name, { keyFile: o.keyFile }));
         out.result({ outcome: r.from === r.to ? 'UpToDate' : r.from === null ? 'Created' : 'Upgraded', ...r }, () => `${r.remote}: schema version ${r.from ?? 'none'} -> ${r.to}`);
       })(),
     );
   remote
     .command('verify [name]')
     .description("re-hash everything the remote's states reach (stores nothing); exits 1 on damage")
-    .action((name: string | undefined) =>
+    .option('--key-file <path>', "the remote's encryption key (else LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE)")
+    .action((name: string | undefined, o: { keyFile?: string }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.remoteVerify(name), true);
+        const r = await withClient(g.store, (c) => c.remoteVerify(name, { keyFile: o.keyFile }), true);
         out.result(r, () => `${r.ok ? 'ok' : 'DAMAGED'}: ${r.remote}: ${r.states} states, ${r.objectsChecked} objects, ${formatBytes(r.bytesChecked)} re-hashed${r.damage ? `; ${r.damage.message}` : ''}`);
         if (!r.ok) state.code = 1;
       })(),
@@ -85,11 +87,12 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
     .command('push <remoteOrRef> [ref]')
     .description('push [REMOTE] REF: send a LayerStack (its Layers) or a Branch (its Commits); the remote head moves by compare-and-swap; a stale Branch push reconciles (exit 3 on Conflicted or HeadMoved)')
     .option('--strict', 'answer HeadMoved when the remote head moved, instead of reconciling')
-    .action((a: string, b: string | undefined, o: { strict?: boolean }) =>
+    .option('--key-file <path>', "the remote's encryption key (else LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE)")
+    .action((a: string, b: string | undefined, o: { strict?: boolean; keyFile?: string }) =>
       run(async (out, g) => {
         const [remoteName, ref] = b === undefined ? [undefined, a] : [a, b];
         try {
-          const r = await withClient(g.store, (c) => c.push(ref, { remote: remoteName, strict: o.strict }));
+          const r = await withClient(g.store, (c) => c.push(ref, { remote: remoteName, strict: o.strict, keyFile: o.keyFile }));
           out.result(r, () => pushLines(r));
           if (r.outcome === 'Conflicted') state.code = 3;
         } catch (e) {
@@ -102,9 +105,10 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
     .command('fetch [remote]')
     .description("fetch a remote's objects and heads; its states become readable as REMOTE/NAME")
     .option('--layerstack <name>', 'only this LayerStack (its Layers, Branches and Commits)')
-    .action((name: string | undefined, opts: { layerstack?: string }) =>
+    .option('--key-file <path>', "the remote's encryption key (else LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE)")
+    .action((name: string | undefined, opts: { layerstack?: string; keyFile?: string }) =>
       run(async (out, g) => {
-        const r = await withClient(g.store, (c) => c.fetch(name, { layerStack: opts.layerstack }));
+        const r = await withClient(g.store, (c) => c.fetch(name, { layerStack: opts.layerstack, keyFile: opts.keyFile }));
         out.result(r, () => fetchLines(r));
       })(),
     );
@@ -112,9 +116,10 @@ export function registerRemoteCommands(program: Command, run: Runner, state: { c
     .command('clone <url> <path>')
     .description('a new Store at PATH holding what the remote has (recorded as remote origin)')
     .option('--layerstack <name>', 'only this LayerStack')
-    .action((url: string, path: string, opts: { layerstack?: string }) =>
+    .option('--key-file <path>', "the remote's encryption key (else LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE)")
+    .action((url: string, path: string, opts: { layerstack?: string; keyFile?: string }) =>
       run(async (out) => {
-        const { client, result } = await Client.clone(url, path, { layerStack: opts.layerstack });
+        const { client, result } = await Client.clone(url, path, { layerStack: opts.layerstack, keyFile: opts.keyFile });
         const storePath = client.storePath;
         client.close();
         out.result({ outcome: 'Cloned', store: storePath, ...result }, () => [`cloned into ${storePath}`, ...fetchLines(result)]);
