@@ -36,6 +36,8 @@ export type ErrorCode =
   | 'ERR_REMOTE_AUTH'
   /** The remote's schema is missing or of another version. */
   | 'ERR_REMOTE_SCHEMA'
+  /** An encrypted remote without its key, a wrong key, or a key for a remote that is not encrypted. */
+  | 'ERR_REMOTE_KEY'
   /** Any other failure reported by the remote's server. */
   | 'ERR_REMOTE'
   | 'ERR_ABORTED'

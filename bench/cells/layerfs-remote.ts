@@ -4,6 +4,11 @@
 //   push        push of the LayerStack to the empty remote              → ms (pushMs)
 //   clone       clone of the remote into a new Store (objects re-hashed) → cloneMs
 //   push10      after a Workspace commit of 10 edited files, push of Branch work → push10Ms
+//   push enc / clone enc: the same push and clone to and from an encrypted remote (another
+//               database, `remote init` with a key file) → pushEncMs, cloneEncMs
+//   race        8 processes with their own Stores push a commit each to one Branch at once
+//               (_remote-race.ts): reconciling → raceMs (all must land), strict → raceStrictMs
+//               (exactly one wins)
 // Bytes: transfer.bytes (stored bytes sent: frames as stored); for push10 also the commit's
 // bytesInserted (canonical bytes of its new objects: the changed files' blobs and the pages).
 // After timing: the clone's object count equals the source's, and it verifies.
@@ -15,7 +20,9 @@ import { performance } from 'node:perf_hooks';
 import { cellArgs, requireArgs, TREE_EDIT_OPTIONS, treeEdits } from '../lib/args.js';
 import { emit, fail, round1 } from '../lib/cell.js';
 import { applyEdits } from '../fixtures/tree.js';
+import { randomBytes } from 'node:crypto';
 import { startCluster } from '../../test/helpers/postgres.js';
+import { race } from './_remote-race.js';
 
 const CELL = 'layerfs-remote';
 const a = cellArgs(TREE_EDIT_OPTIONS);
@@ -56,7 +63,37 @@ try {
     t = performance.now();
     const push10 = await c.push('work');
     const push10Ms = performance.now() - t;
+
+    // The same push and clone, encrypted: another database of the cluster, its own key.
+    pg.psql('CREATE DATABASE sealed');
+    const sealedUrl = pg.url.replace('/postgres?', '/sealed?');
+    const keyFile = path.join(tmp, 'sealed.key');
+    fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
+    c.remoteAdd('sealed', sealedUrl);
+    await c.remoteInit('sealed', { keyFile });
+    t = performance.now();
+    const pushEnc = await c.push('bench', { remote: 'sealed', keyFile });
+    const pushEncMs = performance.now() - t;
+    t = performance.now();
+    const clonedEnc = await Client.clone(sealedUrl, path.join(tmp, 'c.layerfs'), { keyFile });
+    const cloneEncMs = performance.now() - t;
+    if (clonedEnc.client.info().objects !== objects) throw new Error('the encrypted clone holds another number of objects');
+    clonedEnc.client.close();
+
+    // The race, on a small LayerStack of its own.
+    const small = path.join(tmp, 'small');
+    fs.mkdirSync(small);
+    for (let i = 0; i < 20; i++) fs.writeFileSync(path.join(small, `f${i}.txt`), `file ${i}\n`.repeat(20));
+    await c.initLayerStack({ name: 'race', source: small });
+    c.forkBranch({ name: 'shared', layer: 'race' });
+    c.forkBranch({ name: 'strict', layer: 'race' });
+    await c.push('shared');
+    await c.push('strict');
     c.close();
+    const rec = await race(Client, pg.url, tmp, 'race', 'shared', false);
+    if (rec.pushed !== 8 || rec.remoteCommits !== 8) throw new Error(`reconciling race: ${JSON.stringify(rec)}`);
+    const strict = await race(Client, pg.url, tmp, 'race', 'strict', true);
+    if (strict.pushed !== 1 || strict.headMoved !== 7) throw new Error(`strict race: ${JSON.stringify(strict)}`);
     emit({
       cell: CELL,
       tier,
@@ -71,6 +108,13 @@ try {
       pushQueries: push.transfer.queries,
       cloneBytes: cloned.result.transfer.bytes,
       push10Bytes: push10.transfer.bytes,
+      pushEncMs: round1(pushEncMs),
+      pushEncBytes: pushEnc.transfer.bytes,
+      cloneEncMs: round1(cloneEncMs),
+      raceMs: round1(rec.ms),
+      raceReconciles: rec.reconciles,
+      raceStrictMs: round1(strict.ms),
+      raceStrictHeadMoved: strict.headMoved,
       push10Objects: push10.transfer.objects,
       push10Asked: push10.transfer.asked,
       changedBytes,

@@ -25,6 +25,9 @@ const family: Family = {
     'every object re-hashed), then 10 files edited in a Workspace, committed, and Branch work pushed ' +
     '("push10"). git: `git push` of the same tree to an empty bare repository, `git clone --no-local` ' +
     '(with checkout; "clone objects" is --no-checkout), the same 10 edits committed and pushed. ' +
+    '"push enc"/"clone enc": the same push and clone with an encrypted remote (AES-256-GCM per frame). ' +
+    '"race 8": 8 processes with their own Stores push one commit each to one Branch at once, from the go signal ' +
+    'until all exited: all land, reconciled; "strict": exactly one wins, 7 get HeadMoved. ' +
     'Bytes: layerfs counts stored bytes sent; git the growth of the bare repository.',
   order: 80,
   peers: ['git'],
@@ -40,7 +43,7 @@ const family: Family = {
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];
-    const headers = ['tier', 'tool', 'push', '×git', 'push bytes', 'clone', '×git', 'clone objects', 'push10', 'push10 bytes', 'commit new bytes'];
+    const headers = ['tier', 'tool', 'push', '×git', 'push bytes', 'clone', '×git', 'clone objects', 'push10', 'push10 bytes', 'commit new bytes', 'push enc', 'clone enc', 'race 8', 'race 8 strict'];
     const out = rows.map((r) => {
       if (r.status !== 'ok') {
         notes.push(`${r.tool} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
@@ -61,6 +64,10 @@ const family: Family = {
         fmtMs(num(x.push10Ms)),
         fmtBytes(num(x.push10Bytes)),
         r.tool === 'git' ? DASH : fmtBytes(num(x.commitBytesInserted)),
+        r.tool === 'git' ? DASH : fmtMs(num(x.pushEncMs)),
+        r.tool === 'git' ? DASH : fmtMs(num(x.cloneEncMs)),
+        r.tool === 'git' ? DASH : `${fmtMs(num(x.raceMs))} (${num(x.raceReconciles) ?? '?'} reconciles)`,
+        r.tool === 'git' ? DASH : `${fmtMs(num(x.raceStrictMs))} (1 won, ${num(x.raceStrictHeadMoved) ?? '?'} HeadMoved)`,
       ];
     });
     return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };

@@ -2,8 +2,12 @@
  * One connection to a remote (a pg Client) and the mapping of everything PostgreSQL or the
  * network can answer to the product's typed errors: no raw pg error escapes lib/remote.
  */
+import { pipeline } from 'node:stream/promises';
+import { Writable } from 'node:stream';
 import pg from 'pg';
+import { to as copyTo } from 'pg-copy-streams';
 import { LayerFsError } from '../errors.js';
+import type { FrameCipher } from './encryption.js';
 import { clientConfig, displayUrl } from './url.js';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE']);
@@ -41,6 +45,9 @@ export function mapPgError(e: unknown, remote: string): unknown {
 }
 
 export class RemoteConnection {
+  /** Seals and opens frames when the remote is encrypted (set once its key is checked). */
+  cipher: FrameCipher | null = null;
+
   private constructor(
     private readonly client: pg.Client,
     readonly name: string,
@@ -72,6 +79,26 @@ export class RemoteConnection {
     } catch (e) {
       throw mapPgError(e, this.name);
     }
+  }
+
+  /** The whole output of `COPY (…) TO STDOUT (FORMAT binary)`, as the server sent it. */
+  async copyOut(sql: string): Promise<Buffer> {
+    const parts: Buffer[] = [];
+    try {
+      const stream = this.client.query(copyTo(sql));
+      await pipeline(
+        stream,
+        new Writable({
+          write(chunk: Buffer, _enc, done) {
+            parts.push(chunk);
+            done();
+          },
+        }),
+      );
+    } catch (e) {
+      throw mapPgError(e, this.name);
+    }
+    return Buffer.concat(parts);
   }
 
   /** Runs `fn` in one transaction (COMMIT, or ROLLBACK on any failure). */

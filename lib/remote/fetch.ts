@@ -167,6 +167,16 @@ export async function fetchRemote(store: Store, conn: RemoteConnection, opts: Tr
   const knownCommit = store.db.prepare('SELECT 1 FROM commits WHERE id = ?').pluck();
   const roots = [...s.layers.filter((l) => !knownLayer.get(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !knownCommit.get(c.id)).map((c) => c.rootId)];
   const transfer = await fetchObjects(store, new RemoteObjects(conn, store, true), roots, opts);
-  const applied = applySnapshot(store, conn.name, s);
+  // The history rows are a small commit right after large ones: left to itself it would
+  // checkpoint the whole WAL inline (with an fsync); the Store's background checkpointer, or
+  // closing the Store, does it instead.
+  const pages = store.db.pragma('wal_autocheckpoint', { simple: true }) as number;
+  store.db.pragma('wal_autocheckpoint = 0');
+  let applied: ReturnType<typeof applySnapshot>;
+  try {
+    applied = applySnapshot(store, conn.name, s);
+  } finally {
+    store.db.pragma(`wal_autocheckpoint = ${pages}`);
+  }
   return { remote: conn.name, ...applied, transfer, ms: Date.now() - t0 };
 }

@@ -11,13 +11,34 @@ import { branchLog, getLayerStack, listLayers, resolveBranch, type BranchRow, ty
 import type { Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
+import { MAX_PUSH_RECONCILES, reconcileBranch, type PushConflict } from './push-reconcile.js';
 import { setRemoteRef } from './remotes.js';
 import { pushObjects, type TransferOptions, type TransferStats } from './transfer.js';
+
+export interface PushOptions extends TransferOptions {
+  /** Answer ERR_HEAD_MOVED when the remote head moved, instead of reconciling with it. */
+  strict?: boolean;
+}
+
+/** How a stale push was reconciled with the remote Branch before it landed. */
+export interface PushReconciliation {
+  /** Compare-and-swaps lost (each followed by a fetch and a replay). */
+  attempts: number;
+  /** Local Commits replayed onto the remote head (in the last replay). */
+  replayed: number;
+  /** Paths both sides changed, combined (text line by line, or record fields). */
+  merged: string[];
+  ms: number;
+}
 
 export interface PushResult {
   ref: string;
   kind: 'layerstack' | 'branch';
-  outcome: 'Pushed' | 'UpToDate';
+  /** Conflicted: the remote Branch moved and its changes overlap this one's; nothing moved anywhere. */
+  outcome: 'Pushed' | 'UpToDate' | 'Conflicted';
+  reconciled?: PushReconciliation;
+  /** With Conflicted: what overlapped, path by path, and which local Commit it was in. */
+  conflicts?: PushConflict[];
   /** The remote head now: a Layer id (LayerStack) or a Commit id (Branch; null before its first Commit). */
   head: string | null;
   layersSent: number;
@@ -30,7 +51,7 @@ function headMoved(what: string, expected: Buffer | null | undefined, actual: Bu
   return new LayerFsError('ERR_HEAD_MOVED', `the remote ${what} moved since this push started (or holds work this Store lacks)`, {
     expected: expected ? toHex(expected) : null,
     actual: actual ? toHex(actual) : null,
-    hint: 'fetch, continue from the remote state, and push again; a push never overwrites',
+    hint: 'push without --strict to reconcile with the remote head, or fetch and continue from REMOTE/NAME; a push never overwrites',
   });
 }
 
@@ -145,7 +166,41 @@ function resolvePushRef(store: Store, ref: string): { stack: LayerStackRow; bran
   return { stack: getLayerStack(store, stack!)! };
 }
 
-export async function pushRef(store: Store, conn: RemoteConnection, ref: string, opts: TransferOptions = {}): Promise<PushResult> {
+/**
+ * Pushes REF. A Branch push that loses the remote's compare-and-swap reconciles (unless
+ * `strict`): fetch, replay the local Commits onto the remote head, push again, at most
+ * MAX_PUSH_RECONCILES times.
+ */
+export async function pushRef(store: Store, conn: RemoteConnection, ref: string, opts: PushOptions = {}): Promise<PushResult> {
+  const t0 = Date.now();
+  let reconciled: PushReconciliation | undefined;
+  for (let attempt = 0; ; attempt++) {
+    let lost: LayerFsError;
+    try {
+      const r = await pushOnce(store, conn, ref, opts);
+      return reconciled ? { ...r, reconciled: { ...reconciled, ms: Date.now() - t0 }, ms: Date.now() - t0 } : r;
+    } catch (e) {
+      if (!(e instanceof LayerFsError) || e.code !== 'ERR_HEAD_MOVED' || opts.strict || attempt >= MAX_PUSH_RECONCILES) throw e;
+      lost = e;
+    }
+    const { stack, branch } = store.read(() => resolvePushRef(store, ref));
+    if (!branch) throw lost;
+    const r = await reconcileBranch(store, conn, stack.name, branch.id, lost, opts);
+    // Nothing changed here (the remote LayerStack went another way): another try would lose again.
+    const after = store.read(() => resolvePushRef(store, ref));
+    if (r.outcome === 'Replayed' && sameId(after.branch!.headCommitId, branch.headCommitId) && after.stack.headLayerId.equals(stack.headLayerId)) throw lost;
+    if (r.outcome === 'Conflicted') {
+      return { ref, kind: 'branch', outcome: 'Conflicted', head: r.remoteHead, conflicts: r.conflicts, layersSent: 0, commitsSent: 0, transfer: emptyStats(), ms: Date.now() - t0 };
+    }
+    reconciled = { attempts: attempt + 1, replayed: r.replayed, merged: [...new Set([...(reconciled?.merged ?? []), ...r.merged])], ms: 0 };
+  }
+}
+
+function emptyStats(): TransferStats {
+  return { objects: 0, bytes: 0, whole: 0, asked: 0, queries: 0, batches: 0 };
+}
+
+async function pushOnce(store: Store, conn: RemoteConnection, ref: string, opts: TransferOptions): Promise<PushResult> {
   const t0 = Date.now();
   const { stack, branch } = store.read(() => resolvePushRef(store, ref));
   const upTo = store.read(() => listLayers(store, stack.id).find((l) => l.id.equals(branch ? branch.baseLayerId : stack.headLayerId))!);

@@ -5,6 +5,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import type { RemoteConnection } from './connection.js';
+import { initRemoteKey } from './encryption.js';
 
 interface RemoteStep {
   to: number;
@@ -73,6 +74,13 @@ CREATE TABLE layerfs.branches (
 );
 `,
   },
+  {
+    // Client-side encryption: whether the remote's frames are sealed (and with what), and the
+    // key check value clients compare their key with. Older clients must not read sealed frames
+    // as if they were plain ones: hence a version.
+    to: 2,
+    sql: `INSERT INTO layerfs.meta (key, value) VALUES ('encryption', 'none') ON CONFLICT (key) DO NOTHING;`,
+  },
 ];
 
 export const REMOTE_SCHEMA_VERSION = STEPS[STEPS.length - 1]!.to;
@@ -95,8 +103,11 @@ function otherVersion(conn: RemoteConnection, found: number): LayerFsError {
   });
 }
 
-/** Creates the schema, or upgrades it; returns the versions before and after. */
-export async function initRemoteSchema(conn: RemoteConnection): Promise<{ from: number | null; to: number }> {
+/**
+ * Creates the schema, or upgrades it; returns the versions before and after. With `key`, a
+ * remote that holds no objects yet becomes encrypted (encryption.ts).
+ */
+export async function initRemoteSchema(conn: RemoteConnection, key?: Buffer): Promise<{ from: number | null; to: number }> {
   return conn.transaction(async () => {
     await conn.query('SELECT pg_advisory_xact_lock($1)', [INIT_LOCK]);
     const from = await versionOf(conn);
@@ -104,6 +115,7 @@ export async function initRemoteSchema(conn: RemoteConnection): Promise<{ from: 
     if (from === undefined) await conn.query('CREATE SCHEMA IF NOT EXISTS layerfs');
     for (const step of STEPS) if (step.to > (from ?? 0)) await conn.query(step.sql);
     await conn.query(`INSERT INTO layerfs.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [String(REMOTE_SCHEMA_VERSION)]);
+    await initRemoteKey(conn, key);
     return { from: from ?? null, to: REMOTE_SCHEMA_VERSION };
   });
 }

@@ -11,6 +11,12 @@ import type { RemoteObjects, RemoteLocator } from './pg-objects.js';
 import { findMissing, keyOf, NEGOTIATION_BATCH, type Holder, type TreeSource } from './walk.js';
 
 export const BATCH_BYTES = 16 * 1024 * 1024;
+/**
+ * A fetch stores batches of about this many stored bytes, each one local write transaction: few
+ * and large enough that each commit leaves its WAL checkpoint to the Store's background
+ * checkpointer (small commits checkpoint, with an fsync, inline).
+ */
+export const FETCH_BATCH_BYTES = 64 * 1024 * 1024;
 
 export interface TransferStats {
   /** Objects the receiver lacked and was sent. */
@@ -93,9 +99,17 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
   const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: m.asked, queries: m.queries, batches: 0 };
   const pos = new Map(m.order.map((r, i) => [keyOf(r.id), i]));
   const kinds = new Map(m.order.map((r) => [keyOf(r.id), r.kind as number]));
-  // Locators first (small), to cut batches by stored size.
+  // Locators first (small), to cut batches by stored size: a group frame counts once.
   const locs = await remote.locators(m.order.map((r) => r.id));
-  const sizeOf = (r: ChildRef) => locs.get(keyOf(r.id))?.length ?? 0;
+  const counted = new Set<string>();
+  const sizeOf = (r: ChildRef) => {
+    const l = locs.get(keyOf(r.id));
+    if (!l) return 0;
+    const place = `${l.pack}:${l.offset}`;
+    if (counted.has(place)) return 0;
+    counted.add(place);
+    return l.length;
+  };
   const prepare = async (batch: ChildRef[]): Promise<Frame[]> => {
     const frames: Frame[] = [];
     const viaFrame: RemoteLocator[] = [];
@@ -127,7 +141,7 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
   };
   // Batch k+1 is read from the remote while batch k is stored (insertFrames yields between
   // pack rows, so the connection's replies keep flowing): PostgreSQL and this process overlap.
-  const all = batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES);
+  const all = batches(m.order, sizeOf, opts.batchBytes ?? FETCH_BATCH_BYTES);
   let next = all.length > 0 ? prepare(all[0]!) : undefined;
   for (let i = 0; i < all.length; i++) {
     const frames = await next!;

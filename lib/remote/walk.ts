@@ -87,17 +87,16 @@ function postOrder(top: ChildRef[], children: Map<string, ChildRef[]>, missing: 
   const done = new Set<string>();
   for (const root of top) {
     if (!missing.has(keyOf(root.id)) || done.has(keyOf(root.id))) continue;
-    const stack: { ref: ChildRef; next: number }[] = [{ ref: root, next: 0 }];
-    done.add(keyOf(root.id));
+    const kidsOf = (r: ChildRef) => children.get(keyOf(r.id)) ?? [];
+    const stack: { ref: ChildRef; kids: ChildRef[]; next: number }[] = [{ ref: root, kids: kidsOf(root), next: 0 }];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
-      const kids = children.get(keyOf(f.ref.id)) ?? [];
-      if (f.next < kids.length) {
-        const k = kids[f.next++]!;
+      if (f.next < f.kids.length) {
+        const k = f.kids[f.next++]!;
         const key = keyOf(k.id);
         if (missing.has(key) && !done.has(key)) {
           done.add(key);
-          stack.push({ ref: k, next: 0 });
+          stack.push({ ref: k, kids: kidsOf(k), next: 0 });
         }
         continue;
       }

@@ -16,15 +16,18 @@ import {
   remoteRefs,
   removeRemote,
   withoutPassword,
+  loadRemoteKey,
+  useRemoteKey,
+  type KeyOptions,
   type FetchResult,
   type PushResult,
-  type TransferOptions,
+  type PushOptions,
   verifyRemote,
   type RemoteVerifyReport,
 } from '../remote/index.js';
 import { Store } from '../store/index.js';
 
-export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport } from '../remote/index.js';
+export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport, PushReconciliation, PushConflict } from '../remote/index.js';
 
 export interface RemoteInfo {
   name: string;
@@ -44,17 +47,26 @@ export interface RemoteRefInfo {
   updatedAt: string;
 }
 
-export interface RemoteOptions extends TransferOptions {
+/**
+ * `key` / `keyFile`: the key of an encrypted remote (docs/REMOTES.md), else the file named by
+ * LAYERFS_REMOTE_KEY_FILE_<REMOTE> or LAYERFS_REMOTE_KEY_FILE; with `remoteInit`, a key makes a
+ * new remote encrypted.
+ */
+export interface RemoteOptions extends PushOptions, KeyOptions {
   /** Password for this connection only (never stored); otherwise PGPASSWORD or ~/.pgpass. */
   password?: string;
 }
 
-async function withRemote<T>(store: Store, name: string | undefined, fn: (c: RemoteConnection) => Promise<T>, opts: { password?: string; init?: boolean } = {}): Promise<T> {
+async function withRemote<T>(store: Store, name: string | undefined, fn: (c: RemoteConnection, key: Buffer | undefined) => Promise<T>, opts: RemoteOptions & { init?: boolean } = {}): Promise<T> {
   const r = getRemote(store, name);
+  const key = loadRemoteKey(r.name, opts);
   const conn = await RemoteConnection.open(r.name, r.url, opts.password);
   try {
-    if (!opts.init) await checkRemoteSchema(conn);
-    return await fn(conn);
+    if (!opts.init) {
+      await checkRemoteSchema(conn);
+      await useRemoteKey(conn, key);
+    }
+    return await fn(conn, key);
   } finally {
     await conn.close();
   }
@@ -86,7 +98,7 @@ export function remoteRefList(store: Store, remote?: string): RemoteRefInfo[] {
 }
 
 export function remoteInit(store: Store, name: string | undefined, opts: RemoteOptions = {}): Promise<{ remote: string; from: number | null; to: number }> {
-  return withRemote(store, name, async (c) => ({ remote: c.name, ...(await initRemoteSchema(c)) }), { ...opts, init: true });
+  return withRemote(store, name, async (c, key) => ({ remote: c.name, ...(await initRemoteSchema(c, key)) }), { ...opts, init: true });
 }
 
 export function push(store: Store, remote: string | undefined, ref: string, opts: RemoteOptions = {}): Promise<PushResult> {

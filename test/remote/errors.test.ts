@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION } from '../../lib/store/index.js';
+import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
 import { cli } from '../helpers/cli.js';
 import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
@@ -99,8 +100,8 @@ test('a remote without the schema, or with another version of it, is ERR_REMOTE_
   a.remoteAdd('origin', `postgres://layerfs@127.0.0.1:${pg.port}/schemas`);
   await withEnv({ PGPASSWORD: PASSWORD }, async () => {
     await assert.rejects(a.push('demo'), code('ERR_REMOTE_SCHEMA'));
-    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: null, to: 1 });
-    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: 1, to: 1 });
+    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: null, to: REMOTE_SCHEMA_VERSION });
+    assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: REMOTE_SCHEMA_VERSION, to: REMOTE_SCHEMA_VERSION });
     pg.psql(`UPDATE layerfs.meta SET value = '99' WHERE key = 'schema_version'`, 'schemas');
     await assert.rejects(a.push('demo'), (e: unknown) => isLayerFsError(e, 'ERR_REMOTE_SCHEMA') && /version 99/.test(e.message));
     await assert.rejects(a.remoteInit(), code('ERR_REMOTE_SCHEMA'));
@@ -186,7 +187,7 @@ test('a format-5 Store is upgraded in place: remotes and remote_refs appear, not
   assertStoreIntact(join(dir, 'a.sqlite'));
 });
 
-test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/NAME, HeadMoved exits 3', async () => {
+test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/NAME, a stale push reconciles, --strict HeadMoved exits 3', async () => {
   const dir = tempDir();
   writeTree(dir, 10);
   const env = { LAYERFS_CONTEXT: join(dir, 'ctx.json'), PGPASSWORD: PASSWORD };
@@ -225,9 +226,17 @@ test('CLI: remote add/ls/init/refs/remove, push, clone, fetch, fork from origin/
     c.close();
   }
   ok(['--store', other, 'push', 'w']);
-  const stale = cli(['--json', '--store', third, 'push', 'w'], env);
+  const stale = cli(['--json', '--store', third, 'push', '--strict', 'w'], env);
   assert.equal(stale.code, 3, stale.stderr);
   assert.equal(stale.json.error.code, 'ERR_HEAD_MOVED');
+  // Without --strict the stale push reconciles: both files are on the remote Branch.
+  const rec = ok(['--store', third, 'push', 'w']);
+  assert.equal(rec.outcome, 'Pushed');
+  assert.equal(rec.reconciled.attempts, 1);
+  const back = Client.connect(other);
+  await back.fetch(undefined, { password: PASSWORD });
+  assert.deepEqual(['o.txt', 't.txt'].map((f) => back.cat('origin/w', f).toString()), ['o.txt', 't.txt']);
+  back.close();
   ok(['--store', other, 'remote', 'remove', 'origin']);
   assert.deepEqual(ok(['--store', other, 'remote', 'refs']).refs, []);
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
+import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
 import { damageStored } from '../helpers/deltas.js';
 import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
@@ -36,7 +37,7 @@ async function seeded(dir: string, url: string, files?: number) {
   await c.initLayerStack({ name: 'demo', source: join(dir, 'src') });
   c.remoteAdd('origin', url);
   const init = await c.remoteInit();
-  assert.equal(init.to, 1);
+  assert.equal(init.to, REMOTE_SCHEMA_VERSION);
   return c;
 }
 
@@ -228,7 +229,7 @@ test('an interrupted fetch resumes and the retry completes the clone', async () 
   assertStoreIntact(path);
 });
 
-test('refs: a LayerStack of that name with another id is refused; a stale push is ERR_HEAD_MOVED and overwrites nothing', async () => {
+test('refs: a LayerStack of that name with another id is refused; a stale --strict push is ERR_HEAD_MOVED and overwrites nothing', async () => {
   const dir = tempDir();
   const url = await freshRemote();
   const a = await seeded(dir, url);
@@ -245,10 +246,60 @@ test('refs: a LayerStack of that name with another id is refused; a stale push i
   await commitFiles(a, 'w', join(dir, 'wa'), { 'a.txt': 'a' });
   await commitFiles(b, 'w', join(dir, 'wb'), { 'b.txt': 'b' });
   await a.push('w');
-  await assert.rejects(b.push('w'), (e: unknown) => isLayerFsError(e, 'ERR_HEAD_MOVED'));
+  await assert.rejects(b.push('w', { strict: true }), (e: unknown) => isLayerFsError(e, 'ERR_HEAD_MOVED'));
   await b.fetch();
   assert.equal(b.remoteRefs().find((r) => r.ref === 'origin/w')?.head, a.branch('w').headCommitId);
   assert.equal(b.cat('origin/w', 'a.txt').toString(), 'a');
+  a.close();
+  b.close();
+});
+
+test('a stale Branch push reconciles: local Commits are replayed onto the remote head, messages kept; overlapping changes are Conflicted and move nothing', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const a = await seeded(dir, url);
+  a.forkBranch({ name: 'w', layer: 'demo' });
+  await a.push('w');
+  const { client: b } = await Client.clone(url, join(dir, 'b.sqlite'));
+  const f1 = a.cat('demo', 'deep/f1.txt').toString();
+  await commitFiles(a, 'w', join(dir, 'wa'), { 'a.txt': 'a', 'deep/f1.txt': 'top\n' + f1 });
+  await commitFiles(b, 'w', join(dir, 'wb1'), { 'b.txt': 'b' }, { message: 'first of b' });
+  await commitFiles(b, 'w', join(dir, 'wb2'), { 'deep/f1.txt': f1 + 'bottom\n' }, { message: 'second of b', metadata: { tool: 'edit' } });
+  await a.push('w');
+  const aHead = a.branch('w').headCommitId;
+  const p = await b.push('w');
+  assert.equal(p.outcome, 'Pushed', JSON.stringify(p.conflicts));
+  assert.equal(p.reconciled?.attempts, 1);
+  assert.equal(p.reconciled?.replayed, 2);
+  assert.deepEqual(p.reconciled?.merged, ['deep/f1.txt']);
+  // b's Branch now continues a's: a's Commit, then b's two replayed with their notes.
+  const log = b.log('w');
+  assert.deepEqual(log.map((c) => c.message).slice(0, 2), ['second of b', 'first of b']);
+  assert.equal(log[2]!.id, aHead);
+  assert.equal(b.cat('w', 'deep/f1.txt').toString(), 'top\n' + f1 + 'bottom\n');
+  await a.fetch();
+  for (const f of ['a.txt', 'b.txt']) assert.ok(a.cat('origin/w', f).length === 1);
+  assert.equal(a.cat('origin/w', 'deep/f1.txt').toString(), b.cat('w', 'deep/f1.txt').toString());
+  assertIntact(b);
+
+  // Both change the same lines: Conflicted, naming the path; neither side moves.
+  await commitFiles(a, 'w', join(dir, 'wa2'), { 'a.txt': 'from a' });
+  await a.push('w');
+  const remoteHead = a.branch('w').headCommitId;
+  await commitFiles(b, 'w', join(dir, 'wb3'), { 'a.txt': 'from b' });
+  const bHead = b.branch('w').headCommitId;
+  const c = await b.push('w');
+  assert.equal(c.outcome, 'Conflicted');
+  assert.deepEqual(c.conflicts?.map((x) => x.path), ['a.txt']);
+  assert.equal(c.conflicts?.[0]?.commit, bHead);
+  assert.equal(c.head, remoteHead);
+  assert.equal(b.branch('w').headCommitId, bHead);
+  await a.fetch();
+  assert.equal(a.remoteRefs().find((r) => r.ref === 'origin/w')?.head, remoteHead);
+  assert.equal(a.cat('origin/w', 'a.txt').toString(), 'from a');
+  assert.equal((await a.remoteVerify()).ok, true);
+  assertIntact(a);
+  assertIntact(b);
   a.close();
   b.close();
 });
