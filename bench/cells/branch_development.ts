@@ -27,6 +27,46 @@ import { Client, type CommitResult } from '../../lib/sdk/index.js';
 
 const MTIME0 = 1_700_001_000;
 
+/** Untimed checks: every Branch's log length, the added Layer holds a's last edits, an Add of the
+ * loser refuses with HeadMoved. */
+function branchChecks(c: Client, o: { forkAt: number; branchN: number; lastA: Edit[]; wsA: string; layerRef: string }): Record<string, string> {
+  const { forkAt, branchN, lastA, wsA, layerRef } = o;
+  const checks: Record<string, string> = {};
+  for (const name of ['a', 'b'] as const) {
+    const n = c.log(name).length;
+    checks[`log ${name}`] = n === forkAt + branchN ? 'ok' : `FAILED: ${n} Commits, expected ${forkAt + branchN}`;
+  }
+  let layerOk = 'ok';
+  for (const e of lastA) {
+    const want = fs.readFileSync(path.join(wsA, e.relPath));
+    if (!want.equals(c.cat(layerRef, e.relPath))) layerOk = `FAILED: ${e.relPath} in the added Layer differs from a's Workspace`;
+  }
+  checks.addedLayer = layerOk;
+  try {
+    const second = c.add('b');
+    checks.addLoser = second.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `unexpected: ${second.outcome}`;
+  } catch (err) {
+    checks.addLoser = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+  }
+  return checks;
+}
+
+/** Forks Branches a and b at trunk's Commit `at` and materializes a Workspace of each (timed). */
+async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[]) {
+  const forkMs: number[] = [];
+  const wss: Record<'a' | 'b', { id: string; path: string }> = {} as never;
+  for (const name of ['a', 'b'] as const) {
+    let t = performance.now();
+    const br = c.forkBranch({ name, branch: 'trunk', commit: at });
+    forkMs.push(performance.now() - t);
+    if (br.headCommitId !== at) throw new Error(`fork ${name}: head ${String(br.headCommitId)}, expected ${at}`);
+    t = performance.now();
+    wss[name] = await c.createWorkspace(name, { at: path.join(tmp, name) });
+    materializeMs.push(performance.now() - t);
+  }
+  return { forkMs, wss };
+}
+
 async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
   const tmp = path.resolve(a.tmp);
   const files = Number(a.files);
@@ -70,17 +110,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
   const trunkLog = c.log('trunk');
   if (trunkLog.length !== trunkN) throw new Error(`trunk has ${trunkLog.length} Commits, expected ${trunkN}`);
   const at = trunkLog[trunkN - forkAt]!; // newest first: commit #forkAt (1-based, oldest first)
-  const forkMs: number[] = [];
-  const wss: Record<'a' | 'b', { id: string; path: string }> = {} as never;
-  for (const name of ['a', 'b'] as const) {
-    t = performance.now();
-    const br = c.forkBranch({ name, branch: 'trunk', commit: at.id });
-    forkMs.push(performance.now() - t);
-    if (br.headCommitId !== at.id) throw new Error(`fork ${name}: head ${String(br.headCommitId)}, expected ${at.id}`);
-    t = performance.now();
-    wss[name] = await c.createWorkspace(name, { at: path.join(tmp, name) });
-    materializeMs.push(performance.now() - t);
-  }
+  const { forkMs, wss } = await forkAB(c, at.id, tmp, materializeMs);
   let lastA: Edit[] = [];
   for (let i = 0; i < branchN; i++) {
     lastA = await commit('a', wss.a, 2000 + i);
@@ -92,25 +122,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
   const addMs = performance.now() - t;
   if (added.outcome !== 'Added') throw new Error(`add('a'): outcome ${added.outcome}, expected Added`);
 
-  // Checks, untimed.
-  const checks: Record<string, string> = {};
-  for (const name of ['a', 'b'] as const) {
-    const n = c.log(name).length;
-    checks[`log ${name}`] = n === forkAt + branchN ? 'ok' : `FAILED: ${n} Commits, expected ${forkAt + branchN}`;
-  }
-  const layerRef = added.layer?.id ?? 'bench';
-  let layerOk = 'ok';
-  for (const e of lastA) {
-    const want = fs.readFileSync(path.join(wss.a.path, e.relPath));
-    if (!want.equals(c.cat(layerRef, e.relPath))) layerOk = `FAILED: ${e.relPath} in the added Layer differs from a's Workspace`;
-  }
-  checks.addedLayer = layerOk;
-  try {
-    const second = c.add('b');
-    checks.addLoser = second.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `unexpected: ${second.outcome}`;
-  } catch (err) {
-    checks.addLoser = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
-  }
+  const checks = branchChecks(c, { forkAt, branchN, lastA, wsA: wss.a.path, layerRef: added.layer?.id ?? 'bench' });
   const d = c.analyzeDedup();
   const info = c.info();
   await c.close();

@@ -30,6 +30,99 @@ function planEdit(files: number, seed: number, b: number, r: number): Edit[] {
   return editSet(treeParams(files), { k, seed: seed * 1_000_003 + stream, mode: 'mixed', editBytes });
 }
 
+/** `rounds` rounds, each committing a seeded small edit in every Branch's Workspace in turn
+ * (round-robin in one process); every commit timed alone. */
+async function commitRounds(c: Client, names: string[], wss: WorkspaceInfo[], o: { files: number; seed: number; rounds: number }) {
+  const { files, seed, rounds } = o;
+  const nBranches = wss.length;
+  const commitMs: number[] = [];
+  const roundMs: number[][] = Array.from({ length: rounds }, () => []);
+  let changedBytes = 0;
+  let editBytes = 0;
+  let editedFiles = 0;
+  let semantic = 0;
+  let allocated = 0;
+  let objectsInserted = 0;
+  let changedPaths = 0;
+  const lastEdits: Edit[][] = Array.from({ length: nBranches }, () => []);
+  const loop0 = performance.now();
+  for (let r = 0; r < rounds; r++) {
+    for (let b = 0; b < nBranches; b++) {
+      const edits = planEdit(files, seed, b, r);
+      applyEdits(wss[b]!.path, edits);
+      lastEdits[b] = edits;
+      // Changed bytes: the whole current content of each edited file (what a whole-file store
+      // writes); editBytes: only the bytes the edit wrote.
+      for (const e of edits) changedBytes += fs.statSync(path.join(wss[b]!.path, e.relPath)).size;
+      editBytes += edits.reduce((s, e) => s + e.data.length, 0);
+      editedFiles += edits.length;
+      const t = performance.now();
+      const rc = await c.commitWorkspace(wss[b]!.id);
+      const ms = performance.now() - t;
+      if (rc.outcome !== 'Created') throw new Error(`round ${r}, Branch ${names[b]}: commitWorkspace outcome ${rc.outcome}, expected Created (${JSON.stringify(rc).slice(0, 300)})`);
+      commitMs.push(ms);
+      roundMs[r]!.push(ms);
+      semantic += rc.bytesInserted ?? rc.semanticGrowth ?? 0;
+      allocated += rc.allocatedGrowth ?? 0;
+      objectsInserted += rc.objectsInserted ?? 0;
+      changedPaths += rc.changedPaths ?? 0;
+    }
+  }
+  const loopMs = performance.now() - loop0;
+  return { commitMs, roundMs, changedBytes, editBytes, editedFiles, semantic, allocated, objectsInserted, changedPaths, lastEdits, loopMs };
+}
+
+/** Every Branch has `rounds` Commits and its head holds the last edited files. */
+function checkHeads(c: Client, names: string[], wss: WorkspaceInfo[], lastEdits: Edit[][], rounds: number): void {
+  const nBranches = wss.length;
+  for (let b = 0; b < nBranches; b++) {
+    const log = c.log(names[b]!);
+    if (log.length !== rounds) throw new Error(`Branch ${names[b]} has ${log.length} Commits, expected ${rounds}`);
+    for (const e of lastEdits[b]!) {
+      const want = fs.readFileSync(path.join(wss[b]!.path, e.relPath));
+      if (!want.equals(c.cat(names[b]!, e.relPath))) throw new Error(`Branch ${names[b]}: ${e.relPath} differs from its Workspace after the last commit`);
+    }
+  }
+}
+
+/** Untimed checks of the rest of the Branch API, after every figure is taken: each records what
+ * happened instead of throwing, so a surprise shows up in the table without losing the row. */
+async function branchApiChecks(storePath: string, names: string[], wss: WorkspaceInfo[]): Promise<Record<string, string>> {
+  const apiChecks: Record<string, string> = {};
+  const check = async (name: string, fn: () => Promise<string> | string) => {
+    try {
+      apiChecks[name] = await fn();
+    } catch (err) {
+      apiChecks[name] = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+    }
+  };
+  const c = Client.connect(storePath);
+  await check('forkFromCommit', () => {
+    const log = c.log(names[0]!);
+    const mid = log[Math.floor(log.length / 2)]!;
+    const br = c.forkBranch({ name: 'from-commit', branch: names[0]!, commit: mid.id });
+    return br.headCommitId === mid.id ? 'ok' : `FAILED: head ${String(br.headCommitId)}, expected ${mid.id}`;
+  });
+  await check('addFirst', () => {
+    const r = c.add(names[0]!);
+    return r.outcome === 'Added' ? 'ok' : `FAILED: outcome ${r.outcome}, expected Added`;
+  });
+  await check('addSecond', () => {
+    // Branch 1 is based on the genesis Layer, which is no longer the head: a refusal is expected.
+    const r = c.add(names[1]!);
+    return r.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `FAILED: outcome ${r.outcome}, expected HeadMoved`;
+  });
+  for (let b = 0; b < wss.length; b++) {
+    await check(`endWorkspace${b}`, async () => {
+      const r = (await c.endWorkspace(wss[b]!.id, { discard: true })) as { outcome?: string };
+      if (r.outcome !== 'Ended') return `FAILED: outcome ${String(r.outcome)}, expected Ended`;
+      return fs.existsSync(wss[b]!.path) ? `FAILED: ${wss[b]!.path} still exists` : 'ok';
+    });
+  }
+  await c.close();
+  return apiChecks;
+}
+
 async function parallelBranchesMeasure(a: Given<typeof PARALLEL_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
   const tmp = path.resolve(a.tmp);
   const files = Number(a.files);
@@ -67,89 +160,15 @@ async function parallelBranchesMeasure(a: Given<typeof PARALLEL_OPTIONS, 'dir' |
   }
   const filesNoop = storeFiles(storePath);
 
-  const commitMs: number[] = [];
-  const roundMs: number[][] = Array.from({ length: rounds }, () => []);
-  let changedBytes = 0;
-  let editBytes = 0;
-  let editedFiles = 0;
-  let semantic = 0;
-  let allocated = 0;
-  let objectsInserted = 0;
-  let changedPaths = 0;
-  const lastEdits: Edit[][] = Array.from({ length: nBranches }, () => []);
-  const loop0 = performance.now();
-  for (let r = 0; r < rounds; r++) {
-    for (let b = 0; b < nBranches; b++) {
-      const edits = planEdit(files, seed, b, r);
-      applyEdits(wss[b]!.path, edits);
-      lastEdits[b] = edits;
-      // Changed bytes: the whole current content of each edited file (what a whole-file store
-      // writes); editBytes: only the bytes the edit wrote.
-      for (const e of edits) changedBytes += fs.statSync(path.join(wss[b]!.path, e.relPath)).size;
-      editBytes += edits.reduce((s, e) => s + e.data.length, 0);
-      editedFiles += edits.length;
-      t = performance.now();
-      const rc = await c.commitWorkspace(wss[b]!.id);
-      const ms = performance.now() - t;
-      if (rc.outcome !== 'Created') throw new Error(`round ${r}, Branch ${names[b]}: commitWorkspace outcome ${rc.outcome}, expected Created (${JSON.stringify(rc).slice(0, 300)})`);
-      commitMs.push(ms);
-      roundMs[r]!.push(ms);
-      semantic += rc.bytesInserted ?? rc.semanticGrowth ?? 0;
-      allocated += rc.allocatedGrowth ?? 0;
-      objectsInserted += rc.objectsInserted ?? 0;
-      changedPaths += rc.changedPaths ?? 0;
-    }
-  }
-  const loopMs = performance.now() - loop0;
+  const { commitMs, roundMs, changedBytes, editBytes, editedFiles, semantic, allocated, objectsInserted, changedPaths, lastEdits, loopMs } = await commitRounds(c, names, wss, { files, seed, rounds });
   const filesLive = storeFiles(storePath);
   const objectsAfter = c.info().objects;
 
-  // Check: every Branch has `rounds` Commits and its head holds the last edited files.
-  for (let b = 0; b < nBranches; b++) {
-    const log = c.log(names[b]!);
-    if (log.length !== rounds) throw new Error(`Branch ${names[b]} has ${log.length} Commits, expected ${rounds}`);
-    for (const e of lastEdits[b]!) {
-      const want = fs.readFileSync(path.join(wss[b]!.path, e.relPath));
-      if (!want.equals(c.cat(names[b]!, e.relPath))) throw new Error(`Branch ${names[b]}: ${e.relPath} differs from its Workspace after the last commit`);
-    }
-  }
+  checkHeads(c, names, wss, lastEdits, rounds);
   await c.close();
   const filesAfter = storeFiles(storePath);
 
-  // Untimed checks of the rest of the Branch API, after every figure above is taken: each records
-  // what happened instead of throwing, so a surprise shows up in the table without losing the row.
-  const apiChecks: Record<string, string> = {};
-  const check = async (name: string, fn: () => Promise<string> | string) => {
-    try {
-      apiChecks[name] = await fn();
-    } catch (err) {
-      apiChecks[name] = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
-    }
-  };
-  c = Client.connect(storePath);
-  await check('forkFromCommit', () => {
-    const log = c.log(names[0]!);
-    const mid = log[Math.floor(log.length / 2)]!;
-    const br = c.forkBranch({ name: 'from-commit', branch: names[0]!, commit: mid.id });
-    return br.headCommitId === mid.id ? 'ok' : `FAILED: head ${String(br.headCommitId)}, expected ${mid.id}`;
-  });
-  await check('addFirst', () => {
-    const r = c.add(names[0]!);
-    return r.outcome === 'Added' ? 'ok' : `FAILED: outcome ${r.outcome}, expected Added`;
-  });
-  await check('addSecond', () => {
-    // Branch 1 is based on the genesis Layer, which is no longer the head: a refusal is expected.
-    const r = c.add(names[1]!);
-    return r.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `FAILED: outcome ${r.outcome}, expected HeadMoved`;
-  });
-  for (let b = 0; b < nBranches; b++) {
-    await check(`endWorkspace${b}`, async () => {
-      const r = (await c.endWorkspace(wss[b]!.id, { discard: true })) as { outcome?: string };
-      if (r.outcome !== 'Ended') return `FAILED: outcome ${String(r.outcome)}, expected Ended`;
-      return fs.existsSync(wss[b]!.path) ? `FAILED: ${wss[b]!.path} still exists` : 'ok';
-    });
-  }
-  await c.close();
+  const apiChecks = await branchApiChecks(storePath, names, wss);
 
   const commits = commitMs.length;
   const totalCommitMs = commitMs.reduce((s, x) => s + x, 0);
