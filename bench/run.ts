@@ -24,7 +24,7 @@ import { loadFamilies } from './lib/families.js';
 import { fmtMs } from './lib/format.js';
 import { machineInfo } from './lib/machine.js';
 import { OUT_DIR, REPO_ROOT } from './lib/paths.js';
-import { compileCells } from './lib/compile.js';
+import { compileCells, type CompiledCells } from './lib/compile.js';
 import { runCell } from './lib/run-cell.js';
 import { firstLine, renderText, standardTable, TEXT_WIDTH, wrapText } from './lib/table.js';
 import type { FixtureNote, Results } from './lib/results.js';
@@ -107,6 +107,115 @@ async function report(results: Results, families: Family[]): Promise<void> {
   if (out.note) log(`note: ${out.note}`);
 }
 
+/** --only and --tiers as given: the families to run and the tiers to keep of each. */
+interface Selection {
+  selected: Family[];
+  only: string[] | null;
+  tierFilter?: number[];
+  familyTiers: Map<string, number[]>;
+}
+
+/** The families and tiers the options select, or the names --only gave that no family has. */
+function select(families: Family[]): Selection | { unknown: string[] } {
+  const only = opt.only?.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '') ?? null;
+  const unknown = only?.filter((n) => !families.some((f) => f.name === n)) ?? [];
+  if (unknown.length > 0) return { unknown };
+  const values = (list: string) => list.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
+  let tierFilter: number[] | undefined;
+  const familyTiers = new Map<string, number[]>();
+  for (const spec of opt.tiers ?? []) {
+    const eq = spec.indexOf('=');
+    if (eq < 0) tierFilter = values(spec);
+    else familyTiers.set(spec.slice(0, eq).trim(), values(spec.slice(eq + 1)));
+  }
+  return { selected: families.filter((f) => only === null || only.includes(f.name)), only, tierFilter, familyTiers };
+}
+
+/** What every family of one run shares. */
+interface Campaign {
+  quick: boolean;
+  reps: number;
+  timeoutMs: number;
+  compiled?: CompiledCells;
+  fixtures: FixtureNote[];
+}
+
+function contextFor(fam: Family, run: Campaign): RunContext {
+  return {
+    quick: run.quick,
+    log,
+    runCell: (req) => {
+      const row = runRepeated(() => runCell(req, { family: fam.name, timeoutMs: run.timeoutMs, keepTmp: opt['keep-tmp']!, compiled: run.compiled }), run.reps);
+      const what = row.status === 'ok' ? fmtMs(row.ms) : `${row.status}: ${firstLine(row.message, 100)}`;
+      const wall = row.extra.cellWallMs;
+      log(`  ${fam.name} ${req.tier.label} ${row.tool}: ${what}${typeof wall === 'number' ? ` (cell ${fmtMs(wall)})` : ''}`);
+      return row;
+    },
+    noteFixture: (f) => {
+      if (!run.fixtures.some((x) => x.dir === f.dir)) run.fixtures.push(f);
+    },
+  };
+}
+
+/** One family's rows at its selected tiers; a tier that throws (fixture generation, warm-up)
+ * still yields a row, not a crash. */
+async function runFamily(fam: Family, sel: Selection, run: Campaign): Promise<Row[]> {
+  const ctx = contextFor(fam, run);
+  const keep = sel.familyTiers.get(fam.name) ?? sel.tierFilter;
+  const tiers = fam.tiers(run.quick).filter((t) => keep === undefined || keep.includes(t.value));
+  log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
+  const rows: Row[] = [];
+  for (const tier of tiers) {
+    try {
+      rows.push(...(await fam.run(tier, ctx)));
+    } catch (err) {
+      const message = err instanceof Error ? (err.stack ?? err.message) : String(err);
+      rows.push({ family: fam.name, tier: tier.label, tierValue: tier.value, tierUnit: tier.unit, tool: '(family)', cell: fam.name, status: 'error', message, extra: {} });
+    }
+  }
+  printTable(fam, fam.name, rows);
+  return rows;
+}
+
+/** Runs the selected families on cells compiled once (unless --tsx); prints the failures. */
+async function runCampaign(sel: Selection, run: Omit<Campaign, 'compiled'>): Promise<Row[]> {
+  const t0 = performance.now();
+  const compiled = opt.tsx ? undefined : await compileCells();
+  if (compiled) log(`cells compiled to JS in ${fmtMs(compiled.ms)}`);
+  // Interrupted runs remove the compiled copy too (a finally block does not run on a signal).
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      compiled?.remove();
+      process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
+    });
+  }
+  const rows: Row[] = [];
+  try {
+    for (const fam of sel.selected) rows.push(...(await runFamily(fam, sel, { ...run, compiled })));
+  } finally {
+    compiled?.remove();
+  }
+  const failed = rows.filter((r) => r.status === 'error');
+  log(`\n${rows.length} cells in ${fmtMs(performance.now() - t0)}; ${failed.length} failed${failed.map((r) => `\n  FAILED ${r.family} ${r.tier} ${r.tool}: ${firstLine(r.message, 300)}`).join('')}`);
+  return rows;
+}
+
+function writeResults(results: Results): void {
+  fs.mkdirSync(OUT_DIR, { recursive: true });
+  const file = path.join(OUT_DIR, `results-${results.startedAt.replace(/[:.]/g, '-')}.json`);
+  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
+  log(`\nresults: ${path.relative(REPO_ROOT, file)}`);
+}
+
+/** --report-from: redraw tables and the report from earlier results, run nothing. */
+async function reportFrom(files: string[], families: Family[]): Promise<void> {
+  const results = mergeResults(files.map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Results));
+  for (const name of new Set(results.rows.map((r) => r.family))) {
+    printTable(families.find((f) => f.name === name), name, results.rows.filter((r) => r.family === name));
+  }
+  await report(results, families);
+}
+
 async function main(): Promise<number> {
   if (opt.help) {
     const head = fs.readFileSync(new URL(import.meta.url), 'utf8').split('\n').slice(0, 13);
@@ -119,116 +228,26 @@ async function main(): Promise<number> {
     return 0;
   }
   if (opt['report-from'] !== undefined) {
-    const results = mergeResults(opt['report-from'].map((f) => JSON.parse(fs.readFileSync(f, 'utf8')) as Results));
-    for (const name of new Set(results.rows.map((r) => r.family))) {
-      printTable(families.find((f) => f.name === name), name, results.rows.filter((r) => r.family === name));
-    }
-    await report(results, families);
+    await reportFrom(opt['report-from'], families);
     return 0;
   }
-
-  const only = opt.only?.flatMap((s) => s.split(',')).map((s) => s.trim()).filter((s) => s !== '') ?? null;
-  const unknown = only?.filter((n) => !families.some((f) => f.name === n)) ?? [];
-  if (unknown.length > 0) {
-    log(`unknown famil${unknown.length > 1 ? 'ies' : 'y'}: ${unknown.join(', ')} (known: ${families.map((f) => f.name).join(', ')})`);
+  const sel = select(families);
+  if ('unknown' in sel) {
+    log(`unknown famil${sel.unknown.length > 1 ? 'ies' : 'y'}: ${sel.unknown.join(', ')} (known: ${families.map((f) => f.name).join(', ')})`);
     return 2;
   }
-  const values = (list: string) => list.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
-  let tierFilter: number[] | undefined;
-  const familyTiers = new Map<string, number[]>();
-  for (const spec of opt.tiers ?? []) {
-    const eq = spec.indexOf('=');
-    if (eq < 0) tierFilter = values(spec);
-    else familyTiers.set(spec.slice(0, eq).trim(), values(spec.slice(eq + 1)));
-  }
-  const selected = families.filter((f) => only === null || only.includes(f.name));
   const quick = opt.quick!;
-  const reps = Math.max(1, Math.floor(Number(opt.reps)) || 1);
   const startedAt = new Date().toISOString();
   const loadAvgAtStart = os.loadavg().map((x) => Math.round(x * 100) / 100);
   const fixtures: FixtureNote[] = [];
-  const rows: Row[] = [];
   // Generous per-cell limit: a hung cell must not hang the campaign.
   const timeoutMs = (quick ? 5 : 60) * 60_000;
-  const t0 = performance.now();
-  const compiled = opt.tsx ? undefined : await compileCells();
-  if (compiled) log(`cells compiled to JS in ${fmtMs(compiled.ms)}`);
-  // Interrupted runs remove the compiled copy too (a finally block does not run on a signal).
-  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(sig, () => {
-      compiled?.remove();
-      process.exit(128 + (sig === 'SIGINT' ? 2 : 15));
-    });
-  }
-  try {
-    await runFamilies();
-  } finally {
-    compiled?.remove();
-  }
-  const failed = rows.filter((r) => r.status === 'error');
-  log(`\n${rows.length} cells in ${fmtMs(performance.now() - t0)}; ${failed.length} failed${failed.map((r) => `\n  FAILED ${r.family} ${r.tier} ${r.tool}: ${firstLine(r.message, 300)}`).join('')}`);
-
-  async function runFamilies(): Promise<void> {
-    for (const fam of selected) {
-      const famRows: Row[] = [];
-      const ctx: RunContext = {
-        quick,
-        log,
-        runCell: (req) => {
-          const row = runRepeated(() => runCell(req, { family: fam.name, timeoutMs, keepTmp: opt['keep-tmp']!, compiled }), reps);
-          const what = row.status === 'ok' ? fmtMs(row.ms) : `${row.status}: ${firstLine(row.message, 100)}`;
-          const wall = row.extra.cellWallMs;
-          log(`  ${fam.name} ${req.tier.label} ${req.tool}: ${what}${typeof wall === 'number' ? ` (cell ${fmtMs(wall)})` : ''}`);
-          return row;
-        },
-        noteFixture: (f) => {
-          if (!fixtures.some((x) => x.dir === f.dir)) fixtures.push(f);
-        },
-      };
-      const keep = familyTiers.get(fam.name) ?? tierFilter;
-      const tiers = fam.tiers(quick).filter((t) => keep === undefined || keep.includes(t.value));
-      log(`${fam.name}: ${tiers.map((t) => t.label).join(' / ') || '(no tier selected)'}`);
-      for (const tier of tiers) {
-        try {
-          famRows.push(...(await fam.run(tier, ctx)));
-        } catch (err) {
-          // A family that throws (fixture generation, warm-up) still yields a row, not a crash.
-          famRows.push({
-            family: fam.name,
-            tier: tier.label,
-            tierValue: tier.value,
-            tierUnit: tier.unit,
-            tool: '(family)',
-            cell: fam.name,
-            status: 'error',
-            message: err instanceof Error ? (err.stack ?? err.message) : String(err),
-            extra: {},
-          });
-        }
-      }
-      printTable(fam, fam.name, famRows);
-      rows.push(...famRows);
-    }
-  }
-
-  const results: Results = {
-    version: 1,
-    startedAt,
-    finishedAt: new Date().toISOString(),
-    quick,
-    only,
-    argv: process.argv.slice(2),
-    machine: machineInfo(),
-    loadAvgAtStart,
-    fixtures,
-    rows,
-  };
-  fs.mkdirSync(OUT_DIR, { recursive: true });
-  const file = path.join(OUT_DIR, `results-${startedAt.replace(/[:.]/g, '-')}.json`);
-  fs.writeFileSync(file, JSON.stringify(results, null, 2) + '\n');
-  log(`\nresults: ${path.relative(REPO_ROOT, file)}`);
+  const reps = Math.max(1, Math.floor(Number(opt.reps)) || 1);
+  const rows = await runCampaign(sel, { quick, reps, timeoutMs, fixtures });
+  const results: Results = { version: 1, startedAt, finishedAt: new Date().toISOString(), quick, only: sel.only, argv: process.argv.slice(2), machine: machineInfo(), loadAvgAtStart, fixtures, rows };
+  writeResults(results);
   if (opt.report) await report(results, families);
-  return failed.length > 0 ? 1 : 0;
+  return rows.some((r) => r.status === 'error') ? 1 : 0;
 }
 
 process.exitCode = await main();

@@ -6,8 +6,10 @@ import { countLabel, DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtFineMs, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtFineMs, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { branchDevelopment } from '../cells/branch_development.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const TRUNK = 10;
 const FORK_AT = 5;
@@ -36,14 +38,8 @@ const family: CampaignFamily = {
   tiers: (quick) => (quick ? [100] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
-    const args = [
-      '--dir', fx.dir, '--files', String(tier.value), '--trunk', String(TRUNK), '--fork-at', String(FORK_AT), '--branch-commits', String(BRANCH_COMMITS),
-    ];
-    warmCache(fx.dir);
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-branch-dev.ts', args });
-    warmCache(fx.dir);
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-branch-dev.ts', args });
-    return [l, g];
+    const args = { dir: fx.dir, files: tier.value, trunk: TRUNK, 'fork-at': FORK_AT, 'branch-commits': BRANCH_COMMITS };
+    return runWithPeers(ctx, { tier, cell: branchDevelopment, args }, () => warmCache(fx.dir));
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

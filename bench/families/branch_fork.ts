@@ -7,7 +7,8 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { branchFork } from '../cells/branch_fork.js';
 
 const FORKS = 20;
 
@@ -36,7 +37,7 @@ const family: Family = {
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
-    const row = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-branch-fork.ts', args: ['--dir', fx.dir, '--forks', String(FORKS)] });
+    const row = ctx.runCell({ tier, cell: branchFork, args: { dir: fx.dir, forks: FORKS } });
     row.files ??= fx.manifest.files;
     row.bytes ??= fx.manifest.bytes;
     return [row];

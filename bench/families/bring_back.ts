@@ -5,7 +5,8 @@ import { countLabel, DASH, fmtBytes, fmtMs } from '../lib/format.js';
 import { firstLine } from '../lib/table.js';
 import { ensureLargeFile, ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { bringBack } from '../cells/bring_back.js';
 
 function num(x: unknown): number | undefined {
   return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
@@ -33,10 +34,10 @@ const family: Family = {
   run(tier, ctx) {
     if (tier.unit === 'files') {
       const fx = useFixture(ctx, ensureTree(tier.value));
-      return [ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-bring-back.ts', args: ['--op', 'diff', '--dir', fx.dir, '--files', String(tier.value)], scratch: true })];
+      return [ctx.runCell({ tier, cell: bringBack, args: { op: 'diff', dir: fx.dir, files: tier.value }, scratch: true })];
     }
     const fx = useFixture(ctx, ensureLargeFile(tier.value));
-    return [ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-bring-back.ts', args: ['--op', 'backup', '--dir', fx.dir], scratch: true })];
+    return [ctx.runCell({ tier, cell: bringBack, args: { op: 'backup', dir: fx.dir }, scratch: true })];
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

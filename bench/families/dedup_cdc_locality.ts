@@ -4,10 +4,12 @@
 // keep it near the edit's chunks (~16 KiB chunks), except when every chunk is touched.
 
 import { warmCache } from '../lib/warm.js';
-import { CDC_KINDS, ensureCdcRef, ensureCdcTree } from '../cells/_campaign-fixtures.js';
-import { splitCases, type CampaignFamily } from './_campaign.js';
-import { dedupCharts, dedupTable } from './_dedup.js';
-import { useFixture } from './_fixture.js';
+import { CDC_KINDS, ensureCdcRef, ensureCdcTree } from '../fixtures/dedup.js';
+import { splitCases, type CampaignFamily } from '../lib/campaign-table.js';
+import { dedupCharts, dedupTable } from '../lib/dedup-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { dedupTrees } from '../cells/dedup_cdc_locality.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const family: CampaignFamily = {
   name: 'dedup_cdc_locality',
@@ -29,15 +31,12 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const ref = ensureCdcRef();
     ctx.noteFixture({ name: ref.manifest.name, dir: ref.dir, reused: ref.reused, manifest: ref.manifest });
-    const args = ['--n', String(tier.value), '--ref', ref.dir];
-    for (const kind of CDC_KINDS) {
+    const cases = CDC_KINDS.map((kind) => {
       const fx = useFixture(ctx, ensureCdcTree(kind, tier.value));
       warmCache(fx.dir);
-      args.push('--case', `${kind}=${fx.dir}`);
-    }
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-dedup-trees.ts', args });
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-dedup-trees.ts', args });
-    return [...splitCases(l), ...splitCases(g)];
+      return `${kind}=${fx.dir}`;
+    });
+    return runWithPeers(ctx, { tier, cell: dedupTrees, args: { n: tier.value, ref: ref.dir, case: cases } }).flatMap(splitCases);
   },
   table: (rows) => dedupTable(rows, CDC_KINDS, 'variant'),
   chartDefs: dedupCharts('variant'),

@@ -3,10 +3,12 @@
 // across files, against git (which dedups identical blobs, and deltas only at gc).
 
 import { warmCache } from '../lib/warm.js';
-import { ensureCrossFileTree, XFILE_CASES } from '../cells/_campaign-fixtures.js';
-import { splitCases, type CampaignFamily } from './_campaign.js';
-import { dedupCharts, dedupTable } from './_dedup.js';
-import { useFixture } from './_fixture.js';
+import { ensureCrossFileTree, XFILE_CASES } from '../fixtures/dedup.js';
+import { splitCases, type CampaignFamily } from '../lib/campaign-table.js';
+import { dedupCharts, dedupTable } from '../lib/dedup-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { dedupTrees } from '../cells/dedup_cdc_locality.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const family: CampaignFamily = {
   name: 'dedup_cross_file',
@@ -24,15 +26,13 @@ const family: CampaignFamily = {
   peers: ['git'],
   tiers: (quick) => (quick ? [4] : [10, 100]).map((n) => ({ label: `${n}`, value: n, unit: 'files' })),
   run(tier, ctx) {
-    const args = ['--n', String(tier.value)];
+    const cases: string[] = [];
     for (const c of XFILE_CASES) {
       const fx = useFixture(ctx, ensureCrossFileTree(c, tier.value));
       warmCache(fx.dir);
-      args.push('--case', `${c}=${fx.dir}`);
+      cases.push(`${c}=${fx.dir}`);
     }
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-dedup-trees.ts', args });
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-dedup-trees.ts', args });
-    return [...splitCases(l), ...splitCases(g)];
+    return runWithPeers(ctx, { tier, cell: dedupTrees, args: { n: tier.value, case: cases } }).flatMap(splitCases);
   },
   table: (rows) => dedupTable(rows, XFILE_CASES, 'file'),
   chartDefs: dedupCharts('file'),

@@ -3,8 +3,8 @@
 // _edits.ts), against git. Insert, delete and prepend shift every later byte: content-defined
 // chunking should still re-store only the chunks around the edit.
 
-import { LENGTH_CHANGING_OPS } from '../cells/_campaign.js';
-import { editFamily } from './_edits.js';
+import { LENGTH_CHANGING_OPS } from '../lib/file-ops.js';
+import { editFamily } from '../lib/edit-family.js';
 
 export default editFamily({
   name: 'edit_length_changing',

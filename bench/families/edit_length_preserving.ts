@@ -1,8 +1,8 @@
 // Family edit_length_preserving: a 4 KiB overwrite at the head, middle and tail of a 1 / 10 /
 // 100 / 500 MiB file in a materialized Workspace, each committed (see _edits.ts), against git.
 
-import { LENGTH_PRESERVING_OPS } from '../cells/_campaign.js';
-import { editFamily } from './_edits.js';
+import { LENGTH_PRESERVING_OPS } from '../lib/file-ops.js';
+import { editFamily } from '../lib/edit-family.js';
 
 export default editFamily({
   name: 'edit_length_preserving',

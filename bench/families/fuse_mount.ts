@@ -1,11 +1,13 @@
 // Family fuse_mount: a FUSE Workspace against the same work on a plain directory, same run
-// (issue 5's figures). One cell run per operation (bench/cells/layerfs-fuse-mount.ts), each a
+// (issue 5's figures). One cell run per operation (bench/cells/fuse_mount.ts), each a
 // child process that does the plain-directory run and the mount run back to back.
 
 import { DASH, fmtBytes, fmtMs, fmtRatio } from '../lib/format.js';
 import { firstLine } from '../lib/table.js';
-import { splitCases } from './_campaign.js';
+import { splitCases } from '../lib/campaign-table.js';
 import type { Family, Row, Table } from '../lib/types.js';
+import { fuseMountCell } from '../cells/fuse_mount.js';
+import type { CellArgs } from '../lib/define-cell.js';
 
 interface Sizes {
   readMiB: number;
@@ -46,18 +48,18 @@ const family: Family = {
   tiers: (quick) => [quick ? { label: 'quick', value: 0, unit: 'size' } : { label: 'full', value: 1, unit: 'size' }],
   run(tier, ctx) {
     const z = ctx.quick ? QUICK : FULL;
-    const cell = (op: string, args: string[]) => ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-fuse-mount.ts', args: ['--op', op, ...args], scratch: true });
+    const cell = (op: string, args: CellArgs<typeof fuseMountCell.args>) => ctx.runCell({ tier, cell: fuseMountCell, args: { op, ...args }, scratch: true });
     if (ctx.quick) {
       // One Store, one daemon, one mount for the four: a daemon start alone takes seconds here.
-      const row = cell('all', ['--mib', String(z.readMiB), '--files', String(z.statFiles), '--rounds', String(z.commitRounds)]);
+      const row = cell('all', { mib: z.readMiB, files: z.statFiles, rounds: z.commitRounds });
       return splitCases(row);
     }
-    const ops: [string, string[]][] = [
-      ['read', ['--mib', String(z.readMiB)]],
-      ['stat', ['--files', String(z.statFiles)]],
-      ['commit', ['--mib', String(z.commitMiB), '--rounds', String(z.commitRounds)]],
-      ['write', ['--mib', String(z.readMiB)]],
-      ['untar', ['--files', String(z.untarFiles)]],
+    const ops: [string, CellArgs<typeof fuseMountCell.args>][] = [
+      ['read', { mib: z.readMiB }],
+      ['stat', { files: z.statFiles }],
+      ['commit', { mib: z.commitMiB, rounds: z.commitRounds }],
+      ['write', { mib: z.readMiB }],
+      ['untar', { files: z.untarFiles }],
     ];
     return ops.map(([op, args]) => {
       const row = cell(op, args);

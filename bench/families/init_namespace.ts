@@ -5,8 +5,8 @@
 import { countLabel } from '../lib/format.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family } from '../lib/types.js';
-import { IMPORT_PEERS, runImportCells } from './_import.js';
-import { useFixture } from './_fixture.js';
+import { IMPORT_PEERS, runImportCells } from '../lib/import-cells.js';
+import { useFixture } from '../lib/use-fixture.js';
 
 const family: Family = {
   name: 'init_namespace',

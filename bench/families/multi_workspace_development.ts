@@ -6,8 +6,10 @@ import { DASH, fmtBytes, fmtMiB, fmtMs, fmtRate } from '../lib/format.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { multiWorkspace } from '../cells/multi_workspace_development.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const FILES = 1_000;
 /** Quick runs use the 100-file tree: setup (materializing every Workspace, git add) dominates them. */
@@ -36,12 +38,8 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const files = ctx.quick ? QUICK_FILES : FILES;
     const fx = useFixture(ctx, ensureTree(files));
-    const args = ['--dir', fx.dir, '--files', String(files), '--workers', String(tier.value), '--commits', ctx.quick ? '5' : '100'];
-    warmCache(fx.dir);
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-multi-ws.ts', args });
-    warmCache(fx.dir);
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-multi-ws.ts', args });
-    return [l, g];
+    const args = { dir: fx.dir, files, workers: tier.value, commits: ctx.quick ? 5 : 100 };
+    return runWithPeers(ctx, { tier, cell: multiWorkspace, args }, () => warmCache(fx.dir));
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

@@ -5,6 +5,7 @@
 import { firstLine } from '../lib/table.js';
 import { DASH } from '../lib/format.js';
 import type { Family, Row } from '../lib/types.js';
+import { nativeCell } from '../cells/native.js';
 
 const family: Family = {
   name: 'native',
@@ -16,7 +17,7 @@ const family: Family = {
   charts: false,
   tiers: () => [{ label: 'micro', value: 0, unit: 'run' }],
   run(tier, ctx) {
-    const row = ctx.runCell({ tier, tool: 'layerfs', script: 'native.ts', args: ctx.quick ? ['--quick'] : [], scratch: false });
+    const row = ctx.runCell({ tier, cell: nativeCell, args: { quick: ctx.quick }, scratch: false });
     const results = row.extra.results;
     if (row.status !== 'ok' || results === null || typeof results !== 'object') return [row];
     return Object.entries(results as Record<string, unknown>).map(

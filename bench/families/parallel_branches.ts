@@ -7,7 +7,8 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { parallelBranches } from '../cells/parallel_branches.js';
 
 const BRANCHES = 4;
 const COMMITS = 25;
@@ -52,9 +53,8 @@ const family: Family = {
     warmCache(fx.dir);
     const row = ctx.runCell({
       tier,
-      tool: 'layerfs',
-      script: 'layerfs-parallel-branches.ts',
-      args: ['--dir', fx.dir, '--files', String(tier.value), '--branches', String(BRANCHES), '--commits', String(ctx.quick ? QUICK_COMMITS : COMMITS)],
+      cell: parallelBranches,
+      args: { dir: fx.dir, files: tier.value, branches: BRANCHES, commits: ctx.quick ? QUICK_COMMITS : COMMITS },
     });
     return [row];
   },

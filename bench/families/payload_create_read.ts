@@ -6,8 +6,10 @@ import { DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureLargeFile } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtFineMs, fmtMBps, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtFineMs, fmtMBps, fmtSigned, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { payload } from '../cells/payload_create_read.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const READS = 1000;
 
@@ -30,19 +32,7 @@ const family: CampaignFamily = {
   tiers: (quick) => (quick ? [1, 4] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureLargeFile(tier.value));
-    const rows: Row[] = [];
-    warmCache(fx.dir);
-    rows.push(
-      ctx.runCell({
-        tier,
-        tool: 'layerfs',
-        script: 'layerfs-payload.ts',
-        args: ['--dir', fx.dir, '--reads', String(READS)],
-      }),
-    );
-    warmCache(fx.dir);
-    rows.push(ctx.runCell({ tier, tool: 'git', script: 'git-payload.ts', args: ['--dir', fx.dir] }));
-    return rows;
+    return runWithPeers(ctx, { tier, cell: payload, args: { dir: fx.dir, reads: READS } }, () => warmCache(fx.dir));
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

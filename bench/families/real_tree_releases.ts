@@ -7,8 +7,9 @@ import { DASH, fmtBytes, fmtMs } from '../lib/format.js';
 import { ensureRealTree } from '../fixtures/real-tree.js';
 import { warmCache } from '../lib/warm.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtX, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtX, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { realTree } from '../cells/real_tree_releases.js';
 
 const ratio = (a: number | undefined, b: number | undefined): number | undefined => (a === undefined || b === undefined || b === 0 ? undefined : a / b);
 
@@ -31,16 +32,16 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const fa = useFixture(ctx, ensureRealTree('a', ctx.log));
     const fb = useFixture(ctx, ensureRealTree('b', ctx.log));
-    const args = ['--a', fa.dir, '--b', fb.dir];
+    const args = { a: fa.dir, b: fb.dir };
     const rows: Row[] = [];
     for (const projection of ['materialize', 'fuse']) {
       warmCache(fa.dir);
       warmCache(fb.dir);
-      rows.push(ctx.runCell({ tier, tool: `layerfs-${projection}`, script: 'layerfs-real-tree.ts', args: [...args, '--projection', projection], scratch: true }));
+      rows.push(ctx.runCell({ tier, tool: `layerfs-${projection}`, cell: realTree, args: { ...args, projection }, scratch: true }));
     }
     warmCache(fa.dir);
     warmCache(fb.dir);
-    rows.push(ctx.runCell({ tier, tool: 'git', script: 'git-real-tree.ts', args, scratch: true }));
+    rows.push(ctx.runCell({ tier, cell: realTree.peers[0]!, args, scratch: true }));
     for (const r of rows) r.files ??= fb.manifest.files;
     return rows;
   },

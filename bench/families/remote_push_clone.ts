@@ -7,12 +7,9 @@ import { countLabel, DASH, fmtBytes, fmtMs, fmtRatio } from '../lib/format.js';
 import { firstLine } from '../lib/table.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
-
-const CELLS = [
-  { tool: 'layerfs', script: 'layerfs-remote.ts' },
-  { tool: 'git', script: 'git-remote.ts' },
-] as const;
+import { useFixture } from '../lib/use-fixture.js';
+import { remotePushClone } from '../cells/remote_push_clone.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const num = (x: unknown): number | undefined => (typeof x === 'number' && Number.isFinite(x) ? x : undefined);
 
@@ -34,9 +31,8 @@ const family: Family = {
   tiers: (quick) => (quick ? [1_000] : [10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
-    const args = ['--dir', fx.dir, '--files', String(tier.value), '--edits', '10', '--edit-bytes', '64', '--edit-mode', 'mixed', '--seed', '1'];
-    return CELLS.map((c) => {
-      const row = ctx.runCell({ tier, tool: c.tool, script: c.script, args });
+    const args = { dir: fx.dir, files: tier.value, edits: 10, 'edit-bytes': 64, 'edit-mode': 'mixed', seed: 1 };
+    return runWithPeers(ctx, { tier, cell: remotePushClone, args }).map((row) => {
       row.bytes ??= fx.manifest.bytes;
       return row;
     });

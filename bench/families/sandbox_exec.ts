@@ -1,10 +1,12 @@
 // Family sandbox_exec: what a Sandbox costs and whether its CPU limit holds (issue 24). One cell
-// run per op (bench/cells/layerfs-sandbox-exec.ts).
+// run per op (bench/cells/sandbox_exec.ts).
 
 import { DASH, fmtMs } from '../lib/format.js';
 import { firstLine } from '../lib/table.js';
-import { splitCases } from './_campaign.js';
+import { splitCases } from '../lib/campaign-table.js';
 import type { Family, Row, Table } from '../lib/types.js';
+import { sandboxExecCell } from '../cells/sandbox_exec.js';
+import type { CellArgs } from '../lib/define-cell.js';
 
 function num(x: unknown): number | undefined {
   return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
@@ -26,8 +28,8 @@ const family: Family = {
   charts: false,
   tiers: (quick) => [quick ? { label: 'quick', value: 0, unit: 'size' } : { label: 'full', value: 1, unit: 'size' }],
   run(tier, ctx) {
-    const cell = (op: string, args: string[]) => ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-sandbox-exec.ts', args: ['--op', op, ...args], scratch: true });
-    return [cell('start', ['--rounds', ctx.quick ? '30' : '100']), ...splitCases(cell('cpu', ['--seconds', ctx.quick ? '2' : '5']))];
+    const cell = (args: CellArgs<typeof sandboxExecCell.args>) => ctx.runCell({ tier, cell: sandboxExecCell, args, scratch: true });
+    return [cell({ op: 'start', rounds: ctx.quick ? 30 : 100 }), ...splitCases(cell({ op: 'cpu', seconds: ctx.quick ? 2 : 5 }))];
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

@@ -6,13 +6,15 @@
 import { DASH, fmtMs, fmtRate } from '../lib/format.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtX, ratio, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtX, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { reconcileCost, sharedBranch } from '../cells/shared_branch.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const CASES = [
-  { name: 'own files', args: ['--share', '0'] },
-  { name: '10% shared, disjoint lines', args: ['--share', '0.1'] },
-  { name: '10% shared, same line', args: ['--share', '0.1', '--overlap'] },
+  { name: 'own files', args: { share: 0 } },
+  { name: '10% shared, disjoint lines', args: { share: 0.1 } },
+  { name: '10% shared, same line', args: { share: 0.1, overlap: true } },
 ];
 
 const family: CampaignFamily = {
@@ -40,13 +42,12 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     if (tier.unit === 'files') {
       const fx = useFixture(ctx, ensureTree(tier.value));
-      return [ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-reconcile-cost.ts', args: ['--dir', fx.dir, '--rounds', '3'], scratch: true })];
+      return [ctx.runCell({ tier, cell: reconcileCost, args: { dir: fx.dir, rounds: 3 }, scratch: true })];
     }
-    const size = ['--workers', String(tier.value), '--commits', ctx.quick ? '10' : '50'];
+    const size = { workers: tier.value, commits: ctx.quick ? 10 : 50 };
     const rows: Row[] = [];
     for (const c of CASES) {
-      for (const [tool, script] of [['layerfs', 'layerfs-shared-branch.ts'], ['git', 'git-shared-branch.ts']] as const) {
-        const r = ctx.runCell({ tier, tool, script, args: [...size, ...c.args], scratch: true });
+      for (const r of runWithPeers(ctx, { tier, cell: sharedBranch, args: { ...size, ...c.args }, scratch: true })) {
         r.extra.case = c.name;
         rows.push(r);
       }

@@ -1,13 +1,15 @@
 // Family store_edit_history: what a history of small edits costs on disk. The init fixture of
 // 10,000 files (1,000 quick); 100 commits (20 quick), each editing 1% of the files by a small
-// overwrite, insert or delete (cells/_edit-history.ts). layerfs commits a materialized
+// overwrite, insert or delete (fixtures/edit-history.ts). layerfs commits a materialized
 // Workspace; git commits a work tree with `git commit -a`, then `git gc --aggressive`.
 
 import { countLabel, DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format.js';
 import { ensureTree } from '../fixtures/tree.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
+import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { editHistory } from '../cells/store_edit_history.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const family: CampaignFamily = {
   name: 'store_edit_history',
@@ -27,10 +29,9 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     const rounds = ctx.quick ? '20' : '100';
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-edit-history.ts', args: ['--dir', fx.dir, '--rounds', rounds] });
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-edit-history.ts', args: ['--dir', fx.dir, '--rounds', rounds] });
-    for (const r of [l, g]) r.bytes ??= fx.manifest.bytes;
-    return [l, g];
+    const rows = runWithPeers(ctx, { tier, cell: editHistory, args: { dir: fx.dir, rounds } });
+    for (const r of rows) r.bytes ??= fx.manifest.bytes;
+    return rows;
   },
   table(rows: Row[]): Table {
     const notes: string[] = [];

@@ -6,8 +6,10 @@ import { countLabel, DASH, fmtBytes, fmtInt, fmtMiB, fmtMs } from '../lib/format
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Row, Table } from '../lib/types.js';
-import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from './_campaign.js';
-import { useFixture } from './_fixture.js';
+import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { footprint } from '../cells/store_footprint.js';
+import { gitInitCell } from '../cells/init_namespace.js';
 
 const family: CampaignFamily = {
   name: 'store_footprint',
@@ -33,11 +35,11 @@ const family: CampaignFamily = {
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
-    const raw = ctx.runCell({ tier, tool: 'layerfs-raw', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir, '--raw'] });
+    const raw = ctx.runCell({ tier, tool: 'layerfs-raw', cell: footprint, args: { dir: fx.dir, raw: true } });
     warmCache(fx.dir);
-    const l = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-footprint.ts', args: ['--dir', fx.dir] });
+    const l = ctx.runCell({ tier, cell: footprint, args: { dir: fx.dir } });
     warmCache(fx.dir);
-    const g = ctx.runCell({ tier, tool: 'git', script: 'git-init.ts', args: ['--dir', fx.dir, '--gc'] });
+    const g = ctx.runCell({ tier, cell: gitInitCell, args: { dir: fx.dir, gc: true } });
     for (const r of [raw, l, g]) {
       r.files ??= fx.manifest.files;
       r.bytes ??= fx.manifest.bytes;

@@ -1,5 +1,5 @@
 // Family store_gc (issue 23): what `db gc` reclaims and what it costs. Tier "history": Branches ×
-// Commits of the cells/_gc-history.ts history, all but a few Branches deleted, then `db gc
+// Commits of the fixtures/gc-history.ts history, all but a few Branches deleted, then `db gc
 // --vacuum`: the Store against a fresh Store holding only the kept histories, and gc's time
 // against `git reflog expire --expire=now --all && git gc --prune=now` on the same history.
 // Tier "no garbage": gc of an imported tree fixture with nothing to reclaim, against `verify`.
@@ -9,7 +9,9 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { gcBig, gcHistory } from '../cells/store_gc.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const num = (x: unknown): number | undefined => (typeof x === 'number' && Number.isFinite(x) ? x : undefined);
 const fx3 = (v: number | undefined) => (v === undefined ? DASH : `${v.toFixed(3)}×`);
@@ -27,7 +29,7 @@ const family: Family = {
     'of the same Branches, then `git reflog expire --expire=now --all && git gc --prune=now` timed ("× git" = layerfs gc over ' +
     'that, goal ≤ 1×). no garbage: the tree fixture (100,000 files; 10,000 quick) imported, then `verify` and `db gc` ' +
     '(nothing to reclaim) timed; "× verify" is gc over verify (goal ≤ 0.5×). RSS: a generated Store of 10 million objects ' +
-    '(200,000 quick; cells/layerfs-gc-big.ts: tiny unique chunks under extent trees, half of them in a deleted LayerStack), ' +
+    '(200,000 quick; cells/store_gc.ts, cell layerfs-gc-big: tiny unique chunks under extent trees, half of them in a deleted LayerStack), ' +
     '`db gc` in a process of its own: "peak RSS" is that process\'s (goal ≤ 256 MiB).',
   order: 56,
   peers: ['git'],
@@ -40,20 +42,19 @@ const family: Family = {
     if (tier.unit === 'objects') {
       // Half live, half garbage: two LayerStacks of files × chunks chunks each, one deleted.
       const [files, chunks] = ctx.quick ? ['10', '10000'] : ['50', '100000'];
-      return [ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-gc-big.ts', args: ['--files', files, '--chunks', chunks] })];
+      return [ctx.runCell({ tier, cell: gcBig, args: { files, chunks } })];
     }
     if (tier.unit === 'files') {
       const fx = useFixture(ctx, ensureTree(tier.value));
       warmCache(fx.dir);
-      const r = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-gc.ts', args: ['--mode', 'nogarbage', '--dir', fx.dir] });
+      const r = ctx.runCell({ tier, cell: gcHistory, args: { mode: 'nogarbage', dir: fx.dir } });
       r.files ??= fx.manifest.files;
       return [r];
     }
     const [b, c, k] = ctx.quick ? ['10', '5', '1'] : ['50', '20', '5'];
-    const args = ['--branches', b, '--commits', c, '--keep', k];
+    const args = { branches: b, commits: c, keep: k };
     return [
-      ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-gc.ts', args: ['--mode', 'history', ...args] }),
-      ctx.runCell({ tier, tool: 'git', script: 'git-gc.ts', args }),
+      ...runWithPeers(ctx, { tier, cell: gcHistory, args: { mode: 'history', ...args } }),
     ];
   },
   table(rows: Row[]): Table {

@@ -7,7 +7,8 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { toolCall } from '../cells/tool_call.js';
 
 const GOAL_MS = 50;
 
@@ -33,7 +34,7 @@ const family: Family = {
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
     warmCache(fx.dir);
-    const row = ctx.runCell({ tier, tool: 'layerfs', script: 'layerfs-tool-call.ts', args: ['--dir', fx.dir, '--calls', '20', '--mcalls', tier.value >= 100_000 ? '1' : '3', '--think', '3000'], scratch: true });
+    const row = ctx.runCell({ tier, cell: toolCall, args: { dir: fx.dir, calls: 20, mcalls: tier.value >= 100_000 ? 1 : 3, think: 3000 }, scratch: true });
     row.files ??= fx.manifest.files;
     return [row];
   },

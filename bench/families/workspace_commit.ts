@@ -8,18 +8,15 @@ import { firstLine } from '../lib/table.js';
 import { warmCache } from '../lib/warm.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { useFixture } from './_fixture.js';
+import { useFixture } from '../lib/use-fixture.js';
+import { workspaceCommit } from '../cells/workspace_commit.js';
+import { runWithPeers } from '../lib/run-cell.js';
 
 const EDITS = { edits: 10, editBytes: 64, mode: 'mixed', seed: 1 } as const;
 const GOAL_RATIO = 0.05;
 const GOAL_BEYOND = 64 * 1024;
 /** The tier the goals are stated for. */
 const GOAL_TIER = 100_000;
-
-const CELLS = [
-  { tool: 'layerfs', script: 'layerfs-workspace-commit.ts' },
-  { tool: 'git', script: 'git-workspace-commit.ts' },
-] as const;
 
 function num(x: unknown): number | undefined {
   return typeof x === 'number' && Number.isFinite(x) ? x : undefined;
@@ -54,21 +51,9 @@ const family: Family = {
     (quick ? [100, 300] : [1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
-    const args = [
-      '--dir', fx.dir,
-      '--files', String(tier.value),
-      '--edits', String(EDITS.edits),
-      '--edit-bytes', String(EDITS.editBytes),
-      '--edit-mode', EDITS.mode,
-      '--seed', String(EDITS.seed),
-    ];
-    const rows: Row[] = [];
-    for (const c of CELLS) {
-      warmCache(fx.dir);
-      const row = ctx.runCell({ tier, tool: c.tool, script: c.script, args });
-      row.bytes ??= fx.manifest.bytes;
-      rows.push(row);
-    }
+    const args = { dir: fx.dir, files: tier.value, edits: EDITS.edits, 'edit-bytes': EDITS.editBytes, 'edit-mode': EDITS.mode, seed: EDITS.seed };
+    const rows = runWithPeers(ctx, { tier, cell: workspaceCommit, args }, () => warmCache(fx.dir));
+    for (const row of rows) row.bytes ??= fx.manifest.bytes;
     return rows;
   },
   table(rows: Row[]): Table {

@@ -42,7 +42,7 @@ export async function compileCells(): Promise<CompiledCells> {
   try {
     await build({
       // The throw-away PostgreSQL cluster of the remote tests is shared with the remote cells.
-      entryPoints: [...sources(path.join(REPO_ROOT, 'lib')), ...sources(BENCH_DIR), path.join(REPO_ROOT, 'test', 'helpers', 'postgres.ts')],
+      entryPoints: [...sources(path.join(REPO_ROOT, 'lib')), ...sources(BENCH_DIR), ...['postgres.ts', 'random.ts'].map((f) => path.join(REPO_ROOT, 'test', 'helpers', f))],
       outdir: root,
       outbase: REPO_ROOT,
       bundle: false,

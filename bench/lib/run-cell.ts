@@ -8,9 +8,11 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { nodeArgsFor } from './compile.js';
+import { cellArgv, withPeers, type CellOptions } from './define-cell.js';
 import { CELLS_DIR, REPO_ROOT } from './paths.js';
-import type { CellRequest, Row } from './types.js';
+import type { CellRequest, Row, RunContext } from './types.js';
 
 export interface RunCellOptions {
   family: string;
@@ -40,26 +42,34 @@ function tail(s: string, n = 1500): string {
   return s.length > n ? '…' + s.slice(-n) : s;
 }
 
-export function runCell(req: CellRequest, opts: RunCellOptions): Row {
+/** The cell's file: its TypeScript source, or its precompiled JS in the mirror (lib/compile.ts). */
+function cellFile(req: CellRequest, opts: RunCellOptions): string {
+  const source = fileURLToPath(req.cell.file);
+  if (!opts.compiled) return source;
+  const rel = path.relative(CELLS_DIR, source);
+  return path.join(opts.compiled.cellsDir, rel.replace(/\.ts$/, '.js'));
+}
+
+export function runCell<O extends CellOptions>(req: CellRequest<O>, opts: RunCellOptions): Row {
   const base: Row = {
     family: opts.family,
     tier: req.tier.label,
     tierValue: req.tier.value,
     tierUnit: req.tier.unit,
-    tool: req.tool,
-    cell: req.script.replace(/\.ts$/, ''),
+    tool: req.tool ?? req.cell.tool,
+    cell: req.cell.id,
     status: 'error',
     extra: {},
   };
   const scratch = req.scratch === false ? undefined : fs.mkdtempSync(path.join(os.tmpdir(), `layerfs-bench-${base.cell}-`));
   try {
-    const file = opts.compiled ? path.join(opts.compiled.cellsDir, req.script.replace(/\.ts$/, '.js')) : path.join(CELLS_DIR, req.script);
+    const file = cellFile(req as unknown as CellRequest, opts);
     const args = [
       ...nodeArgsFor(file),
+      ...cellArgv(req.cell as unknown as CellRequest['cell'], req.args),
       '--tier',
       req.tier.label,
       ...(scratch !== undefined ? ['--tmp', scratch] : []),
-      ...(req.args ?? []),
     ];
     const t0 = performance.now();
     const r = spawnSync(process.execPath, args, {
@@ -105,4 +115,13 @@ export function runCell(req: CellRequest, opts: RunCellOptions): Row {
   } finally {
     if (scratch !== undefined && !opts.keepTmp) fs.rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/** The cell, then each of its peers with the same arguments, each after `before` (e.g. warming
+ * the page cache); one row each. */
+export function runWithPeers<O extends CellOptions>(ctx: RunContext, req: CellRequest<O>, before?: () => void): Row[] {
+  return withPeers(req.cell as unknown as CellRequest['cell']).map((cell) => {
+    before?.();
+    return ctx.runCell({ ...(req as unknown as CellRequest), cell, tool: cell === (req.cell as unknown) ? req.tool : undefined });
+  });
 }

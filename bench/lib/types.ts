@@ -3,6 +3,8 @@
 // Row. Families live one per file in bench/families/ and are discovered by the runner, so adding
 // one never touches the runner.
 
+import type { Cell, CellArgs, CellOptions } from './define-cell.js';
+
 export interface Tier {
   /** Shown in tables and passed to cells as --tier, e.g. "10,000" or "64 MiB". */
   label: string;
@@ -39,12 +41,13 @@ export interface Row {
   extra: Record<string, unknown>;
 }
 
-export interface CellRequest {
+export interface CellRequest<O extends CellOptions = CellOptions> {
   tier: Tier;
-  tool: string;
-  /** File name under bench/cells/. */
-  script: string;
-  args?: string[];
+  /** The cell to run (bench/cells/<family>.ts, lib/define-cell.ts). */
+  cell: Cell<O>;
+  args?: CellArgs<O>;
+  /** The rows' tool when it is not the cell's own (e.g. 'layerfs-raw' for a variant run). */
+  tool?: string;
   /** Pass a fresh scratch directory as --tmp (removed afterwards unless --keep-tmp). */
   scratch?: boolean;
 }
@@ -54,7 +57,7 @@ export interface RunContext {
   /** Progress to stderr (stdout carries the tables). */
   log(msg: string): void;
   /** Runs one cell as a child process and turns its JSON line into a Row (never throws). */
-  runCell(req: CellRequest): Row;
+  runCell<O extends CellOptions>(req: CellRequest<O>): Row;
   /** Records a fixture used by this run (for results and the report). */
   noteFixture(f: { name: string; dir: string; reused: boolean; manifest: unknown }): void;
 }

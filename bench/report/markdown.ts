@@ -60,7 +60,7 @@ const METHOD = `- Every measurement ("cell") is a separate child process (\`node
   where git runs under \`time\`; "—" where a cell runs git without measuring it.
 - \`×git\`, \`×tar\`: this row's time divided by the peer's time at the same tier (below 1× is faster).
 - Sizes in decimal units (MB = 10⁶ B); memory in MiB. Fixtures are deterministic (seeded) and cached
-  in \`bench/.fixtures/\`; see \`bench/fixtures/layout.ts\` and \`bench/cells/_campaign-fixtures.ts\`.
+  in \`bench/.fixtures/\`; see \`bench/fixtures/layout.ts\` and \`bench/fixtures/dedup.ts\`.
 - Growth of a layerfs Store is reported twice: **semantic** (the receipt's \`bytesInserted\`: canonical
   bytes of the new objects the state needed) and **pages** (the receipt's \`allocatedGrowth\`: SQLite
   pages in use, measured inside the operation's own write transaction; free pages can absorb new

@@ -7,6 +7,7 @@
  * can neither drive the daemon nor impersonate it. (Node exposes no SO_PEERCRED.)
  */
 import { spawn } from 'node:child_process';
+import { loaderFlags } from '../workspace/node-child.js';
 import { existsSync, closeSync, constants as fsc, lstatSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
@@ -214,36 +215,6 @@ function daemonEntry(): string {
     if (existsSync(p)) return p;
   }
   throw new LayerFsError('ERR_NOT_FOUND', 'the mount daemon entry is missing beside client.js', { hint: 'reinstall layerfs' });
-}
-
-/** Loader flags this process runs with (`--import tsx` from sources), minus tsx's preflight. */
-function loaderFlags(): string[] {
-  const out: string[] = [];
-  const argv = process.execArgv;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(0, eq) : a;
-    if (!['--import', '--require', '-r', '--loader', '--experimental-loader'].includes(name)) continue;
-    const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
-    if (value === undefined) break;
-    if (/[\\/]tsx[\\/]dist[\\/]preflight\.cjs$/.test(value)) continue;
-    out.push(`${name === '-r' ? '--require' : name}=${absoluteSpecifier(value)}`);
-  }
-  return out;
-}
-
-/**
- * The daemon runs with cwd `/` (it must hold no directory, least of all one inside a mount), so a
- * bare loader specifier such as `tsx` is resolved here, from this module, to a file URL.
- */
-function absoluteSpecifier(value: string): string {
-  if (/^(\.{0,2}\/|file:|data:|node:)/.test(value)) return value.startsWith('.') ? new URL(value, `file://${process.cwd()}/`).href : value;
-  try {
-    return import.meta.resolve(value);
-  } catch {
-    return value;
-  }
 }
 
 /** Status of the running daemon, or null when none runs. */

@@ -25,6 +25,7 @@
  * them adds their resource use and, when a limit ended them, their outcome to exit.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { loaderFlags } from './node-child.js';
 import { accessSync, constants, existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { delimiter, dirname, join, resolve } from 'node:path';
@@ -378,35 +379,6 @@ function supervisorPath(): string {
     if (existsSync(p)) return p;
   }
   throw new LayerFsError('ERR_NOT_FOUND', 'the execution supervisor is missing beside exec.js', { path: fileURLToPath(new URL('./', import.meta.url)), hint: 'reinstall layerfs' });
-}
-
-const VALUE_FLAGS = new Set(['--import', '--require', '-r', '--loader', '--experimental-loader', '--conditions', '-C']);
-const PLAIN_FLAGS = new Set(['--enable-source-maps', '--no-warnings', '--no-deprecation', '--preserve-symlinks', '--preserve-symlinks-main']);
-
-/**
- * The flags of this process that the supervisor needs to load the same way (`--import tsx` when
- * running from sources), without those that would change what it runs (-e, --test, --inspect…).
- * tsx's preflight is left out: it connects back to the tsx CLI that started this process to relay
- * signals, which a process meant to outlive it must not do.
- */
-function loaderFlags(): string[] {
-  const out: string[] = [];
-  const argv = process.execArgv;
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    const eq = a.indexOf('=');
-    const name = eq > 0 ? a.slice(0, eq) : a;
-    if (VALUE_FLAGS.has(name)) {
-      const value = eq > 0 ? a.slice(eq + 1) : argv[++i];
-      if (value === undefined) break;
-      if ((name === '--require' || name === '-r') && /[\\/]tsx[\\/]dist[\\/]preflight\.cjs$/.test(value)) continue;
-      out.push(`${name}=${value}`);
-    } else if (PLAIN_FLAGS.has(name) || /^--(no-)?experimental-/.test(name)) {
-      out.push(a);
-    }
-  }
-  // -r and -C take no `=`: spell them long.
-  return out.map((f) => f.replace(/^-r=/, '--require=').replace(/^-C=/, '--conditions='));
 }
 
 /**

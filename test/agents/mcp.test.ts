@@ -15,6 +15,7 @@ import { fuseAvailable } from '../../lib/mount/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { processGone } from '../helpers/process-gone.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -54,7 +55,7 @@ test('stdio: a whole agent session (fork, three tool calls, edits, diff, rewind)
   const { store, outside } = await setup();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'materialize'],
+    args: nodeArgs('lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'materialize'),
     cwd: root,
     stderr: 'inherit',
   });
@@ -180,7 +181,7 @@ function rawRequest(port: number, headers: Record<string, string>): Promise<numb
 test('http: loopback only, the bearer token and the Origin header enforced', { timeout: 120_000 }, async () => {
   const { store } = await setup();
   const token = 'test-token-0123456789';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--http', '0'], {
+  const child = spawn(process.execPath, nodeArgs('lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--http', '0'), {
     cwd: root,
     env: { ...process.env, LAYERFS_MCP_TOKEN: token },
     stdio: ['ignore', 'inherit', 'pipe'],
@@ -226,7 +227,7 @@ test('stdio, FUSE Workspaces: run_command kept twice (the second on the standby)
   const { store } = await setup();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'fuse'],
+    args: nodeArgs('lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'fuse'),
     cwd: root,
     stderr: 'inherit',
   });
@@ -261,7 +262,7 @@ test('stdio with --sandbox: run_command says it is sandboxed and its command can
   c.close();
   const transport = new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'materialize', '--sandbox', 'agent'],
+    args: nodeArgs('lib/cli/bin.ts', '--store', store, 'mcp', '--branch', 'main', '--projection', 'materialize', '--sandbox', 'agent'),
     cwd: root,
     stderr: 'inherit',
   });

@@ -16,6 +16,7 @@ import { asFormat } from '../helpers/formats.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { processGone } from '../helpers/process-gone.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -246,7 +247,7 @@ test('a command still running at the end: Busy, the Workspace stays with its id'
 });
 
 function worker(store: string, mode: 'commit' | 'hold', projection = 'materialize') {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/agents/tool-call-worker.ts', store, 'main', mode, projection], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, nodeArgs('test/agents/tool-call-worker.ts', store, 'main', mode, projection), { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
   const line = new Promise<string>((resolve, reject) => {
     let buf = '';
     child.stdout!.on('data', (b: Buffer) => {

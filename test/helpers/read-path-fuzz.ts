@@ -32,6 +32,7 @@ import { decodeInode } from '../../lib/store/tree/inode.js';
 import { decodeNode, TreeKind, type PageIO, type TreeNode } from '../../lib/store/tree/pages.js';
 import { decodeRoot } from '../../lib/store/tree/root.js';
 import { checkNamespace, NamespaceMemo, type NamespaceSource } from '../../lib/store/verify-namespace.js';
+import { Rng } from './random.js';
 
 export interface FuzzStats {
   seed: number;
@@ -50,17 +51,10 @@ interface Obj {
   data: Buffer;
 }
 
-/** xorshift32 */
+/** The seeded generator (helpers/random.ts) with the draws this fuzzer uses. */
 function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  const next = () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
+  const r = new Rng(seed);
+  const next = (): number => r.u32();
   return { next, below: (n: number) => Math.floor((next() / 2 ** 32) * n) };
 }
 

@@ -12,17 +12,5 @@ export function tempDir(prefix = 'layerfs-test-'): string {
   return d;
 }
 
-/** Deterministic bytes (xorshift32) so fixtures are the same on every run. */
-export function seededBytes(seed: number, n: number): Buffer {
-  const b = Buffer.allocUnsafe(n);
-  let x = seed >>> 0 || 1;
-  for (let i = 0; i < n; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    b[i] = x & 0xff;
-  }
-  return b;
-}
+/** Deterministic bytes so fixtures are the same on every run (one generator: random.ts). */
+export { seededBytes } from './random.js';

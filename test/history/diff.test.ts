@@ -8,6 +8,7 @@ import { changedFields, diffStates, type DiffEntry } from '../../lib/history/dif
 import { diffTrees } from '../../lib/history/diff-trees.js';
 import { setXattr } from '../../lib/native/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
+import { rng } from '../helpers/random.js';
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -599,18 +600,6 @@ interface Model {
   nodes: Map<number, { dir: boolean; text: string; mode: number }>;
   names: Map<number, Map<string, number>>;
   next: number;
-}
-
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
 }
 
 function cloneModel(m: Model): Model {

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { idOf, ObjectKind } from '../../lib/store/index.js';
 import { buildExtentTree, decodeExtentNode, type Extent } from '../../lib/store/tree/extents.js';
 import { chunkAt, replaceExtents, type LoadedNode, type NodeSource } from '../../lib/mount/extents.js';
+import { Rng } from '../helpers/random.js';
 
 class MemNodes implements NodeSource {
   readonly map = new Map<string, LoadedNode>();
@@ -26,15 +27,8 @@ class MemNodes implements NodeSource {
 }
 
 function rnd(seed: number): (n: number) => number {
-  let x = seed >>> 0 || 1;
-  return (n) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const r = new Rng(seed);
+  return (n) => r.below(n);
 }
 
 // Ids from the seeded generator, so every run takes the same paths.

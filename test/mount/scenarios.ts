@@ -9,6 +9,7 @@ import { commitMounted, stopDaemon, unmountWorkspace, type Backend } from '../..
 import { getXattrs, listXattrs, removeXattr, setXattr } from '../../lib/native/xattr.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { mountBranch, ok, setupStore, walk, withMount, type Mounted, type StoreSetup } from './helpers.js';
+import { Rng } from '../helpers/random.js';
 
 export const big = seededBytes(3, 3 * 1024 * 1024 + 17);
 
@@ -197,17 +198,9 @@ export function fillStorm(src: string): void {
   }
 }
 
-/** xorshift32: the same sequence for both trees. */
 export function rng(seed: number): (n: number) => number {
-  let x = seed >>> 0 || 1;
-  return (n) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const r = new Rng(seed);
+  return (n) => r.below(n);
 }
 
 export async function storm(root: string, seed: number, steps: number): Promise<string[]> {

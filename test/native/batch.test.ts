@@ -5,6 +5,7 @@ import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chunkAndHash, DOMAIN, hashBuffers, nativeInfo, objectId } from '../../lib/native/index.js';
 import { seededBytes } from './helpers.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -13,9 +14,9 @@ describe('hashBuffers', () => {
     const inputs = [
       Buffer.alloc(0),
       Buffer.from('tiny'),
-      seededBytes(131071, 40),
-      seededBytes(131072, 41),
-      seededBytes(2_000_000, 42),
+      seededBytes(40, 131071),
+      seededBytes(41, 131072),
+      seededBytes(42, 2_000_000),
     ];
     const results = await hashBuffers(inputs);
     assert.equal(results.length, inputs.length);
@@ -38,7 +39,7 @@ describe('hashBuffers', () => {
   });
 
   test('threads 1, 2 and 8 agree; options apply', async () => {
-    const inputs = Array.from({ length: 40 }, (_, i) => seededBytes(50_000 + i * 7919, 60 + i));
+    const inputs = Array.from({ length: 40 }, (_, i) => seededBytes(60 + i, 50_000 + i * 7919));
     const opts = { smallFileThreshold: 100_000, params: { minSize: 2048, avgSize: 8192, maxSize: 20000 } };
     const [a, b, c] = await Promise.all([
       hashBuffers(inputs, { ...opts, threads: 1 }),
@@ -56,7 +57,7 @@ describe('hashBuffers', () => {
   });
 
   test('many concurrent calls', async () => {
-    const data = seededBytes(300_000, 70);
+    const data = seededBytes(70, 300_000);
     const all = await Promise.all(Array.from({ length: 50 }, () => hashBuffers([data, data.subarray(5)])));
     for (const r of all) assert.deepEqual(r, all[0]);
     assert.deepEqual(await hashBuffers([]), []);
@@ -74,7 +75,7 @@ describe('hashBuffers', () => {
 describe('lifecycle', () => {
   const run = (code: string): { status: number | null; ms: number; out: string } => {
     const started = Date.now();
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], {
+    const r = spawnSync(process.execPath, [...loaderFlags(), '--input-type=module', '-e', code], {
       cwd: root,
       encoding: 'utf8',
       timeout: 60_000,

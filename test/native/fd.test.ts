@@ -12,7 +12,7 @@ test('fdRead/fdWrite move bytes once per call and report failures as -errno', (t
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'layerfs-fd-'));
   t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
   const file = path.join(dir, 'f');
-  const data = seededBytes(100_000, 7);
+  const data = seededBytes(7, 100_000);
   const w = fs.openSync(file, 'w');
   assert.equal(fdWrite(w, data, 60_000), 60_000);
   assert.equal(fdWrite(w, data.subarray(60_000), 40_000), 40_000);

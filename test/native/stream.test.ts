@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { isLayerFsError } from '../../lib/errors.js';
 import { chunkAndHash, readChunks, type ChunkPiece, type ChunkStream, type ReadChunksOptions } from '../../lib/native/index.js';
 import { seededBytes } from './helpers.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 let dir = '';
@@ -60,7 +61,7 @@ describe('readChunks: same chunks as chunkAndHash on the whole file', () => {
   test('random data of awkward sizes, default and smallest pieces', async () => {
     const sizes = [1, 8191, 8192, 8193, 32768, 32769, 131072, 1048575, 1048576, 1048577, 3 * 1048576 + 12345];
     for (const [i, size] of sizes.entries()) {
-      const data = seededBytes(size, 100 + i);
+      const data = seededBytes(100 + i, size);
       await checkFile(`r${i}`, data);
       // pieceSize = maxSize: every piece carries a chunk tail into the next.
       await checkFile(`r${i}`, data, { pieceSize: 32768 });
@@ -70,7 +71,7 @@ describe('readChunks: same chunks as chunkAndHash on the whole file', () => {
   test('zeros (every chunk forced at maxSize), custom params, more read-ahead', async () => {
     await checkFile('zeros', Buffer.alloc(2 * 1048576 + 100));
     const params = { minSize: 1024, avgSize: 4096, maxSize: 16384 };
-    const pieces = await checkFile('params', seededBytes(600_000, 7), { params, pieceSize: 16384, readAhead: 5 });
+    const pieces = await checkFile('params', seededBytes(7, 600_000), { params, pieceSize: 16384, readAhead: 5 });
     assert.ok(pieces > 30);
   });
 
@@ -83,7 +84,7 @@ describe('readChunks: same chunks as chunkAndHash on the whole file', () => {
   });
 
   test('async iteration', async () => {
-    const data = seededBytes(2_500_000, 9);
+    const data = seededBytes(9, 2_500_000);
     fs.writeFileSync(p('iter'), data);
     let total = 0;
     for await (const piece of readChunks(p('iter'), { pieceSize: 65536 })) total += piece.data.length;
@@ -93,7 +94,7 @@ describe('readChunks: same chunks as chunkAndHash on the whole file', () => {
 
 describe('readChunks: memory', () => {
   test('released pieces are reused: blocks stay bounded by read-ahead, not file size', async () => {
-    const data = seededBytes(8 * 1048576, 11);
+    const data = seededBytes(11, 8 * 1048576);
     fs.writeFileSync(p('mem'), data);
     const s = readChunks(p('mem'), { pieceSize: 65536, readAhead: 2 });
     const { pieces } = await drain(s);
@@ -105,7 +106,7 @@ describe('readChunks: memory', () => {
   });
 
   test('release ignores Buffers the stream did not hand out', async () => {
-    fs.writeFileSync(p('rel'), seededBytes(100_000, 12));
+    fs.writeFileSync(p('rel'), seededBytes(12, 100_000));
     const s = readChunks(p('rel'));
     const piece = (await s.next())!;
     const foreign = Buffer.from('not a piece');
@@ -122,7 +123,7 @@ describe('readChunks: memory', () => {
 
 describe('readChunks: changes and errors', () => {
   test('expect: another file, or the same file changed since the scan, is ERR_FILE_CHANGED', async () => {
-    fs.writeFileSync(p('e'), seededBytes(200_000, 13));
+    fs.writeFileSync(p('e'), seededBytes(13, 200_000));
     const st = fs.statSync(p('e'), { bigint: true });
     const expect = { dev: st.dev, ino: st.ino, size: Number(st.size), mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs };
     const s = readChunks(p('e'), { expect });
@@ -137,7 +138,7 @@ describe('readChunks: changes and errors', () => {
   test('a file truncated or appended to while read rejects with ERR_FILE_CHANGED', async () => {
     for (const change of ['truncate', 'append'] as const) {
       const f = p(`c-${change}`);
-      fs.writeFileSync(f, seededBytes(4 * 1048576, 14));
+      fs.writeFileSync(f, seededBytes(14, 4 * 1048576));
       const s = readChunks(f, { pieceSize: 65536, readAhead: 1 });
       await s.next();
       if (change === 'truncate') fs.truncateSync(f, 1048576);
@@ -162,7 +163,7 @@ describe('readChunks: changes and errors', () => {
   });
 
   test('close rejects a pending next(); later calls reject too', async () => {
-    fs.writeFileSync(p('close'), seededBytes(4 * 1048576, 15));
+    fs.writeFileSync(p('close'), seededBytes(15, 4 * 1048576));
     const s = readChunks(p('close'), { pieceSize: 65536 });
     const pending = s.next();
     s.close();
@@ -186,19 +187,19 @@ describe('readChunks: changes and errors', () => {
 
 describe('readChunks: lifecycle', () => {
   const run = (code: string): { status: number | null; out: string } => {
-    const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const r = spawnSync(process.execPath, [...loaderFlags(), '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 60_000 });
     return { status: r.status, out: `${r.stdout}${r.stderr}` };
   };
 
   test('a stream left open does not keep the process alive', () => {
-    fs.writeFileSync(p('open'), seededBytes(3 * 1048576, 16));
+    fs.writeFileSync(p('open'), seededBytes(16, 3 * 1048576));
     const r = run(`import { readChunks } from './lib/native/index.ts'; const s = readChunks(${JSON.stringify(p('open'))}); const x = await s.next(); console.log('got', x.data.length > 0);`);
     assert.equal(r.status, 0, r.out);
     assert.match(r.out, /got true/);
   });
 
   test('worker threads terminated mid-stream do not crash the process', () => {
-    fs.writeFileSync(p('w'), seededBytes(16 * 1048576, 17));
+    fs.writeFileSync(p('w'), seededBytes(17, 16 * 1048576));
     const worker =
       `import { createRequire } from 'node:module'; import { parentPort } from 'node:worker_threads';` +
       ` const require = createRequire('${root}/package.json'); const b = require('node-gyp-build')('${root}');` +

@@ -9,6 +9,7 @@ import { isLayerFsError } from '../../lib/errors.js';
 import { walkTree, walkTreeSync, walkName, walkRelPath, WalkKind, type WalkResult } from '../../lib/native/index.js';
 import { walkTree as importWalk } from '../../lib/store/import/walk.js';
 import { tempDir } from '../helpers/tmp.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 const dir = tempDir('layerfs-walk-');
 let server: net.Server | undefined;
@@ -118,7 +119,7 @@ function walkAsNobody(root: string, sync: boolean): Record<string, unknown> | nu
     const { walkTree, walkTreeSync } = await import(${JSON.stringify(lib)});
     try { ${sync ? 'walkTreeSync' : 'await walkTree'}(${JSON.stringify(root)}); console.log('null'); }
     catch (e) { console.log(JSON.stringify({ code: e.code, path: e.path, errno: e.details.errno, syscall: e.details.syscall })); }`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' });
+  const r = spawnSync(process.execPath, [...loaderFlags(), '--input-type=module', '-e', script], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
   return JSON.parse(r.stdout) as Record<string, unknown> | null;
 }
@@ -205,7 +206,7 @@ test('worker threads terminated mid-walk do not crash the process; later walks s
     `const w = await n.walkTree(${JSON.stringify(dir)}); console.log('ok', w.count > 300);` +
     `for (let i = 0; i < 8; i++) n.walkTree(${JSON.stringify(dir)});` +
     `setTimeout(() => process.exit(0), 1);`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8', cwd: root });
+  const r = spawnSync(process.execPath, [...loaderFlags(), '--input-type=module', '-e', script], { encoding: 'utf8', cwd: root });
   assert.equal(r.status, 0, r.stderr);
   assert.match(r.stdout, /ok true/);
 });

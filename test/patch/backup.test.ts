@@ -10,6 +10,7 @@ import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { cli } from '../helpers/cli.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const committer = fileURLToPath(new URL('./fixtures/committer.ts', import.meta.url));
 
@@ -29,7 +30,7 @@ test('backup while 4 processes commit: verified, and holds every state published
   const stop = join(dir, 'stop');
   const published: string[][] = [[], [], [], []];
   const procs = wss.map((ws, k) => {
-    const p = spawn(process.execPath, ['--import', 'tsx', committer, store, ws, stop], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const p = spawn(process.execPath, nodeArgs(committer, store, ws, stop), { stdio: ['ignore', 'pipe', 'inherit'] });
     let buf = '';
     p.stdout.on('data', (d: Buffer) => {
       buf += d.toString();

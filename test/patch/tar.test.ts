@@ -10,6 +10,7 @@ import { getXattrs, setTimes, setXattr } from '../../lib/native/index.js';
 import { cli } from '../helpers/cli.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 /** Everything tar can carry, per path: kind, mode, owner, ns mtime, xattrs, bytes, hard-link group. */
 function deepView(root: string): Map<string, string> {
@@ -65,7 +66,7 @@ test('tar export is deterministic, tar -x equals export, and init --from-tar giv
   const tarFile = join(dir, 'p.tar');
   const w = cli(['--store', store, 'export', 'p', '--format', 'tar', '-o', tarFile]);
   assert.equal(w.code, 0, w.stderr);
-  const piped = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, 'export', 'p', '--format', 'tar'], { encoding: 'buffer' });
+  const piped = spawnSync(process.execPath, nodeArgs('lib/cli/bin.ts', '--store', store, 'export', 'p', '--format', 'tar'), { encoding: 'buffer' });
   assert.equal(piped.status, 0, piped.stderr.toString());
   assert.ok(readFileSync(tarFile).equals(piped.stdout), 'the same state gives the same bytes');
   const listed = spawnSync('tar', ['-tvf', tarFile], { encoding: 'utf8' });
@@ -83,7 +84,7 @@ test('tar export is deterministic, tar -x equals export, and init --from-tar giv
   assert.equal(fromTar.layer.rootId, fromDir.layer.rootId);
   assert.equal(fromTar.files, fromDir.files);
   // stdin, through the CLI
-  const viaStdin = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', '--store', store, '--json', 'layerstack', 'init', '--name', 'stdin', '--from-tar', '-'], { input: readFileSync(tarFile), encoding: 'utf8' });
+  const viaStdin = spawnSync(process.execPath, nodeArgs('lib/cli/bin.ts', '--store', store, '--json', 'layerstack', 'init', '--name', 'stdin', '--from-tar', '-'), { input: readFileSync(tarFile), encoding: 'utf8' });
   assert.equal(viaStdin.status, 0, viaStdin.stderr);
   assert.equal(JSON.parse(viaStdin.stdout).layer.rootId, fromDir.layer.rootId);
   assert.equal(readdirSync(`${store}.d`).filter((n) => n.startsWith('tar-')).length, 0, 'the extraction is removed');

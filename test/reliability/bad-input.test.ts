@@ -13,6 +13,7 @@ import Database from 'better-sqlite3';
 import { Client, isLayerFsError, type LayerFsError } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -104,7 +105,7 @@ test('an immutable Store file (read-only even for root): writes fail with ERR_RE
 
 /** Runs the CLI from sources in a child (optionally as another user), with a hard time limit. */
 function cliAs(args: string[], opts: { uid?: number; timeoutMs?: number } = {}): { code: number | null; json: any; stderr: string; timedOut: boolean } {
-  const r = spawnSync(process.execPath, ['--import', 'tsx', 'lib/cli/bin.ts', '--json', ...args], {
+  const r = spawnSync(process.execPath, nodeArgs('lib/cli/bin.ts', '--json', ...args), {
     cwd: root,
     encoding: 'utf8',
     timeout: opts.timeoutMs ?? 60_000,

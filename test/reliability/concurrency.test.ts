@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { Client } from '../../lib/sdk/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./concurrency-worker.ts', import.meta.url));
 const PROCS = Number(process.env.LAYERFS_CONCURRENCY_PROCS ?? 8);
@@ -38,7 +39,7 @@ type WorkerResult = { created: string[]; headMoved: number; reconciled: number; 
 async function runWorkers(store: string, wsRoot: string, procs: number, commits: number, mode: string): Promise<WorkerResult[]> {
   const run = promisify(execFile);
   const results = await Promise.all(
-    Array.from({ length: procs }, (_, i) => run(process.execPath, ['--import', 'tsx', worker, store, 'shared', wsRoot, String(i), String(commits), mode], { maxBuffer: 1 << 20 })),
+    Array.from({ length: procs }, (_, i) => run(process.execPath, nodeArgs(worker, store, 'shared', wsRoot, String(i), String(commits), mode), { maxBuffer: 1 << 20 })),
   );
   return results.map((r) => JSON.parse(r.stdout.trim()) as WorkerResult);
 }

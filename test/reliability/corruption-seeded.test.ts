@@ -15,16 +15,9 @@ import Database from 'better-sqlite3';
 import { chunkLengths } from '../../lib/native/index.js';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
+import { rng } from '../helpers/random.js';
 
 const SEEDS = (process.env.LAYERFS_CORRUPTION_SEEDS ?? '1,2,3,4,5,6,7,8').split(',').map(Number);
-
-function rng(seed: number): () => number {
-  let x = seed * 2654435761;
-  return () => {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    return x / 2147483648;
-  };
-}
 
 type Truth = Map<string, string | Buffer>; // path → file bytes, 'dir', or 'symlink:target'
 

@@ -16,17 +16,10 @@ import { seededBytes } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { mountBranch, setupStore, type Mounted } from '../mount/helpers.js';
 import { processGone } from '../helpers/process-gone.js';
+import { rng } from '../helpers/random.js';
 
 const TRIALS = Number(process.env.LAYERFS_FUSE_CRASH_TRIALS ?? 5);
 const FILES = 120;
-
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    return x / 2147483648;
-  };
-}
 
 /** What trial t writes into the mount: a directory of small files, a large file, the marker. */
 function trialFiles(t: number): Map<string, Buffer> {

@@ -12,22 +12,16 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '../../lib/sdk/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { rng } from '../helpers/random.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./crash-worker.ts', import.meta.url));
 const TRIALS = Number(process.env.LAYERFS_CRASH_TRIALS ?? 6);
 
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x = (x * 1103515245 + 12345) % 2147483648;
-    return x / 2147483648;
-  };
-}
-
 /** Starts the worker, waits until it is ready, lets it run `ms`, then SIGKILLs it. */
 function runAndKill(args: string[], ms: number): Promise<string> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, nodeArgs(worker, ...args), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let timer: NodeJS.Timeout | undefined;
     child.stdout.on('data', (d: Buffer) => {

@@ -15,6 +15,7 @@ import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { walkForCompare, type WalkRecord } from '../helpers/treewalk.js';
 import { pool } from './gc-pool.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const run = promisify(execFile);
 const worker = fileURLToPath(new URL('./gc-load-worker.ts', import.meta.url));
@@ -33,7 +34,7 @@ test('four processes commit, import, churn and read while gc runs repeatedly: ev
   const stop = join(dir, 'stop');
   let gcOut = '';
   const gc = new Promise<void>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', gcWorker, store, '16', 'loop', stop], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, nodeArgs(gcWorker, store, '16', 'loop', stop), { stdio: ['ignore', 'pipe', 'pipe'] });
     let err = '';
     child.stdout.on('data', (d: Buffer) => (gcOut += d.toString()));
     child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -44,7 +45,7 @@ test('four processes commit, import, churn and read while gc runs repeatedly: ev
     roles.map((role) => {
       const d = join(dir, role);
       mkdirSync(d);
-      return run(process.execPath, ['--import', 'tsx', worker, store, role, d, role === 'read' ? '60' : '14'], { maxBuffer: 64 << 20 });
+      return run(process.execPath, nodeArgs(worker, store, role, d, role === 'read' ? '60' : '14'), { maxBuffer: 64 << 20 });
     }),
   );
   writeFileSync(stop, '');

@@ -13,6 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { Client } from '../../lib/sdk/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./race-worker.ts', import.meta.url));
 const ADDERS = Number(process.env.LAYERFS_RACE_ADDERS ?? 6);
@@ -27,7 +28,7 @@ interface Worker {
 }
 
 function start(args: string[]): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker, ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs(worker, ...args), { stdio: ['pipe', 'pipe', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();

@@ -14,6 +14,7 @@ import { Client } from '../../lib/sdk/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { writeState } from './readers-states.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./readers-worker.ts', import.meta.url));
 const COMMITS = Number(process.env.LAYERFS_READERS_COMMITS ?? 30);
@@ -35,10 +36,10 @@ test(`${READERS} readers while a writer makes ${COMMITS} Commits: every state se
   const readers = Array.from({ length: READERS }, (_, i) => {
     const out = join(dir, `out${i}`);
     mkdirSync(out);
-    return run(process.execPath, ['--import', 'tsx', worker, 'read', store, stop, out], { maxBuffer: 1 << 20, signal: abort.signal });
+    return run(process.execPath, nodeArgs(worker, 'read', store, stop, out), { maxBuffer: 1 << 20, signal: abort.signal });
   });
   try {
-    await run(process.execPath, ['--import', 'tsx', worker, 'write', store, '', String(COMMITS)]);
+    await run(process.execPath, nodeArgs(worker, 'write', store, '', String(COMMITS)));
   } catch (e) {
     abort.abort();
     await Promise.allSettled(readers);

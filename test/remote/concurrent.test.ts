@@ -15,6 +15,7 @@ import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { writeTree } from './fixture.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./push-worker.ts', import.meta.url));
 let pg: PgCluster;
@@ -29,7 +30,7 @@ interface Racer {
 }
 
 function race(store: string, at: string, file: string, go: string, mode: 'strict' | 'reconcile'): Racer {
-  const child = spawn(process.execPath, ['--import', 'tsx', worker, store, at, file, go, mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, nodeArgs(worker, store, at, file, go, mode), { stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   let readyResolve!: () => void;

@@ -16,6 +16,7 @@ import { startCluster, type PgCluster } from '../helpers/postgres.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { commitFiles, exported, writeTree } from './fixture.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 let pg: PgCluster;
 before(async () => {
@@ -176,7 +177,7 @@ test('a push SIGKILLed mid-transfer leaves nothing reachable on the remote; the 
   const a = await seeded(dir, url);
   a.close();
   const worker = fileURLToPath(new URL('./slow-push-worker.ts', import.meta.url));
-  const child = spawn(process.execPath, ['--import', 'tsx', worker, join(dir, 'a.sqlite'), 'demo'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, nodeArgs(worker, join(dir, 'a.sqlite'), 'demo'), { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   const killed = await new Promise<boolean>((resolve) => {
     child.stdout.on('data', (d: Buffer) => {

@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import { Client } from '../../lib/sdk/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 function snapshot(client: Client) {
   return { layers: client.layers(), stacks: client.layerStacks(), objects: client.info().objects };
@@ -99,7 +100,7 @@ test('concurrent db create on one path: exactly one wins', async () => {
   const results = await Promise.all(
     Array.from({ length: 6 }, () =>
       new Promise<string>((resolve) => {
-        const c = spawn(process.execPath, ['--import', 'tsx', '-e', script, store], { stdio: ['ignore', 'pipe', 'inherit'] });
+        const c = spawn(process.execPath, [...loaderFlags(), '-e', script, store], { stdio: ['ignore', 'pipe', 'inherit'] });
         let out = '';
         c.stdout.on('data', (d) => (out += d));
         c.on('close', () => resolve(out.trim()));

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importTree, Store } from '../../lib/store/index.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -58,7 +59,7 @@ test('a process that exits without closing after a large commit loses nothing', 
     `const s = Store.create(${JSON.stringify(path)});` +
     `const id = await s.write(async (w) => (await importTree(${JSON.stringify(src)}, w, s.pages, { forbidden: s.files })).rootId);` +
     `console.log(id.toString('hex'));`;
-  const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  const r = spawnSync(process.execPath, [...loaderFlags(), '--input-type=module', '-e', code], { cwd: root, encoding: 'utf8', timeout: 60_000 });
   assert.equal(r.status, 0, r.stderr);
   const rootId = Buffer.from(r.stdout.trim(), 'hex');
   const store = Store.open(path);

@@ -15,6 +15,7 @@ import { decodeNode, encodeNode, TreeKind, type TreeNode } from '../../lib/store
 import { ContentForm, decodeInode, encodeInode, InodeKind, type Inode } from '../../lib/store/tree/inode.js';
 import { decodeExtentNode, encodeExtentNode, type ExtentNode } from '../../lib/store/tree/extents.js';
 import { decodeRoot, encodeRoot } from '../../lib/store/tree/root.js';
+import { Rng as Random } from '../helpers/random.js';
 
 const OriginalArray = globalThis.Array;
 const SEED = Number(process.env.LAYERFS_FUZZ_SEED ?? 0x1a7e5f5) >>> 0;
@@ -23,17 +24,10 @@ const MAX_CASES = 200_000;
 
 // ---------------------------------------------------------------- random numbers
 
-/** xorshift32 */
+/** The seeded generator (helpers/random.ts) with the draws this fuzzer uses. */
 function rng(seed: number) {
-  let x = seed >>> 0 || 1;
-  const next = (): number => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
+  const r = new Random(seed);
+  const next = (): number => r.u32();
   const below = (n: number): number => Math.floor((next() / 2 ** 32) * n);
   const bytes = (n: number): Buffer => {
     const b = Buffer.allocUnsafe(n);

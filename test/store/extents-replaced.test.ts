@@ -7,17 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { buildExtentTree, decodeExtentNode, replacedChunks, type Extent } from '../../lib/store/tree/extents.js';
-
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../helpers/random.js';
 
 const chunkId = (tag: string) => createHash('sha256').update(tag).digest();
 
@@ -60,7 +50,7 @@ function bruteForce(before: Buffer, after: Buffer, nodes: Map<string, Buffer>): 
 }
 
 test('replacedChunks pairs new chunks with old ones: exactly the full walk for in-place edits, valid bases for any edit', () => {
-  const rand = prng(7);
+  const rand = rng(7);
   for (let round = 0; round < 60; round++) {
     const nodes = new Map<string, Buffer>();
     const inPlace = round % 2 === 0;

@@ -16,6 +16,8 @@ import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { makeHistory, makeSource } from '../helpers/repack.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare, type WalkRecord } from '../helpers/treewalk.js';
+import { rng } from '../helpers/random.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const worker = fileURLToPath(new URL('./gc-worker.ts', import.meta.url));
 const seed = Number(process.env.LAYERFS_TEST_SEED ?? 23);
@@ -73,7 +75,7 @@ function objectIds(store: string): string[] {
 
 function runWorker(store: string, batch: number, mode: string, onLine: (line: string, kill: () => void) => void): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, store, String(batch), mode], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, nodeArgs(worker, store, String(batch), mode), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let pending = '';
@@ -109,8 +111,7 @@ test(`SIGKILL mid-gc at seeded points: the Store stays valid, kept states read a
   assert.ok(full.deletedObjects > 50 && full.rowsDeleted > 0, JSON.stringify(full));
   const expected = objectIds(reference);
 
-  let x = seed;
-  const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const next = rng(seed);
   let killedMidway = 0;
   for (let trial = 0; trial < 6; trial++) {
     // Each trial starts from the same garbage. Even trials: the worker kills itself at a seeded

@@ -20,21 +20,10 @@ import { decodeExtentNode } from '../../lib/store/tree/extents.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare, type WalkRecord } from '../helpers/treewalk.js';
+import { rng } from '../helpers/random.js';
 
 const seed = Number(process.env.LAYERFS_TEST_SEED ?? Date.now() % 1_000_000);
 console.log(`gc model seed=${seed} (rerun with LAYERFS_TEST_SEED=${seed})`);
-
-function rng(s: number): () => number {
-  let x = s >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
-}
 
 interface ModelBranch {
   name: string;

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { objectId } from '../../lib/native/index.js';
 import { entries, lookup, TreeBuilder, TreeKind, updateTree, type Mutation, type PageIO, type TreeNode } from '../../lib/store/tree/pages.js';
 import { decodeNode } from '../../lib/store/tree/pages.js';
+import { rng } from '../helpers/random.js';
 
 /** An in-memory page store: enough to test tree shape and canonical ids. */
 function memoryIO(): PageIO & { size: () => number; loads: number } {
@@ -33,18 +34,6 @@ function build(io: PageIO, map: Map<number, string>): Buffer | null {
   const b = new TreeBuilder(TreeKind.Inodes, io);
   for (const k of [...map.keys()].sort((a, b) => a - b)) b.pushEntry(key(k), Buffer.from(map.get(k)!));
   return b.finish();
-}
-
-function rng(seed: number): () => number {
-  let x = seed;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 2 ** 32;
-  };
 }
 
 test('incremental updates give the same root as building from scratch (canonical pages)', () => {

@@ -7,20 +7,12 @@ import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { Client } from '../../lib/sdk/index.js';
 import { ObjectKind, readRange, Store } from '../../lib/store/index.js';
+import { Rng } from '../helpers/random.js';
 
-/** Deterministic offsets in [0, n) (xorshift32). */
+/** Deterministic offsets in [0, n). */
 function offsets(seed: number, count: number, n: number): number[] {
-  let x = seed;
-  const out: number[] = [];
-  for (let i = 0; i < count; i++) {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    out.push(x % n);
-  }
-  return out;
+  const r = new Rng(seed);
+  return Array.from({ length: count }, () => r.below(n));
 }
 
 test('readFile with { offset, length } equals the slice of the whole file, at random offsets, boundaries and past EOF', async () => {

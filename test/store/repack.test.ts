@@ -20,6 +20,8 @@ import { asFormat } from '../helpers/formats.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { rng } from '../helpers/random.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 function listSource(root: string, rel = ''): string[] {
   const out: string[] = [];
@@ -251,7 +253,7 @@ test('bad input: a read-only Store, a newer format, a bad level: typed errors, t
 /** Runs the worker; `onLine` sees each output line and may kill it. Resolves with all output. */
 function runWorker(store: string, batch: number, level: number, onLine: (line: string, kill: () => void) => void, pauseMs = 0): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', worker, store, String(batch), String(level), String(pauseMs)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, nodeArgs(worker, store, String(batch), String(level), String(pauseMs)), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     let pending = '';
@@ -281,8 +283,7 @@ test('SIGKILL mid-repack (seeded points): the Store is intact and every object a
   const chunkDeltas = db.prepare('SELECT count(*) FROM objects WHERE kind = ? AND codec = ?').pluck().get(ObjectKind.Chunk, Codec.Delta) as number;
   db.close();
   assert.ok(chunkDeltas >= 40, `the history holds ${chunkDeltas} chunk deltas`);
-  let x = 11;
-  const next = () => (x = (x * 1103515245 + 12345) % 2147483648) / 2147483648;
+  const next = rng(11);
   let killedMidway = 0;
   for (let trial = 0; trial < 5; trial++) {
     // Kill after a seeded number of progress lines, a seeded few ms later: inside a batch's

@@ -12,6 +12,7 @@ import { listWorkspaces } from '../../lib/workspace/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
 import { assertIntact } from '../helpers/integrity.js';
+import { Rng } from '../helpers/random.js';
 
 async function workspaceOf(files: Record<string, string>) {
   const dir = tempDir();
@@ -103,15 +104,8 @@ test('random edits over many commits: every Commit equals the directory, and sta
   const files: Record<string, string> = {};
   for (let i = 0; i < 60; i++) files[`d${i % 4}/s${i % 3}/f${i}`] = `file ${i}\n`;
   const { dir, client, ws, at } = await workspaceOf(files);
-  let x = 12345;
-  const rnd = (n: number) => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+  const r = new Rng(12345);
+  const rnd = (n: number) => r.below(n);
   const list = () => {
     const w = walkTreeSync(at);
     const all = Array.from({ length: w.count }, (_, i) => ({ rel: walkRelPath(w, i).toString(), dir: w.kind[i] === 2 }));

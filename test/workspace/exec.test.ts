@@ -17,6 +17,7 @@ import {
   type ExecutionInfo,
 } from '../../lib/workspace/exec.js';
 import { tempDir } from '../helpers/tmp.js';
+import { loaderFlags } from '../../lib/workspace/node-child.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const EXEC = pathToFileURL(join(root, 'lib/workspace/exec.ts')).href;
@@ -78,7 +79,7 @@ interface NodeRun {
 
 /** Runs ES module code in another node process (as another CLI invocation would), collecting its output. */
 function otherProcess(code: string): NodeRun {
-  const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `const X = await import(${JSON.stringify(EXEC)});\n${code}`], {
+  const child = spawn(process.execPath, [...loaderFlags(), '--input-type=module', '-e', `const X = await import(${JSON.stringify(EXEC)});\n${code}`], {
     cwd: root,
     stdio: ['ignore', 'pipe', 'pipe'],
   });

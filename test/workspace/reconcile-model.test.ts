@@ -18,21 +18,10 @@ import { Client } from '../../lib/sdk/index.js';
 import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
+import { rng } from '../helpers/random.js';
 
 const SEED = Number(process.env.LAYERFS_SEED ?? Math.floor(Math.random() * 1e9));
 console.log(`reconcile model seed ${SEED} (rerun with LAYERFS_SEED=${SEED})`);
-
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 0x100000000;
-  };
-}
 
 type Tree = Map<string, string | Buffer>;
 const TEXTS = ['t/a.txt', 't/b.txt', 'c.txt'];

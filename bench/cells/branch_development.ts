@@ -1,0 +1,238 @@
+// Cell: a small development story on an N-file tree.
+//   init      Client.create + initLayerStack(FIXTURE)                                 → initMs
+//   trunk     forkBranch 'trunk' from the genesis Layer, createWorkspace (materialize), close +
+//             reconnect, one no-op commit (warm-up); then --trunk commits, each editing 10 files
+//             (64-byte mixed edits, devEdit in lib/file-ops.ts, seed 1000 + i)
+//   fork      at trunk's commit --fork-at: forkBranch 'a' and 'b' ({ branch, commit }) → forkMs;
+//             a Workspace each                                                        → materializeMs
+//   branches  --branch-commits rounds, a then b (seeds 2000 + i, 3000 + i)
+//   add       add('a') → addMs (the winner becomes the LayerStack's next Layer; expected Added);
+//             then add('b') (based on the old head: HeadMoved expected, recorded in checks)
+// `ms` is the sum of all commitWorkspace calls. Growth: receipts summed (semantic, pages).
+// Checks (untimed): every Branch's log length, the new Layer holds a's last edits.
+//   node --import tsx bench/cells/branch_development.ts --cell layerfs-branch-dev --dir FIXTURE --tmp SCRATCH --tier 1,000 --files 1000
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { BRANCH_DEV_OPTIONS } from '../lib/args.js';
+import type { Edit } from '../fixtures/tree.js';
+import { devEdit } from '../lib/file-ops.js';
+import { median, r1, r3, semanticOf, storeFiles } from '../lib/measure.js';
+import { copyTree } from '../fixtures/copy.js';
+import { duBytes } from '../lib/cell.js';
+import { git, gitEnvPlain, gitInitCommit, gitQuick } from '../lib/git.js';
+import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
+import { Client, type CommitResult } from '../../lib/sdk/index.js';
+
+const MTIME0 = 1_700_001_000;
+
+/** Untimed checks: every Branch's log length, the added Layer holds a's last edits, an Add of the
+ * loser refuses with HeadMoved. */
+function branchChecks(c: Client, o: { forkAt: number; branchN: number; lastA: Edit[]; wsA: string; layerRef: string }): Record<string, string> {
+  const { forkAt, branchN, lastA, wsA, layerRef } = o;
+  const checks: Record<string, string> = {};
+  for (const name of ['a', 'b'] as const) {
+    const n = c.log(name).length;
+    checks[`log ${name}`] = n === forkAt + branchN ? 'ok' : `FAILED: ${n} Commits, expected ${forkAt + branchN}`;
+  }
+  let layerOk = 'ok';
+  for (const e of lastA) {
+    const want = fs.readFileSync(path.join(wsA, e.relPath));
+    if (!want.equals(c.cat(layerRef, e.relPath))) layerOk = `FAILED: ${e.relPath} in the added Layer differs from a's Workspace`;
+  }
+  checks.addedLayer = layerOk;
+  try {
+    const second = c.add('b');
+    checks.addLoser = second.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `unexpected: ${second.outcome}`;
+  } catch (err) {
+    checks.addLoser = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+  }
+  return checks;
+}
+
+/** Forks Branches a and b at trunk's Commit `at` and materializes a Workspace of each (timed). */
+async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[]) {
+  const forkMs: number[] = [];
+  const wss: Record<'a' | 'b', { id: string; path: string }> = {} as never;
+  for (const name of ['a', 'b'] as const) {
+    let t = performance.now();
+    const br = c.forkBranch({ name, branch: 'trunk', commit: at });
+    forkMs.push(performance.now() - t);
+    if (br.headCommitId !== at) throw new Error(`fork ${name}: head ${String(br.headCommitId)}, expected ${at}`);
+    t = performance.now();
+    wss[name] = await c.createWorkspace(name, { at: path.join(tmp, name) });
+    materializeMs.push(performance.now() - t);
+  }
+  return { forkMs, wss };
+}
+
+async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
+  const tmp = path.resolve(a.tmp);
+  const files = Number(a.files);
+  const trunkN = Number(a.trunk);
+  const forkAt = Number(a['fork-at']);
+  const branchN = Number(a['branch-commits']);
+  const storePath = path.join(tmp, 'bench.layerfs');
+
+  let t = performance.now();
+  let c = Client.create(storePath);
+  const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
+  const initMs = performance.now() - t;
+  c.forkBranch({ name: 'trunk', layer: init.layer.id });
+  t = performance.now();
+  const wsTrunk = await c.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
+  const materializeMs = [performance.now() - t];
+  await c.close();
+  const filesBefore = storeFiles(storePath);
+  c = Client.connect(storePath);
+  const noop = await c.commitWorkspace(wsTrunk.id);
+  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}`);
+
+  const commitMs: { trunk: number[]; a: number[]; b: number[] } = { trunk: [], a: [], b: [] };
+  let semantic = 0;
+  let allocated = 0;
+  let changedBytes = 0;
+  let stamp = MTIME0;
+  const commit = async (which: 'trunk' | 'a' | 'b', ws: { id: string; path: string }, seed: number): Promise<Edit[]> => {
+    const e = devEdit(ws.path, files, seed, ++stamp);
+    changedBytes += e.changedBytes;
+    const t1 = performance.now();
+    const r: CommitResult = await c.commitWorkspace(ws.id);
+    commitMs[which].push(performance.now() - t1);
+    if (r.outcome !== 'Created') throw new Error(`${which} commit: outcome ${r.outcome}, expected Created (${JSON.stringify(r).slice(0, 300)})`);
+    semantic += semanticOf(r) ?? 0;
+    allocated += r.allocatedGrowth ?? 0;
+    return e.edits;
+  };
+
+  for (let i = 0; i < trunkN; i++) await commit('trunk', wsTrunk, 1000 + i);
+  const trunkLog = c.log('trunk');
+  if (trunkLog.length !== trunkN) throw new Error(`trunk has ${trunkLog.length} Commits, expected ${trunkN}`);
+  const at = trunkLog[trunkN - forkAt]!; // newest first: commit #forkAt (1-based, oldest first)
+  const { forkMs, wss } = await forkAB(c, at.id, tmp, materializeMs);
+  let lastA: Edit[] = [];
+  for (let i = 0; i < branchN; i++) {
+    lastA = await commit('a', wss.a, 2000 + i);
+    await commit('b', wss.b, 3000 + i);
+  }
+
+  t = performance.now();
+  const added = c.add('a');
+  const addMs = performance.now() - t;
+  if (added.outcome !== 'Added') throw new Error(`add('a'): outcome ${added.outcome}, expected Added`);
+
+  const checks = branchChecks(c, { forkAt, branchN, lastA, wsA: wss.a.path, layerRef: added.layer?.id ?? 'bench' });
+  const d = c.analyzeDedup();
+  const info = c.info();
+  await c.close();
+  const filesAfter = storeFiles(storePath);
+
+  const all = [...commitMs.trunk, ...commitMs.a, ...commitMs.b];
+  return {
+    ms: r1(all.reduce((s, v) => s + v, 0)),
+    commits: all.length,
+    medianCommitMs: r1(median(all)),
+    trunkMedianMs: r1(median(commitMs.trunk)),
+    branchMedianMs: r1(median([...commitMs.a, ...commitMs.b])),
+    forkMs: r3(median(forkMs)),
+    materializeMs: r1(median(materializeMs)),
+    materializeAllMs: materializeMs.map(r1),
+    addMs: r3(addMs),
+    addOutcome: added.outcome,
+    initMs: r1(initMs),
+    files,
+    changedBytes,
+    semanticGrowth: semantic,
+    allocatedGrowth: allocated,
+    fileGrowth: filesAfter.bytes - filesBefore.bytes,
+    states: d.states.length,
+    logicalBytes: d.logicalBytes,
+    uniqueBytes: d.uniqueBytes,
+    dedupRatio: Math.round(d.dedupRatio * 100) / 100,
+    objects: info.objects,
+    storeBytes: filesAfter.bytes,
+    checks,
+  };
+}
+
+// Cell: the git peer of layerfs-branch-dev. Untimed setup: copy the fixture into SCRATCH/trunk,
+// `git init && git add -A && git commit` there (initMs). Then the same story with the same edits
+// and mtimes: --trunk commits (`git commit -a -q -m x`, each timed as one process), `git branch`
+// a and b at trunk's commit --fork-at (forkMs), `git worktree add` for each (materializeMs: the
+// checkout of the whole tree), --branch-commits rounds a then b, and "add": `git update-ref
+// refs/heads/published a` (git's nearest equivalent of publishing a Branch head: a ref update).
+//   node --import tsx bench/cells/branch_development.ts --cell git-branch-dev --dir FIXTURE --tmp SCRATCH --tier 1,000 --files 1000
+
+async function gitBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
+  const tmp = path.resolve(a.tmp);
+  const files = Number(a.files);
+  const trunkN = Number(a.trunk);
+  const forkAt = Number(a['fork-at']);
+  const branchN = Number(a['branch-commits']);
+  const trunk = path.join(tmp, 'trunk');
+  const env = gitEnvPlain();
+  copyTree(path.resolve(a.dir), trunk);
+  const initMs = gitInitCommit(env, trunk);
+  const gitDir = path.join(trunk, '.git');
+  const before = duBytes(gitDir);
+
+  const commitMs: { trunk: number[]; a: number[]; b: number[] } = { trunk: [], a: [], b: [] };
+  let changedBytes = 0;
+  let stamp = MTIME0;
+  const commit = (which: 'trunk' | 'a' | 'b', dir: string, seed: number): void => {
+    changedBytes += devEdit(dir, files, seed, ++stamp).changedBytes;
+    commitMs[which].push(gitQuick(['commit', '-a', '-q', '-m', `${which} ${seed}`], env, dir));
+  };
+  for (let i = 0; i < trunkN; i++) commit('trunk', trunk, 1000 + i);
+  const at = git(['rev-parse', `HEAD~${trunkN - forkAt}`], env, trunk).trim();
+  const forkMs: number[] = [];
+  const materializeMs: number[] = [];
+  const dirs: Record<'a' | 'b', string> = { a: path.join(tmp, 'a'), b: path.join(tmp, 'b') };
+  for (const name of ['a', 'b'] as const) {
+    forkMs.push(gitQuick(['branch', name, at], env, trunk));
+    materializeMs.push(gitQuick(['worktree', 'add', '-q', dirs[name], name], env, trunk));
+  }
+  for (let i = 0; i < branchN; i++) {
+    commit('a', dirs.a, 2000 + i);
+    commit('b', dirs.b, 3000 + i);
+  }
+  const addMs = gitQuick(['update-ref', 'refs/heads/published', 'a'], env, trunk);
+  const after = duBytes(gitDir);
+  const checks: Record<string, string> = {};
+  for (const name of ['a', 'b'] as const) {
+    const n = Number(git(['rev-list', '--count', name], env, trunk).trim());
+    checks[`log ${name}`] = n === forkAt + branchN + 1 ? 'ok' : `FAILED: ${n} commits, expected ${forkAt + branchN + 1}`;
+  }
+  const all = [...commitMs.trunk, ...commitMs.a, ...commitMs.b];
+  return {
+    ms: r1(all.reduce((s, v) => s + v, 0)),
+    // git commands run as children, unmeasured: do not report this Node process's RSS as git's.
+    maxRssMiB: undefined,
+    commits: all.length,
+    medianCommitMs: r1(median(all)),
+    trunkMedianMs: r1(median(commitMs.trunk)),
+    branchMedianMs: r1(median([...commitMs.a, ...commitMs.b])),
+    forkMs: r3(median(forkMs)),
+    materializeMs: r1(median(materializeMs)),
+    addMs: r3(addMs),
+    initMs: r1(initMs),
+    files,
+    changedBytes,
+    fileGrowth: after - before,
+    storeBytes: after,
+    checks,
+  };
+}
+
+export const branchDevelopment = defineCell({
+  file: import.meta.url,
+  id: 'layerfs-branch-dev',
+  tool: 'layerfs',
+  args: BRANCH_DEV_OPTIONS,
+  required: ['dir', 'tmp', 'files'],
+  run: layerfsBranchDev,
+  peers: [{ id: 'git-branch-dev', tool: 'git', run: gitBranchDev }],
+});
+
+runIfMain(import.meta.url, branchDevelopment);
