@@ -68,5 +68,6 @@ void InitFd(Napi::Env env, Napi::Object exports);
 void InitWalk(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
 void InitZstd(Napi::Env env, Napi::Object exports);
+void InitZstdDict(Napi::Env env, Napi::Object exports);
 
 }  // namespace layerfs

@@ -243,6 +243,7 @@ void InitZstd(Napi::Env env, Napi::Object exports) {
   exports.Set("zstdCompressStart", Napi::Function::New(env, CompressStart, "zstdCompressStart"));
   exports.Set("zstdCompressResult", Napi::Function::New(env, CompressResult, "zstdCompressResult"));
   exports.Set("zstdVersion", ZSTD_versionString());
+  InitZstdDict(env, exports);
 }
 
 }  // namespace layerfs

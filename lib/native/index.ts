@@ -25,3 +25,4 @@ export { fdLock, fdRead, fdWrite, makeNode } from './fd.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';
+export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress } from './zstd-dict.js';
