@@ -54,9 +54,19 @@ struct DDictCache {
   ZSTD_DDict* ddict = nullptr;
 };
 
+ZSTD_CDict* CDictFor(const Bytes& dict, int level);
+
 bool Same(const std::string& held, const Bytes& b) {
   return held.size() == b.size && std::memcmp(held.data(), b.data, b.size) == 0;
 }
+
+}  // namespace
+
+ZSTD_CDict* CachedCDict(const uint8_t* data, size_t size, int level) {
+  return CDictFor(Bytes{data, size}, level);
+}
+
+namespace {
 
 ZSTD_CDict* CDictFor(const Bytes& dict, int level) {
   static thread_local CDictCache c;

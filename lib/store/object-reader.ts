@@ -2,7 +2,7 @@
  * Authenticated reads of stored objects: whatever the physical form (docs/FORMAT.md "Physical
  * forms"), every returned byte has been decoded and re-hashed against its id.
  */
-import { objectId, zstdDecompress } from '../native/index.js';
+import { objectId, zstdDecompress, zstdDictDecompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';
@@ -83,7 +83,7 @@ export class ObjectReader {
   }
 
   /** A delta base's bytes, from the cache of recent bases or read (and authenticated) now. */
-  private baseOf(id: Buffer, depth: number): Buffer {
+  private baseOf(id: Buffer, depth: number, expected?: ObjectKind): Buffer {
     const key = id.toString('latin1');
     const hit = this.bases.get(key);
     if (hit) {
@@ -91,7 +91,7 @@ export class ObjectReader {
       this.bases.set(key, hit);
       return hit;
     }
-    const data = this.read(id, undefined, depth);
+    const data = this.read(id, expected, depth);
     if (data.length <= BASE_CACHE_BYTES / 8) {
       this.bases.set(key, data);
       this.basesBytes += data.length;
@@ -144,50 +144,75 @@ export class ObjectReader {
     }
     const damaged = (why: string, cause?: unknown) =>
       new LayerFsError('ERR_CORRUPT', `object ${hex()} has a damaged locator or pack (${why})`, { id: hex(), path: this.path, hint: 'run layerfs verify', cause });
-    const stored = (): Buffer => {
-      let bytes: Buffer | undefined;
-      try {
-        bytes = this.storedBytes(loc, loc.kind === ObjectKind.Chunk);
-      } catch (e) {
-        throw mapSqliteError(e, this.path);
-      }
-      if (!bytes) throw damaged('outside its pack');
-      return bytes;
-    };
-    let data: Buffer;
-    if (loc.codec === Codec.Raw) {
-      if (loc.length !== loc.size) throw damaged('length');
-      data = stored();
-    } else if (loc.codec === Codec.Zstd) {
-      const key = `${loc.pack}:${loc.offset}`;
-      let frame = this.frames.get(key);
-      if (!frame) {
-        const bytes = stored();
-        try {
-          frame = zstdDecompress(bytes, -1);
-        } catch (e) {
-          throw damaged('frame does not decode', e);
-        }
-        this.frames.set(key, frame);
-        if (this.frames.size > 32) this.frames.delete(this.frames.keys().next().value!);
-      }
-      if (loc.at < 0 || loc.at + loc.size > frame.length) throw damaged('outside its frame');
-      data = frame.subarray(loc.at, loc.at + loc.size);
-    } else if (loc.codec === Codec.Delta) {
-      if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
-      const parts = deltaBases(loc.base).map((b) => this.baseOf(b, depth + 1));
-      const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-      const bytes = stored();
-      try {
-        data = zstdDecompress(bytes, loc.size, base);
-      } catch (e) {
-        throw damaged('delta does not decode', e);
-      }
-    } else throw damaged(`unknown codec ${loc.codec}`);
+    const data = this.decode(loc, depth, damaged);
     const tag = DOMAIN_TAGS[loc.kind as ObjectKind];
     if (tag === undefined || !objectId(tag, data).equals(id)) {
       throw new LayerFsError('ERR_CORRUPT', `object ${hex()} does not match its id`, { id: hex(), path: this.path, hint: 'run layerfs verify to list damaged states' });
     }
     return data;
   }
+
+  /** The stored bytes `loc` names, or the error `damaged` makes. */
+  private stored(loc: Locator, damaged: Damaged): Buffer {
+    let bytes: Buffer | undefined;
+    try {
+      bytes = this.storedBytes(loc, loc.kind === ObjectKind.Chunk);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    if (!bytes) throw damaged('outside its pack');
+    return bytes;
+  }
+
+  /** The canonical bytes `loc` decodes to, not yet checked against the id. */
+  private decode(loc: Locator, depth: number, damaged: Damaged): Buffer {
+    if (loc.codec === Codec.Raw) {
+      if (loc.length !== loc.size) throw damaged('length');
+      return this.stored(loc, damaged);
+    }
+    if (loc.codec === Codec.Zstd || loc.codec === Codec.Dict) {
+      const frame = this.groupFrame(loc, depth, damaged);
+      if (loc.at < 0 || loc.at + loc.size > frame.length) throw damaged('outside its frame');
+      return frame.subarray(loc.at, loc.at + loc.size);
+    }
+    if (loc.codec === Codec.Delta) {
+      if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
+      const parts = deltaBases(loc.base).map((b) => this.baseOf(b, depth + 1));
+      const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      const bytes = this.stored(loc, damaged);
+      try {
+        return zstdDecompress(bytes, loc.size, base);
+      } catch (e) {
+        throw damaged('delta does not decode', e);
+      }
+    }
+    throw damaged(`unknown codec ${loc.codec}`);
+  }
+
+  /**
+   * The decoded group frame `loc` is in (Codec.Zstd, or Codec.Dict with the dictionary object
+   * its `base` names, read and authenticated like a delta base); recent frames are kept.
+   */
+  private groupFrame(loc: Locator, depth: number, damaged: Damaged): Buffer {
+    const key = `${loc.pack}:${loc.offset}`;
+    const hit = this.frames.get(key);
+    if (hit) return hit;
+    let dict: Buffer | undefined;
+    if (loc.codec === Codec.Dict) {
+      if (!loc.base || loc.base.length !== 32 || depth >= MAX_READ_DEPTH) throw damaged('dictionary');
+      dict = this.baseOf(loc.base, depth + 1, ObjectKind.Dictionary);
+    }
+    const bytes = this.stored(loc, damaged);
+    let frame: Buffer;
+    try {
+      frame = dict ? zstdDictDecompress(bytes, -1, dict) : zstdDecompress(bytes, -1);
+    } catch (e) {
+      throw damaged('frame does not decode', e);
+    }
+    this.frames.set(key, frame);
+    if (this.frames.size > 32) this.frames.delete(this.frames.keys().next().value!);
+    return frame;
+  }
 }
+
+type Damaged = (why: string, cause?: unknown) => LayerFsError;
