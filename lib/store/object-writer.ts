@@ -14,6 +14,7 @@ import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.
 import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
+import { currentDictionary, DictionarySampler, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -45,6 +46,10 @@ export class ObjectWriter {
   private readonly ready: RowPart[][] = [];
   private reader: ObjectReader | undefined;
   private readonly planner: DeltaPlanner;
+  /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
+  private dict: Dictionary | null | undefined;
+  /** Samples of small content, for a Store without a dictionary yet (dictionary.ts). */
+  private readonly sampler: DictionarySampler | undefined;
   readonly stats: WriteStats = emptyWriteStats();
   /**
    * Set by a commit while it stores a changed large file: the previous version's chunks, offered
@@ -65,6 +70,7 @@ export class ObjectWriter {
       ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
       : [new Group(false, PACK_TARGET)];
     this.mixed = new RowAssembly(this.compress ? ROW_TARGET : 0);
+    this.sampler = this.compress && !hasDictionary(db) ? new DictionarySampler() : undefined;
     this.planner = new DeltaPlanner({
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
@@ -110,6 +116,7 @@ export class ObjectWriter {
     }
     const p: Pending = { id, kind, group: g, offset: g.append(data), length: data.length };
     g.items.push(p);
+    if (c === GroupClass.Content && this.sampler) this.sampler.offer(data);
     this.open.set(key, p);
     this.stats.objectsInserted++;
     this.stats.bytesInserted += data.length;
@@ -176,8 +183,9 @@ export class ObjectWriter {
     // Compressed on the addon's thread while this writer goes on; collected in writeParts().
     // An edit group holds whatever chunks an edit made: random ones are not worth a job.
     const compress = g.compress && !(c === GroupClass.Edit && looksRandom(data));
-    const job = compress ? zstdCompressStart(data, COMPRESSION_LEVEL) : undefined;
-    const part = { live, at, data, job };
+    const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
+    const job = compress ? zstdCompressStart(data, COMPRESSION_LEVEL, dict?.bytes) : undefined;
+    const part = { live, at, data, job, dict: dict?.id ?? null };
     if (c === GroupClass.Tree && this.compress) {
       // Tree rows of their own, smaller: a cold page read loads its whole row (below).
       if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
@@ -219,7 +227,8 @@ export class ObjectWriter {
         const z = zstdCompressResult(part.job);
         if (z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
       }
-      part.live.forEach((p, i) => entries.push(frame ? [p, Codec.Zstd, off, frame.length, part.at[i]!, null] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
+      const codec = part.dict ? Codec.Dict : Codec.Zstd;
+      part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, part.dict] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
       const bytes = frame ?? part.data;
       bufs.push(bytes);
       off += bytes.length;
@@ -353,13 +362,38 @@ export class ObjectWriter {
     }
   }
 
+  /** The Store's current dictionary, looked up once (inside the transaction, so gc cannot take it meanwhile). */
+  private dictionary(): Dictionary | undefined {
+    if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id, kind)) ?? null;
+    return this.dict ?? undefined;
+  }
+
+  /**
+   * A transaction that wrote enough small content to a Store without a dictionary trains one
+   * for the transactions after it (dictionary.ts): stored now, with what it names made current.
+   */
+  private trainDictionary(): void {
+    const bytes = this.sampler?.train();
+    if (!bytes || hasDictionary(this.db)) return;
+    const id = idOf(ObjectKind.Dictionary, bytes);
+    // Not the caller's content: its receipt counts what it stored.
+    if (this.putIn(ObjectKind.Dictionary, id, bytes, GroupClass.Content)) {
+      this.stats.objectsInserted--;
+      this.stats.bytesInserted -= bytes.length;
+    }
+    setCurrentDictionary(this.db, id);
+  }
+
   /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
+    this.trainDictionary();
     for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
     // A small transaction (a commit) writes one row: another row would leave its own slack.
     if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
     this.writeRow(this.trees);
     this.writeRow(this.mixed);
     for (const parts of this.ready.splice(0)) this.writeParts(parts);
+    // Looked up again in the next transaction: gc may remove a dictionary no frame uses.
+    this.dict = undefined;
   }
 }

@@ -9,7 +9,8 @@ import { ObjectKind } from './object-id.js';
 import { ObjectReader } from './object-reader.js';
 import { ensureDictionary } from './repack-dict.js';
 import { ChainFlattener } from './repack-flatten.js';
-import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type Dictionary, type OpenGroup, type Part, type Planned } from './repack-rows.js';
+import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
+import type { Dictionary } from './dictionary.js';
 import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 
 /**

@@ -1,33 +1,25 @@
 /**
- * The zstd dictionary of a repack (docs/FORMAT.md "Format 10"): trained once per run on a
- * sample of the Store's small file contents and stored as an object of kind Dictionary in the
- * first transaction that writes a frame made with it, so no frame ever names a missing one.
+ * The zstd dictionary of a repack (docs/FORMAT.md "Format 10"): the Store's current one, or one
+ * trained on a sample of the Store's small file contents, stored as an object of kind Dictionary
+ * in the first transaction that writes a frame made with it (so no frame ever names a missing
+ * one) and made the Store's current dictionary.
  */
-import { zstdCompress, zstdTrainDictionary } from '../native/index.js';
+import { zstdCompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { Store } from './handle.js';
 import { idOf, ObjectKind } from './object-id.js';
-import type { Dictionary } from './repack-rows.js';
+import { currentDictionary, MIN_SAMPLES, setCurrentDictionary, trainOn, type Dictionary } from './dictionary.js';
 
-/**
- * Dictionary size. zstd's default (110 KB) rounded up to whole KiB: on 8,700 small files of the
- * real-tree fixture a trained dictionary stored their 32 KiB groups 6–8 % and their 128 KiB
- * groups 0.6–3 % smaller at levels 9–19.
- */
-export const DICTIONARY_BYTES = 112 * 1024;
 /** Samples: small blobs picked by id order (ids are hashes, so a uniform sample), each cut to SAMPLE_MAX bytes. */
 const SAMPLE_OBJECTS = 4000;
 const SAMPLE_MAX = 16 * 1024;
 const SAMPLE_MIN_SIZE = 256;
-/** Fewer samples than this train no useful dictionary. */
-const MIN_SAMPLES = 64;
-/**
- * ZDICT wants about 100× a dictionary's size in samples; a small Store gets a dictionary of at
- * most 1/16 of its sample bytes, and none below MIN_DICTIONARY_BYTES.
- */
-const SAMPLE_RATIO = 16;
-const MIN_DICTIONARY_BYTES = 4096;
+
+/** The Store's current dictionary, else one trained now (trainDictionary). */
+export function repackDictionary(store: Store): Dictionary | undefined {
+  return store.read(() => currentDictionary(store.db, (id, kind) => store.objects.get(id, kind))) ?? trainDictionary(store);
+}
 
 /** A dictionary for the Store's small objects, or undefined (too few samples, or no ZDICT on this system). */
 export function trainDictionary(store: Store): Dictionary | undefined {
@@ -51,10 +43,7 @@ export function trainDictionary(store: Store): Dictionary | undefined {
     }
     if (!looksRandom(data)) samples.push(data.subarray(0, SAMPLE_MAX));
   }
-  const total = samples.reduce((n, s) => n + s.length, 0);
-  const capacity = Math.min(DICTIONARY_BYTES, Math.floor(total / SAMPLE_RATIO));
-  if (samples.length < MIN_SAMPLES || capacity < MIN_DICTIONARY_BYTES) return undefined;
-  const bytes = zstdTrainDictionary(Buffer.concat(samples, total), Uint32Array.from(samples.map((s) => s.length)), capacity);
+  const bytes = trainOn(samples);
   return bytes ? { id: idOf(ObjectKind.Dictionary, bytes), bytes } : undefined;
 }
 
@@ -76,5 +65,7 @@ export function ensureDictionary(store: Store, dict: Dictionary): number | undef
     pack,
     zipped ? z.length : dict.bytes.length,
   );
+  // Writers compress with it from now on.
+  setCurrentDictionary(db, dict.id);
   return pack;
 }

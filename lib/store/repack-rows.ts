@@ -44,11 +44,7 @@ export function rawPart(g: OpenGroup): Part {
   return { bytes: Buffer.concat(g.items.map((i) => i.data)), entries };
 }
 
-/** A zstd dictionary object frames may be compressed with (format 10, codec 3). */
-export interface Dictionary {
-  id: Buffer;
-  bytes: Buffer;
-}
+import type { Dictionary } from './dictionary.js';
 
 /**
  * Each group as one zstd frame (with `dict`, when given: codec 3), or raw where compression does

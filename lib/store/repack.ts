@@ -8,7 +8,7 @@
 import { LayerFsError } from '../errors.js';
 import type { Store } from './handle.js';
 import { rewriteBatch, type BatchOptions } from './repack-batch.js';
-import { trainDictionary } from './repack-dict.js';
+import { repackDictionary } from './repack-dict.js';
 import { loadRecord, recorded, recordRows } from './repack-record.js';
 import type { Planned } from './repack-rows.js';
 import { FORMAT_VERSION } from './schema.js';
@@ -142,7 +142,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     stats.rowsBefore = rows.length;
     opts.onProgress?.({ ...progress });
     const planObjects = opts.planObjects ?? REPACK_PLAN_OBJECTS;
-    const dict = rows.length > 0 && (opts.dictionary ?? true) ? trainDictionary(store) : undefined;
+    const dict = rows.length > 0 && (opts.dictionary ?? true) ? repackDictionary(store) : undefined;
     stats.dictionaryBytes = dict?.bytes.length ?? 0;
     const batch: BatchOptions = { level, dict, flatten: opts.flatten ?? true };
     let first = true;

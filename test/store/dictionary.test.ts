@@ -161,3 +161,35 @@ test('repack flattens delta chains to one link; each version reads back; a damag
     ro.close();
   }
 });
+
+test('a large transaction on a Store without a dictionary trains one; later transactions compress content with it', { timeout: 300_000 }, () => {
+  const dir = tempDir('layerfs-wdict-');
+  const path = join(dir, 's.layerfs');
+  const s = Store.create(path);
+  const words = ['const', 'return', 'function', 'value', 'index', 'layer', 'store', 'export', 'import', 'await', 'module', 'require'];
+  const text = (seed: number, n: number) => {
+    let x = seed * 2654435761;
+    const out: string[] = [];
+    let len = 0;
+    while (len < n) {
+      x = (x * 1103515245 + 12345) >>> 0;
+      const w = `${words[x % words.length]!}${x % 7 === 0 ? `${seed}` : ''} `;
+      out.push(w);
+      len += w.length;
+    }
+    return Buffer.from(out.join('').slice(0, n));
+  };
+  try {
+    const first = s.writeSync((w) => Array.from({ length: 2100 }, (_, i) => w.add(ObjectKind.Blob, text(i + 1, 600 + (i % 50) * 40))));
+    const dict = s.db.prepare("SELECT value FROM meta WHERE key = 'dictionary'").pluck().get() as string | undefined;
+    assert.ok(dict, 'the import-sized transaction trained a dictionary');
+    const codecOf = s.db.prepare('SELECT codec, hex(base) AS base FROM objects WHERE id = ?');
+    assert.equal((codecOf.get(first[0]!) as { codec: number }).codec, Codec.Zstd, 'its own groups were sealed before the dictionary existed');
+    const later = s.writeSync((w) => Array.from({ length: 40 }, (_, i) => w.add(ObjectKind.Blob, text(5000 + i, 900))));
+    for (const id of later) assert.deepEqual(codecOf.get(id), { codec: Codec.Dict, base: dict.toUpperCase() });
+    for (const [i, id] of later.entries()) assert.ok(s.objects.get(id, ObjectKind.Blob).equals(text(5000 + i, 900)));
+  } finally {
+    s.close();
+  }
+  assertStoreIntact(path);
+});

@@ -73,7 +73,7 @@ function physical(path: string): string {
   }
 }
 
-test('repack keeps every id, object and tree; verify passes; the file shrinks; a second repack is a no-op in content', { timeout: 120_000 }, async () => {
+test('repack keeps every id, object and tree; verify passes; the file shrinks; a second repack is a no-op in content', { timeout: 300_000 }, async () => {
   const { store, dir } = await copyOfFixture();
   const { trees, objects } = contentOf(store, dir);
   const s0 = Store.open(store, { readonly: true });
