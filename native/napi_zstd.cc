@@ -48,6 +48,8 @@ size_t Configure(ZSTD_CCtx* c, int level) {
 // when it writes the row. Jobs are identified by increasing numbers; a result is taken once.
 struct Job {
   std::vector<uint8_t> input;
+  // A zstd dictionary to compress with (napi_zstd_dict.cc), or empty.
+  std::vector<uint8_t> dict;
   int level = 3;
   std::string output;
   std::string error;
@@ -56,9 +58,10 @@ struct Job {
 
 class Compressor {
  public:
-  uint64_t Submit(const uint8_t* data, size_t size, int level) {
+  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict = nullptr) {
     auto job = std::make_shared<Job>();
     job->input.assign(data, data + size);
+    if (dict) job->dict.assign(dict->data, dict->data + dict->size);
     job->level = level;
     std::lock_guard<std::mutex> lock(mu_);
     if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
@@ -106,6 +109,10 @@ class Compressor {
       std::string out;
       std::string error;
       size_t r = c ? Configure(c, job->level) : 0;
+      if (c && !ZSTD_isError(r) && !job->dict.empty()) {
+        ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
+        r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
+      }
       if (!c) {
         error = "zstd: out of memory";
       } else if (ZSTD_isError(r)) {
@@ -115,6 +122,7 @@ class Compressor {
         r = ZSTD_compress2(c, out.data(), out.size(), job->input.data(), job->input.size());
         if (ZSTD_isError(r)) error = ZSTD_getErrorName(r);
         else out.resize(r);
+        ZSTD_CCtx_refCDict(c, nullptr);
       }
       std::lock_guard<std::mutex> lock(mu_);
       job->output.swap(out);
@@ -146,12 +154,15 @@ Compressor& Background() {
   return *c;
 }
 
-// zstdCompressStart(data, level) → job number
+// zstdCompressStart(data, level, dict?) → job number
 Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
-  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value());
+  Bytes dict{};
+  const bool withDict = info.Length() > 2 && !info[2].IsUndefined();
+  if (withDict) dict = GetBytes(env, info[2], "dict");
+  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr);
   return Napi::Number::New(env, static_cast<double>(id));
 }
 
@@ -243,6 +254,7 @@ void InitZstd(Napi::Env env, Napi::Object exports) {
   exports.Set("zstdCompressStart", Napi::Function::New(env, CompressStart, "zstdCompressStart"));
   exports.Set("zstdCompressResult", Napi::Function::New(env, CompressResult, "zstdCompressResult"));
   exports.Set("zstdVersion", ZSTD_versionString());
+  InitZstdDict(env, exports);
 }
 
 }  // namespace layerfs

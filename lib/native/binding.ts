@@ -176,7 +176,7 @@ export interface NativeBinding {
   makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: number, major: number, minor: number): number;
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
-  zstdCompressStart(data: Uint8Array, level: number): number;
+  zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number;
   zstdCompressResult(job: number): Buffer;
   zstdVersion: string;
   defaultThreads: number;

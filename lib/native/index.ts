@@ -26,3 +26,4 @@ export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry
 export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type RechunkIo, type RechunkResult } from './cow.js';
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';
+export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress } from './zstd-dict.js';

@@ -16,8 +16,8 @@ export function zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Arra
  * Starts compressing a copy of `data` on the addon's background thread; returns a job number
  * for zstdCompressResult. Jobs run in order; each result must be taken once.
  */
-export function zstdCompressStart(data: Uint8Array, level: number): number {
-  return native.zstdCompressStart(data, level);
+export function zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number {
+  return native.zstdCompressStart(data, level, dict);
 }
 
 /** The frame of a job started with zstdCompressStart, waiting for it if it is still running. */

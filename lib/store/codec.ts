@@ -14,6 +14,11 @@ export enum Codec {
    * (1–DELTA_MAX_BASES ids, concatenated; more than one from format 3 on) as prefix dictionary.
    */
   Delta = 2,
+  /**
+   * Format 10: like Zstd (a group frame; the object is `size` bytes at `at` of it), compressed
+   * with the zstd dictionary whose object id (kind Dictionary) is in `base`.
+   */
+  Dict = 3,
 }
 
 /**

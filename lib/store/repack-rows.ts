@@ -2,21 +2,21 @@
  * How repack (repack.ts) lays out what it rewrites: groups become frames, frames and objects
  * stored on their own become pack rows. Same codecs as the writer (docs/FORMAT.md, *repacked rows*).
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDictCompress } from '../native/index.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { Locator } from './objects.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
 
 /** An object as the repack's snapshot found it (its index row). */
-export interface Planned extends Omit<Locator, 'base'> {
+export interface Planned extends Locator {
   id: Buffer;
 }
 
 /** A frame of a new row, and the objects it holds with their new locators relative to the frame. */
 export interface Part {
   bytes: Buffer;
-  /** [object, codec, offset within the part, length, at] */
-  entries: [Planned, Codec, number, number, number][];
+  /** [object, codec, offset within the part, length, at, base (delta bases or dictionary id, else null)] */
+  entries: [Planned, Codec, number, number, number, Buffer | null][];
 }
 
 /** A group being filled: objects whose canonical bytes become one frame. */
@@ -31,34 +31,39 @@ export function newGroup(): OpenGroup {
 
 /** A raw part as one part per object. */
 export function splitRaw(part: Part): Part[] {
-  return part.entries.map(([p, , off, len]) => ({ bytes: part.bytes.subarray(off, off + len), entries: [[p, Codec.Raw, 0, len, 0]] }));
+  return part.entries.map(([p, , off, len]) => ({ bytes: part.bytes.subarray(off, off + len), entries: [[p, Codec.Raw, 0, len, 0, null]] }));
 }
 
 export function rawPart(g: OpenGroup): Part {
   let off = 0;
   const entries: Part['entries'] = g.items.map(({ p, data }) => {
-    const e: Part['entries'][number] = [p, Codec.Raw, off, data.length, 0];
+    const e: Part['entries'][number] = [p, Codec.Raw, off, data.length, 0, null];
     off += data.length;
     return e;
   });
   return { bytes: Buffer.concat(g.items.map((i) => i.data)), entries };
 }
 
+import type { Dictionary } from './dictionary.js';
+
 /**
- * Each group as one zstd frame, or raw where compression does not pay (KEEP_COMPRESSED). Half the
- * groups go to the addon's compression thread while this thread compresses the other half: at a
- * slow level the compression is the whole cost, and it then uses two cores.
+ * Each group as one zstd frame (with `dict`, when given: codec 3), or raw where compression does
+ * not pay (KEEP_COMPRESSED). Half the groups go to the addon's compression thread while this
+ * thread compresses the other half: at a slow level the compression is the whole cost, and it
+ * then uses two cores.
  */
-export function frames(groups: OpenGroup[], level: number): Part[] {
+export function frames(groups: OpenGroup[], level: number, dict?: Dictionary): Part[] {
   const plains = groups.map((g) => Buffer.concat(g.items.map((i) => i.data), g.bytes));
-  const jobs = plains.map((plain, k) => (k % 2 === 0 ? zstdCompressStart(plain, level) : undefined));
-  const inline = plains.map((plain, k) => (k % 2 === 1 ? zstdCompress(plain, level) : undefined));
+  const jobs = plains.map((plain, k) => (k % 2 === 0 ? zstdCompressStart(plain, level, dict?.bytes) : undefined));
+  const inline = plains.map((plain, k) => (k % 2 === 1 ? (dict ? zstdDictCompress(plain, level, dict.bytes) : zstdCompress(plain, level)) : undefined));
+  const codec = dict ? Codec.Dict : Codec.Zstd;
+  const base = dict ? dict.id : null;
   return groups.map((g, k) => {
     const z = jobs[k] !== undefined ? zstdCompressResult(jobs[k]!) : inline[k]!;
     if (z.length > g.bytes * KEEP_COMPRESSED) return rawPart(g);
     let at = 0;
     const entries: Part['entries'] = g.items.map(({ p, data }) => {
-      const e: Part['entries'][number] = [p, Codec.Zstd, 0, z.length, at];
+      const e: Part['entries'][number] = [p, codec, 0, z.length, at, base];
       at += data.length;
       return e;
     });

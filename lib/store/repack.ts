@@ -6,12 +6,12 @@
  * sizes and delta bases stay, so every reader of the format decodes the result as before.
  */
 import { LayerFsError } from '../errors.js';
-import { Codec, looksRandom } from './codec.js';
 import type { StoreAccess as Store } from './access.js';
-import { ObjectKind, ObjectReader } from './objects.js';
+import { rewriteBatch, type BatchOptions } from './repack-batch.js';
+import { repackDictionary } from './repack-dict.js';
 import { loadRecord, recorded, recordRows } from './repack-record.js';
-import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
-import { FORMAT_VERSION, GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import type { Planned } from './repack-rows.js';
+import { FORMAT_VERSION } from './schema.js';
 import { mapSqliteError } from './sqlite-errors.js';
 
 /**
@@ -20,11 +20,7 @@ import { mapSqliteError } from './sqlite-errors.js';
  * afford. Readers decode any level.
  */
 export const REPACK_LEVEL = 19;
-/**
- * Content groups of up to this many plain bytes: a small read decodes its whole group, and 128 KiB
- * is the most a read of one small file should decode (0.309× vs 0.327× with 32 KiB at level 19).
- */
-export const REPACK_GROUP_MAX = 128 * 1024;
+export { REPACK_GROUP_MAX } from './repack-batch.js';
 /** Objects whose index rows a repack holds at a time (~150 bytes each): bounds its memory on large Stores. */
 export const REPACK_PLAN_OBJECTS = 250_000;
 /** Canonical bytes of old rows rewritten per transaction: bounds the work a crash can lose and the write lock's hold. */
@@ -54,6 +50,13 @@ export interface RepackOptions {
    * higher than theirs; repack-record.ts).
    */
   full?: boolean;
+  /**
+   * Train a zstd dictionary on the Store's small objects and compress content groups with it
+   * (default true; format 10, repack-dict.ts).
+   */
+  dictionary?: boolean;
+  /** Re-encode delta chains longer than one link against their full object (default true; repack-flatten.ts). */
+  flatten?: boolean;
   onProgress?: (p: RepackProgress) => void;
 }
 
@@ -73,14 +76,13 @@ export interface RepackStats {
   fileBytesAfter: number;
   rewriteMs: number;
   vacuumMs: number;
+  /** Deltas re-encoded against the full object their chain ends at, and deltas that did not pay so and were stored whole. */
+  flattened: number;
+  madeWhole: number;
+  /** Bytes of the dictionary content groups were compressed with (0: none). */
+  dictionaryBytes: number;
 }
 
-
-const enum Cls {
-  Content = 0,
-  Tree = 1,
-  Random = 2,
-}
 
 function fileBytes(store: Store): number {
   const pageSize = store.db.pragma('page_size', { simple: true }) as number;
@@ -118,6 +120,9 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     fileBytesAfter: 0,
     rewriteMs: 0,
     vacuumMs: 0,
+    flattened: 0,
+    madeWhole: 0,
+    dictionaryBytes: 0,
   };
   try {
     // One snapshot of what to rewrite: rows written later (by anyone, repack included) get
@@ -137,6 +142,9 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     stats.rowsBefore = rows.length;
     opts.onProgress?.({ ...progress });
     const planObjects = opts.planObjects ?? REPACK_PLAN_OBJECTS;
+    const dict = rows.length > 0 && (opts.dictionary ?? true) ? repackDictionary(store) : undefined;
+    stats.dictionaryBytes = dict?.bytes.length ?? 0;
+    const batch: BatchOptions = { level, dict, flatten: opts.flatten ?? true };
     let first = true;
     for (let w = 0; w < rows.length; ) {
       let end = w;
@@ -151,7 +159,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
         // replaces it; otherwise rows are added to what is there (a concurrent repack's too).
         const fresh = first && !skip && record !== undefined;
         first = false;
-        rewriteBatch(store, plan.slice(i, j), level, stats, progress, (ids) => recordRows(db, level, ids, fresh));
+        rewriteBatch(store, plan.slice(i, j), batch, stats, progress, (ids) => recordRows(db, level, ids, fresh));
         progress.rowsDone += j - i;
         opts.onProgress?.({ ...progress });
         i = j;
@@ -187,7 +195,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
 export async function rewriteRows(store: Store, packs: number[], opts: { level: number; batchBytes?: number; planObjects?: number }): Promise<Pick<RepackStats, 'rowsBefore' | 'rowsAfter' | 'objects' | 'transactions' | 'storedBytesBefore' | 'storedBytesAfter'>> {
   const stats: RepackStats = {
     level: opts.level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
-    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore: 0, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0,
+    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore: 0, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0,
   };
   const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: packs.length, bytesBefore: 0, bytesAfter: 0 };
   const batchBytes = opts.batchBytes ?? REPACK_BATCH_BYTES;
@@ -199,7 +207,7 @@ export async function rewriteRows(store: Store, packs: number[], opts: { level: 
       let j = i;
       let bytes = 0;
       while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
-      rewriteBatch(store, plan.slice(i, j), opts.level, stats, progress, () => {});
+      rewriteBatch(store, plan.slice(i, j), { level: opts.level, flatten: false }, stats, progress, () => {});
       stats.rowsBefore += j - i;
       i = j;
       await new Promise((r) => setImmediate(r));
@@ -233,7 +241,7 @@ function planWindow(store: Store, rows: { pack: number }[]): [number, Planned[]]
   const wanted = new Set(rows.map((r) => r.pack));
   return store.read(() => {
     const byPack = new Map<number, Planned[]>();
-    const q = store.db.prepare('SELECT id, kind, size, codec, pack, offset, length, at FROM objects WHERE pack BETWEEN ? AND ?');
+    const q = store.db.prepare('SELECT id, kind, size, codec, pack, offset, length, at, base FROM objects WHERE pack BETWEEN ? AND ?');
     for (const r of q.iterate(rows[0]!.pack, rows.at(-1)!.pack) as IterableIterator<Planned>) {
       if (!wanted.has(r.pack)) continue;
       let l = byPack.get(r.pack);
@@ -243,117 +251,4 @@ function planWindow(store: Store, rows: { pack: number }[]): [number, Planned[]]
     for (const l of byPack.values()) l.sort((a, b) => a.offset - b.offset || a.at - b.at);
     return [...byPack.entries()].sort((a, b) => a[0] - b[0]);
   });
-}
-
-/** Rewrites the objects of `packs` (old rows) into new rows in one transaction, then deletes the old rows. */
-function rewriteBatch(store: Store, packs: [number, Planned[]][], level: number, stats: RepackStats, progress: RepackProgress, written: (ids: number[]) => void): void {
-  const db = store.db;
-  const locate = db.prepare('SELECT pack, offset, length, at, codec FROM objects WHERE id = ?');
-  const readRow = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
-  const insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
-  const move = db.prepare('UPDATE objects SET codec = ?, pack = ?, offset = ?, length = ?, at = ? WHERE id = ?');
-  const deletePack = db.prepare('DELETE FROM packs WHERE id = ?');
-  // A reader of its own: its frame cache must not outlive the rows this batch deletes.
-  const reader = new ObjectReader(db, store.path);
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const groups: OpenGroup[] = [newGroup(), newGroup(), newGroup()];
-    const sealedContent: OpenGroup[] = [];
-    const sealedTree: OpenGroup[] = [];
-    const sealedRandom: OpenGroup[] = [];
-    const deltas: Part[] = [];
-    const chunkRows: Part[][] = [];
-    const seal = (c: Cls) => {
-      const g = groups[c]!;
-      if (g.items.length === 0) return;
-      (c === Cls.Content ? sealedContent : c === Cls.Tree ? sealedTree : sealedRandom).push(g);
-      groups[c] = newGroup();
-    };
-    const oldPacks: number[] = [];
-    // Old rows something still points into (never expected: only a repack moves objects, and
-    // it moves them out of old rows, into new ones).
-    const keep = new Set<number>();
-    for (const [pack, planned] of packs) {
-      const row = readRow.get(pack) as Buffer | undefined;
-      stats.storedBytesBefore += row?.length ?? 0;
-      progress.bytesBefore += row?.length ?? 0;
-      const live = planned.filter((p) => {
-        const now = locate.get(p.id) as { pack: number; offset: number; length: number; at: number; codec: number } | undefined;
-        const same = now !== undefined && now.pack === p.pack && now.offset === p.offset && now.length === p.length && now.at === p.at && now.codec === p.codec;
-        if (!same) {
-          stats.skipped++;
-          if (now?.pack === p.pack) keep.add(pack);
-        }
-        return same;
-      });
-      oldPacks.push(pack);
-      if (live.length === 0) continue;
-      // Chunk rows (a large file's new chunks) stay rows of their own, re-framed: a sequential
-      // read of a large file keeps touching few rows.
-      if (live.every((p) => p.kind === ObjectKind.Chunk && p.codec !== Codec.Delta)) {
-        chunkRows.push(chunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), level));
-        continue;
-      }
-      for (const p of live) {
-        if (p.codec === Codec.Delta) {
-          // Its frame is copied as it is: the bases, and so the chain bounds, do not change, and
-          // damage (if any) stays where a read or verify finds it. Decoding it here would
-          // decode its whole chain of bases, for every delta.
-          if (!row || p.offset + p.length > row.length) throw new LayerFsError('ERR_CORRUPT', `delta outside its pack`, { path: store.path });
-          const bytes = Buffer.from(row.subarray(p.offset, p.offset + p.length));
-          deltas.push({ bytes, entries: [[p, Codec.Delta, 0, bytes.length, 0]] });
-          continue;
-        }
-        const data = reader.get(p.id);
-        const c = p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? (looksRandom(data) ? Cls.Random : Cls.Content) : Cls.Tree;
-        const g = groups[c]!;
-        const max = c === Cls.Content ? REPACK_GROUP_MAX : c === Cls.Tree ? TREE_GROUP_TARGET : GROUP_TARGET;
-        if (g.items.length > 0 && (c === Cls.Content ? g.bytes + data.length > max : g.bytes >= max)) seal(c);
-        const h = groups[c]!;
-        h.items.push({ p, data });
-        h.bytes += data.length;
-      }
-    }
-    seal(Cls.Content);
-    seal(Cls.Tree);
-    seal(Cls.Random);
-    const content = frames(sealedContent, level);
-    const tree = frames(sealedTree, level);
-    // Raw objects need no group: each is its own part, so they can fill rows (assemble).
-    const fillers: Part[] = [...deltas];
-    for (const part of [...content, ...tree]) if (part.entries[0]![1] === Codec.Raw) fillers.push(...splitRaw(part));
-    for (const g of sealedRandom) fillers.push(...splitRaw(rawPart(g)));
-    const packed = (l: Part[]) => l.filter((p) => p.entries[0]![1] !== Codec.Raw);
-    // Tree rows first: they are small and many, and take what fills them from the shared pool.
-    fillers.sort((a, b) => b.bytes.length - a.bytes.length);
-    const pageSize = db.pragma('page_size', { simple: true }) as number;
-    const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false, pageSize);
-    const rows: Part[][] = [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...chunkRows];
-    const ids: number[] = [];
-    for (const parts of rows) {
-      const row = Buffer.concat(parts.map((p) => p.bytes));
-      const pack = Number(insertPack.run(row).lastInsertRowid);
-      ids.push(pack);
-      let off = 0;
-      for (const part of parts) {
-        for (const [p, codec, o, len, at] of part.entries) {
-          move.run(codec, pack, off + o, len, at, p.id);
-          stats.objects++;
-        }
-        off += part.bytes.length;
-      }
-      stats.rowsAfter++;
-      stats.storedBytesAfter += row.length;
-      progress.bytesAfter += row.length;
-    }
-    // No writer adds objects to an existing row, so once its planned objects moved nothing
-    // points into an old row (checking that by query would scan the whole index per row).
-    for (const pack of oldPacks) if (!keep.has(pack)) deletePack.run(pack);
-    written(ids);
-    db.exec('COMMIT');
-    stats.transactions++;
-  } catch (e) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw e;
-  }
 }

@@ -4,7 +4,7 @@
  * stores the frames as they came and re-reads every object through the authenticated read path
  * before its transaction commits, so nothing that fails its id is ever kept (docs/REMOTES.md).
  */
-import { objectId, zstdCompress, zstdDecompress } from '../native/index.js';
+import { objectId, zstdCompress, zstdDecompress, zstdDictDecompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, KEEP_COMPRESSED } from './codec.js';
@@ -112,7 +112,8 @@ export class FrameSource {
         // Not the cached locator: a repack may have moved the object since it was looked up.
         const loc = this.locate.get(id) as Locator | undefined;
         if (!loc) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the Store`, { id: toHex(id), path: this.store.path, hint: 'run layerfs verify' });
-        if (loc.codec === Codec.Delta && whole(id, loc)) {
+        // A dictionary frame needs its dictionary as a delta needs its bases.
+        if ((loc.codec === Codec.Delta || loc.codec === Codec.Dict) && whole(id, loc)) {
           out.push(wholeFrame(id, loc.kind, this.store.objects.get(id)));
           continue;
         }
@@ -200,8 +201,8 @@ export function checkFrame(stored: Buffer, members: ObjectForm[], baseOf: (id: B
   return members.map((m) => {
     const kind = expectedKind?.(m.id);
     if (kind !== undefined && kind !== m.kind) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} was sent as kind ${m.kind}, expected ${kind}`, { id: toHex(m.id), hint: 'the remote holds damaged or forged data; nothing of it was kept' });
-    if (m.codec === Codec.Zstd) {
-      plain ??= decodeFrame(m, stored, where);
+    if (m.codec === Codec.Zstd || m.codec === Codec.Dict) {
+      plain ??= decodeFrame(m, stored, where, m.codec === Codec.Dict ? dictionaryOf(m, baseOf, where) : undefined);
       return [m, decodeForm({ ...m, codec: Codec.Raw }, plain.subarray(m.at, m.at + m.size), undefined, where)];
     }
     const bases = m.codec === Codec.Delta && m.base && m.base.length > 0 && m.base.length % 32 === 0 ? Buffer.concat(baseIds(m.base).map(baseOf)) : undefined;
@@ -209,10 +210,16 @@ export function checkFrame(stored: Buffer, members: ObjectForm[], baseOf: (id: B
   });
 }
 
-/** A zstd group frame, decoded once for all its members (damage is ERR_CORRUPT naming one). */
-function decodeFrame(m: ObjectForm, stored: Buffer, where: string): Buffer {
+/** The dictionary a codec-3 member names (one id in `base`), read with `baseOf`. */
+function dictionaryOf(m: ObjectForm, baseOf: (id: Buffer) => Buffer, where: string): Buffer {
+  if (!m.base || m.base.length !== 32) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} from ${where} is damaged (dictionary)`, { id: toHex(m.id), hint: 'the data there is damaged or forged; nothing of it was stored or sent' });
+  return baseOf(m.base);
+}
+
+/** A zstd group frame (with its dictionary, if any), decoded once for all its members (damage is ERR_CORRUPT naming one). */
+function decodeFrame(m: ObjectForm, stored: Buffer, where: string, dict?: Buffer): Buffer {
   try {
-    return zstdDecompress(stored, -1);
+    return dict ? zstdDictDecompress(stored, -1, dict) : zstdDecompress(stored, -1);
   } catch (e) {
     throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} from ${where} is damaged (frame does not decode)`, { id: toHex(m.id), hint: 'the data there is damaged or forged; nothing of it was stored or sent', cause: e });
   }

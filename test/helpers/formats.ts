@@ -6,6 +6,8 @@
 import type { Database } from 'better-sqlite3';
 
 const UNDO: { from: number; sql: string }[] = [
+  // Format 10 adds a codec and a kind, no tables: a Store no repack has dictionary-coded is format 9 as is.
+  { from: 10, sql: '' },
   { from: 9, sql: 'DROP TABLE workspace_conflicts;' },
   { from: 8, sql: 'DROP TABLE tombstones; DROP TABLE pins; DROP TABLE retention; DROP TABLE holds; DROP TABLE fork_bases; DROP TABLE pruned_commits;' },
   { from: 7, sql: 'DROP TABLE checkpoints; ALTER TABLE workspaces DROP COLUMN owner_pid; ALTER TABLE workspaces DROP COLUMN owner_start; ALTER TABLE workspaces DROP COLUMN owner_boot;' },

@@ -91,7 +91,8 @@ export function exportStates(store: string, scratch: string): Map<string, WalkRe
 export function readAllObjects(store: string): string[] {
   const s = Store.open(store, { readonly: true });
   try {
-    const rows = s.db.prepare('SELECT id, kind, size FROM objects ORDER BY id').all() as { id: Buffer; kind: number; size: number }[];
+    // Every object but zstd dictionaries: a repack adds one (physical form, not content).
+    const rows = s.db.prepare('SELECT id, kind, size FROM objects WHERE kind <> 6 ORDER BY id').all() as { id: Buffer; kind: number; size: number }[];
     for (const r of rows) assert.equal(s.objects.get(r.id, r.kind).length, r.size);
     return rows.map((r) => `${r.id.toString('hex')}:${r.kind}:${r.size}`);
   } finally {

@@ -1,0 +1,122 @@
+/**
+ * Delta choices of an ObjectWriter (object-writer.ts): whether a new object is stored as a zstd
+ * delta against the bases offered for it, within the chain bounds (docs/FORMAT.md "Physical
+ * forms", codec 2).
+ */
+import { zstdCompress } from '../native/index.js';
+import { LayerFsError } from '../errors.js';
+import { CHUNK_DELTA_LEVEL, Codec, DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
+import { deltaBases, ObjectKind } from './object-id.js';
+import type { ChainInfo, Pending } from './object-groups.js';
+
+/** Where a planner finds objects: this writer's unflushed ones, then the index. */
+export interface DeltaContext {
+  /** Objects written but not flushed, by id (latin1). */
+  open: Map<string, Pending>;
+  /** The index row of a stored object. */
+  locate(id: Buffer): { size: number; codec: number; base: Buffer | null } | undefined;
+  /** A stored object's bytes, authenticated. */
+  read(id: Buffer): Buffer;
+}
+
+export class DeltaPlanner {
+  constructor(private readonly ctx: DeltaContext) {}
+
+  /**
+   * The delta of `p` (canonical bytes `data`) against `bases` if it pays (KEEP_DELTA, or
+   * KEEP_TREE_DELTA for tree objects) and the chains stay within their bounds; when the one base
+   * offered ends a full chain, against its ancestor REBASE_DEPTH links from a full object.
+   */
+  deltaOf(p: Pending, data: Uint8Array, bases: Buffer[]): Pending['delta'] {
+    let ids = bases.slice(0, DELTA_MAX_BASES);
+    if (ids.length === 0 || p.length < DELTA_MIN_SIZE || ids.some((b) => b.equals(p.id))) return undefined;
+    let chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
+    if (chain && chain.depth + 1 > DELTA_MAX_DEPTH && ids.length === 1) {
+      // A full chain: delta against an older version on it instead of storing this one whole.
+      const older = this.ancestor(ids[0]!, chain.depth + 1 - REBASE_DEPTH);
+      if (older) {
+        ids = [older];
+        chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
+      }
+    }
+    if (!chain || chain.depth + 1 > DELTA_MAX_DEPTH) return undefined;
+    const parts: Buffer[] = [];
+    for (const b of ids) {
+      const bytes = this.bytesOf(b);
+      if (!bytes) return undefined;
+      parts.push(bytes);
+    }
+    const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
+    const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
+    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return undefined;
+    return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
+  }
+
+  /**
+   * Links and bytes a read of `ids` decodes (the deepest chain, every object on the way
+   * counted); undefined if one is unknown, reaches `avoid`, or the chains pass DELTA_MAX_DEPTH
+   * links or `budget` bytes.
+   */
+  private chainOf(ids: Buffer[], avoid: Buffer, budget: number): ChainInfo | undefined {
+    let bytes = 0;
+    const walk = (id: Buffer, depth: number): number | undefined => {
+      if (depth > DELTA_MAX_DEPTH || id.equals(avoid)) return undefined;
+      const p = this.ctx.open.get(id.toString('latin1'));
+      let base: Buffer | null;
+      if (p) {
+        bytes += p.length;
+        base = p.delta?.base ?? null;
+      } else {
+        const loc = this.ctx.locate(id);
+        if (!loc) return undefined;
+        bytes += loc.size;
+        base = loc.codec === Codec.Delta ? loc.base : null;
+      }
+      if (bytes > budget) return undefined;
+      if (base === null) return depth;
+      let deepest = depth;
+      for (const b of deltaBases(base)) {
+        const d = walk(b, depth + 1);
+        if (d === undefined) return undefined;
+        deepest = Math.max(deepest, d);
+      }
+      return deepest;
+    };
+    let depth = 0;
+    for (const id of ids) {
+      const d = walk(id, 0);
+      if (d === undefined) return undefined;
+      depth = Math.max(depth, d);
+    }
+    return { depth, bytes };
+  }
+
+  /** The object `links` single-base delta links below `id`; undefined where its chain ends sooner or branches. */
+  private ancestor(id: Buffer, links: number): Buffer | undefined {
+    let cur = id;
+    for (let i = 0; i < links; i++) {
+      const p = this.ctx.open.get(cur.toString('latin1'));
+      let base: Buffer | null | undefined;
+      if (p) base = p.delta?.base;
+      else {
+        const loc = this.ctx.locate(cur);
+        base = loc?.codec === Codec.Delta ? loc.base : undefined;
+      }
+      if (!base || base.length !== 32) return undefined;
+      cur = base;
+    }
+    return cur;
+  }
+
+  private bytesOf(id: Buffer): Buffer | undefined {
+    const p = this.ctx.open.get(id.toString('latin1'));
+    if (p) return p.delta ? p.delta.data : p.group.buf.subarray(p.offset, p.offset + p.length);
+    try {
+      return this.ctx.read(id);
+    } catch (e) {
+      // A damaged base is no base: the object is stored whole.
+      if (e instanceof LayerFsError) return undefined;
+      throw e;
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * The pieces an ObjectWriter (object-writer.ts) assembles before it writes: objects waiting in
+ * open groups, sealed groups and delta frames collected into the parts of a pack row.
+ */
+import type { ObjectKind } from './object-id.js';
+
+/** An object written by this writer and not yet in the index. */
+export interface Pending {
+  id: Buffer;
+  kind: ObjectKind;
+  group: Group;
+  /** Where its bytes are in the group's buffer. */
+  offset: number;
+  length: number;
+  /**
+   * Set when it moved out of its group to be stored as a delta; `data` is then its own copy and
+   * `base` the ids of its bases, concatenated (docs/FORMAT.md "Physical forms", codec 2).
+   */
+  delta?: { base: Buffer; frame: Buffer; data: Buffer; depth: number };
+}
+
+/**
+ * Small objects collect in open groups, one per class: file content, tree objects (pages,
+ * roots, extent nodes) and content that looks random. A full group is sealed into one frame
+ * (zstd unless it is the random class or compression does not pay) of the row being assembled;
+ * a read of one small object decodes its frame only. Its buffer is never reused, so objects of a
+ * sealed group stay readable until their row is written.
+ */
+export class Group {
+  buf: Buffer;
+  bytes = 0;
+  items: Pending[] = [];
+  moved = 0;
+  sealed = false;
+
+  constructor(
+    readonly compress: boolean,
+    readonly target: number,
+  ) {
+    this.buf = Buffer.allocUnsafe(target + 16 * 1024);
+  }
+
+  append(data: Uint8Array): number {
+    if (this.bytes + data.length > this.buf.length) {
+      const bigger = Buffer.allocUnsafe(Math.max(2 * this.buf.length, this.bytes + data.length));
+      this.buf.copy(bigger, 0, 0, this.bytes);
+      this.buf = bigger;
+    }
+    this.buf.set(data, this.bytes);
+    const at = this.bytes;
+    this.bytes += data.length;
+    return at;
+  }
+}
+
+export const enum GroupClass {
+  Content = 0,
+  Tree = 1,
+  Random = 2,
+  /**
+   * The few new chunks of an edited large file (putChunks): held unsealed until the editor's
+   * delta hint arrives after the whole file is written, when a content group would already have
+   * sealed all but the last.
+   */
+  Edit = 3,
+}
+
+/** Canonical bytes an Edit group holds before it is sealed: about EDIT_CHUNKS average chunks. */
+export const EDIT_GROUP_TARGET = 128 * 1024;
+
+export interface ChainInfo {
+  /** Delta links from this object to a full one. */
+  depth: number;
+  /** Bytes decoded along the way, this object included. */
+  bytes: number;
+}
+
+/**
+ * A part of the row being assembled: a sealed group (its plain bytes, the background
+ * compression job of it, if any, and the id of the dictionary that job uses, if any) or one
+ * delta frame.
+ */
+export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; dict: Buffer | null } | { delta: Pending };
+
+/** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
+export const EXPECTED_RATIO = 0.4;
+/** The parts of one pack row being assembled, and the stored bytes they are expected to take. */
+export class RowAssembly {
+  parts: RowPart[] = [];
+  bytes = 0;
+
+  constructor(readonly target: number) {}
+
+  /** Adds a part expected to store `expected` bytes; true once the row is full. */
+  add(part: RowPart, expected: number): boolean {
+    this.parts.push(part);
+    this.bytes += expected;
+    return this.bytes >= this.target;
+  }
+
+  /** Moves the parts of `other` into this row. */
+  absorb(other: RowAssembly): void {
+    this.parts.push(...other.parts);
+    this.bytes += other.bytes;
+    other.take();
+  }
+
+  /** The parts; the assembly starts empty again. */
+  take(): RowPart[] {
+    const parts = this.parts;
+    this.parts = [];
+    this.bytes = 0;
+    return parts;
+  }
+}
+
+/** Complete rows kept back so the compression thread finishes their frames meanwhile. */
+export const ROWS_IN_FLIGHT = 2;
+/** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
+export const TREE_EXPECTED_RATIO = 0.6;
+
+/** The bytes of chunks [from, to) of `data`, `bytes` in all. */
+export function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number): Buffer {
+  const first = chunks[from]!;
+  const last = chunks[to - 1]!;
+  if (last.offset + last.length - first.offset === bytes) return data.subarray(first.offset, first.offset + bytes);
+  return Buffer.concat(
+    chunks.slice(from, to).map((c) => data.subarray(c.offset, c.offset + c.length)),
+    bytes,
+  );
+}

@@ -1,0 +1,218 @@
+/**
+ * Authenticated reads of stored objects: whatever the physical form (docs/FORMAT.md "Physical
+ * forms"), every returned byte has been decoded and re-hashed against its id.
+ */
+import { objectId, zstdDecompress, zstdDictDecompress } from '../native/index.js';
+import { LayerFsError } from '../errors.js';
+import { toHex } from '../format/hex.js';
+import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';
+import type { Db } from './store.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
+
+/** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
+const BASE_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** A read follows at most this many delta links (writers make at most DELTA_MAX_DEPTH). */
+const MAX_READ_DEPTH = 2 * DELTA_MAX_DEPTH;
+
+/** Authenticated reads: every returned byte has been decoded and re-hashed against its id. */
+export class ObjectReader {
+  private readonly locate;
+  private readonly readPack;
+  private readonly readPart;
+  /** A few recent packs: sequential reads of a large file touch each pack many times. */
+  private readonly packs = new Map<number, Buffer>();
+  /** A few recently decoded frames: neighbouring small files usually share a group. */
+  private readonly frames = new Map<string, Buffer>();
+  /**
+   * Recently used delta bases, as authenticated (id-checked) bytes: consecutive new chunks of a
+   * changed large file share old chunks as bases, and versions of one file share their chain.
+   * Objects a caller asks for are still decoded and re-hashed on every read.
+   */
+  private readonly bases = new Map<string, Buffer>();
+  private basesBytes = 0;
+
+  constructor(
+    db: Db,
+    private readonly path: string,
+  ) {
+    // A format-1 Store opened read-only is not upgraded: its objects are all raw.
+    const v2 = (db.pragma('user_version', { simple: true }) as number) >= 2;
+    this.locate = db.prepare(`SELECT kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id = ?`);
+    this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
+    this.readPart = db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
+  }
+
+  has(id: Uint8Array): boolean {
+    return this.locate.get(id) !== undefined;
+  }
+
+  locator(id: Uint8Array): Locator | undefined {
+    return this.locate.get(id) as Locator | undefined;
+  }
+
+  /**
+   * The stored bytes `loc` names. A chunk's whole row is read and kept (a large file is read
+   * in order, many chunks per row); anything else reads just its bytes with substr(), so a small
+   * read never copies a whole row.
+   */
+  private storedBytes(loc: Locator, wholeRow: boolean): Buffer | undefined {
+    if (loc.offset < 0 || loc.length < 0) return undefined;
+    if (wholeRow) {
+      let row = this.packs.get(loc.pack);
+      if (!row) {
+        row = this.readPack.get(loc.pack) as Buffer | undefined;
+        if (!row) return undefined;
+        this.packs.set(loc.pack, row);
+        if (this.packs.size > 8) this.packs.delete(this.packs.keys().next().value!);
+      }
+      return loc.offset + loc.length <= row.length ? row.subarray(loc.offset, loc.offset + loc.length) : undefined;
+    }
+    const part = this.readPart.get(loc.offset + 1, loc.length, loc.pack) as Buffer | null | undefined;
+    // substr() returns fewer bytes past the row's end, and NULL (or nothing) without the row.
+    return part && part.length === loc.length ? part : undefined;
+  }
+
+  /** Forget cached packs (after a rollback removed some). */
+  reset(): void {
+    this.packs.clear();
+    this.frames.clear();
+    this.bases.clear();
+    this.basesBytes = 0;
+  }
+
+  /** A delta base's bytes, from the cache of recent bases or read (and authenticated) now. */
+  private baseOf(id: Buffer, depth: number, expected?: ObjectKind): Buffer {
+    const key = id.toString('latin1');
+    const hit = this.bases.get(key);
+    if (hit) {
+      this.bases.delete(key);
+      this.bases.set(key, hit);
+      return hit;
+    }
+    const data = this.read(id, expected, depth);
+    if (data.length <= BASE_CACHE_BYTES / 8) {
+      this.bases.set(key, data);
+      this.basesBytes += data.length;
+      for (const [k, v] of this.bases) {
+        if (this.basesBytes <= BASE_CACHE_BYTES) break;
+        this.bases.delete(k);
+        this.basesBytes -= v.length;
+      }
+    }
+    return data;
+  }
+
+  get(id: Uint8Array, expected?: ObjectKind): Buffer {
+    return this.read(id, expected, 0);
+  }
+
+  private locateNow(id: Uint8Array): Locator | undefined {
+    try {
+      return this.locate.get(id) as Locator | undefined;
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+  }
+
+  /**
+   * A read outside a read transaction takes the locator and the row in two statements, and a
+   * repack on another connection may move the object in between (it deletes the old row): when
+   * a read fails and the locator has changed since, it is read again where it is now. Damage
+   * leaves the locator as it is and still fails.
+   */
+  private read(id: Uint8Array, expected: ObjectKind | undefined, depth: number): Buffer {
+    let loc = this.locateNow(id);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return this.readAt(id, loc, expected, depth);
+      } catch (e) {
+        if (!(e instanceof LayerFsError) || e.code !== 'ERR_CORRUPT' || !loc || attempt >= 3) throw e;
+        const now = this.locateNow(id);
+        if (!now || (now.pack === loc.pack && now.offset === loc.offset && now.length === loc.length && now.at === loc.at && now.codec === loc.codec)) throw e;
+        loc = now;
+      }
+    }
+  }
+
+  private readAt(id: Uint8Array, loc: Locator | undefined, expected: ObjectKind | undefined, depth: number): Buffer {
+    const hex = () => toHex(id);
+    if (!loc) throw new LayerFsError('ERR_CORRUPT', `object ${hex()} is missing from the Store`, { id: hex(), path: this.path, hint: 'run layerfs verify' });
+    if (expected !== undefined && loc.kind !== expected) {
+      throw new LayerFsError('ERR_CORRUPT', `object ${hex()} has kind ${loc.kind}, expected ${expected}`, { id: hex(), path: this.path });
+    }
+    const damaged = (why: string, cause?: unknown) =>
+      new LayerFsError('ERR_CORRUPT', `object ${hex()} has a damaged locator or pack (${why})`, { id: hex(), path: this.path, hint: 'run layerfs verify', cause });
+    const data = this.decode(loc, depth, damaged);
+    const tag = DOMAIN_TAGS[loc.kind as ObjectKind];
+    if (tag === undefined || !objectId(tag, data).equals(id)) {
+      throw new LayerFsError('ERR_CORRUPT', `object ${hex()} does not match its id`, { id: hex(), path: this.path, hint: 'run layerfs verify to list damaged states' });
+    }
+    return data;
+  }
+
+  /** The stored bytes `loc` names, or the error `damaged` makes. */
+  private stored(loc: Locator, damaged: Damaged): Buffer {
+    let bytes: Buffer | undefined;
+    try {
+      bytes = this.storedBytes(loc, loc.kind === ObjectKind.Chunk);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    if (!bytes) throw damaged('outside its pack');
+    return bytes;
+  }
+
+  /** The canonical bytes `loc` decodes to, not yet checked against the id. */
+  private decode(loc: Locator, depth: number, damaged: Damaged): Buffer {
+    if (loc.codec === Codec.Raw) {
+      if (loc.length !== loc.size) throw damaged('length');
+      return this.stored(loc, damaged);
+    }
+    if (loc.codec === Codec.Zstd || loc.codec === Codec.Dict) {
+      const frame = this.groupFrame(loc, depth, damaged);
+      if (loc.at < 0 || loc.at + loc.size > frame.length) throw damaged('outside its frame');
+      return frame.subarray(loc.at, loc.at + loc.size);
+    }
+    if (loc.codec === Codec.Delta) {
+      if (!loc.base || loc.base.length === 0 || loc.base.length % 32 !== 0 || loc.base.length > 32 * DELTA_MAX_BASES || depth >= MAX_READ_DEPTH) throw damaged('delta base');
+      const parts = deltaBases(loc.base).map((b) => this.baseOf(b, depth + 1));
+      const base = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
+      const bytes = this.stored(loc, damaged);
+      try {
+        return zstdDecompress(bytes, loc.size, base);
+      } catch (e) {
+        throw damaged('delta does not decode', e);
+      }
+    }
+    throw damaged(`unknown codec ${loc.codec}`);
+  }
+
+  /**
+   * The decoded group frame `loc` is in (Codec.Zstd, or Codec.Dict with the dictionary object
+   * its `base` names, read and authenticated like a delta base); recent frames are kept.
+   */
+  private groupFrame(loc: Locator, depth: number, damaged: Damaged): Buffer {
+    const key = `${loc.pack}:${loc.offset}`;
+    const hit = this.frames.get(key);
+    if (hit) return hit;
+    let dict: Buffer | undefined;
+    if (loc.codec === Codec.Dict) {
+      if (!loc.base || loc.base.length !== 32 || depth >= MAX_READ_DEPTH) throw damaged('dictionary');
+      dict = this.baseOf(loc.base, depth + 1, ObjectKind.Dictionary);
+    }
+    const bytes = this.stored(loc, damaged);
+    let frame: Buffer;
+    try {
+      frame = dict ? zstdDictDecompress(bytes, -1, dict) : zstdDecompress(bytes, -1);
+    } catch (e) {
+      throw damaged('frame does not decode', e);
+    }
+    this.frames.set(key, frame);
+    if (this.frames.size > 32) this.frames.delete(this.frames.keys().next().value!);
+    return frame;
+  }
+}
+
+type Damaged = (why: string, cause?: unknown) => LayerFsError;

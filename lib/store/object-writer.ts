@@ -1,0 +1,399 @@
+/**
+ * Writing objects: small objects are packed into zstd-compressed groups, a large file's chunks
+ * into rows of separately compressed frames, and a changed file or page may be stored as a
+ * delta against its previous version (docs/FORMAT.md "Physical forms"); the physical form never
+ * changes an id.
+ */
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { Codec, COMPRESSION_LEVEL, compressionEnabled, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
+import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import type { ChunkDeltaSource } from './chunk-delta.js';
+import type { Db } from './store.js';
+import { mapSqliteError } from './sqlite-errors.js';
+import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
+import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { DeltaPlanner } from './object-deltas.js';
+import { ObjectReader } from './object-reader.js';
+import { currentDictionary, DictionarySampler, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
+
+/**
+ * Writes objects inside the caller's transaction; `flush()` must run before it commits.
+ * Duplicates (already stored, or already written by this writer) cost one index probe and no
+ * payload bytes. Small objects go to groups of about GROUP_TARGET canonical bytes (a group is
+ * sealed when the next object arrives, so the object written last is still open for
+ * suggestBase); sealed frames and deltas are assembled into rows of about ROW_TARGET stored
+ * bytes (few, large rows waste the least SQLite page space). The chunks of a large file go to
+ * rows of their own of about CHUNK_PACK_TARGET bytes, cut into frames of about
+ * CHUNK_FRAME_TARGET bytes (putChunks), so a random read decodes one frame.
+ */
+export class ObjectWriter {
+  private readonly exists;
+  private readonly locate;
+  private readonly insertPack;
+  private readonly insertObject;
+  private readonly compress = compressionEnabled();
+  private readonly groups: Group[];
+  /**
+   * Objects of open groups, of the row being assembled and pending deltas by id (latin1): the
+   * only ones a probe of the index cannot see yet.
+   */
+  private readonly open = new Map<string, Pending>();
+  /** The mixed row being assembled: sealed content groups and deltas. */
+  private readonly mixed: RowAssembly;
+  /** Sealed tree groups, assembled into rows of about TREE_ROW_TARGET stored bytes. */
+  private readonly trees = new RowAssembly(TREE_ROW_TARGET);
+  /** Complete rows not written yet (queueRow). */
+  private readonly ready: RowPart[][] = [];
+  private reader: ObjectReader | undefined;
+  private readonly planner: DeltaPlanner;
+  /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
+  private dict: Dictionary | null | undefined;
+  /** Samples of small content, for a Store without a dictionary yet (dictionary.ts). */
+  private readonly sampler: DictionarySampler | undefined;
+  readonly stats: WriteStats = emptyWriteStats();
+  /**
+   * Set by a commit while it stores a changed large file: the previous version's chunks, offered
+   * as delta bases to the new chunks (putChunks). Cleared by the caller when the file is stored.
+   */
+  deltaSource: ChunkDeltaSource | undefined;
+
+  constructor(
+    private readonly db: Db,
+    private readonly path: string,
+  ) {
+    this.exists = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
+    this.locate = db.prepare('SELECT size, codec, base FROM objects WHERE id = ?');
+    this.insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
+    this.insertObject = db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    // Uncompressed, a group is a row of its own (format 1's mixed rows).
+    this.groups = this.compress
+      ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
+      : [new Group(false, PACK_TARGET)];
+    this.mixed = new RowAssembly(this.compress ? ROW_TARGET : 0);
+    this.sampler = this.compress && !hasDictionary(db) ? new DictionarySampler() : undefined;
+    this.planner = new DeltaPlanner({
+      open: this.open,
+      locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
+      read: (id) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id),
+    });
+  }
+
+  /** The delta of `p` if it pays and its chain stays bounded (DeltaPlanner); never without compression. */
+  private deltaOf(p: Pending, data: Uint8Array, bases: Buffer[]): Pending['delta'] {
+    return this.compress ? this.planner.deltaOf(p, data, bases) : undefined;
+  }
+
+  private newGroup(c: GroupClass): Group {
+    if (c === GroupClass.Tree) return new Group(true, TREE_GROUP_TARGET);
+    if (c === GroupClass.Edit) return new Group(true, EDIT_GROUP_TARGET);
+    return new Group(c !== GroupClass.Random, GROUP_TARGET);
+  }
+
+  private classOf(kind: ObjectKind, data: Uint8Array): number {
+    if (!this.compress) return 0;
+    if (kind === ObjectKind.Blob || kind === ObjectKind.Chunk) return looksRandom(data) ? GroupClass.Random : GroupClass.Content;
+    return GroupClass.Tree;
+  }
+
+  /** Stores `data` under `id` unless present; returns whether it was new. */
+  put(kind: ObjectKind, id: Buffer, data: Uint8Array): boolean {
+    return this.putIn(kind, id, data, -1);
+  }
+
+  /** put() into the group of class `cls` (-1: the class of kind and data). */
+  private putIn(kind: ObjectKind, id: Buffer, data: Uint8Array, cls: number): boolean {
+    const key = id.toString('latin1');
+    if (this.open.has(key) || this.stored(id)) {
+      this.stats.objectsReused++;
+      this.stats.bytesReused += data.length;
+      return false;
+    }
+    const c = cls < 0 || !this.compress ? this.classOf(kind, data) : cls;
+    let g = this.groups[c]!;
+    if (g.bytes >= g.target) {
+      this.seal(c);
+      g = this.groups[c]!;
+    }
+    const p: Pending = { id, kind, group: g, offset: g.append(data), length: data.length };
+    g.items.push(p);
+    if (c === GroupClass.Content && this.sampler) this.sampler.offer(data);
+    this.open.set(key, p);
+    this.stats.objectsInserted++;
+    this.stats.bytesInserted += data.length;
+    return true;
+  }
+
+  /** Hashes and stores; returns the id. */
+  add(kind: ObjectKind, data: Uint8Array): Buffer {
+    const id = idOf(kind, data);
+    this.put(kind, id, data);
+    return id;
+  }
+
+  /** A copy of an object written by this writer but not flushed yet, if it is one. */
+  unflushed(id: Buffer): Buffer | undefined {
+    const p = this.open.get(id.toString('latin1'));
+    if (!p) return undefined;
+    return p.delta ? p.delta.data : Buffer.from(p.group.buf.subarray(p.offset, p.offset + p.length));
+  }
+
+  /**
+   * A hint that `id`, just written, is a new version of `bases` (a changed file or a rewritten
+   * page; or the old chunks a re-chunked piece of a large file overlaps, in file order, at most
+   * DELTA_MAX_BASES). If `id` is still in an open group and a zstd delta against the bases'
+   * bytes, concatenated, is at most KEEP_DELTA of its size, it is stored as that delta instead,
+   * unless the chains of bases would exceed DELTA_MAX_DEPTH links or DELTA_MAX_CHAIN_BYTES bytes.
+   * Without the hint nothing changes. True when `id` is now stored as a delta.
+   */
+  suggestBase(id: Buffer, bases: Buffer | Buffer[]): boolean {
+    const p = this.open.get(id.toString('latin1'));
+    if (!p || p.delta || p.group.sealed) return false;
+    const d = this.deltaOf(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
+    if (!d) return false;
+    p.delta = d;
+    p.group.moved++;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
+  }
+
+  /** An object's bytes, whether written by this writer or stored before (authenticated). */
+  read(id: Buffer): Buffer {
+    const own = this.unflushed(id);
+    if (own) return own;
+    return (this.reader ??= new ObjectReader(this.db, this.path)).get(id);
+  }
+
+  /** Seals the open group of class `c` into a frame of the row being assembled; opens a new one. */
+  private seal(c: number): void {
+    const g = this.groups[c]!;
+    this.groups[c] = this.compress ? this.newGroup(c) : new Group(false, PACK_TARGET);
+    g.sealed = true;
+    const live = g.moved ? g.items.filter((p) => !p.delta) : g.items;
+    if (live.length === 0) return;
+    let data: Buffer;
+    let at: number[];
+    if (g.moved === 0) {
+      data = g.buf.subarray(0, g.bytes);
+      at = live.map((p) => p.offset);
+    } else {
+      data = Buffer.concat(live.map((p) => g.buf.subarray(p.offset, p.offset + p.length)));
+      let pos = 0;
+      at = live.map((p) => (pos += p.length) - p.length);
+    }
+    // Compressed on the addon's thread while this writer goes on; collected in writeParts().
+    // An edit group holds whatever chunks an edit made: random ones are not worth a job.
+    const compress = g.compress && !(c === GroupClass.Edit && looksRandom(data));
+    const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
+    const job = compress ? zstdCompressStart(data, COMPRESSION_LEVEL, dict?.bytes) : undefined;
+    const part = { live, at, data, job, dict: dict?.id ?? null };
+    if (c === GroupClass.Tree && this.compress) {
+      // Tree rows of their own, smaller: a cold page read loads its whole row (below).
+      if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
+      return;
+    }
+    if (this.mixed.add(part, job === undefined ? data.length : data.length * EXPECTED_RATIO)) this.writeRow(this.mixed);
+  }
+
+  /** Queues the row `a` has assembled, if any. */
+  private writeRow(a: RowAssembly): void {
+    if (a.parts.length > 0) this.queueRow(a.take());
+  }
+
+  /**
+   * A complete row waits until ROWS_IN_FLIGHT newer rows are complete before it is written
+   * (taking its frames from the compression thread): written at once, its last group's frame
+   * was just started, and the writer waited for it (docs/DESIGN.md).
+   */
+  private queueRow(parts: RowPart[]): void {
+    this.ready.push(parts);
+    if (this.ready.length > ROWS_IN_FLIGHT) this.writeParts(this.ready.shift()!);
+  }
+
+  /** Writes `parts` as one pack row and their objects' index rows. */
+  private writeParts(parts: RowPart[]): void {
+    const bufs: Buffer[] = [];
+    const entries: [Pending, Codec, number, number, number, Buffer | null][] = [];
+    let off = 0;
+    for (const part of parts) {
+      if ('delta' in part) {
+        const d = part.delta.delta!;
+        entries.push([part.delta, Codec.Delta, off, d.frame.length, 0, d.base]);
+        bufs.push(d.frame);
+        off += d.frame.length;
+        continue;
+      }
+      let frame: Buffer | null = null;
+      if (part.job !== undefined) {
+        const z = zstdCompressResult(part.job);
+        if (z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
+      }
+      const codec = part.dict ? Codec.Dict : Codec.Zstd;
+      part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, part.dict] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
+      const bytes = frame ?? part.data;
+      bufs.push(bytes);
+      off += bytes.length;
+    }
+    const row = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs, off);
+    try {
+      // SQLite copies the bound bytes.
+      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+      for (const [p, codec, offset, length, at, base] of entries) this.insertObject.run(p.id, p.kind, p.length, codec, pack, offset, length, at, base);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    for (const [p] of entries) this.open.delete(p.id.toString('latin1'));
+  }
+
+  /**
+   * Stores consecutive chunks of one file: `data` holds them back to back, `lengths` their
+   * sizes and `ids` their ids (32 bytes each). New chunks go to rows of their own, split into
+   * rows of about CHUNK_PACK_TARGET bytes. Nothing refers to `data` once this returns.
+   */
+  putChunks(data: Buffer, lengths: ArrayLike<number>, ids: Buffer): void {
+    const fresh: Pending[] = [];
+    let freshBytes = 0;
+    // Repeats inside this call: not in the index until the rows below are written.
+    const here = new Set<string>();
+    let offset = 0;
+    const none = new Group(false, 0);
+    for (let i = 0; i < lengths.length; i++) {
+      const length = lengths[i]!;
+      const id = ids.subarray(i * 32, i * 32 + 32);
+      const key = id.toString('latin1');
+      if (here.has(key) || this.open.has(key) || this.stored(id)) {
+        this.stats.objectsReused++;
+        this.stats.bytesReused += length;
+        this.deltaSource?.next(id, length, false);
+      } else {
+        here.add(key);
+        const p: Pending = { id, kind: ObjectKind.Chunk, group: none, offset, length };
+        if (!this.chunkDelta(p, data.subarray(offset, offset + length))) {
+          fresh.push(p);
+          freshBytes += length;
+        }
+      }
+      offset += length;
+    }
+    if (fresh.length === 0) return;
+    if (this.compress && fresh.length <= EDIT_CHUNKS && fresh.length < lengths.length) {
+      // An edited large file: its few new chunks wait in the Edit group like small objects, so
+      // the editor's suggestBase can still turn each into a delta against the chunks it replaces.
+      for (const c of fresh) this.putIn(ObjectKind.Chunk, Buffer.from(c.id), data.subarray(c.offset, c.offset + c.length), GroupClass.Edit);
+      return;
+    }
+    const rows = Math.max(1, Math.round(freshBytes / CHUNK_PACK_TARGET));
+    const rowTarget = freshBytes / rows;
+    let start = 0;
+    let bytes = 0;
+    for (let i = 0; i < fresh.length; i++) {
+      bytes += fresh[i]!.length;
+      if (bytes >= rowTarget || i === fresh.length - 1) {
+        this.writeChunkRow(data, fresh, start, i + 1);
+        start = i + 1;
+        bytes = 0;
+      }
+    }
+  }
+
+  /**
+   * A new chunk of a changed large file stored as a delta against the old chunks at its place
+   * (deltaSource), when that pays; true if it was. Kept chunks wait as deltas of the mixed row.
+   */
+  private chunkDelta(p: Pending, data: Buffer): boolean {
+    const src = this.deltaSource;
+    const bases = src?.next(p.id, p.length, true);
+    if (!src || !bases || bases.length === 0) return false;
+    const d = this.deltaOf(p, data, bases);
+    src.result(d !== undefined);
+    if (!d) return false;
+    p.delta = d;
+    this.open.set(p.id.toString('latin1'), p);
+    this.stats.objectsInserted++;
+    this.stats.bytesInserted += p.length;
+    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    return true;
+  }
+
+  /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
+  private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
+    const frameTarget = this.compress ? CHUNK_FRAME_TARGET : Infinity;
+    const parts: Buffer[] = [];
+    const entries: [Pending, Codec, number, number, number][] = [];
+    let rowBytes = 0;
+    let plainBytes = 0;
+    for (let i = from; i < to; ) {
+      let j = i;
+      let bytes = 0;
+      while (j < to && bytes < frameTarget) bytes += chunks[j++]!.length;
+      const plain = slice(data, chunks, i, j, bytes);
+      let frame: Buffer | null = null;
+      if (this.compress && !looksRandom(plain)) {
+        const c = zstdCompress(plain, COMPRESSION_LEVEL);
+        if (c.length <= plain.length * KEEP_COMPRESSED) frame = c;
+      }
+      let at = 0;
+      for (let k = i; k < j; k++) {
+        const c = chunks[k]!;
+        entries.push(frame ? [c, Codec.Zstd, rowBytes, frame.length, at] : [c, Codec.Raw, rowBytes + at, c.length, 0]);
+        at += c.length;
+      }
+      const part = frame ?? plain;
+      parts.push(part);
+      rowBytes += part.length;
+      plainBytes += bytes;
+      i = j;
+    }
+    const row = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rowBytes);
+    try {
+      const pack = Number(this.insertPack.run(row).lastInsertRowid);
+      for (const [c, codec, off, len, at] of entries) this.insertObject.run(c.id, c.kind, c.length, codec, pack, off, len, at, null);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    this.stats.objectsInserted += to - from;
+    this.stats.bytesInserted += plainBytes;
+  }
+
+  private stored(id: Buffer): boolean {
+    try {
+      return this.exists.get(id) !== undefined;
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+  }
+
+  /** The Store's current dictionary, looked up once (inside the transaction, so gc cannot take it meanwhile). */
+  private dictionary(): Dictionary | undefined {
+    if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id, kind)) ?? null;
+    return this.dict ?? undefined;
+  }
+
+  /**
+   * A transaction that wrote enough small content to a Store without a dictionary trains one
+   * for the transactions after it (dictionary.ts): stored now, with what it names made current.
+   */
+  private trainDictionary(): void {
+    const bytes = this.sampler?.train();
+    if (!bytes || hasDictionary(this.db)) return;
+    const id = idOf(ObjectKind.Dictionary, bytes);
+    // Not the caller's content: its receipt counts what it stored.
+    if (this.putIn(ObjectKind.Dictionary, id, bytes, GroupClass.Content)) {
+      this.stats.objectsInserted--;
+      this.stats.bytesInserted -= bytes.length;
+    }
+    setCurrentDictionary(this.db, id);
+  }
+
+  /** Writes the open groups and the row being assembled. Call before committing the transaction. */
+  flush(): void {
+    this.trainDictionary();
+    for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
+    // A small transaction (a commit) writes one row: another row would leave its own slack.
+    if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
+    this.writeRow(this.trees);
+    this.writeRow(this.mixed);
+    for (const parts of this.ready.splice(0)) this.writeParts(parts);
+    // Looked up again in the next transaction: gc may remove a dictionary no frame uses.
+    this.dict = undefined;
+  }
+}

@@ -1,0 +1,193 @@
+// zstd dictionaries for the Store's small objects (lib/store/dictionary.ts). A dictionary is
+// trained from samples of a Store's small objects and stored as an object of its own; groups
+// compressed with it name it in their index rows, so whoever holds the frame can fetch it.
+// Frames stay magicless, without checksum or dictionary id (napi_zstd.cc).
+//
+// Decoding needs only the zstd sources compiled into this addon. Training needs ZDICT, which
+// the zstd sources shipped with zstd-napi do not include (no dictBuilder/), so it is taken from
+// the system's libzstd (Debian's libzstd1) when present, loaded privately with dlopen; without
+// it zstdTrainDictionary returns null and a Store simply stores no dictionary.
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define ZSTD_STATIC_LINKING_ONLY
+#include "zstd.h"
+#include "napi_util.h"
+
+namespace layerfs {
+
+namespace {
+
+using TrainFn = size_t (*)(void*, size_t, const void*, const size_t*, unsigned);
+using IsErrorFn = unsigned (*)(size_t);
+
+struct Zdict {
+  TrainFn train = nullptr;
+  IsErrorFn isError = nullptr;
+};
+
+const Zdict& LoadZdict() {
+  static Zdict z = [] {
+    Zdict out;
+    void* h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) return out;
+    out.train = reinterpret_cast<TrainFn>(dlsym(h, "ZDICT_trainFromBuffer"));
+    out.isError = reinterpret_cast<IsErrorFn>(dlsym(h, "ZDICT_isError"));
+    if (!out.train || !out.isError) out = Zdict();
+    return out;
+  }();
+  return z;
+}
+
+// Digested dictionaries are costly to build (a level-19 CDict indexes the whole dictionary), so
+// the last one of each direction is kept and reused while the same bytes (and level) come back.
+struct CDictCache {
+  std::string bytes;
+  int level = 0;
+  ZSTD_CDict* cdict = nullptr;
+};
+struct DDictCache {
+  std::string bytes;
+  ZSTD_DDict* ddict = nullptr;
+};
+
+ZSTD_CDict* CDictFor(const Bytes& dict, int level);
+
+bool Same(const std::string& held, const Bytes& b) {
+  return held.size() == b.size && std::memcmp(held.data(), b.data, b.size) == 0;
+}
+
+}  // namespace
+
+ZSTD_CDict* CachedCDict(const uint8_t* data, size_t size, int level) {
+  return CDictFor(Bytes{data, size}, level);
+}
+
+namespace {
+
+ZSTD_CDict* CDictFor(const Bytes& dict, int level) {
+  static thread_local CDictCache c;
+  if (c.cdict && c.level == level && Same(c.bytes, dict)) return c.cdict;
+  ZSTD_freeCDict(c.cdict);
+  c.bytes.assign(reinterpret_cast<const char*>(dict.data), dict.size);
+  c.level = level;
+  c.cdict = ZSTD_createCDict(c.bytes.data(), c.bytes.size(), level);
+  return c.cdict;
+}
+
+ZSTD_DDict* DDictFor(const Bytes& dict) {
+  static thread_local DDictCache d;
+  if (d.ddict && Same(d.bytes, dict)) return d.ddict;
+  ZSTD_freeDDict(d.ddict);
+  d.bytes.assign(reinterpret_cast<const char*>(dict.data), dict.size);
+  d.ddict = ZSTD_createDDict(d.bytes.data(), d.bytes.size());
+  return d.ddict;
+}
+
+ZSTD_CCtx* Cctx() {
+  static thread_local ZSTD_CCtx* c = ZSTD_createCCtx();
+  return c;
+}
+
+ZSTD_DCtx* Dctx() {
+  static thread_local ZSTD_DCtx* d = ZSTD_createDCtx();
+  return d;
+}
+
+void Check(const Napi::Env& env, size_t r, const char* what) {
+  if (ZSTD_isError(r)) throw Napi::Error::New(env, std::string(what) + ": " + ZSTD_getErrorName(r));
+}
+
+// zstdTrainDictionary(samples, sizes: Uint32Array, capacity) → Buffer, or null without ZDICT
+// or when training fails (too few or too uniform samples).
+Napi::Value Train(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes samples = GetBytes(env, info[0], "samples");
+  if (!info[1].IsTypedArray() || info[1].As<Napi::TypedArray>().TypedArrayType() != napi_uint32_array) {
+    throw Napi::TypeError::New(env, "sizes must be a Uint32Array");
+  }
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "capacity must be a number");
+  Napi::Uint32Array sizes = info[1].As<Napi::Uint32Array>();
+  const size_t capacity = static_cast<size_t>(info[2].As<Napi::Number>().Int64Value());
+  std::vector<size_t> lengths(sizes.ElementLength());
+  size_t total = 0;
+  for (size_t i = 0; i < lengths.size(); i++) total += (lengths[i] = sizes[i]);
+  if (total > samples.size) throw Napi::RangeError::New(env, "sizes exceed the samples");
+  const Zdict& z = LoadZdict();
+  if (!z.train || lengths.empty() || capacity < 1024) return env.Null();
+  std::string out(capacity, '\0');
+  const size_t n = z.train(out.data(), capacity, samples.data, lengths.data(), static_cast<unsigned>(lengths.size()));
+  if (z.isError(n)) return env.Null();
+  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
+}
+
+// zstdDictCompress(data, level, dict) → Buffer
+Napi::Value DictCompress(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "data");
+  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
+  Bytes dict = GetBytes(env, info[2], "dict");
+  const int level = info[1].As<Napi::Number>().Int32Value();
+  ZSTD_CCtx* c = Cctx();
+  ZSTD_CDict* cd = CDictFor(dict, level);
+  if (!c || !cd) throw Napi::Error::New(env, "zstd: out of memory");
+  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
+  Check(env, ZSTD_CCtx_refCDict(c, cd), "zstd dictionary");
+  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless), "zstd format");
+  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0), "zstd checksum");
+  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0), "zstd dictID");
+  const size_t bound = ZSTD_compressBound(src.size);
+  std::string out(bound, '\0');
+  const size_t n = ZSTD_compress2(c, out.data(), bound, src.data, src.size);
+  ZSTD_CCtx_refCDict(c, nullptr);
+  Check(env, n, "zstd compress");
+  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
+}
+
+constexpr size_t kMaxFrame = 64u << 20;
+
+// zstdDictDecompress(frame, size, dict) → Buffer of exactly `size` bytes (-1: the frame's own).
+Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "frame");
+  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "size must be a number");
+  Bytes dict = GetBytes(env, info[2], "dict");
+  const double want = info[1].As<Napi::Number>().DoubleValue();
+  size_t size;
+  if (want == -1) {
+    ZSTD_frameHeader h;
+    const size_t r = ZSTD_getFrameHeader_advanced(&h, src.data, src.size, ZSTD_f_zstd1_magicless);
+    if (r != 0 || h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kMaxFrame) {
+      throw Napi::Error::New(env, "zstd decompress: bad frame header");
+    }
+    size = static_cast<size_t>(h.frameContentSize);
+  } else {
+    if (!(want >= 0 && want <= kMaxFrame)) throw Napi::RangeError::New(env, "size out of range");
+    size = static_cast<size_t>(want);
+  }
+  ZSTD_DCtx* d = Dctx();
+  ZSTD_DDict* dd = DDictFor(dict);
+  if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  Check(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
+  Check(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
+  const size_t n = ZSTD_decompressDCtx(d, out.Data(), size, src.data, src.size);
+  ZSTD_DCtx_refDDict(d, nullptr);
+  Check(env, n, "zstd decompress");
+  if (n != size) throw Napi::Error::New(env, "zstd decompress: frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(size));
+  return out;
+}
+
+}  // namespace
+
+void InitZstdDict(Napi::Env env, Napi::Object exports) {
+  exports.Set("zstdTrainDictionary", Napi::Function::New(env, Train, "zstdTrainDictionary"));
+  exports.Set("zstdDictCompress", Napi::Function::New(env, DictCompress, "zstdDictCompress"));
+  exports.Set("zstdDictDecompress", Napi::Function::New(env, DictDecompress, "zstdDictDecompress"));
+}
+
+}  // namespace layerfs
