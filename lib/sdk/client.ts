@@ -27,7 +27,6 @@ import {
   normalizeNote,
   touchesPath,
   getLayer,
-  type CommitNote,
   type CommitRow,
   type LayerRow,
   keptCommits,
@@ -37,12 +36,13 @@ import { Monitor, type MonitorSnapshot, type Receipt } from '../monitor/receipt.
 import { analyzeDedup, exportTree, InodeKind, readRange, Store, verifyStore, type BackupProgress, type ByteRange, type ExportProgress, type ImportProgress, type TarSource, type TarStats, type VerifyProgress, type WriteStats } from '../store/index.js';
 import { branchInfo, commitInfo, entryInfo, layerInfo, layerStackInfo, workspaceInfo } from './convert.js';
 import {
-  commitWorkspace,
+  chooseProjection,
   createResolutionWorkspace,
   editFileRanges,
-  createWorkspace,
-  endWorkspace,
   getExecution,
+  projectionOf,
+  workspaceStates,
+  type WorkspaceState,
   listExecutions,
   listWorkspaces,
   readOutput,
@@ -51,14 +51,12 @@ import {
   runExecution,
   startDetached,
   stopExecution,
-  workspaceStatus,
   type ExecutionInfo,
   type RemoveProgress,
   type RangeEdit,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
-import { chooseProjection, commitMountedWorkspace, createMountedWorkspace, endMountedWorkspace, mountedWorkspaceChanges, workspaceStates, type WorkspaceState } from './mounted.js';
 import { defaultAuthor } from './author.js';
 import { endStandbys } from './standby.js';
 import { checkpoint, checkpoints, rewind, type CheckpointInfo, type RewindResult } from './rewind.js';
@@ -608,7 +606,7 @@ export class Client {
     const b = resolveBranch(this.store, branch);
     checkSandbox(this.store, opts.sandbox);
     const projection = chooseProjection(opts.projection);
-    const w = projection === 'fuse' ? await createMountedWorkspace(this.store, b, opts.at, { backend: opts.backend }) : createWorkspace(this.store, b, opts.at, projection, { onProgress: opts.onProgress });
+    const w = await projectionOf(projection).create(this.store, b, opts.at, { ...(opts.backend ? { backend: opts.backend } : {}), ...(opts.onProgress ? { onProgress: opts.onProgress } : {}) });
     if (opts.sandbox !== undefined) attachWorkspace(this.store, toHex(w.id), opts.sandbox);
     this.monitor.record(this.receipt('workspace.create', 'Created', t0, a0, null));
     return this.workspaceInfoOf(w);
@@ -630,18 +628,8 @@ export class Client {
   /** What changed in the Workspace, per path; a FUSE Workspace asks its daemon. */
   async workspaceStatus(ref: string): Promise<WorkspaceStatus> {
     const w = resolveWorkspace(this.store, ref);
-    if (w.projection === 'fuse') {
-      const m = await mountedWorkspaceChanges(this.store, w);
-      return { workspace: this.workspaceInfoOf(w), clean: m.changes.length === 0, changes: m.changes, skipped: [], ...(m.truncated ? { truncated: true } : {}) };
-    }
-    const s = workspaceStatus(this.store, w);
-    const text = (b: Buffer) => b.toString('utf8');
-    return {
-      workspace: this.workspaceInfoOf(w),
-      clean: s.entries.length === 0,
-      changes: s.entries.map((e) => ({ change: e.change, path: text(e.path), ...(e.oldPath ? { oldPath: text(e.oldPath) } : {}), kind: e.kind })),
-      skipped: s.skipped,
-    };
+    const s = await projectionOf(w.projection).changes(this.store, w);
+    return { workspace: this.workspaceInfoOf(w), clean: s.changes.length === 0, changes: s.changes, skipped: s.skipped, ...(s.truncated ? { truncated: true } : {}) };
   }
 
   /**
@@ -657,14 +645,14 @@ export class Client {
     if (opts.exclude?.some((p) => typeof p !== 'string' || p.trim() === '')) {
       throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an exclude pattern must be a non-empty string', { argument: 'exclude' });
     }
-    if (w.projection === 'fuse') {
-      if (opts.exclude?.length) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'excludes apply to materialized Workspaces; a FUSE Workspace commits what was written to it', { argument: 'exclude' });
-      return this.commitMounted(w, t0, note, opts.strict ?? false);
+    const { outcome: r, measure } = await projectionOf(w.projection).commit(this.store, w, this.stateDir, { note, strict: opts.strict ?? false, ...(opts.exclude ? { exclude: opts.exclude } : {}) });
+    const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, measure.phases);
+    if (measure.remote) {
+      // The daemon's own time (its write transaction and cut) and allocated growth: the rest of ms is the round trip.
+      base.phases = measure.remote.ms === undefined ? {} : { daemon: measure.remote.ms };
+      base.allocatedGrowth = measure.remote.allocatedGrowth;
     }
-    const phases = { walkRead: 0, chunkHash: 0, write: 0 };
-    const r = await commitWorkspace(this.store, w, this.stateDir, phases, { note, strict: opts.strict ?? false, exclude: opts.exclude });
-    const base = this.receipt('workspace.commit', r.outcome, t0, a0, r.outcome === 'Created' ? r.write : null, phases);
-    withReconcilePhase(base, r.outcome === 'Created' ? r.reconciled?.ms : r.outcome === 'Conflicted' ? r.ms : undefined);
+    withReconcilePhase(base, measure.reconcileMs);
     let out: CommitResult;
     switch (r.outcome) {
       case 'Created':
@@ -687,54 +675,13 @@ export class Client {
     return this.monitor.record(out) as CommitResult;
   }
 
-  /**
-   * A FUSE Workspace's commit, run by the daemon: its reply carries the whole Commit row and the
-   * allocated growth of its own write transaction, so nothing is re-read here.
-   */
-  private async commitMounted(w: WorkspaceRow, t0: number, note: CommitNote, strict: boolean): Promise<CommitResult> {
-    const r = await commitMountedWorkspace(this.store, w, this.stateDir, note, strict);
-    const write = r.outcome === 'Created' ? { objectsInserted: r.objectsInserted, objectsReused: r.objectsReused, bytesInserted: r.bytesInserted, bytesReused: r.bytesReused } : null;
-    const base = {
-      ...this.receipt('workspace.commit', r.outcome, t0, 0, write),
-      // The daemon's own time (its write transaction and cut) and allocated growth: the rest of ms is the round trip.
-      phases: (r.outcome === 'Busy' ? {} : { daemon: r.ms }) as Record<string, number>,
-      allocatedGrowth: r.outcome === 'Created' ? r.allocatedGrowth : 0,
-    };
-    let out: CommitResult;
-    switch (r.outcome) {
-      case 'Created':
-        out = {
-          ...base,
-          outcome: 'Created',
-          commit: { id: r.commitId, rootId: r.rootId, parentCommitId: r.previousHead, baseLayerId: r.baseLayerId, createdAt: r.createdAt, message: r.message, metadata: r.metadata, author: r.author, pruned: false },
-          previousHead: r.previousHead,
-          changedPaths: r.recordsWritten + r.deleted,
-          ...(r.reconciled ? { reconciled: r.reconciled } : {}),
-        };
-        withReconcilePhase(out, r.reconciled?.ms);
-        break;
-      case 'UpToDate':
-        out = { ...base, outcome: 'UpToDate', head: r.head };
-        break;
-      case 'Busy':
-        out = { ...base, outcome: 'Busy', executions: r.executions };
-        break;
-      case 'Conflicted':
-        out = { ...base, outcome: 'Conflicted', head: r.head, conflicts: conflictInfos(this.store, w.id) };
-        break;
-      default:
-        out = { ...base, outcome: 'HeadMoved', expected: r.expected, actual: r.actual };
-    }
-    return this.monitor.record(out) as CommitResult;
-  }
-
   /** Ends a Workspace and removes its files (a FUSE one is unmounted). Never commits; a clean end refuses changes. */
   async endWorkspace(ref: string, opts: { discard?: boolean; onProgress?: (p: RemoveProgress) => void } = {}): Promise<EndResult> {
     const t0 = performance.now();
     const a0 = this.store.meter.allocatedGrowth;
     const w = resolveWorkspace(this.store, ref);
     opts = endPolicy(this.store, w, opts);
-    const r = w.projection === 'fuse' ? await endMountedWorkspace(this.store, w, opts, this.stateDir) : await endWorkspace(this.store, w, opts, this.stateDir);
+    const r = await projectionOf(w.projection).end(this.store, w, opts, this.stateDir);
     if (r.outcome === 'Ended') recordEnded(this.store.path, { id: toHex(w.id), path: w.path });
     return this.monitor.record({ ...this.receipt('workspace.end', r.outcome, t0, a0, null), ...r } as EndResult) as EndResult;
   }
@@ -800,7 +747,7 @@ export class Client {
   async exec(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Promise<ExecutionInfo> {
     const t0 = performance.now();
     const w = resolveWorkspace(this.store, ref);
-    const e = await runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+    const e = await runExecution({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: projectionOf(w.projection).execDir(w), argv, env: opts.env, sandbox: planFor(this.store, w) });
     // A sandboxed execution's receipt carries its resource use (the cgroup's figures).
     if (e.resources) this.monitor.record({ ...this.receipt('workspace.exec', execOutcome(e), t0, this.store.meter.allocatedGrowth, null), execution: e.id, sandbox: e.sandbox, resources: e.resources });
     return e;
@@ -809,7 +756,7 @@ export class Client {
   /** Starts a command in the background; follow it with executionOutput(). */
   execDetached(ref: string, argv: string[], opts: { env?: NodeJS.ProcessEnv } = {}): ExecutionInfo {
     const w = resolveWorkspace(this.store, ref);
-    return startDetached({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: w.path, argv, env: opts.env, sandbox: planFor(this.store, w) });
+    return startDetached({ stateDir: this.stateDir, workspaceId: toHex(w.id), cwd: projectionOf(w.projection).execDir(w), argv, env: opts.env, sandbox: planFor(this.store, w) });
   }
 
   /** An interactive shell in the Workspace on a PTY of its own (inside its Sandbox when it has one). */

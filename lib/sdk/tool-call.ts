@@ -15,7 +15,7 @@ import { resolveBranch } from '../history/index.js';
 import type { Receipt } from '../monitor/receipt.js';
 import type { Store } from '../store/index.js';
 import {
-  createWorkspace,
+  chooseProjection,
   isSelf,
   orphanedWorkspaces,
   ownerGone,
@@ -23,14 +23,15 @@ import {
   parseOwnerTag,
   runningExecutions,
   selfOwner,
+  projectionOf,
   setWorkspaceOwner,
   stopExecution,
   workspaceOwner,
+  workspacePaths,
   type ExecutionInfo,
   type WorkspaceRow,
 } from '../workspace/index.js';
 import type { Client } from './client.js';
-import { chooseProjection, createMountedWorkspace } from './mounted.js';
 import type { CommitInfo, CommitResult, WorkspaceStatus } from './types.js';
 import { endInBackground, prepareStandby, takeStandby } from './standby.js';
 import { attachWorkspace, checkSandbox } from './sandbox.js';
@@ -133,7 +134,7 @@ export async function sweepOrphans(client: Client, store: Store): Promise<string
   }
   const root = toolCallRoot(store);
   if (!existsSync(root)) return ended;
-  const known = new Set((store.db.prepare('SELECT path FROM workspaces').pluck().all() as string[]).map(String));
+  const known = new Set(workspacePaths(store));
   for (const name of readdirSync(root)) {
     const dir = join(root, name);
     const owner = parseOwnerTag(name);
@@ -226,7 +227,7 @@ async function createOwned(client: Client, store: Store, branch: string, opts: T
   const make = async (): Promise<WorkspaceRow> => {
     const at = opts.at ?? join(toolCallRoot(store), `${ownerTag(owner)}-${randomBytes(6).toString('hex')}`);
     mkdirSync(dirname(at), { recursive: true });
-    const w = projection === 'fuse' ? await createMountedWorkspace(store, b, at, { backend: opts.backend, owner }) : createWorkspace(store, b, at, projection, { owner });
+    const w = await projectionOf(projection).create(store, b, at, { owner, ...(opts.backend ? { backend: opts.backend } : {}) });
     if (opts.sandbox !== undefined) attachWorkspace(store, toHex(w.id), opts.sandbox);
     return w;
   };
