@@ -105,8 +105,7 @@ export function insertWorkspace(store: Store, row: Omit<WorkspaceRow, 'state' | 
  * the head it expects; `expectedBase` too when it moved onto another base Layer.
  */
 export function setWorkspaceBase(store: Store, id: Buffer, rootId: Buffer, expectedHead: Buffer | null, expectedBase?: Buffer): void {
-  if (expectedBase === undefined) store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(rootId, expectedHead, id);
-  else store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = ? WHERE id = ?').run(rootId, expectedHead, expectedBase, id);
+  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = coalesce(?, expected_base_id) WHERE id = ?').run(rootId, expectedHead, expectedBase ?? null, id);
 }
 
 /** Removes the row and its stat cache, inside the caller's write transaction (conflicts and the Sandbox link go by cascade). */
