@@ -26,6 +26,7 @@ import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import { fdLock } from '../native/index.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
+import { getWorkspace } from '../workspace/index.js';
 import { ContentCache } from './content.js';
 import type { FuseMount } from './fuse.js';
 import { KernelMount, kernelBackendUsable } from './kernel.js';
@@ -476,7 +477,7 @@ export class Daemon {
         throw new LayerFsError('ERR_INVALID_ARGUMENT', `${rootId} is not a readable state of this Store: ${(e as Error).message}`, { id: rootId });
       }
       const wsBuf = Buffer.from(workspaceId, 'hex');
-      const hasRow = this.store.db.prepare('SELECT 1 FROM workspaces WHERE id = ?').get(wsBuf) !== undefined;
+      const hasRow = getWorkspace(this.store, wsBuf) !== undefined;
       rmSync(spoolDir, { recursive: true, force: true });
       mkdirSync(spoolDir, { recursive: true, mode: 0o700 });
       const record: MountRecord = { workspaceId, branchId, path: r.path, expectedHead, expectedBase, rootId, backend, allowOther, mountedAt: new Date().toISOString(), dirty: false };

@@ -1,6 +1,7 @@
 /**
- * lib/mount: live FUSE Workspaces. A daemon per Store serves every mounted Workspace through
- * fuse-native (the only importer of it); this is the API the SDK and CLI call.
+ * lib/mount: live FUSE Workspaces. A daemon per Store serves every mounted Workspace (over
+ * /dev/fuse, or through fuse-native); loading this folder registers the fuse Projection with the
+ * Workspace seam (lib/workspace/projection.ts), which is how the SDK reaches it.
  */
 export { ensureDaemon, mountWorkspace, commitMounted, mountedChanges, unmountWorkspace, daemonStatus, stopDaemon, request, closeDaemonConnection, servedWorkspaces, type MountOptions, type RequestOptions } from './client.js';
 export { daemonPaths, type Backend, type DaemonPaths, type DaemonStatus, type MountStatus, type MountRecord, type MountRequest, type MountedCommitOutcome, type MountedChanges, type UnmountOutcome, type StopOutcome, type RecoveryReport } from './protocol.js';
@@ -10,3 +11,4 @@ export { detachStale } from './mounttab.js';
 
 /** Whether this machine can serve FUSE mounts at all (a cheap check before choosing the projection). */
 export { fuseAvailable } from './probe.js';
+export { fuseProjection } from './projection.js';

@@ -1,20 +1,14 @@
 /**
- * A live writable overlay over one stored state: the namespace and content a FUSE mount serves.
- *
- * Inodes are kept in memory keyed by serial (so FUSE inode numbers are serials, stable across
- * commits). Stored records and directory listings load lazily; a changed record stays in memory
- * until commit; file content lives in content.ts (stored chunks, spool, dirty pages).
- *
- * Operations are synchronous and throw FsError (positive errno). `commit()` writes only what
- * changed — changed records, names per directory, deleted serials — through NamespaceEditor,
- * publishes by compare-and-swap on the Branch head, and on success rebases the overlay onto the
- * new state. While a commit runs, mutating operations submitted through `run()` wait in a queue
- * and run, in order, once the commit is over: every Commit is a consistent cut.
+ * The overlay's commit: `commit()` writes only what changed — changed records, names per
+ * directory, deleted serials — through NamespaceEditor, hands the new root to the one publish
+ * path of Workspaces (lib/workspace/publish.ts: compare-and-swap of the Branch head and the
+ * Workspace row), and on success rebases the overlay onto the published state. While a commit
+ * runs, mutating operations submitted through `run()` wait in a queue and run, in order, once
+ * the commit is over: every Commit is a consistent cut.
  */
 import { LayerFsError } from '../errors.js';
-import { toHex } from '../format/hex.js';
-import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
-import { saveConflicts } from '../workspace/index.js';
+import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
+import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild, StoredContent } from './content.js';
 import type { CommitTarget, Node } from './overlay-nodes.js';
@@ -34,21 +28,11 @@ export type OverlayCommitOutcome =
   | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
 
 interface CommitWrite {
-  published: ReturnType<typeof publishReconciled>;
+  published: Published;
   root: Buffer;
   head: Buffer | null;
   write: WriteStats;
   reconciliation?: Reconciliation;
-}
-
-type Refused = { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null } | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
-
-class RollBack {
-  constructor(readonly outcome: Refused) {}
-}
-
-function sameHead(a: Buffer | null, b: Buffer | null): boolean {
-  return (a === null && b === null) || (a !== null && b !== null && a.equals(b));
 }
 
 export class Overlay extends OverlayStatus {
@@ -139,13 +123,11 @@ export class Overlay extends OverlayStatus {
     const t0 = performance.now();
     const target = this.target;
     if (!this.changed) {
-      const b = getBranch(this.store, target.branchId);
-      if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(target.branchId)} no longer exists`, { id: toHex(target.branchId) });
-      const moved = !sameHead(b.headCommitId, target.expectedHead);
-      if (strict && (moved || !b.baseLayerId.equals(target.expectedBase))) return { outcome: 'HeadMoved', expected: target.expectedHead, actual: b.headCommitId, ms: performance.now() - t0 } as R;
+      const u = checkUnchanged(this.store, target, strict);
+      if (u.outcome === 'HeadMoved') return { ...u, ms: performance.now() - t0 } as R;
       // Nothing to publish, but the head moved: the overlay moves onto it, as after any commit.
-      if (moved && b.baseLayerId.equals(target.expectedBase)) this.moveOnto(b.headCommitId, branchRoot(this.store, b));
-      return { outcome: 'UpToDate', head: b.headCommitId, rootId: this.rootId, ms: performance.now() - t0 } as R;
+      if (u.moveTo) this.moveOnto(u.moveTo.head, u.moveTo.root);
+      return { outcome: 'UpToDate', head: u.head, rootId: this.rootId, ms: performance.now() - t0 } as R;
     }
     this.committing = true;
     const contents = new Map<number, StoredContent>();
@@ -156,21 +138,13 @@ export class Overlay extends OverlayStatus {
       this.target = { ...target, expectedHead: result.head };
       const ms = performance.now() - t0;
       if (result.published.outcome === 'UpToDate') return { outcome: 'UpToDate', head: result.head, rootId: result.root, ms };
-      if (result.published.outcome !== 'Created') throw new LayerFsError('ERR_CORRUPT', 'unexpected publish outcome');
       const rec = result.reconciliation;
       const out: OverlayCommitOutcome = { outcome: 'Created', commit: result.published.commit, rootId: result.root, previousHead: result.published.previousHead, write: result.write, build, ms };
       if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
       return out;
     };
-    const fail = (e: unknown): OverlayCommitOutcome => {
-      if (!(e instanceof RollBack)) throw e;
-      if (e.outcome.outcome === 'Conflicted') {
-        // Kept for `workspace conflicts`; the overlay keeps every change.
-        if (target.workspaceId) saveConflicts(this.store, target.workspaceId, e.outcome.head, e.outcome.conflicts);
-        return { ...e.outcome, ms: performance.now() - t0 };
-      }
-      return { ...e.outcome, ms: performance.now() - t0 };
-    };
+    // Nothing was stored; the overlay keeps every change (a Conflicted one's conflicts are kept for `workspace conflicts`).
+    const fail = (e: unknown): OverlayCommitOutcome => ({ ...refused(this.store, target.workspaceId ?? null, e), ms: performance.now() - t0 });
     const done = () => {
       this.committing = false;
       this.drain();
@@ -213,14 +187,8 @@ export class Overlay extends OverlayStatus {
       build.names += m.size;
     }
     const own = editor.finish();
-    const published = publishReconciled(store, w, { branchId: target.branchId, root: own, baseRoot: this.rootId, expectedHead: target.expectedHead, expectedBase: target.expectedBase, note, strict });
-    if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
-    const head = published.outcome === 'Created' ? published.commit.id : published.head;
+    const { published, head } = publishWorkspaceCommit(store, w, { ...target, baseRoot: this.rootId, workspaceId: target.workspaceId ?? null }, own, { note, strict });
     const root = published.root;
-    if (target.workspaceId) {
-      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, target.workspaceId);
-      store.db.prepare('DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(target.workspaceId);
-    }
     return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };
   }
 
@@ -284,7 +252,7 @@ export class Overlay extends OverlayStatus {
   protected moveOnto(head: Buffer | null, root: Buffer): void {
     if (this.target.workspaceId) {
       const id = this.target.workspaceId;
-      this.store.writeSync(() => this.store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, head, id));
+      this.store.writeSync(() => setWorkspaceBase(this.store, id, root, head));
     }
     this.rebase(root, new Map());
     this.moved(new Map());

@@ -22,4 +22,4 @@ export type { RestoreResult } from './restore.js';
 export type { GrepOptions, GrepResult, GrepMatch } from './grep.js';
 export type { TarStats, TarSource } from '../store/index.js';
 export type { BackupProgress } from '../store/index.js';
-export { chooseProjection } from './mounted.js';
+export { chooseProjection } from '../workspace/index.js';

@@ -11,13 +11,13 @@ import { toHex } from '../format/hex.js';
 import { getBranch, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { getWorkspace, type WorkspaceRow } from '../workspace/index.js';
-import type { Client } from './client.js';
+import type { ToolCallHost } from './tool-call-host.js';
 
 type Spare = Promise<string | null>;
 
-const spares = new WeakMap<Client, Map<string, Spare>>();
+const spares = new WeakMap<ToolCallHost, Map<string, Spare>>();
 /** Ends of finished calls' Workspaces still under way (standby mode ends them in the background). */
-const ending = new WeakMap<Client, Set<Promise<void>>>();
+const ending = new WeakMap<ToolCallHost, Set<Promise<void>>>();
 
 /**
  * Runs the end of a finished call's Workspace in the background: its outcome is settled (kept
@@ -25,7 +25,7 @@ const ending = new WeakMap<Client, Set<Promise<void>>>();
  * the removal. endStandbys() waits for these; if the process dies first, the Workspace is an
  * orphan, ended by the next call.
  */
-export function endInBackground(client: Client, end: () => Promise<unknown>): void {
+export function endInBackground(client: ToolCallHost, end: () => Promise<unknown>): void {
   let set = ending.get(client);
   if (!set) ending.set(client, (set = new Set()));
   const p: Promise<void> = end().then(
@@ -39,14 +39,14 @@ function key(branch: BranchRow, projection: string): string {
   return `${toHex(branch.id)}:${projection}`;
 }
 
-function table(client: Client): Map<string, Spare> {
+function table(client: ToolCallHost): Map<string, Spare> {
   let t = spares.get(client);
   if (!t) spares.set(client, (t = new Map()));
   return t;
 }
 
 /** The ready standby of this Branch head, or null (a stale one is discarded). */
-export async function takeStandby(client: Client, store: Store, branch: BranchRow, projection: string): Promise<WorkspaceRow | null> {
+export async function takeStandby(client: ToolCallHost, store: Store, branch: BranchRow, projection: string): Promise<WorkspaceRow | null> {
   const t = table(client);
   const k = key(branch, projection);
   const spare = t.get(k);
@@ -63,7 +63,7 @@ export async function takeStandby(client: Client, store: Store, branch: BranchRo
 }
 
 /** Starts making the next standby of the Branch head (errors only mean there is none). */
-export function prepareStandby(client: Client, branch: BranchRow, projection: string, make: () => Promise<WorkspaceRow>): void {
+export function prepareStandby(client: ToolCallHost, branch: BranchRow, projection: string, make: () => Promise<WorkspaceRow>): void {
   const t = table(client);
   const k = key(branch, projection);
   if (t.has(k)) return;
@@ -77,7 +77,7 @@ export function prepareStandby(client: Client, branch: BranchRow, projection: st
 }
 
 /** Ends every standby of this Client, after the background ends of finished calls (before closing it). */
-export async function endStandbys(client: Client): Promise<void> {
+export async function endStandbys(client: ToolCallHost): Promise<void> {
   await Promise.all(ending.get(client) ?? []);
   const t = spares.get(client);
   if (!t) return;

@@ -15,7 +15,7 @@ import { resolveBranch } from '../history/index.js';
 import type { Receipt } from '../monitor/receipt.js';
 import type { Store } from '../store/index.js';
 import {
-  createWorkspace,
+  chooseProjection,
   isSelf,
   orphanedWorkspaces,
   ownerGone,
@@ -23,14 +23,15 @@ import {
   parseOwnerTag,
   runningExecutions,
   selfOwner,
+  projectionOf,
   setWorkspaceOwner,
   stopExecution,
   workspaceOwner,
+  workspacePaths,
   type ExecutionInfo,
   type WorkspaceRow,
 } from '../workspace/index.js';
-import type { Client } from './client.js';
-import { chooseProjection, createMountedWorkspace } from './mounted.js';
+import type { ToolCallHost } from './tool-call-host.js';
 import type { CommitInfo, CommitResult, WorkspaceStatus } from './types.js';
 import { endInBackground, prepareStandby, takeStandby } from './standby.js';
 import { attachWorkspace, checkSandbox } from './sandbox.js';
@@ -120,7 +121,7 @@ function toolCallRoot(store: Store): string {
  * Ends the Workspaces whose owner is proven gone, and removes tool-call directories left before
  * their Workspace row was written (their owner, in the name, gone too).
  */
-export async function sweepOrphans(client: Client, store: Store): Promise<string[]> {
+export async function sweepOrphans(client: ToolCallHost, store: Store): Promise<string[]> {
   const ended: string[] = [];
   for (const id of orphanedWorkspaces(store)) {
     const hex = toHex(id);
@@ -133,7 +134,7 @@ export async function sweepOrphans(client: Client, store: Store): Promise<string
   }
   const root = toolCallRoot(store);
   if (!existsSync(root)) return ended;
-  const known = new Set((store.db.prepare('SELECT path FROM workspaces').pluck().all() as string[]).map(String));
+  const known = new Set(workspacePaths(store));
   for (const name of readdirSync(root)) {
     const dir = join(root, name);
     const owner = parseOwnerTag(name);
@@ -172,7 +173,7 @@ function abortError(signal: AbortSignal): LayerFsError {
   return new LayerFsError('ERR_ABORTED', timedOut ? 'the tool call timed out' : 'the tool call was aborted', { reason: timedOut ? 'timeout' : 'signal' });
 }
 
-function makeWorkspace(client: Client, w: WorkspaceRow, branch: string, signal: AbortSignal): ToolCallWorkspace {
+function makeWorkspace(client: ToolCallHost, w: WorkspaceRow, branch: string, signal: AbortSignal): ToolCallWorkspace {
   const id = toHex(w.id);
   return {
     id,
@@ -218,7 +219,7 @@ function makeWorkspace(client: Client, w: WorkspaceRow, branch: string, signal: 
   };
 }
 
-async function createOwned(client: Client, store: Store, branch: string, opts: ToolCallOptions): Promise<WorkspaceRow> {
+async function createOwned(client: ToolCallHost, store: Store, branch: string, opts: ToolCallOptions): Promise<WorkspaceRow> {
   const owner = selfOwner();
   const b = resolveBranch(store, branch);
   const projection = chooseProjection(opts.projection, 'auto');
@@ -226,7 +227,7 @@ async function createOwned(client: Client, store: Store, branch: string, opts: T
   const make = async (): Promise<WorkspaceRow> => {
     const at = opts.at ?? join(toolCallRoot(store), `${ownerTag(owner)}-${randomBytes(6).toString('hex')}`);
     mkdirSync(dirname(at), { recursive: true });
-    const w = projection === 'fuse' ? await createMountedWorkspace(store, b, at, { backend: opts.backend, owner }) : createWorkspace(store, b, at, projection, { owner });
+    const w = await projectionOf(projection).create(store, b, at, { owner, ...(opts.backend ? { backend: opts.backend } : {}) });
     if (opts.sandbox !== undefined) attachWorkspace(store, toHex(w.id), opts.sandbox);
     return w;
   };
@@ -236,7 +237,7 @@ async function createOwned(client: Client, store: Store, branch: string, opts: T
 }
 
 /** After a call with `standby`: the next Workspace of the (possibly new) head, made meanwhile. */
-function refillStandby(client: Client, store: Store, branch: string, opts: ToolCallOptions): void {
+function refillStandby(client: ToolCallHost, store: Store, branch: string, opts: ToolCallOptions): void {
   if (!opts.standby || opts.at !== undefined) return;
   try {
     const b = resolveBranch(store, branch);
@@ -281,7 +282,7 @@ async function settle(store: Store, id: string, pending: Promise<unknown>): Prom
 
 const noop = (): void => {};
 
-async function changesOf(client: Client, id: string): Promise<ToolCallChange[]> {
+async function changesOf(client: ToolCallHost, id: string): Promise<ToolCallChange[]> {
   try {
     return (await client.workspaceStatus(id)).changes;
   } catch {
@@ -289,7 +290,7 @@ async function changesOf(client: Client, id: string): Promise<ToolCallChange[]> 
   }
 }
 
-async function discard(client: Client, store: Store, id: string): Promise<void> {
+async function discard(client: ToolCallHost, store: Store, id: string): Promise<void> {
   const stateDir = `${store.path}.d/executions`;
   for (const e of runningExecutions(stateDir, id)) await stopExecutionQuietly(stateDir, e.id);
   await client.endWorkspace(id, { discard: true });
@@ -308,7 +309,7 @@ async function stopExecutionQuietly(stateDir: string, id: string): Promise<void>
  * fill it over several requests, then commit or discard it). Like a tool call's, it is ended by
  * the next call once this process is gone.
  */
-export async function openOwnedWorkspace(client: Client, store: Store, branch: string, opts: Pick<ToolCallOptions, 'projection' | 'backend' | 'at'> = {}): Promise<string> {
+export async function openOwnedWorkspace(client: ToolCallHost, store: Store, branch: string, opts: Pick<ToolCallOptions, 'projection' | 'backend' | 'at'> = {}): Promise<string> {
   await sweepOrphans(client, store);
   return toHex((await createOwned(client, store, branch, opts)).id);
 }
@@ -327,7 +328,7 @@ function laps(t0: number): Laps {
   return lap;
 }
 
-export async function runToolCall(client: Client, store: Store, branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
+export async function runToolCall(client: ToolCallHost, store: Store, branch: string, fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision, opts: ToolCallOptions = {}): Promise<ToolCallResult> {
   const t0 = performance.now();
   const cleaned = await sweepOrphans(client, store);
   const { signal, dispose } = callSignal(opts);
@@ -343,7 +344,7 @@ export async function runToolCall(client: Client, store: Store, branch: string, 
 }
 
 async function callIn(
-  client: Client,
+  client: ToolCallHost,
   store: Store,
   branch: string,
   fn: (ws: ToolCallWorkspace) => Promise<ToolCallDecision> | ToolCallDecision,

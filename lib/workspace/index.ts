@@ -1,8 +1,11 @@
-/** lib/workspace: Workspaces (the materialize projection, and the rows of FUSE ones), their changes, commits and executions. */
+/** lib/workspace: Workspaces — the Projection seam and the materialize projection, the rows of every Workspace, the one publish path of their Commits, their changes and executions. */
 export * from './rows.js';
 export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
 export { recordMountedWorkspace, forgetMountedWorkspace, ownsMountedWorkspace } from './mounted.js';
+export * from './projection.js';
+export { materializeProjection } from './materialized.js';
+export { checkUnchanged, publishWorkspaceCommit, refused, RollBack, type Published, type PublishTarget, type Refusal, type Unchanged } from './publish.js';
 export { createSandbox, sandboxStates, stopSandbox, removeSandbox, sandboxPlan, type SandboxState } from './sandbox.js';
 export { attachSandbox, resolveSandbox, sandboxOfWorkspace, type SandboxProfile, type SandboxProfileInput, type SandboxRow, type SandboxNetwork } from './sandbox-rows.js';
 export { bwrapArgs, prepareLaunch, sandboxEnv, sandboxExit, type SandboxPlan, type SandboxOutcome } from './sandbox-launch.js';

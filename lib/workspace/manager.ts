@@ -1,27 +1,31 @@
 /**
- * The Workspace lifecycle: create (materialize a Branch head), status, commit (publish by
- * compare-and-swap on the Branch head), end (remove the projection; never commits).
+ * The materialize projection's lifecycle: create (write a Branch head into a directory), status
+ * (a walk compared with the stat cache), commit (record what changed, then publish.ts's
+ * compare-and-swap) and end (remove the directory; never commits). The FUSE projection
+ * (lib/mount) implements the same steps over a live mount; projection.ts joins the two.
  */
 import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, EMPTY_NOTE, getBranch, publishReconciled, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
+import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath } from '../native/index.js';
-import { dropCache, loadCache, saveCache, type StatCache } from './cache.js';
+import { loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
 import { recordChanges, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
-import { clearConflicts, resolvedPaths, saveConflicts } from './conflicts.js';
+import { resolvedPaths } from './conflicts.js';
+import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
 import { syncProjection } from './sync.js';
-import { getWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
+import { deleteWorkspaceRow, getWorkspace, insertWorkspace, setWorkspaceBase, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
 /**
- * `owner`: the process a tool call's Workspace belongs to (owner.ts), recorded with the row;
- * `onProgress`: files written so far while materializing.
+ * Creates a materialized Workspace (`projection` must be materialize: a FUSE one is created
+ * through its Projection, which lib/mount registers). `owner`: the process a tool call's
+ * Workspace belongs to (owner.ts), recorded with the row; `onProgress`: files written so far.
  */
 export function createWorkspace(
   store: Store,
@@ -32,7 +36,7 @@ export function createWorkspace(
 ): WorkspaceRow {
   const { owner = null, onProgress } = opts;
   if (projection !== 'materialize') {
-    throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${projection} projection is not available yet`, { hint: 'use --projection materialize' });
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', `createWorkspace materializes; a ${projection} Workspace is created through its projection`, { hint: 'use projectionOf(name).create' });
   }
   const dir = workspaceTarget(store, at);
   const { head, base, root } = store.read(() => {
@@ -45,9 +49,7 @@ export function createWorkspace(
   try {
     writeMarker(store.path, id, dir, !existed);
     store.writeSync(() => {
-      store.db
-        .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-        .run(id, branch.id, dir, projection, root, head, base, 'active', Date.now());
+      insertWorkspace(store, { id, branchId: branch.id, path: dir, projection, baseRootId: root, expectedHeadId: head, expectedBaseId: base });
       if (owner) setWorkspaceOwner(store, id, owner);
       saveCache(store, id, cache);
     });
@@ -139,10 +141,6 @@ export interface CommitRun {
   exclude?: readonly string[];
 }
 
-class RollBack {
-  constructor(readonly outcome: CommitOutcome) {}
-}
-
 /**
  * Wall time (ms) of a commit by phase: walkRead = stat cache load and the walk compared with it;
  * chunkHash = waiting for the addon to read, chunk and hash changed files (and for the racy
@@ -172,13 +170,11 @@ export async function commitWorkspace(
   const cs = await computeChanges(ws.path, cache, run.exclude ?? []);
   phases.walkRead = performance.now() - t;
   if (cs.clean) {
-    const b = getBranch(store, ws.branchId);
-    const head = b?.headCommitId ?? null;
-    const same = (head === null && ws.expectedHeadId === null) || (head !== null && ws.expectedHeadId !== null && head.equals(ws.expectedHeadId));
-    if (!same && strict) return { outcome: 'HeadMoved', expected: ws.expectedHeadId, actual: head };
+    const u = checkUnchanged(store, { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId }, strict);
+    if (u.outcome === 'HeadMoved') return u;
     // Nothing to publish, but the head moved: the Workspace moves onto it, as after any commit.
-    if (!same && b) await store.write(() => moveOnto(store, ws, b, cache));
-    return { outcome: 'UpToDate', head };
+    if (u.moveTo) await store.write(() => moveOnto(store, ws, cache));
+    return { outcome: 'UpToDate', head: u.head };
   }
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {
@@ -195,16 +191,12 @@ export async function commitWorkspace(
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
       phases.write = performance.now() - t - phases.chunkHash;
-      const resolved = resolvedPaths(store, ws.id);
-      const published = publishReconciled(store, w, { branchId: ws.branchId, root, baseRoot: ws.baseRootId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, note, strict, resolved });
-      if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
+      const target = { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, baseRoot: ws.baseRootId, workspaceId: ws.id };
+      const { published, head } = publishWorkspaceCommit(store, w, target, root, { note, strict, resolved: resolvedPaths(store, ws.id) });
       const rec = published.reconciliation;
       // The Workspace shows what was published: the other side's changes are written in.
       if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache);
       else saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
-      const head = published.outcome === 'Created' ? published.commit.id : published.head;
-      store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(published.root, head, ws.id);
-      clearConflicts(store, ws.id);
       if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
       let changedPaths = cs.deletedPaths.length;
       for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;
@@ -213,20 +205,18 @@ export async function commitWorkspace(
       return out;
     });
   } catch (e) {
-    if (!(e instanceof RollBack)) throw e;
     // Nothing was published; what overlapped is kept for `workspace conflicts` and `resolve`.
-    if (e.outcome.outcome === 'Conflicted') saveConflicts(store, ws.id, e.outcome.head, e.outcome.conflicts);
-    return e.outcome;
+    return refused(store, ws.id, e);
   }
 }
 
-/** Writes the head's changes into a clean Workspace and makes the head its base. */
-function moveOnto(store: Store, ws: WorkspaceRow, b: BranchRow, cache: StatCache): void {
-  const now = getBranch(store, b.id)!;
+/** Writes the head's changes into a clean Workspace and makes the head its base (the base Layer unchanged). */
+function moveOnto(store: Store, ws: WorkspaceRow, cache: StatCache): void {
+  const now = getBranch(store, ws.branchId)!;
   const root = branchRoot(store, now);
   if (!now.baseLayerId.equals(ws.expectedBaseId)) return;
   syncProjection(store, ws.id, ws.path, ws.baseRootId, root, cache);
-  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ? WHERE id = ?').run(root, now.headCommitId, ws.id);
+  setWorkspaceBase(store, ws.id, root, now.headCommitId);
 }
 
 /**
@@ -249,10 +239,7 @@ export async function endWorkspace(store: Store, ws: WorkspaceRow, opts: { disca
   // Only what this Workspace itself created is removed: never a directory a row merely names.
   const ours = isMarkedDir(store.path, ws.id, ws.path);
   if (ours) removeProjection(ws.path, { onProgress: opts.onProgress });
-  store.writeSync(() => {
-    dropCache(store, ws.id);
-    store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
-  });
+  store.writeSync(() => deleteWorkspaceRow(store, ws.id));
   dropMarker(store.path, ws.id);
   forgetExecutions(stateDir, toHex(ws.id));
   return { outcome: 'Ended', discarded: Boolean(opts.discard), ...(ours || !existsSync(ws.path) ? {} : { kept: ws.path }) };

@@ -1,17 +1,16 @@
 /**
  * Rows of FUSE Workspaces (projection 'fuse'). The files live in a mount the per-Store daemon
  * serves (lib/mount), so this layer only records the Workspace and forgets it again; mounting,
- * status, commit and unmount go through the daemon (the SDK routes them).
+ * status, commit and unmount are the FUSE Projection's (lib/mount/projection.ts).
  */
 import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, uuidv7, type BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
-import { dropCache } from './cache.js';
 import { forgetExecutions } from './exec.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { dropMarker, isMarkedDir, readMarker, writeMarker } from './marker.js';
-import { getWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
+import { deleteWorkspaceRow, getWorkspace, insertWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
 
 /** Records a FUSE Workspace of the Branch head at `at` (created empty when absent); nothing is written there. */
 export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string, owner: ProcessRef | null = null): WorkspaceRow {
@@ -22,9 +21,7 @@ export function recordMountedWorkspace(store: Store, branch: BranchRow, at: stri
   writeMarker(store.path, id, dir, !existed);
   store.writeSync(() => {
     const b = getBranch(store, branch.id)!;
-    store.db
-      .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
-      .run(id, b.id, dir, 'fuse', branchRoot(store, b), b.headCommitId, b.baseLayerId, 'active', Date.now());
+    insertWorkspace(store, { id, branchId: b.id, path: dir, projection: 'fuse', baseRootId: branchRoot(store, b), expectedHeadId: b.headCommitId, expectedBaseId: b.baseLayerId });
     if (owner) setWorkspaceOwner(store, id, owner);
   });
   return getWorkspace(store, id)!;
@@ -42,10 +39,7 @@ export function ownsMountedWorkspace(store: Store, ws: WorkspaceRow): boolean {
  * one a row merely names). Call only after the daemon unmounted it or the stale mount was detached.
  */
 export function forgetMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): void {
-  store.writeSync(() => {
-    dropCache(store, ws.id);
-    store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(ws.id);
-  });
+  store.writeSync(() => deleteWorkspaceRow(store, ws.id));
   forgetExecutions(stateDir, toHex(ws.id));
   const made = readMarker(store.path, ws.id)?.created === true && isMarkedDir(store.path, ws.id, ws.path);
   dropMarker(store.path, ws.id);

@@ -4,6 +4,7 @@ import { uniqueByPrefix } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
+import { dropCache } from './cache.js';
 import { findEnded } from './ended.js';
 
 export type Projection = 'materialize' | 'fuse';
@@ -87,4 +88,33 @@ export function workspaceTarget(store: Store, at: string): string {
     throw new LayerFsError('ERR_EXISTS', `a Workspace already uses ${dir}`, { path: dir });
   }
   return dir;
+}
+
+/**
+ * The writes of the `workspaces` table: this folder owns it, so every statement that changes a
+ * row is here (owner.ts keeps the owner columns).
+ */
+export function insertWorkspace(store: Store, row: Omit<WorkspaceRow, 'state' | 'createdMs'>): void {
+  store.db
+    .prepare('INSERT INTO workspaces (id, branch_id, path, projection, base_root_id, expected_head_id, expected_base_id, state, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)')
+    .run(row.id, row.branchId, row.path, row.projection, row.baseRootId, row.expectedHeadId, row.expectedBaseId, 'active', Date.now());
+}
+
+/**
+ * The state a Workspace now matches (after a commit, or moving onto the head): its base root and
+ * the head it expects; `expectedBase` too when it moved onto another base Layer.
+ */
+export function setWorkspaceBase(store: Store, id: Buffer, rootId: Buffer, expectedHead: Buffer | null, expectedBase?: Buffer): void {
+  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = coalesce(?, expected_base_id) WHERE id = ?').run(rootId, expectedHead, expectedBase ?? null, id);
+}
+
+/** Removes the row and its stat cache, inside the caller's write transaction (conflicts and the Sandbox link go by cascade). */
+export function deleteWorkspaceRow(store: Store, id: Buffer): void {
+  dropCache(store, id);
+  store.db.prepare('DELETE FROM workspaces WHERE id = ?').run(id);
+}
+
+/** The directories of every Workspace row. */
+export function workspacePaths(store: Store): string[] {
+  return (store.db.prepare('SELECT path FROM workspaces').pluck().all() as string[]).map(String);
 }

@@ -9,7 +9,7 @@ import type { Store } from '../store/index.js';
 import { loadCache } from './cache.js';
 import { runningExecutions } from './exec.js';
 import { workspaceStatus } from './manager.js';
-import type { WorkspaceRow } from './rows.js';
+import { setWorkspaceBase, type WorkspaceRow } from './rows.js';
 import { syncProjection } from './sync.js';
 
 export type UpdateOutcome = { outcome: 'Updated'; head: Buffer | null; written: number } | { outcome: 'UpToDate'; head: Buffer | null } | { outcome: 'Busy'; executions: string[] };
@@ -28,11 +28,11 @@ export async function updateWorkspace(store: Store, ws: WorkspaceRow, stateDir: 
     const b = getBranch(store, ws.branchId)!;
     const root = branchRoot(store, b);
     if (root.equals(ws.baseRootId) && b.baseLayerId.equals(ws.expectedBaseId)) {
-      store.db.prepare('UPDATE workspaces SET expected_head_id = ? WHERE id = ?').run(b.headCommitId, ws.id);
+      setWorkspaceBase(store, ws.id, ws.baseRootId, b.headCommitId);
       return { outcome: 'UpToDate' as const, head: b.headCommitId };
     }
     const { written } = syncProjection(store, ws.id, ws.path, ws.baseRootId, root, loadCache(store, ws.id));
-    store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = ? WHERE id = ?').run(root, b.headCommitId, b.baseLayerId, ws.id);
+    setWorkspaceBase(store, ws.id, root, b.headCommitId, b.baseLayerId);
     return { outcome: 'Updated' as const, head: b.headCommitId, written };
   });
 }
