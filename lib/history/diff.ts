@@ -302,9 +302,12 @@ class StateDiff implements NameSource {
       }
       return m;
     };
+    // Only a path that disappeared is a rename source: one that holds something new is modified.
+    const arrived = new Set(this.added.map((a) => a.key));
+    const gone = this.deleted.filter((d) => !arrived.has(d.key));
     const match = (keyOf: (s: Side) => string | null): void => {
       const adds = group(this.added, keyOf);
-      for (const [k, ds] of group(this.deleted, keyOf)) {
+      for (const [k, ds] of group(gone, keyOf)) {
         const as = adds.get(k);
         if (as) this.pairGroup(ds, as);
       }

@@ -36,20 +36,76 @@ export abstract class OverlayStatus extends OverlayNamespace {
       if (!n || !this.alive(n) || n.socket) continue;
       const path = this.pathOf(n);
       if (path === null) continue;
+      // Further names of a hard-linked inode: each new one added, the others changed with it.
+      for (const other of n.kind === InodeKind.Dir || n.parents.length < 2 ? [] : this.otherPaths(n, path)) {
+        out.push({ change: n.inBase && this.inBase(other) ? 'modified' : 'added', path: other, kind: kindOf(n.kind) });
+      }
       if (!n.inBase) {
         out.push({ change: 'added', path, kind: kindOf(n.kind) });
         continue;
       }
       const old = this.view.pathOf(serial);
       if (old && !old.equals(path)) out.push({ change: 'renamed', path, oldPath: old, kind: kindOf(n.kind) });
-      else if (this.dirtyRecords.has(serial)) out.push({ change: 'modified', path, kind: kindOf(n.kind) });
+      else if (this.dirtyRecords.has(serial) && !this.entriesOnly(n)) out.push({ change: 'modified', path, kind: kindOf(n.kind) });
+    }
+    this.settle(out);
+    out.sort((a, b) => Buffer.compare(a.path, b.path));
+    return { changes: out.slice(0, limit), truncated: out.length > limit };
+  }
+
+  /** Every name of a live inode but `first`. */
+  private otherPaths(n: Node, first: Buffer): Buffer[] {
+    const out: Buffer[] = [];
+    for (const p of new Set(n.parents)) {
+      const d = this.node(p);
+      const dirPath = p === ROOT_SERIAL ? null : this.pathOf(d);
+      if (p !== ROOT_SERIAL && dirPath === null) continue;
+      for (const [k, s] of this.children(d)) {
+        if (s !== n.serial) continue;
+        const name = Buffer.from(k, 'latin1');
+        const full = dirPath ? Buffer.concat([dirPath, SLASH, name]) : name;
+        if (!full.equals(first)) out.push(full);
+      }
+    }
+    return out;
+  }
+
+  /** Deleted base serials and renames, judged against what now sits at each path. */
+  private settle(out: OverlayChange[]): void {
+    const kindOf = (k: InodeKind) => CHANGE_KIND_NAMES[k] ?? 'unknown';
+    // A path deleted and re-created (`sed -i` renames a new file over it) is modified; one a
+    // rename moved something over was overwritten, which the rename says.
+    const arrived = new Map(out.map((c) => [c.path.toString('latin1'), c]));
+    // Only a path that disappeared is a rename source (a swap modifies both paths).
+    for (const c of out) {
+      if (c.change !== 'renamed' || !arrived.has(c.oldPath!.toString('latin1'))) continue;
+      c.change = this.inBase(c.path) ? 'modified' : 'added';
+      delete c.oldPath;
     }
     for (const serial of this.deleted) {
       const old = this.view.pathOf(serial);
-      if (old) out.push({ change: 'deleted', path: old, kind: '' });
+      if (!old) continue;
+      const now = arrived.get(old.toString('latin1'));
+      if (now?.change === 'added') now.change = 'modified';
+      else if (!now) out.push({ change: 'deleted', path: old, kind: kindOf(this.view.inode(serial).kind) });
     }
-    out.sort((a, b) => Buffer.compare(a.path, b.path));
-    return { changes: out.slice(0, limit), truncated: out.length > limit };
+  }
+
+  private inBase(path: Buffer): boolean {
+    try {
+      this.view.resolve(path.toString('latin1').split('/').map((x) => Buffer.from(x, 'latin1')), path.toString());
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /** A base directory whose mode, owner and xattrs stayed: only its entries changed (listed). */
+  private entriesOnly(n: Node): boolean {
+    if (n.kind !== InodeKind.Dir) return false;
+    const b = this.view.inode(n.serial);
+    const sameX = b.xattrs.length === n.xattrs.length && b.xattrs.every((x, i) => x.name.equals(n.xattrs[i]!.name) && x.value.equals(n.xattrs[i]!.value));
+    return b.mode === n.mode && b.uid === n.uid && b.gid === n.gid && sameX;
   }
 
   /** The current path of a live inode through its first parent (null when unreachable). */

@@ -9,7 +9,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
-import { walkRelPath } from '../native/index.js';
+import { walkRelPath, WalkKind } from '../native/index.js';
 import { loadCache, saveCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
@@ -92,7 +92,10 @@ function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
     const s = now.serial[i]!;
     const j = oldIndex[i]!;
     if (j >= 0 && cache.serial[j] === s) {
-      out.push({ change: 'modified', path: rel, kind });
+      // A directory whose mode stayed and whose mtime moved only had its entries change (they
+      // are listed): not a change of its own, as a diff counts changes.
+      const entriesOnly = now.kind[i] === WalkKind.Dir && cache.mode[j] === now.mode[i] && cache.mtimeNs[j] !== now.mtimeNs[i];
+      if (!entriesOnly) out.push({ change: 'modified', path: rel, kind });
       continue;
     }
     if (!sourceOf) {
@@ -103,7 +106,9 @@ function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
         const qs = cache.serial[q]!;
         if (!cs.changedSerials.has(qs) || sourceOf.has(qs)) continue;
         const k = nowAt[q]!;
-        if (k < 0 || now.serial[k] !== qs) sourceOf.set(qs, q);
+        // Only a path that disappeared is a rename source; one that holds something else now
+        // is modified, and the inode's new name is added.
+        if (k < 0) sourceOf.set(qs, q);
       }
     }
     const from = sourceOf.get(s);
@@ -112,7 +117,7 @@ function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
       renamedFrom.add(from);
     } else out.push({ change: j >= 0 ? 'modified' : 'added', path: rel, kind });
   }
-  for (const d of cs.deletedPaths) if (!renamedFrom.has(d)) out.push({ change: 'deleted', path: walkRelPath(cache, d), kind: '' });
+  for (const d of cs.deletedPaths) if (!renamedFrom.has(d)) out.push({ change: 'deleted', path: walkRelPath(cache, d), kind: kindName(cache.kind[d]!) });
   return out.sort((a, b) => Buffer.compare(a.path, b.path));
 }
 

@@ -95,6 +95,41 @@ function pair(now: WalkResult, cache: StatCache): Pairing {
 const parentSerial = (p: Pairing, i: number): number => (i === 0 ? 0 : p.serial[p.now.parent[i]!]!);
 const oldParentSerial = (p: Pairing, j: number): number => (j === 0 ? 0 : p.cache.serial[p.cache.parent[j]!]!);
 
+/** Per serial, the cache entries (paths) that had it; per cache entry, the entry now at its path. */
+interface MovedFrom {
+  pathsOf: Map<number, number[]>;
+  nowAt: Int32Array;
+}
+
+function movedFrom(p: Pairing): MovedFrom {
+  const pathsOf = new Map<number, number[]>();
+  for (let q = 1; q < p.cache.count; q++) {
+    const s = p.cache.serial[q]!;
+    const l = pathsOf.get(s);
+    if (l) l.push(q);
+    else pathsOf.set(s, [q]);
+  }
+  const nowAt = new Int32Array(p.cache.count).fill(-1);
+  for (let i = 0; i < p.now.count; i++) if (p.oldIndex[i]! >= 0) nowAt[p.oldIndex[i]!] = i;
+  return { pathsOf, nowAt };
+}
+
+/**
+ * Whether entry i, found at another path by its inode number, is that inode moved or linked
+ * here: some old path of serial s is gone, or still has the same inode (a hard link). When
+ * every old path is still there with another inode, the number was freed and reused (`sed -i`
+ * then `cp`), or the file was moved and its path re-created: then the old paths keep the serial
+ * and this is a new inode, so a rename is reported only for a path that disappeared.
+ */
+function movedHere(p: Pairing, m: MovedFrom, s: number, i: number): boolean {
+  const { now, nIno } = p;
+  for (const q of m.pathsOf.get(s) ?? []) {
+    const k = m.nowAt[q]!;
+    if (k < 0 || (now.kind[k] === now.kind[i] && nIno[2 * k] === nIno[2 * i] && nIno[2 * k + 1] === nIno[2 * i + 1])) return true;
+  }
+  return false;
+}
+
 /**
  * Serials by inode: same inode → same serial (unchanged, edited, renamed, linked). The inode map
  * of the whole cache is built only when some path does not keep its own inode.
@@ -104,6 +139,7 @@ function keepSerials(p: Pairing): void {
   serial[0] = ROOT_SERIAL;
   claimed[ROOT_SERIAL] = 1;
   let byIno: Map<number | string, number> | null = null;
+  let moved: MovedFrom | null = null;
   for (let i = 1; i < now.count; i++) {
     const k = now.kind[i]!;
     const j = oldIndex[i]!;
@@ -116,6 +152,7 @@ function keepSerials(p: Pairing): void {
         for (let q = 0; q < cache.count; q++) byIno.set(inoKey(cache.kind[q]!, oIno[2 * q + LO]!, oIno[2 * q + HI]!), cache.serial[q]!);
       }
       s = byIno.get(inoKey(k, nIno[2 * i + LO]!, nIno[2 * i + HI]!));
+      if (s !== undefined && !movedHere(p, (moved ??= movedFrom(p)), s, i)) s = undefined;
     }
     if (s !== undefined && s !== ROOT_SERIAL && !(k === WalkKind.Dir && claimed[s])) {
       serial[i] = s;
