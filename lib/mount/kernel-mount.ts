@@ -180,13 +180,20 @@ export class KernelMount {
       void w.terminate();
       throw e;
     }
+    // In the background: the mount is usable already, and a create should not wait for a read
+    // of the mount table through the thread pool (tens of ms on a loaded machine).
+    void this.tune();
+  }
+
+  /** Finds the mount's FUSE connection (for an abort at unmount) and raises its readahead. */
+  private async tune(): Promise<void> {
     try {
       this.connection = await connectionAt(this.mountpoint);
-      if (this.connection === null) throw new Error('not in mountinfo');
+      if (this.connection === null || this.isEnded) return;
       // Larger sequential READs: fewer round trips (the kernel starts a mount at 128 KiB).
       writeFileSync(`/sys/class/bdi/0:${this.connection}/read_ahead_kb`, String(MAX_WRITE >> 10));
     } catch {
-      /* no sysfs, or not allowed: the default readahead */
+      /* no mount table, no sysfs, or not allowed: the default readahead */
     }
   }
 
