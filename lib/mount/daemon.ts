@@ -29,7 +29,7 @@ import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
 import { ContentCache } from './content.js';
 import type { FuseMount } from './fuse.js';
-import { KernelMount, kernelBackendUsable } from './kernel.js';
+import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { Overlay } from './overlay.js';
@@ -610,6 +610,7 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     this.log(`stopping: ${why}`);
+    endSpareWorker();
     for (const e of [...this.mounts.values()]) {
       if (e.committing) await e.committing.catch(() => {});
       await this.detachEntry(e).catch((err) => this.log(`detach failed: ${(err as Error).message}`));

@@ -5,13 +5,13 @@
  * (waking it with a lookup of a throw-away name), and unmounts.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
+import { closeSync, openSync, writeFileSync, constants as fsc } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import { LayerFsError, type ErrorCode } from '../errors.js';
 import { FsError } from './errno.js';
+import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
 import { wakeLookup } from './waker.js';
@@ -71,35 +71,24 @@ export interface KernelWorkerParams {
   protocol: { entryTimeout?: number; attrTimeout?: number };
 }
 
+/** The first message to a serving thread: the mount it serves. */
+export interface StartWorker {
+  type: 'start';
+  fd: number;
+  params: KernelWorkerParams;
+}
+
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
 export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean } | { id: number; type: 'state' } | { id: number; type: 'changes' };
 export type FromWorker =
   | { type: 'ready' }
+  | { type: 'idle' }
   | { type: 'dirty' }
   | { type: 'log'; message: string }
   | { type: 'fatal'; message: string }
   | { type: 'ended' }
   | { type: 'result'; id: number; ok: true; value: unknown }
   | { type: 'result'; id: number; ok: false; error: { code: string; message: string; details?: Record<string, unknown> } };
-
-/**
- * Starts kernel-worker beside this module: kernel-worker.js in dist/; from sources (under tsx)
- * the worker registers tsx itself first, since Node 20 workers do not inherit module hooks.
- */
-function startWorker(workerData: unknown): Worker {
-  const js = new URL('./kernel-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData });
-  const ts = new URL('./kernel-worker.ts', import.meta.url);
-  if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', 'kernel-worker is missing beside kernel.js', { hint: 'reinstall layerfs' });
-  let api: string;
-  try {
-    api = import.meta.resolve('tsx/esm/api');
-  } catch {
-    throw new LayerFsError('ERR_NOT_FOUND', 'running from TypeScript sources needs tsx to start the serving thread');
-  }
-  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
-  return new Worker(code, { eval: true, workerData });
-}
 
 /** A mount of this namespace uses FUSE connection `n` (device 0:n). */
 async function connectionMounted(n: number): Promise<boolean> {
@@ -138,6 +127,8 @@ export class KernelMount {
   private ended: Promise<void>;
   private markEnded!: () => void;
   private isEnded = false;
+  /** The serving thread ended its service cleanly and waits for another mount. */
+  private reusable = false;
   private ready!: { resolve: () => void; reject: (e: unknown) => void };
   private connection: number | null = null;
   private readonly log: (message: string) => void;
@@ -171,8 +162,9 @@ export class KernelMount {
     }
     // The kernel has queued INIT; the worker answers it first thing.
     const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
-    const w = startWorker({ fd: this.fd, params: this.params });
+    const w = takeServingWorker(this.params.storePath);
     this.worker = w;
+    w.postMessage({ type: 'start', fd: this.fd, params: this.params } satisfies StartWorker);
     w.on('message', (m: FromWorker) => this.message(m));
     w.on('error', (e) => {
       this.log(`serving thread failed: ${e.stack ?? e.message}`);
@@ -188,13 +180,20 @@ export class KernelMount {
       void w.terminate();
       throw e;
     }
+    // In the background: the mount is usable already, and a create should not wait for a read
+    // of the mount table through the thread pool (tens of ms on a loaded machine).
+    void this.tune();
+  }
+
+  /** Finds the mount's FUSE connection (for an abort at unmount) and raises its readahead. */
+  private async tune(): Promise<void> {
     try {
       this.connection = await connectionAt(this.mountpoint);
-      if (this.connection === null) throw new Error('not in mountinfo');
+      if (this.connection === null || this.isEnded) return;
       // Larger sequential READs: fewer round trips (the kernel starts a mount at 128 KiB).
       writeFileSync(`/sys/class/bdi/0:${this.connection}/read_ahead_kb`, String(MAX_WRITE >> 10));
     } catch {
-      /* no sysfs, or not allowed: the default readahead */
+      /* no mount table, no sysfs, or not allowed: the default readahead */
     }
   }
 
@@ -202,6 +201,8 @@ export class KernelMount {
     switch (m.type) {
       case 'ready':
         this.ready.resolve();
+        return;
+      case 'idle':
         return;
       case 'dirty':
         this.onDirty();
@@ -214,6 +215,7 @@ export class KernelMount {
         this.ready.reject(new FsError('EIO', m.message));
         return;
       case 'ended':
+        this.reusable = true;
         this.finish();
         return;
       case 'result': {
@@ -238,6 +240,11 @@ export class KernelMount {
       /* closed */
     }
     this.markEnded();
+    // A clean end leaves the thread waiting for another mount: kept for the next one.
+    if (this.worker && this.reusable) {
+      releaseServingWorker(this.worker, this.params.storePath);
+      this.worker = null;
+    }
   }
 
   /** Sends one message to the serving thread and waits for its answer. */

@@ -11,11 +11,11 @@ import { LayerFsError } from '../errors.js';
 import { fdRead, fdWrite } from '../native/index.js';
 import { Store } from '../store/index.js';
 import { ContentCache } from './content.js';
-import { KernelProtocol, type FromWorker, type KernelWorkerParams, type ToWorker } from './kernel.js';
+import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
+import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { Overlay } from './overlay.js';
 
-const { fd, params } = workerData as { fd: number; params: KernelWorkerParams };
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
 const log = (message: string) => post({ type: 'log', message });
@@ -23,8 +23,7 @@ const hex = (h: string) => Buffer.from(h, 'hex');
 const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
-function serve(): void {
-  const store = Store.open(params.storePath);
+function serve(store: Store, { fd, params }: StartWorker): void {
   let proto: KernelProtocol | null = null;
   const overlay = new Overlay(
     store,
@@ -92,14 +91,37 @@ function serve(): void {
     }
   } finally {
     overlay.dispose();
-    store.close();
   }
 }
 
 let ready = false;
+// Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
+// the mount exists; each `start` message says which mount to serve, and after a clean end the
+// thread waits for the next one (kernel-spare.ts takes it back).
+const { storePath } = workerData as SpareData;
+let store: Store | null = null;
 try {
-  serve();
-  post({ type: 'ended' });
-} catch (e) {
-  post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
+  store = Store.open(storePath);
+} catch {
+  /* opened again below, where a failure is reported */
 }
+port.on('message', (m: StartWorker | ToWorker) => {
+  // A request for a mount that has ended: the daemon has failed it already.
+  if (m.type !== 'start') return;
+  ready = false;
+  try {
+    if (store && m.params.storePath !== storePath) {
+      store.close();
+      store = null;
+    }
+    store ??= Store.open(m.params.storePath);
+    serve(store, m);
+  } catch (e) {
+    post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
+    store?.close();
+    port.close(); // not reused: the thread ends
+    return;
+  }
+  post({ type: 'ended' });
+});
+post({ type: 'idle' });

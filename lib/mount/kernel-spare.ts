@@ -1,0 +1,113 @@
+/**
+ * Serving threads started ahead of need. A new thread loads the whole module graph (under tsx:
+ * transpiles it) and opens its own Store connection before it can answer INIT, which cost
+ * hundreds of ms of every fresh mount; so the daemon keeps one idle thread that has done all of
+ * that, hands it the next mount's /dev/fuse descriptor, and starts the next one in the background.
+ * At most one is idle per Store; it is ended with the daemon (endSpareWorker) and never keeps the
+ * process alive on its own (unref'd until handed out).
+ */
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { Worker } from 'node:worker_threads';
+import { LayerFsError } from '../errors.js';
+
+/** What an idle serving thread is started with: the Store it opens while waiting. */
+export interface SpareData {
+  storePath: string;
+}
+
+/**
+ * Starts kernel-worker beside this module: kernel-worker.js in dist/; from sources (under tsx)
+ * the worker registers tsx itself first, since Node 20 workers do not inherit module hooks.
+ */
+function startWorker(workerData: SpareData): Worker {
+  const js = new URL('./kernel-worker.js', import.meta.url);
+  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData });
+  const ts = new URL('./kernel-worker.ts', import.meta.url);
+  if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', 'kernel-worker is missing beside kernel.js', { hint: 'reinstall layerfs' });
+  let api: string;
+  try {
+    api = import.meta.resolve('tsx/esm/api');
+  } catch {
+    throw new LayerFsError('ERR_NOT_FOUND', 'running from TypeScript sources needs tsx to start the serving thread');
+  }
+  const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
+  return new Worker(code, { eval: true, workerData });
+}
+
+interface Idle {
+  worker: Worker;
+  storePath: string;
+  /** Its modules are loaded and its Store open (it said `idle`). */
+  loaded: boolean;
+  drop: () => void;
+}
+
+/** Two at most: one finishing a mount's service and one started ahead. */
+const MAX_IDLE = 2;
+const idle: Idle[] = [];
+let ended = false;
+
+function keep(worker: Worker, storePath: string, loaded: boolean): void {
+  worker.unref();
+  const entry: Idle = { worker, storePath, loaded, drop: () => {} };
+  // A thread that fails or exits while idle is dropped; the next mount starts its own.
+  entry.drop = () => {
+    const i = idle.indexOf(entry);
+    if (i >= 0) idle.splice(i, 1);
+  };
+  const onMessage = (m: { type?: string }) => {
+    if (m.type === 'idle') entry.loaded = true;
+  };
+  worker.on('message', onMessage).on('error', entry.drop).on('exit', entry.drop);
+  idle.push(entry);
+  // Over the bound: end a thread still loading before one that is ready.
+  while (idle.length > MAX_IDLE) {
+    const i = idle.findIndex((e) => !e.loaded);
+    const [gone] = idle.splice(i >= 0 ? i : 0, 1);
+    void gone!.worker.terminate();
+  }
+}
+
+function startSpare(storePath: string): void {
+  if (ended || idle.some((e) => e.storePath === storePath)) return;
+  keep(startWorker({ storePath }), storePath, false);
+}
+
+/**
+ * A serving thread for a mount of the Store at `storePath`, waiting for its `start` message: an
+ * idle one when there is one (a loaded one first), else a new one; when none is left idle the
+ * next is started in the background.
+ */
+export function takeServingWorker(storePath: string): Worker {
+  const mine = idle.filter((e) => e.storePath === storePath);
+  const pick = mine.find((e) => e.loaded) ?? mine[0];
+  let worker: Worker;
+  if (pick) {
+    pick.drop();
+    worker = pick.worker;
+    worker.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
+    worker.ref();
+  } else {
+    worker = startWorker({ storePath });
+  }
+  // After the caller's mount has gone ahead: a thread loading meanwhile would only slow it down.
+  setTimeout(() => startSpare(storePath), 200).unref();
+  return worker;
+}
+
+/**
+ * Takes back a serving thread whose mount ended cleanly (it said `ended` and waits for the next
+ * `start`): the next mount of this Store skips loading and opening altogether.
+ */
+export function releaseServingWorker(worker: Worker, storePath: string): void {
+  worker.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
+  if (ended) void worker.terminate();
+  else keep(worker, storePath, true);
+}
+
+/** Ends the idle serving threads and starts no more (the daemon is stopping). */
+export function endSpareWorker(): void {
+  ended = true;
+  for (const e of idle.splice(0)) void e.worker.terminate();
+}
