@@ -1,4 +1,4 @@
-// Cell: runs the micro-benchmarks of bench/micro/native.bench.ts (another engineer's file) in a
+// Cell: runs the micro-benchmarks of bench/micro/native.bench.ts in a
 // child process like every other cell. Absent file → a "skipped" line, not an error.
 //   node --import tsx bench/cells/native.ts --cell native [--quick]
 

@@ -13,6 +13,6 @@ export const FIXTURES_DIR = path.join(BENCH_DIR, '.fixtures');
 export const OUT_DIR = path.join(BENCH_DIR, '.out');
 export const CELLS_DIR = path.join(BENCH_DIR, 'cells');
 export const FAMILIES_DIR = path.join(BENCH_DIR, 'families');
-/** The micro-benchmark entry point written by another engineer; optional. */
+/** The micro-benchmark entry point of the native addon; optional. */
 export const NATIVE_BENCH = path.join(BENCH_DIR, 'micro', 'native.bench.ts');
 export const DOCS_DIR = path.join(REPO_ROOT, 'docs');
