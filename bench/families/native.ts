@@ -1,5 +1,5 @@
-// Family native: the micro-benchmarks of bench/micro/native.bench.ts (chunker, hash, ... written
-//), run in one child process. Each figure becomes one row; the values are
+// Family native: the micro-benchmarks of bench/micro/native.bench.ts (chunker, hash, ...), run
+// in one child process. Each figure becomes one row; the values are
 // shown as that file reports them (its keys should name their unit).
 
 import { firstLine } from '../lib/table.js';
