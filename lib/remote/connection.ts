@@ -7,7 +7,7 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { LayerFsError } from '../errors.js';
-import type { FrameCipher } from './encryption.js';
+import type { FrameCipher } from './frame-cipher.js';
 import { clientConfig, displayUrl } from './url.js';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE']);

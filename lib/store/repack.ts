@@ -83,15 +83,14 @@ export interface RepackStats {
   dictionaryBytes: number;
 }
 
-
 function fileBytes(store: Store): number {
   const pageSize = store.db.pragma('page_size', { simple: true }) as number;
   const pages = store.db.pragma('page_count', { simple: true }) as number;
   return pageSize * pages;
 }
 
-/** Rewrites the Store's pack rows for size (module comment); returns what it did. */
-export async function repackStore(store: Store, opts: RepackOptions = {}): Promise<RepackStats> {
+/** The repack level and batch size `opts` ask for; anything out of range is ERR_INVALID_ARGUMENT. */
+function repackSettings(opts: RepackOptions): { level: number; batchBytes: number } {
   const level = opts.level ?? REPACK_LEVEL;
   if (!Number.isInteger(level) || level < 1 || level > 22) throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack level must be an integer from 1 to 22, got ${level}`);
   const batchBytes = opts.batchBytes ?? REPACK_BATCH_BYTES;
@@ -99,76 +98,122 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
     throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack planObjects must be a positive integer, got ${opts.planObjects}`);
   }
   if (!(batchBytes > 0)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `repack batchBytes must be positive, got ${batchBytes}`);
+  return { level, batchBytes };
+}
+
+/** A repack writes rows in the current format only, so the Store must be writable and current. */
+function assertRepackable(store: Store): void {
   const db = store.db;
   if (db.readonly) throw new LayerFsError('ERR_READ_ONLY', 'cannot repack a Store opened read-only', { path: store.path, hint: 'connect without readonly' });
   const version = db.pragma('user_version', { simple: true }) as number;
   if (version !== FORMAT_VERSION) {
     throw new LayerFsError('ERR_UNSUPPORTED_FORMAT', `repack writes format ${FORMAT_VERSION}; this Store is format ${version}`, { path: store.path, formatVersion: version, hint: 'upgrade layerfs' });
   }
-  const t0 = performance.now();
-  const stats: RepackStats = {
-    level,
-    rowsBefore: 0,
-    rowsAfter: 0,
-    rowsSkipped: 0,
-    objects: 0,
-    skipped: 0,
-    transactions: 0,
-    storedBytesBefore: 0,
-    storedBytesAfter: 0,
-    fileBytesBefore: fileBytes(store),
-    fileBytesAfter: 0,
-    rewriteMs: 0,
-    vacuumMs: 0,
-    flattened: 0,
-    madeWhole: 0,
-    dictionaryBytes: 0,
+}
+
+function emptyStats(level: number, fileBytesBefore: number): RepackStats {
+  return {
+    level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
+    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0,
   };
+}
+
+type RowCount = { pack: number; n: number };
+
+/**
+ * One snapshot of what to rewrite: rows written later (by anyone, repack included) get higher
+ * ids and are left as they are; the objects of an old row never change except by a repack,
+ * which each batch re-checks under the write lock. The snapshot keeps one count per row; the
+ * rows' objects are loaded a window of rows at a time (one scan of the index each, since
+ * `objects` is keyed by id), so memory follows planObjects, not the Store's size.
+ */
+function snapshotRows(store: Store, level: number, full: boolean | undefined, stats: RepackStats) {
+  const db = store.db;
+  return store.read(() => {
+    const record = loadRecord(db);
+    const skip = !full && record && level <= record.level ? record : undefined;
+    const maxPack = (db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null) ?? 0;
+    stats.rowsSkipped = skip ? (db.prepare('SELECT id FROM packs WHERE id <= ?').pluck().all(maxPack) as number[]).filter((id) => recorded(skip, id)).length : 0;
+    const counts = db.prepare('SELECT pack, count(*) AS n FROM objects WHERE pack <= ? GROUP BY pack ORDER BY pack').all(maxPack) as RowCount[];
+    return { rows: counts.filter((r) => !recorded(skip, r.pack)), record, skip };
+  });
+}
+
+/** End of the window of rows from `w` that holds about planObjects objects (at least one row). */
+function windowEnd(rows: RowCount[], w: number, planObjects: number): number {
+  let end = w;
+  for (let n = 0; end < rows.length && (end === w || n + rows[end]!.n <= planObjects); end++) n += rows[end]!.n;
+  return end;
+}
+
+/** End of the batch of planned rows from `i` that holds about batchBytes canonical bytes. */
+function batchEnd(plan: [number, Planned[]][], i: number, batchBytes: number): number {
+  let j = i;
+  let bytes = 0;
+  while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
+  return j;
+}
+
+interface RewritePass {
+  rows: RowCount[];
+  /** The first batch replaces the existing record rather than adding to it. */
+  replaceRecord: boolean;
+  level: number;
+  batchBytes: number;
+  planObjects: number;
+  batch: BatchOptions;
+  stats: RepackStats;
+  progress: RepackProgress;
+  onProgress: RepackOptions['onProgress'];
+}
+
+/** Rewrites the snapshot's rows, a window of rows planned at a time, one transaction a batch. */
+async function rewriteRowWindows(store: Store, pass: RewritePass): Promise<void> {
+  const { rows, progress, onProgress } = pass;
+  let fresh = pass.replaceRecord;
+  for (let w = 0; w < rows.length; ) {
+    const end = windowEnd(rows, w, pass.planObjects);
+    const plan = planWindow(store, rows.slice(w, end));
+    w = end;
+    for (let i = 0; i < plan.length; ) {
+      const j = batchEnd(plan, i, pass.batchBytes);
+      const replace = fresh;
+      fresh = false;
+      rewriteBatch(store, plan.slice(i, j), pass.batch, pass.stats, progress, (ids) => recordRows(store.db, pass.level, ids, replace));
+      progress.rowsDone += j - i;
+      onProgress?.({ ...progress });
+      i = j;
+      // Between transactions: let the event loop (and so this process's other work) run.
+      await new Promise((r) => setImmediate(r));
+    }
+    // Rows a concurrent repack emptied since the snapshot count as done too.
+    progress.rowsDone = w;
+  }
+}
+
+/** Rewrites the Store's pack rows for size (module comment); returns what it did. */
+export async function repackStore(store: Store, opts: RepackOptions = {}): Promise<RepackStats> {
+  const { level, batchBytes } = repackSettings(opts);
+  assertRepackable(store);
+  const db = store.db;
+  const t0 = performance.now();
+  const stats = emptyStats(level, fileBytes(store));
   try {
-    // One snapshot of what to rewrite: rows written later (by anyone, repack included) get
-    // higher ids and are left as they are; the objects of an old row never change except by a
-    // repack, which each batch re-checks under the write lock. The snapshot keeps one count per
-    // row; the rows' objects are loaded a window of rows at a time (one scan of the index each,
-    // since `objects` is keyed by id), so memory follows planObjects, not the Store's size.
-    const { rows, record, skip } = store.read(() => {
-      const record = loadRecord(db);
-      const skip = !opts.full && record && level <= record.level ? record : undefined;
-      const maxPack = (db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null) ?? 0;
-      stats.rowsSkipped = skip ? (db.prepare('SELECT id FROM packs WHERE id <= ?').pluck().all(maxPack) as number[]).filter((id) => recorded(skip, id)).length : 0;
-      const counts = db.prepare('SELECT pack, count(*) AS n FROM objects WHERE pack <= ? GROUP BY pack ORDER BY pack').all(maxPack) as { pack: number; n: number }[];
-      return { rows: counts.filter((r) => !recorded(skip, r.pack)), record, skip };
-    });
+    const { rows, record, skip } = snapshotRows(store, level, opts.full, stats);
     const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: rows.length, bytesBefore: 0, bytesAfter: 0 };
     stats.rowsBefore = rows.length;
     opts.onProgress?.({ ...progress });
-    const planObjects = opts.planObjects ?? REPACK_PLAN_OBJECTS;
     const dict = rows.length > 0 && (opts.dictionary ?? true) ? repackDictionary(store) : undefined;
     stats.dictionaryBytes = dict?.bytes.length ?? 0;
-    const batch: BatchOptions = { level, dict, flatten: opts.flatten ?? true };
-    let first = true;
-    for (let w = 0; w < rows.length; ) {
-      let end = w;
-      for (let n = 0; end < rows.length && (end === w || n + rows[end]!.n <= planObjects); end++) n += rows[end]!.n;
-      const plan = planWindow(store, rows.slice(w, end));
-      w = end;
-      for (let i = 0; i < plan.length; ) {
-        let j = i;
-        let bytes = 0;
-        while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
-        // The first batch of a rewrite that skips an existing record (a higher level, or full)
-        // replaces it; otherwise rows are added to what is there (a concurrent repack's too).
-        const fresh = first && !skip && record !== undefined;
-        first = false;
-        rewriteBatch(store, plan.slice(i, j), batch, stats, progress, (ids) => recordRows(db, level, ids, fresh));
-        progress.rowsDone += j - i;
-        opts.onProgress?.({ ...progress });
-        i = j;
-        // Between transactions: let the event loop (and so this process's other work) run.
-        await new Promise((r) => setImmediate(r));
-      }
-      // Rows a concurrent repack emptied since the snapshot count as done too.
-      progress.rowsDone = w;
-    }
+    await rewriteRowWindows(store, {
+      rows, level, batchBytes, stats, progress,
+      // A rewrite that skips an existing record (a higher level, or full) replaces it; otherwise
+      // rows are added to what is there (a concurrent repack's too).
+      replaceRecord: !skip && record !== undefined,
+      planObjects: opts.planObjects ?? REPACK_PLAN_OBJECTS,
+      batch: { level, dict, flatten: opts.flatten ?? true },
+      onProgress: opts.onProgress,
+    });
     store.objects.reset();
     stats.rewriteMs = performance.now() - t0;
     // Nothing rewritten and no free pages: a VACUUM would copy the whole file for nothing.
