@@ -22,9 +22,6 @@ export const allowances = {
   'bench/run.ts': ['max-lines-per-function'],
   'bench/families/_edits.ts': ['max-lines-per-function'],
   'bench/report/headline.ts': ['max-lines-per-function', 'complexity'],
-  'native/multihash.cc': ['cpp'],
-  'native/napi_scan_results.cc': ['cpp'],
-  'native/scan.cc': ['cpp'],
 };
 // ---------------------------------------------------------------------------------------------
 

@@ -65,6 +65,53 @@ void PartialChunks(const Partial* parts, size_t n) {
   }
 }
 
+// Leaves: each batched message's final partial chunk, kLanes at a time. nodes[k] is message k's
+// node count, 0 if it is not batched.
+template <typename CvAt>
+void FinalPartialChunks(const uint8_t* const* data, const size_t* lens, size_t count, size_t plen,
+                        const size_t* nodes, CvAt cv_at) {
+  Partial parts[kLanes];
+  size_t np = 0;
+  for (size_t k = 0; k < count; k++) {
+    const size_t m = plen + lens[k];
+    if (nodes[k] == 0 || m % kChunkLen == 0) continue;
+    const size_t last = nodes[k] - 1;
+    parts[np++] = Partial{data[k] + last * kChunkLen - plen, m % kChunkLen, last, cv_at(k, last)};
+    if (np == kLanes) {
+      PartialChunks(parts, np);
+      np = 0;
+    }
+  }
+  PartialChunks(parts, np);
+}
+
+// One tree level of parents across all messages: adjacent nodes pair up and an odd last node
+// moves up unchanged, which builds BLAKE3's left-complete tree. A message down to its last pair
+// is skipped: that pair is its root and needs the ROOT flag. Returns false once every message is.
+template <typename CvAt>
+bool ParentLevel(size_t count, size_t* nodes, const uint8_t** inputs, size_t* owners,
+                 uint8_t* out_cvs, CvAt cv_at) {
+  size_t n = 0;
+  for (size_t k = 0; k < count; k++) {
+    if (nodes[k] <= 2) continue;
+    for (size_t j = 0; j < nodes[k] / 2; j++) {
+      inputs[n] = cv_at(k, 2 * j);
+      owners[n++] = k;
+    }
+  }
+  if (n == 0) return false;
+  blake3_hash_many(inputs, n, 1, kIv, 0, false, kParent, 0, 0, out_cvs);
+  size_t at = 0;
+  for (size_t k = 0; k < count; k++) {
+    if (nodes[k] <= 2) continue;
+    const size_t pairs = nodes[k] / 2;
+    for (size_t j = 0; j < pairs; j++) std::memcpy(cv_at(k, j), out_cvs + (at++) * 32, 32);
+    if (nodes[k] & 1) std::memmove(cv_at(k, pairs), cv_at(k, nodes[k] - 1), 32);
+    nodes[k] = pairs + (nodes[k] & 1);
+  }
+  return true;
+}
+
 }  // namespace
 
 MultiHasher::MultiHasher(std::string prefix) : prefix_(std::move(prefix)) {}
@@ -124,43 +171,10 @@ void MultiHasher::HashAll(const uint8_t* const* data, const size_t* lens, size_t
     for (size_t j = 0; j < n; j++) std::memcpy(cv_at(owners_[j], i), out_cvs_.data() + j * 32, 32);
   }
 
-  // Leaves: each message's final partial chunk.
-  Partial parts[kLanes];
-  size_t np = 0;
-  for (size_t k = 0; k < count; k++) {
-    const size_t m = plen + lens[k];
-    if (!batched(k) || m % kChunkLen == 0) continue;
-    const size_t last = nodes_[k] - 1;
-    parts[np++] = Partial{data[k] + last * kChunkLen - plen, m % kChunkLen, last, cv_at(k, last)};
-    if (np == kLanes) {
-      PartialChunks(parts, np);
-      np = 0;
-    }
-  }
-  PartialChunks(parts, np);
-
-  // Parents, one tree level at a time across all messages: adjacent nodes pair up and an odd
-  // last node moves up unchanged, which builds BLAKE3's left-complete tree. The last pair of
-  // each message is its root and needs the ROOT flag, so it is left for the end.
-  for (;;) {
-    size_t n = 0;
-    for (size_t k = 0; k < count; k++) {
-      if (nodes_[k] <= 2) continue;
-      for (size_t j = 0; j < nodes_[k] / 2; j++) {
-        inputs_[n] = cv_at(k, 2 * j);
-        owners_[n++] = k;
-      }
-    }
-    if (n == 0) break;
-    blake3_hash_many(inputs_.data(), n, 1, kIv, 0, false, kParent, 0, 0, out_cvs_.data());
-    size_t at = 0;
-    for (size_t k = 0; k < count; k++) {
-      if (nodes_[k] <= 2) continue;
-      const size_t pairs = nodes_[k] / 2;
-      for (size_t j = 0; j < pairs; j++) std::memcpy(cv_at(k, j), out_cvs_.data() + (at++) * 32, 32);
-      if (nodes_[k] & 1) std::memmove(cv_at(k, pairs), cv_at(k, nodes_[k] - 1), 32);
-      nodes_[k] = pairs + (nodes_[k] & 1);
-    }
+  FinalPartialChunks(data, lens, count, plen, nodes_.data(), cv_at);
+  // Parents, one tree level at a time, until each message is down to its root pair.
+  while (ParentLevel(count, nodes_.data(), inputs_.data(), owners_.data(), out_cvs_.data(),
+                     cv_at)) {
   }
 
   for (size_t k = 0; k < count; k++) {

@@ -205,23 +205,98 @@ bool ClaimArena(std::atomic<uint64_t>* fill, size_t arena_size, size_t n, size_t
   return true;
 }
 
+// Opens the file lstat described and fstats it. Returns the fd, or -1 with *failed saying whether
+// `out` records an error (true) or the file changed since lstat and should be retried (false).
+int OpenRegular(const std::string& path, const struct stat& lst, struct stat* st, ScanResult* out,
+                bool* failed) {
+  *failed = true;
+  const int fd = open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+  if (fd < 0) {
+    // ELOOP: replaced by a symlink since lstat; ENOENT: removed since lstat. Both are a change.
+    if (errno == ELOOP || errno == ENOENT) {
+      *failed = false;
+    } else {
+      Fail(out, "open", errno);
+    }
+    return -1;
+  }
+  if (fstat(fd, st) != 0) {
+    Fail(out, "fstat", errno);
+    close(fd);
+    return -1;
+  }
+  if (!S_ISREG(st->st_mode) || st->st_dev != lst.st_dev || st->st_ino != lst.st_ino) {
+    *failed = false;
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Xattrs come from the open fd so they belong to the same file as the stat. Returns false if
+// `out` now records an error.
+bool RecordMetadata(int fd, const struct stat& st, const ScanOptions& opts, ScanResult* out) {
+  if (opts.xattrs) {
+    const int xe = FdXattrs(fd, &out->xattrs);
+    if (xe != 0) {
+      Fail(out, "flistxattr", xe);
+      return false;
+    }
+  }
+  out->st = st;
+  return true;
+}
+
+// Reads the whole file into `dst`; hashing waits until the read is known to be stable.
+ReadOutcome ReadWhole(int fd, size_t size, uint8_t* dst, const std::atomic<bool>* cancel,
+                      int* err) {
+  return ReadFile(fd, size, kPiece, dst, true, cancel, err, [](const uint8_t*, size_t) {});
+}
+
+// Digests the file without keeping its bytes, through a per-thread buffer of kStreamPiece.
+ReadOutcome StreamDigestFile(int fd, size_t size, const DigestOptions& options, bool chunked,
+                             const std::atomic<bool>* cancel, int* err, Digest* digest) {
+  static thread_local std::vector<uint8_t> piece;
+  if (piece.size() < kStreamPiece) piece.resize(kStreamPiece);
+  StreamDigest sd(options, chunked);
+  const ReadOutcome outcome =
+      ReadFile(fd, size, kStreamPiece, piece.data(), false, cancel, err,
+               [&sd](const uint8_t* p, size_t n) { sd.Update(p, n); });
+  if (outcome == ReadOutcome::kOk) sd.Finish(digest);
+  return outcome;
+}
+
+// A read only counts if the file still matches the stat taken before it.
+ReadOutcome CheckStable(int fd, const struct stat& before, ReadOutcome outcome, int* err) {
+  if (outcome != ReadOutcome::kOk) return outcome;
+  struct stat after;
+  if (fstat(fd, &after) != 0) {
+    *err = errno;
+    return ReadOutcome::kError;
+  }
+  return Unchanged(before, after) ? ReadOutcome::kOk : ReadOutcome::kChanged;
+}
+
+// Returns false for a change (retry), true once the failure is recorded in `out`.
+bool RecordFailedRead(ReadOutcome outcome, int err, ScanResult* out) {
+  if (outcome == ReadOutcome::kChanged) return false;
+  if (outcome == ReadOutcome::kCancelled) {
+    out->error_code = "ERR_NATIVE";
+    out->error_message = "cancelled";
+  } else {
+    Fail(out, "read", err);
+  }
+  return true;
+}
+
 // One attempt at a regular file. Returns false if it changed and should be retried.
 bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOptions& opts,
                  const std::atomic<bool>* cancel, std::atomic<uint64_t>* batch_data,
                  ScanResult* out) {
-  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
-  if (fd.get() < 0) {
-    // ELOOP: replaced by a symlink since lstat; ENOENT: removed since lstat. Both are a change.
-    if (errno == ELOOP || errno == ENOENT) return false;
-    Fail(out, "open", errno);
-    return true;
-  }
   struct stat st1;
-  if (fstat(fd.get(), &st1) != 0) {
-    Fail(out, "fstat", errno);
-    return true;
-  }
-  if (!S_ISREG(st1.st_mode) || st1.st_dev != lst.st_dev || st1.st_ino != lst.st_ino) return false;
+  bool failed = false;
+  Fd fd(OpenRegular(path, lst, &st1, out, &failed));
+  if (fd.get() < 0) return failed;
 
   const size_t size = static_cast<size_t>(st1.st_size);
   const bool chunked = size >= opts.digest.small_threshold;
@@ -233,14 +308,7 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
   if (opts.read_data && !keep && !opts.digest_oversize) {
     // Metadata only: the caller reads this file itself (e.g. with readChunks, which checks that it
     // is still the file described here).
-    if (opts.xattrs) {
-      const int xe = FdXattrs(fd.get(), &out->xattrs);
-      if (xe != 0) {
-        Fail(out, "flistxattr", xe);
-        return true;
-      }
-    }
-    out->st = st1;
+    RecordMetadata(fd.get(), st1, opts, out);
     return true;
   }
   if (keep && size > kMaxDataLen) {
@@ -254,40 +322,21 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
   uint8_t* data = nullptr;
   Digest digest;
   if (keep && arena) {
-    outcome = ReadFile(fd.get(), size, kPiece, opts.arena + arena_offset, true, cancel, &err,
-                       [](const uint8_t*, size_t) {});
+    outcome = ReadWhole(fd.get(), size, opts.arena + arena_offset, cancel, &err);
   } else if (keep) {
     data = static_cast<uint8_t*>(std::malloc(size > 0 ? size : 1));
     if (!data) {
       Fail(out, "malloc", ENOMEM);
       return true;
     }
-    outcome = ReadFile(fd.get(), size, kPiece, data, true, cancel, &err,
-                       [](const uint8_t*, size_t) {});
+    outcome = ReadWhole(fd.get(), size, data, cancel, &err);
   } else {
-    static thread_local std::vector<uint8_t> piece;
-    if (piece.size() < kStreamPiece) piece.resize(kStreamPiece);
-    StreamDigest sd(opts.digest, chunked);
-    outcome = ReadFile(fd.get(), size, kStreamPiece, piece.data(), false, cancel, &err,
-                       [&sd](const uint8_t* p, size_t n) { sd.Update(p, n); });
-    if (outcome == ReadOutcome::kOk) sd.Finish(&digest);
+    outcome = StreamDigestFile(fd.get(), size, opts.digest, chunked, cancel, &err, &digest);
   }
-  struct stat st2;
-  if (outcome == ReadOutcome::kOk && fstat(fd.get(), &st2) != 0) {
-    err = errno;
-    outcome = ReadOutcome::kError;
-  }
-  if (outcome == ReadOutcome::kOk && !Unchanged(st1, st2)) outcome = ReadOutcome::kChanged;
+  outcome = CheckStable(fd.get(), st1, outcome, &err);
   if (outcome != ReadOutcome::kOk) {
     std::free(data);
-    if (outcome == ReadOutcome::kChanged) return false;
-    if (outcome == ReadOutcome::kCancelled) {
-      out->error_code = "ERR_NATIVE";
-      out->error_message = "cancelled";
-    } else {
-      Fail(out, "read", err);
-    }
-    return true;
+    return RecordFailedRead(outcome, err, out);
   }
   if (keep) {
     // Hash only a stable read: a retry would throw the work away.
@@ -298,14 +347,7 @@ bool ScanRegular(const std::string& path, const struct stat& lst, const ScanOpti
     out->arena_offset = arena_offset;
     budget.Commit();
   }
-  if (opts.xattrs) {
-    const int xe = FdXattrs(fd.get(), &out->xattrs);
-    if (xe != 0) {
-      Fail(out, "flistxattr", xe);
-      return true;
-    }
-  }
-  out->st = st1;
+  if (!RecordMetadata(fd.get(), st1, opts, out)) return true;
   out->digest = std::move(digest);
   out->has_digest = true;
   return true;
