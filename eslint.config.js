@@ -13,12 +13,6 @@ import tseslint from 'typescript-eslint';
 // (scripts/lint-cycles.mjs: a cycle through the file), 'cpp' (scripts/lint-cpp.mjs).
 // ---------------------------------------------------------------------------------------------
 export const allowances = {
-  'lib/mount/kernel.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
-  'lib/mount/fuse.ts': ['max-lines-per-function'],
-  'lib/mount/overlay.ts': ['max-lines', 'complexity'],
-  'lib/mount/overlay-namespace.ts': ['complexity'],
-  'lib/mount/daemon.ts': ['max-lines'],
-  'lib/mount/content.ts': ['max-lines', 'max-lines-per-function', 'complexity'],
   'bench/run.ts': ['max-lines-per-function'],
   'bench/families/_edits.ts': ['max-lines-per-function'],
   'bench/report/headline.ts': ['max-lines-per-function', 'complexity'],

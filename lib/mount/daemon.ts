@@ -16,10 +16,10 @@
  * touched with async calls; synchronous I/O is limited to `<store>.d` and the Store file,
  * which a mount may never contain.
  */
-import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { chmodSync, closeSync, constants as fsc, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { timingSafeEqual } from 'node:crypto';
+import { closeSync, constants as fsc, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
-import { createServer, type Server, type Socket } from 'node:net';
+import { type Server, type Socket } from 'node:net';
 import { isAbsolute, sep } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
@@ -28,16 +28,16 @@ import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from 
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
 import { ContentCache } from './content.js';
-import type { FuseMount } from './fuse.js';
+import { InProcessServer, WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
+import { listenOnSocket, serveConnection } from './daemon-socket.js';
 import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { Overlay } from './overlay.js';
-import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
+import { type ServedCommit, type ServedState } from './outcome.js';
 import {
   daemonPaths,
   refuseHardLinkedStore,
-  MAX_LINE,
   PROTOCOL_VERSION,
   type Backend,
   type DaemonPaths,
@@ -45,7 +45,6 @@ import {
   type MountRecord,
   type MountRequest,
   type MountStatus,
-  type MountedChanges,
   type MountedCommitOutcome,
   type RecoveryReport,
   type Request,
@@ -55,93 +54,8 @@ import {
   type WireError,
 } from './protocol.js';
 
-/** Requests of one connection being answered at once (more wait, unread, in the socket). */
-const MAX_IN_FLIGHT = 32;
-/** Answer bytes a client may leave unread before the daemon stops reading its requests. */
-const MAX_UNREAD_ANSWERS = 1 << 20;
-
 /** A daemon started on demand exits if nothing gets mounted this soon. */
 const IDLE_MS = 30_000;
-
-/** One served Workspace, whatever the backend. */
-interface WorkspaceServer {
-  mount(): Promise<void>;
-  unmount(): Promise<void>;
-  commit(note: CommitNote, strict: boolean): Promise<ServedCommit>;
-  state(): Promise<ServedState>;
-  changes(): Promise<MountedChanges>;
-  dispose(): void;
-}
-
-/** fuse-native: the overlay lives on this thread, beside libfuse's callbacks. */
-class InProcessServer implements WorkspaceServer {
-  constructor(
-    private readonly store: Store,
-    private readonly overlay: Overlay,
-    private readonly fuse: FuseMount,
-  ) {}
-
-  mount(): Promise<void> {
-    return this.fuse.mount();
-  }
-
-  unmount(): Promise<void> {
-    return this.fuse.unmount();
-  }
-
-  async commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
-    const a0 = this.store.meter.allocatedGrowth;
-    const out = await this.overlay.commit(note, strict);
-    return { outcome: wireOutcome(out, this.store.meter.allocatedGrowth - a0), changed: this.overlay.changed };
-  }
-
-  async state(): Promise<ServedState> {
-    return { changed: this.overlay.changed, pending: this.overlay.pending(), openHandles: this.overlay.openHandles, committing: this.overlay.busy };
-  }
-
-  async changes(): Promise<MountedChanges> {
-    return wireChanges(this.overlay.changes());
-  }
-
-  dispose(): void {
-    this.overlay.dispose();
-  }
-}
-
-/** The kernel backend: the overlay lives in the mount's serving thread (kernel-worker.ts). */
-class WorkerServer implements WorkspaceServer {
-  constructor(private readonly k: KernelMount) {}
-
-  mount(): Promise<void> {
-    return this.k.mount();
-  }
-
-  unmount(): Promise<void> {
-    return this.k.unmount();
-  }
-
-  commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
-    return this.k.commit(note, strict);
-  }
-
-  async state(): Promise<ServedState> {
-    return this.k.state();
-  }
-
-  changes(): Promise<MountedChanges> {
-    return this.k.changes();
-  }
-
-  dispose(): void {}
-}
-
-interface Entry {
-  record: MountRecord;
-  server: WorkspaceServer;
-  /** The real path of the mount point. */
-  real: string;
-  committing: Promise<unknown> | null;
-}
 
 function bad(message: string, details: Record<string, unknown> = {}): LayerFsError {
   return new LayerFsError('ERR_INVALID_ARGUMENT', message, details);
@@ -272,89 +186,9 @@ export class Daemon {
   }
 
   private async listen(): Promise<void> {
-    const p = this.paths;
-    if (Buffer.byteLength(p.socket) > 107) throw new LayerFsError('ERR_INVALID_ARGUMENT', `the daemon socket path is too long for a Unix socket: ${p.socket}`, { path: p.socket, hint: 'use a shorter Store path' });
-    try {
-      unlinkSync(p.socket);
-    } catch {
-      /* none */
-    }
-    this.token = randomBytes(32);
-    const tmp = `${p.token}.${process.pid}.tmp`;
-    const fd = openSync(tmp, 'wx', 0o600);
-    try {
-      writeFileSync(fd, this.token.toString('hex'));
-    } finally {
-      closeSync(fd);
-    }
-    renameSync(tmp, p.token);
-    const server = createServer({ allowHalfOpen: true }, (c) => this.connection(c));
-    const oldMask = process.umask(0o177);
-    try {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(p.socket, () => resolve());
-      });
-    } finally {
-      process.umask(oldMask);
-    }
-    chmodSync(p.socket, 0o600);
-    server.on('error', (e) => this.log(`socket error: ${e.message}`));
+    const { server, token } = await listenOnSocket(this.paths, (c) => serveConnection(c, (line) => this.answer(line), this.conns), (m) => this.log(m));
+    this.token = token;
     this.server = server;
-  }
-
-  /**
-   * One client connection. Answers go out in request order, and the connection closes once the
-   * client has ended and all are sent. Backpressure: at most MAX_IN_FLIGHT requests are taken
-   * in at a time, and reading stops while the answers the client has not read pass
-   * MAX_UNREAD_ANSWERS bytes, so a client that sends without reading holds a bounded amount of
-   * the daemon's memory (its unread requests wait in the kernel's socket buffer).
-   */
-  private connection(c: Socket): void {
-    let buf = '';
-    let pending = 0;
-    let ended = false;
-    let chain: Promise<void> = Promise.resolve();
-    const maybeEnd = () => {
-      if (ended && pending === 0 && buf.indexOf('\n') < 0 && !c.destroyed) c.end();
-    };
-    const full = () => pending >= MAX_IN_FLIGHT || c.writableLength > MAX_UNREAD_ANSWERS;
-    const pump = () => {
-      let nl: number;
-      while (!full() && !c.destroyed && (nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        pending++;
-        const answer = this.answer(line);
-        chain = chain.then(async () => {
-          const r = await answer;
-          if (!c.destroyed) c.write(JSON.stringify(r) + '\n');
-          pending--;
-          pump();
-          maybeEnd();
-        });
-      }
-      if (full() || buf.indexOf('\n') >= 0) c.pause();
-      else if (!ended) c.resume();
-    };
-    this.conns.add(c);
-    c.on('close', () => this.conns.delete(c));
-    c.on('drain', pump);
-    c.setEncoding('utf8');
-    c.on('error', () => {});
-    c.on('end', () => {
-      ended = true;
-      maybeEnd();
-    });
-    c.on('data', (chunk: string) => {
-      buf += chunk;
-      if (buf.length > MAX_LINE && !buf.slice(0, MAX_LINE).includes('\n')) {
-        c.end(JSON.stringify({ ok: false, error: { code: 'ERR_INVALID_ARGUMENT', message: `request line longer than ${MAX_LINE} bytes` } }) + '\n');
-        c.destroy();
-        return;
-      }
-      pump();
-    });
   }
 
   private checkToken(t: unknown): void {

@@ -211,33 +211,48 @@ export abstract class OverlayNamespace extends OverlayContent {
     checkName(dstName);
     const sd = this.dir(srcParent);
     const dd = this.dir(dstParent);
-    const ss = this.lookup(srcParent, srcName);
-    const src = this.node(ss);
+    const src = this.node(this.lookup(srcParent, srcName));
     const ds = this.children(dd).get(key(dstName));
     const dst = ds === undefined ? undefined : this.node(ds);
-    if (flags & RENAME_EXCHANGE) {
-      if (!dst) fail('ENOENT');
-      if (src === dst) return;
-      if (src.kind === InodeKind.Dir && this.isUnder(dd.serial, src.serial)) fail('EINVAL');
-      if (dst.kind === InodeKind.Dir && this.isUnder(sd.serial, dst.serial)) fail('EINVAL');
-      this.bind(sd, srcName, dst.serial);
-      this.bind(dd, dstName, src.serial);
-      this.reparent(src, sd.serial, dd.serial);
-      this.reparent(dst, dd.serial, sd.serial);
-      this.dirChanged(sd);
-      if (dd !== sd) this.dirChanged(dd);
-      return;
-    }
+    if (flags & RENAME_EXCHANGE) return this.exchange(sd, srcName, src, dd, dstName, dst);
+    if (!this.mayReplace(src, dd, dst, flags)) return;
+    this.move(sd, srcName, src, dd, dstName, dst);
+  }
+
+  /** RENAME_EXCHANGE: the two names swap inodes; neither may end up inside itself. */
+  private exchange(sd: Node, srcName: Buffer, src: Node, dd: Node, dstName: Buffer, dst: Node | undefined): void {
+    if (!dst) fail('ENOENT');
+    if (src === dst) return;
+    if (src.kind === InodeKind.Dir && this.isUnder(dd.serial, src.serial)) fail('EINVAL');
+    if (dst.kind === InodeKind.Dir && this.isUnder(sd.serial, dst.serial)) fail('EINVAL');
+    this.bind(sd, srcName, dst.serial);
+    this.bind(dd, dstName, src.serial);
+    this.reparent(src, sd.serial, dd.serial);
+    this.reparent(dst, dd.serial, sd.serial);
+    this.dirChanged(sd);
+    if (dd !== sd) this.dirChanged(dd);
+  }
+
+  /**
+   * The POSIX rules for a plain rename: fails with the errno the kernel would give, and returns
+   * false when the rename must do nothing (two names of one inode).
+   */
+  private mayReplace(src: Node, dd: Node, dst: Node | undefined, flags: number): boolean {
     if (dst) {
       if (flags & RENAME_NOREPLACE) fail('EEXIST');
       // Two names of one inode: rename does nothing (POSIX).
-      if (dst === src) return;
+      if (dst === src) return false;
       if (src.kind === InodeKind.Dir) {
         if (dst.kind !== InodeKind.Dir) fail('ENOTDIR');
         if (this.children(dst).size > 0) fail('ENOTEMPTY');
       } else if (dst.kind === InodeKind.Dir) fail('EISDIR');
     }
     if (src.kind === InodeKind.Dir && this.isUnder(dd.serial, src.serial)) fail('EINVAL');
+    return true;
+  }
+
+  /** Moves `src` to its new name, dropping whatever `dst` was there. */
+  private move(sd: Node, srcName: Buffer, src: Node, dd: Node, dstName: Buffer, dst: Node | undefined): void {
     if (dst) {
       if (src.kind === InodeKind.File && dst.kind === InodeKind.File && !src.inBase) {
         const stored = dst.inBase ? dst.serial : this.replaced.get(dst.serial);

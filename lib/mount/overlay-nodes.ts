@@ -10,8 +10,9 @@
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store, type Xattr } from '../store/index.js';
-import { ContentCache, FileData, MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './content.js';
+import { ContentCache, FileData } from './content.js';
 import { fail } from './errno.js';
+import { MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './spool.js';
 
 const S_ISGID = 0o2000;
 export const TYPE_BITS: Record<InodeKind, number> = {

@@ -1,0 +1,175 @@
+/**
+ * Where a live overlay keeps the bytes written to a file: in memory while small (most files a tool
+ * writes are), in a sparse file under the spool directory once large or once the overlay's memory
+ * budget is used up. Each byte stays at its own offset (lib/mount/content.ts explains why).
+ */
+import { closeSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { join } from 'node:path';
+import { LRUCache } from 'lru-cache';
+
+/** Copy-on-write granularity over stored content. */
+export const PAGE = 4096;
+/** Bytes written, each at its own offset: in memory or in a file. Reads past what was written give zeros. */
+export interface SpoolLike {
+  read(dst: Buffer, off: number, len: number, pos: number): void;
+  write(src: Buffer, pos: number): void;
+  truncate(size: number): void;
+  close(): void;
+}
+
+/** A file's spool moves to disk once it holds this much in memory. */
+export const SPILL_FILE = 1 << 20;
+
+/**
+ * Memory all in-memory spools of one overlay may hold by default: 64 MiB, or
+ * $LAYERFS_SPOOL_MEMORY_MIB. It bounds the daemon's resident size while a tool writes a large
+ * change (the rest goes to spool files), so it stays well under the 256 MiB a daemon may use.
+ */
+export function spoolMemoryBudget(): number {
+  const mib = Number(process.env.LAYERFS_SPOOL_MEMORY_MIB);
+  return (Number.isFinite(mib) && mib >= 0 ? mib : 64) * 1024 * 1024;
+}
+
+/** Memory all in-memory spools of one overlay may hold together. */
+export class MemoryBudget {
+  used = 0;
+
+  constructor(readonly limit = 256 * 1024 * 1024) {}
+}
+
+/** A sparse in-memory spool: 4 KiB pages by index. */
+export class MemSpool implements SpoolLike {
+  readonly pages = new Map<number, Buffer>();
+
+  constructor(private readonly budget: MemoryBudget) {}
+
+  get bytes(): number {
+    return this.pages.size * PAGE;
+  }
+
+  read(dst: Buffer, off: number, len: number, pos: number): void {
+    let p = pos;
+    const end = pos + len;
+    while (p < end) {
+      const page = Math.floor(p / PAGE);
+      const inPage = p - page * PAGE;
+      const n = Math.min(PAGE - inPage, end - p);
+      const data = this.pages.get(page);
+      if (data) data.copy(dst, off + (p - pos), inPage, inPage + n);
+      else dst.fill(0, off + (p - pos), off + (p - pos) + n);
+      p += n;
+    }
+  }
+
+  write(src: Buffer, pos: number): void {
+    let p = pos;
+    const end = pos + src.length;
+    while (p < end) {
+      const page = Math.floor(p / PAGE);
+      const inPage = p - page * PAGE;
+      const n = Math.min(PAGE - inPage, end - p);
+      let data = this.pages.get(page);
+      if (!data) {
+        data = Buffer.alloc(PAGE);
+        this.pages.set(page, data);
+        this.budget.used += PAGE;
+      }
+      src.copy(data, inPage, p - pos, p - pos + n);
+      p += n;
+    }
+  }
+
+  truncate(size: number): void {
+    const keep = Math.ceil(size / PAGE);
+    for (const page of [...this.pages.keys()]) {
+      if (page >= keep) {
+        this.pages.delete(page);
+        this.budget.used -= PAGE;
+      }
+    }
+    const tail = this.pages.get(Math.floor(size / PAGE));
+    if (tail) tail.fill(0, size % PAGE);
+  }
+
+  close(): void {
+    this.budget.used -= this.pages.size * PAGE;
+    this.pages.clear();
+  }
+}
+
+/**
+ * The open descriptors of disk spools, least recently used first. A Workspace may hold far more
+ * dirty files than a process may open (rsync of a release over another dirties ~80,000), so a
+ * spool keeps its bytes in its file and opens it only while in use: at most OPEN_SPOOLS stay open
+ * per serving thread, and the least recently used is closed to make room.
+ */
+const OPEN_SPOOLS = 128;
+const openSpools = new LRUCache<Spool, number>({ max: OPEN_SPOOLS, dispose: (fd) => closeSync(fd) });
+
+function spoolFd(spool: Spool, flags: number): number {
+  const fd = openSpools.get(spool);
+  if (fd !== undefined) return fd;
+  const opened = openSync(spool.path, flags, 0o600);
+  openSpools.set(spool, opened);
+  return opened;
+}
+
+/** A private sparse file holding written bytes at their own offsets. Never inside a mount. */
+export class Spool implements SpoolLike {
+  private closed = false;
+
+  constructor(readonly path: string) {
+    // Created now, exclusively and without following links; reopened later without O_CREAT.
+    spoolFd(this, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW);
+  }
+
+  private get fd(): number {
+    return spoolFd(this, fsc.O_RDWR | fsc.O_NOFOLLOW);
+  }
+
+  /** Fills dst[off, off + len) from the file at pos; bytes past its end read as zeros. */
+  read(dst: Buffer, off: number, len: number, pos: number): void {
+    let done = 0;
+    while (done < len) {
+      const n = readSync(this.fd, dst, off + done, len - done, pos + done);
+      if (n === 0) break;
+      done += n;
+    }
+    if (done < len) dst.fill(0, off + done, off + len);
+  }
+
+  write(src: Buffer, pos: number): void {
+    let done = 0;
+    while (done < src.length) done += writeSync(this.fd, src, done, src.length - done, pos + done);
+  }
+
+  truncate(size: number): void {
+    ftruncateSync(this.fd, size);
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    openSpools.delete(this);
+    try {
+      unlinkSync(this.path);
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
+/** How many spool descriptors this thread holds open (bounded by OPEN_SPOOLS). */
+export function openSpoolCount(): number {
+  return openSpools.size;
+}
+
+export interface SpoolFactory {
+  (): Spool;
+}
+
+let spoolCounter = 0;
+
+export function spoolFactory(dir: string): SpoolFactory {
+  return () => new Spool(join(dir, `${process.pid}-${Date.now().toString(36)}-${(spoolCounter++).toString(36)}`));
+}
