@@ -1,5 +1,5 @@
 // Lint exists mainly to hold the architecture: code tiers depend one way
-// (native ← store ← history ← remote ← workspace ← mount ← sdk ← cli; errors, format, monitor are leaves),
+// (native ← store ← history ← remote ← workspace ← fuse ← sdk ← cli; errors, format, monitor are leaves),
 // only one folder may touch each foreign engine (SQLite, FUSE, the addon loader), and units stay
 // small enough to read in a sitting (limits and their reasons: docs/DECISIONS.md). Import cycles
 // are checked by scripts/lint-cycles.mjs and C++ sizes by scripts/lint-cpp.mjs (`npm run lint`).
@@ -26,11 +26,11 @@ const sizeRules = {
   complexity: ['error', 25],
 };
 
-const tiers = ['native', 'store', 'history', 'remote', 'workspace', 'mount', 'sdk', 'cli'];
+const tiers = ['native', 'store', 'history', 'remote', 'workspace', 'fuse', 'sdk', 'cli'];
 const leaves = ['errors', 'format', 'monitor'];
 const engines = {
   'better-sqlite3': 'store',
-  'fuse-native': 'mount',
+  'fuse-native': 'fuse',
   'node-gyp-build': 'native',
   pg: 'remote',
   pgpass: 'remote',

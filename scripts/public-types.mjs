@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const dist = fileURLToPath(new URL('../dist', import.meta.url));
-const storeDts = join(dist, 'lib/store/store.d.ts');
+const storeDts = join(dist, 'lib/store/store-file.d.ts');
 const text = readFileSync(storeDts, 'utf8');
 const opaque = text
   .replace(/^import Database from 'better-sqlite3';\n/m, '')

@@ -21,7 +21,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Client } from '../../lib/sdk/index.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
 import { treeParams, writeTree } from '../fixtures/tree.js';
 import { shq } from '../lib/cell.js';

@@ -10,7 +10,7 @@
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from '../../lib/sdk/index.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { round1 } from '../lib/cell.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 

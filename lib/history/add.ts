@@ -37,7 +37,7 @@ class Refused {
   constructor(readonly outcome: AddOutcome) {}
 }
 
-export function addBranch(store: Store, branchId: Buffer, opts: { expectedHead?: Buffer; strict?: boolean } = {}): AddOutcome {
+export function addToLayerStack(store: Store, branchId: Buffer, opts: { expectedHead?: Buffer; strict?: boolean } = {}): AddOutcome {
   try {
     return addInTransaction(store, branchId, opts);
   } catch (e) {

@@ -2,7 +2,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
-  addBranch,
+  addToLayerStack,
   branchLog,
   branchRoot,
   forkBranch as fork,
@@ -89,7 +89,7 @@ export function add(ctx: ClientContext, branch: string, opts: { expectedHead?: s
   const a0 = store.meter.allocatedGrowth;
   const b = resolveBranch(store, branch);
   const expected = opts.expectedHead !== undefined ? layerRow(ctx, opts.expectedHead).id : undefined;
-  const r = addBranch(store, b.id, { expectedHead: expected, strict: opts.strict });
+  const r = addToLayerStack(store, b.id, { expectedHead: expected, strict: opts.strict });
   const base = ctx.receipt('layerstack.add', r.outcome, t0, a0, null);
   const stack = getLayerStack(store, b.layerStackId)?.name ?? '';
   let out: AddResult;

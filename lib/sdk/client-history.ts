@@ -6,7 +6,7 @@
  * delegates to its area module; the shared context is context.ts.
  */
 import { resolveBranch, type DiffPage } from '../history/index.js';
-import { Monitor, type Receipt } from '../monitor/receipt.js';
+import { Monitor, type Receipt } from '../monitor/monitor.js';
 import type { BackupProgress, ByteRange, ExportProgress, ImportProgress, Store, TarSource, TarStats, VerifyProgress } from '../store/index.js';
 import type { ApplyOptions, ApplyResult } from './apply.js';
 import { streamTar } from './archive.js';

@@ -6,11 +6,11 @@
  * here). Workspaces go through the Projection seam and never ask which projection they have.
  */
 import { toHex } from '../format/hex.js';
-import type { MonitorSnapshot } from '../monitor/receipt.js';
+import type { MonitorSnapshot } from '../monitor/monitor.js';
 import { Store, type ExportProgress } from '../store/index.js';
 import { editFileRanges, getExecution, listExecutions, readOutput, resolveWorkspace, stopExecution, type ExecutionInfo, type RangeEdit, type RemoveProgress } from '../workspace/index.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
-import { closeDaemonConnection, daemonStatus, stopDaemon } from '../mount/index.js';
+import { closeDaemonConnection, daemonStatus, stopDaemon } from '../fuse/index.js';
 import { HistoryClient } from './client-history.js';
 import * as diffs from './diffs.js';
 import type { PatchRequest, PatchResult } from './patch.js';

@@ -3,7 +3,7 @@
  * state, and how a receipt is measured. The Client is a thin class over the area modules, each a
  * set of functions taking this context (as better-sqlite3 attaches lib/methods/*).
  */
-import type { Monitor, Receipt } from '../monitor/receipt.js';
+import type { Monitor, Receipt } from '../monitor/monitor.js';
 import type { Store, WriteStats } from '../store/index.js';
 import type { CommitPhases } from '../workspace/index.js';
 

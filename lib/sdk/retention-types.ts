@@ -1,5 +1,5 @@
 /** Result types of deletion, renaming, pins, retention and gc. Ids are lowercase hex; times ISO-8601. */
-import type { Receipt } from '../monitor/receipt.js';
+import type { Receipt } from '../monitor/monitor.js';
 import type { BranchInfo } from './types.js';
 
 export type BranchDeleteResult = Receipt &

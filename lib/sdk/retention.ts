@@ -19,7 +19,7 @@ import {
   resolveLayerStack,
   setPolicy,
 } from '../history/index.js';
-import type { Receipt } from '../monitor/receipt.js';
+import type { Receipt } from '../monitor/monitor.js';
 import type { GcProgress, Store } from '../store/index.js';
 import { listWorkspaces } from '../workspace/index.js';
 import { resolveState } from './refs.js';

@@ -1,7 +1,7 @@
 /** The SDK side of rewind and checkpoints (lib/history/rewind.ts): typed results and receipts. */
 import { toHex } from '../format/hex.js';
 import { createCheckpoint, listCheckpoints, normalizeNote, resolveBranch, rewindBranch, type CheckpointRow } from '../history/index.js';
-import type { Receipt } from '../monitor/receipt.js';
+import type { Receipt } from '../monitor/monitor.js';
 import type { Store } from '../store/index.js';
 import { defaultAuthor } from './author.js';
 import { commitInfo } from './convert.js';

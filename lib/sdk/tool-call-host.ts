@@ -2,7 +2,7 @@
  * The Client operations a tool call and its standbys use: the Client provides them, and
  * tool-call.ts and standby.ts name only this interface, so neither depends on client.ts.
  */
-import type { Monitor } from '../monitor/receipt.js';
+import type { Monitor } from '../monitor/monitor.js';
 import type { ExecutionInfo } from '../workspace/index.js';
 import type { CommitOptions, CommitResult, EndResult, WorkspaceStatus } from './types.js';
 

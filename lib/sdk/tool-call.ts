@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { resolveBranch } from '../history/index.js';
-import type { Receipt } from '../monitor/receipt.js';
+import type { Receipt } from '../monitor/monitor.js';
 import type { Store } from '../store/index.js';
 import {
   chooseProjection,

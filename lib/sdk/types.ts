@@ -1,5 +1,5 @@
 /** Public result types of the SDK. Ids are lowercase hex strings; times are ISO-8601. */
-import type { Receipt } from '../monitor/receipt.js';
+import type { Receipt } from '../monitor/monitor.js';
 
 export type { Receipt };
 
@@ -52,7 +52,7 @@ export interface InitReceipt extends Receipt {
   skipped: string[];
 }
 
-export type { DaemonStatus, MountStatus as DaemonMount, RecoveryReport } from '../mount/index.js';
+export type { DaemonStatus, MountStatus as DaemonMount, RecoveryReport } from '../fuse/index.js';
 
 export type StopDaemonResult = { outcome: 'Stopped'; unmounted: string[] } | { outcome: 'Dirty'; workspaces: string[] } | { outcome: 'NotRunning' };
 

@@ -3,7 +3,7 @@
  * and they take this instead of the class, so neither imports the handle and no cycle forms.
  */
 import type { ObjectReader } from './objects.js';
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 
 export interface StoreAccess {
   readonly db: Db;

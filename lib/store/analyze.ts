@@ -3,7 +3,7 @@
  * canonical bytes it added beyond the states before it, plus Store-wide unique, stored and
  * allocated bytes. Shared subtrees are walked once: a page's totals are memoized by id.
  */
-import type { Store } from './handle.js';
+import type { Store } from './store.js';
 import { ObjectKind } from './objects.js';
 import { LayerFsError } from '../errors.js';
 import { decodeExtentNode } from './tree/extents.js';

@@ -10,7 +10,7 @@ import { closeSync, fsyncSync, linkSync, openSync, rmSync, statSync, unlinkSync 
 import { dirname, resolve } from 'node:path';
 import Database from 'better-sqlite3';
 import { LayerFsError } from '../errors.js';
-import type { Store } from './handle.js';
+import type { Store } from './store.js';
 
 export interface BackupProgress {
   totalPages: number;

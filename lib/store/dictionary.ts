@@ -8,7 +8,7 @@ import { zstdTrainDictionary } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { looksRandom } from './codec.js';
 import { ObjectKind } from './object-id.js';
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 
 /** A zstd dictionary object: its id and canonical bytes (the dictionary itself). */
 export interface Dictionary {

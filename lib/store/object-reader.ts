@@ -6,7 +6,7 @@ import { objectId, zstdDecompress, zstdDictDecompress } from '../native/index.js
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
 

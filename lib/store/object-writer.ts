@@ -8,7 +8,7 @@ import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/i
 import { Codec, COMPRESSION_LEVEL, compressionEnabled, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
 import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';

@@ -7,7 +7,7 @@
 import { zstdCompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { Codec, DELTA_LEVEL, DELTA_MAX_DEPTH, KEEP_DELTA, KEEP_TREE_DELTA } from './codec.js';
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Planned } from './repack-rows.js';

@@ -4,7 +4,7 @@
  * cut short by a crash resumes where it stopped. Other writers' rows, committed meanwhile,
  * are not in it. Only an optimisation: a lost or wrong record costs a rewrite, never content.
  */
-import type { Db } from './store.js';
+import type { Db } from './store-file.js';
 
 const KEY = 'repacked_rows';
 /** Bumped whenever repack's layout changes, so rows of an older layout get rewritten. */

@@ -1,191 +1,244 @@
 /**
- * Opening, creating and closing a Store file. Only lib/store touches SQLite.
+ * A Store handle: one SQLite connection, authenticated object reads, and write transactions in
+ * which objects land first and history rows last.
  */
-import Database from 'better-sqlite3';
-import { randomBytes } from 'node:crypto';
-import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, realpathSync, statSync, unlinkSync, existsSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, readShimOf, SCHEMA, UPGRADE_STEPS } from './schema.js';
+import type { StoreAccess } from './access.js';
+import { Checkpointer } from './checkpointer.js';
+import { ObjectReader, ObjectWriter } from './objects.js';
+import { PageStore } from './page-io.js';
+import { collectGarbage, type GcOptions, type GcStats } from './gc.js';
+import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
+import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
+import { FsView } from './tree/view.js';
 
-export type Db = Database.Database;
+/** Transactions that stored at least this much leave their checkpoint to the background. */
+const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
 
-const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+export class Store implements StoreAccess {
+  readonly objects: ObjectReader;
+  readonly pages: PageStore;
+  private writing = false;
+  private closed = false;
+  private checkpointer: Checkpointer | undefined;
+  /**
+   * Sums over this handle's write transactions, so a receipt can take differences. Allocated
+   * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
+   * the write lock is held, so other processes' writes can never be counted in it.
+   */
+  readonly meter = { allocatedGrowth: 0, transactions: 0 };
 
-export interface StoreInfo {
-  path: string;
-  formatVersion: number;
-  storeId: string;
-  createdMs: number;
-}
-
-function applyPragmas(db: Db): void {
-  // WAL + NORMAL: a crash can lose the last transactions but never corrupts the file or
-  // exposes a half-written one; readers never block the writer.
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('foreign_keys = ON');
-  db.pragma('busy_timeout = 30000');
-  db.pragma('cache_size = -16384');
-  db.pragma('temp_store = MEMORY');
-}
-
-/**
- * Creates a new Store at `path`. The file appears complete or not at all: the schema is written
- * to a private temporary file that is then hard-linked into place, which also refuses an
- * existing path atomically (two concurrent creates: exactly one wins).
- */
-export function createStoreFile(path: string): StoreInfo {
-  const abs = resolve(path);
-  if (existsSync(abs)) {
-    throw new LayerFsError('ERR_EXISTS', `refusing to create a Store over an existing path`, { path: abs, hint: 'choose a new path, or use db connect' });
+  private constructor(
+    readonly db: Db,
+    readonly info: StoreInfo,
+  ) {
+    this.objects = new ObjectReader(db, info.path);
+    this.pages = new PageStore(this.objects);
   }
-  const dir = dirname(abs);
-  // Like `git init`, a new Store makes its directory (0700: the Store holds every state).
-  try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'EEXIST' || code === 'ENOTDIR') throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
-    throw new LayerFsError('ERR_NATIVE_IO', `cannot create the Store's directory: ${(e as Error).message}`, { path: dir, errno: code });
-  }
-  if (!statSync(dir).isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
-  const tmp = join(dir, `.${basename(abs)}.creating-${process.pid}-${randomBytes(4).toString('hex')}`);
-  // Create the file ourselves first so that it is 0600 from its first byte.
-  closeSync(openSync(tmp, 'wx', 0o600));
-  const storeId = randomBytes(16).toString('hex');
-  const createdMs = Date.now();
-  try {
-    const db = new Database(tmp);
-    try {
-      db.pragma(`page_size = ${PAGE_SIZE}`);
-      applyPragmas(db);
-      db.exec(SCHEMA);
-      applySteps(db, BASE_FORMAT_VERSION);
-      db.prepare('INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)').run('store_id', storeId, 'created_ms', String(createdMs));
-      db.pragma(`application_id = ${APPLICATION_ID}`);
-      db.pragma(`user_version = ${FORMAT_VERSION}`);
-      db.pragma('wal_checkpoint(TRUNCATE)');
-    } finally {
-      db.close();
-    }
-    try {
-      linkSync(tmp, abs);
-    } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
-        throw new LayerFsError('ERR_EXISTS', `refusing to create a Store over an existing path`, { path: abs, hint: 'choose a new path, or use db connect' });
-      }
-      throw e;
-    }
-  } catch (e) {
-    throw mapSqliteError(e, abs);
-  } finally {
-    for (const p of [tmp, `${tmp}-wal`, `${tmp}-shm`]) {
-      try {
-        unlinkSync(p);
-      } catch {
-        /* already gone */
-      }
-    }
-  }
-  return { path: join(realpathSync(dir), basename(abs)), formatVersion: FORMAT_VERSION, storeId, createdMs };
-}
 
-function checkHeader(abs: string): void {
-  let fd: number;
-  try {
-    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
-    // file type is checked right after. It changes nothing for regular files.
-    fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new LayerFsError('ERR_NOT_FOUND', `no Store at this path`, { path: abs, hint: 'create one with `layerfs db create PATH`' });
-    throw new LayerFsError('ERR_NATIVE_IO', `cannot open the Store: ${(e as Error).message}`, { path: abs, errno: code });
+  static create(path: string): Store {
+    const info = createStoreFile(path);
+    return Store.open(info.path);
   }
-  try {
-    if (!fstatSync(fd).isFile()) throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a regular file)`, { path: abs });
-    const head = Buffer.alloc(100);
-    let n: number;
-    try {
-      n = readSync(fd, head, 0, 100, 0);
-    } catch (e) {
-      // A "regular file" that cannot be read from its start (/proc/self/mem: EIO) is no Store.
-      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (its first bytes cannot be read: ${(e as NodeJS.ErrnoException).code})`, { path: abs, errno: (e as NodeJS.ErrnoException).code });
-    }
-    if (n < 100 || !head.subarray(0, 16).equals(SQLITE_MAGIC)) {
-      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a SQLite database)`, { path: abs });
-    }
-    // application_id lives at byte 68 of the SQLite header; checking it here avoids opening (and
-    // possibly converting to WAL) somebody else's database.
-    const appId = head.readUInt32BE(68);
-    if (appId !== APPLICATION_ID) {
-      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (a SQLite database of another application)`, { path: abs });
-    }
-  } finally {
-    closeSync(fd);
+
+  static open(path: string, opts: OpenOptions = {}): Store {
+    const { db, info } = openStoreFile(path, opts);
+    return new Store(db, info);
   }
-}
 
-export interface OpenOptions {
-  readonly?: boolean;
-}
-
-/** Runs every upgrade step after format `from`, in order (schema.ts UPGRADE_STEPS). */
-function applySteps(db: Db, from: number): void {
-  for (const step of UPGRADE_STEPS) if (step.to > from && step.sql) db.exec(step.sql);
-}
-
-/**
- * Older formats upgraded in place, in one write transaction, step by step; no object is
- * rewritten. A concurrent opener may have done it first.
- */
-function upgrade(db: Db): number {
-  db.exec('BEGIN IMMEDIATE');
-  try {
-    const version = db.pragma('user_version', { simple: true }) as number;
-    applySteps(db, version);
-    if (version < FORMAT_VERSION) db.pragma(`user_version = ${FORMAT_VERSION}`);
-    db.exec('COMMIT');
-  } catch (e) {
-    if (db.inTransaction) db.exec('ROLLBACK');
-    throw e;
+  get path(): string {
+    return this.info.path;
   }
-  return FORMAT_VERSION;
-}
 
-/** Opens an existing Store, refusing anything that is not a Store of a supported format. */
-export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; info: StoreInfo } {
-  checkHeader(resolve(path));
-  // One Store, one name: its real path keys `<store>.d` (receipts, executions, the daemon), so
-  // a symlinked spelling reaches the same state as the real one.
-  const abs = realpathSync(resolve(path));
-  let db: Db | undefined;
-  try {
-    db = new Database(abs, { fileMustExist: true, readonly: opts.readonly ?? false });
-    let version = db.pragma('user_version', { simple: true }) as number;
-    if (version < OLDEST_FORMAT_VERSION || version > FORMAT_VERSION) {
-      throw new LayerFsError('ERR_UNSUPPORTED_FORMAT', `Store format version ${version} is not supported (this layerfs reads versions ${OLDEST_FORMAT_VERSION} to ${FORMAT_VERSION})`, {
-        path: abs,
-        formatVersion: version,
-        hint: version > FORMAT_VERSION ? 'upgrade layerfs to open this Store' : 'this Store was made by an older, unsupported layerfs',
-      });
-    }
-    if (!opts.readonly) {
-      applyPragmas(db);
-      if (version < FORMAT_VERSION) version = upgrade(db);
-    } else {
-      db.pragma('busy_timeout = 30000');
-      // An older Store read as is: TEMP shims make it read like the current format.
-      for (const step of UPGRADE_STEPS) if (step.to > Math.max(version, BASE_FORMAT_VERSION)) db.exec(readShimOf(step));
-    }
-    const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
-    return {
-      db,
-      info: { path: abs, formatVersion: version, storeId: meta.get('store_id') ?? '', createdMs: Number(meta.get('created_ms') ?? 0) },
+  /** Paths that belong to this Store on disk (an import must never read them). */
+  get files(): string[] {
+    return [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`];
+  }
+
+  /** Bytes of database pages in use (file size less free pages), counting the WAL's newer pages. */
+  allocatedBytes(): number {
+    const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+    const pages = this.db.pragma('page_count', { simple: true }) as number;
+    const free = this.db.pragma('freelist_count', { simple: true }) as number;
+    return (pages - free) * pageSize;
+  }
+
+  counts(): { objects: number; layerStacks: number; layers: number } {
+    return this.db.prepare('SELECT (SELECT count(*) FROM objects) AS objects, (SELECT count(*) FROM layer_stacks) AS layerStacks, (SELECT count(*) FROM layers) AS layers').get() as {
+      objects: number;
+      layerStacks: number;
+      layers: number;
     };
-  } catch (e) {
-    db?.close();
-    throw mapSqliteError(e, abs);
+  }
+
+  view(rootId: Buffer): FsView {
+    return new FsView(rootId, this.objects, this.pages);
+  }
+
+  /**
+   * Runs `fn` in one write transaction (BEGIN IMMEDIATE: the write lock is taken up front, so a
+   * later statement cannot fail with SQLITE_BUSY halfway). Either everything `fn` wrote becomes
+   * visible at COMMIT, or nothing does.
+   */
+  async write<T>(fn: (w: ObjectWriter) => Promise<T> | T): Promise<T> {
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    const w = new ObjectWriter(this.db, this.path);
+    try {
+      this.exec('BEGIN IMMEDIATE');
+      const a0 = this.allocatedBytes();
+      this.pages.writer = w;
+      let result: T;
+      try {
+        result = await fn(w);
+        w.flush();
+        this.commit(w, a0);
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.objects.reset();
+        throw e;
+      }
+      return result;
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    } finally {
+      this.pages.endWrite();
+      this.writing = false;
+    }
+  }
+
+  /** Synchronous variant for short history updates. */
+  writeSync<T>(fn: (w: ObjectWriter) => T): T {
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    const w = new ObjectWriter(this.db, this.path);
+    try {
+      this.exec('BEGIN IMMEDIATE');
+      const a0 = this.allocatedBytes();
+      this.pages.writer = w;
+      try {
+        const result = fn(w);
+        w.flush();
+        this.commit(w, a0);
+        return result;
+      } catch (e) {
+        if (this.db.inTransaction) this.db.exec('ROLLBACK');
+        this.objects.reset();
+        throw e;
+      }
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    } finally {
+      this.pages.endWrite();
+      this.writing = false;
+    }
+  }
+
+  /**
+   * Rewrites the pack rows for size with slow compression settings, in bounded transactions,
+   * then VACUUMs (repack.ts). Ids and content never change.
+   */
+  async repack(opts: RepackOptions = {}): Promise<RepackStats> {
+    return this.maintain(() => repackStore(this, opts));
+  }
+
+  /**
+   * Deletes the objects the states `opts.roots()` names do not reach, in bounded transactions,
+   * safe against concurrent writers and crashes (gc.ts).
+   */
+  async gc(opts: GcOptions): Promise<GcStats> {
+    return this.maintain(() => collectGarbage(this, opts));
+  }
+
+  /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer. */
+  private async maintain<T>(pass: () => Promise<T>): Promise<T> {
+    if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    try {
+      return await pass();
+    } finally {
+      this.objects.reset();
+      this.writing = false;
+    }
+  }
+
+  /** A consistent read snapshot across several statements. */
+  read<T>(fn: () => T): T {
+    if (this.db.inTransaction) {
+      try {
+        return fn();
+      } catch (e) {
+        throw mapSqliteError(e, this.path);
+      }
+    }
+    let out: T;
+    try {
+      this.db.exec('BEGIN DEFERRED');
+      out = fn();
+    } catch (e) {
+      // On a damaged file the rollback can fail too: the first error is the one to report.
+      if (this.db.inTransaction) {
+        try {
+          this.db.exec('ROLLBACK');
+        } catch {
+          /* reported below */
+        }
+      }
+      throw mapSqliteError(e, this.path);
+    }
+    // A damaged file can make SQLite end the transaction itself inside fn (an I/O or corruption
+    // error that fn reported as a finding, e.g. verify's quick_check): nothing is left to end.
+    try {
+      if (this.db.inTransaction) this.db.exec('COMMIT');
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    return out;
+  }
+
+  private exec(sql: string): void {
+    this.db.exec(sql);
+  }
+
+  /**
+   * COMMIT. After a large transaction the WAL is large too, and copying it into the database is
+   * left to the background checkpointer instead of being done inside COMMIT (checkpointer.ts);
+   * small commits keep SQLite's automatic checkpoint. `allocated0` is allocatedBytes() taken
+   * right after BEGIN IMMEDIATE: the difference is this transaction's growth alone.
+   */
+  private commit(w: ObjectWriter, allocated0: number): void {
+    const growth = this.allocatedBytes() - allocated0;
+    this.commitSql(w);
+    this.meter.allocatedGrowth += growth;
+    this.meter.transactions++;
+  }
+
+  private commitSql(w: ObjectWriter): void {
+    if (w.stats.bytesInserted < BACKGROUND_CHECKPOINT_BYTES) {
+      this.exec('COMMIT');
+      return;
+    }
+    const pages = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;
+    this.db.pragma('wal_autocheckpoint = 0');
+    try {
+      this.exec('COMMIT');
+    } finally {
+      this.db.pragma(`wal_autocheckpoint = ${pages}`);
+    }
+    try {
+      (this.checkpointer ??= new Checkpointer(this.path)).request();
+    } catch {
+      // No worker (out of threads or memory): the commit stands; checkpoint here instead.
+      this.db.pragma('wal_checkpoint(PASSIVE)');
+    }
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    // Its connection closes first, so ours is the last one and SQLite removes the WAL.
+    this.checkpointer?.close();
+    this.db.close();
   }
 }

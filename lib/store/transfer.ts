@@ -8,7 +8,7 @@ import { objectId, zstdCompress, zstdDecompress, zstdDictDecompress } from '../n
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, KEEP_COMPRESSED } from './codec.js';
-import type { Store } from './handle.js';
+import type { Store } from './store.js';
 import { DOMAIN_TAGS, ObjectKind, type Locator } from './objects.js';
 import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';

@@ -21,7 +21,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { checkStoredName } from './export.js';
-import type { Store } from './handle.js';
+import type { Store } from './store.js';
 import { ObjectKind } from './objects.js';
 import type { PageIO } from './tree/pages.js';
 import { checkExtentNode } from './tree/extent-check.js';

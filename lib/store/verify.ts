@@ -7,7 +7,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { ObjectKind } from './objects.js';
-import type { Store } from './handle.js';
+import type { Store } from './store.js';
 import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind, keySerial } from './tree/inode.js';
 import { decodeNode, TreeKind } from './tree/pages.js';

@@ -2,7 +2,7 @@
 export * from './rows.js';
 export { createWorkspace, workspaceStatus, commitWorkspace, endWorkspace, type CommitPhases, type CommitOutcome, type EndOutcome, type StatusEntry, type StatusChange } from './manager.js';
 export * from './exec.js';
-export { recordMountedWorkspace, forgetMountedWorkspace, ownsMountedWorkspace } from './mounted.js';
+export { recordFuseWorkspace, forgetFuseWorkspace, ownsFuseWorkspace } from './fuse.js';
 export * from './projection.js';
 export { materializeProjection } from './materialized.js';
 export { checkUnchanged, publishWorkspaceCommit, refused, RollBack, type Published, type PublishTarget, type Refusal, type Unchanged } from './publish.js';

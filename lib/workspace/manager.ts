@@ -2,7 +2,7 @@
  * The materialize projection's lifecycle: create (write a Branch head into a directory), status
  * (a walk compared with the stat cache), commit (record what changed, then publish.ts's
  * compare-and-swap) and end (remove the directory; never commits). The FUSE projection
- * (lib/mount) implements the same steps over a live mount; projection.ts joins the two.
+ * (lib/fuse) implements the same steps over a live mount; projection.ts joins the two.
  */
 import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
@@ -24,7 +24,7 @@ import { deleteWorkspaceRow, getWorkspace, insertWorkspace, setWorkspaceBase, wo
 
 /**
  * Creates a materialized Workspace (`projection` must be materialize: a FUSE one is created
- * through its Projection, which lib/mount registers). `owner`: the process a tool call's
+ * through its Projection, which lib/fuse registers). `owner`: the process a tool call's
  * Workspace belongs to (owner.ts), recorded with the row; `onProgress`: files written so far.
  */
 export function createWorkspace(

@@ -2,7 +2,7 @@
  * The Projection seam: how a Workspace's files exist (materialize: a directory written from the
  * state; fuse: a live mount). Every Workspace operation that depends on it goes through one
  * `ProjectionImpl`, looked up by the row's `projection`; callers never branch on the name. This
- * folder registers materialize (materialized.ts); lib/mount registers fuse when it loads, as the
+ * folder registers materialize (materialized.ts); lib/fuse registers fuse when it loads, as the
  * tiers say (mount builds on workspace, never the reverse). Both publish their Commits through
  * publish.ts.
  */
@@ -90,7 +90,7 @@ export function registerProjection(name: Projection, impl: ProjectionImpl): void
 /** The implementation of a projection (ERR_INVALID_ARGUMENT when none is loaded under that name). */
 export function projectionOf(name: Projection): ProjectionImpl {
   const p = registry.get(name);
-  if (!p) throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${name} projection is not loaded in this process`, { hint: name === 'fuse' ? 'import the package entry point (it loads lib/mount)' : 'fuse or materialize' });
+  if (!p) throw new LayerFsError('ERR_INVALID_ARGUMENT', `the ${name} projection is not loaded in this process`, { hint: name === 'fuse' ? 'import the package entry point (it loads lib/fuse)' : 'fuse or materialize' });
   return p;
 }
 

@@ -11,7 +11,7 @@ import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client } from '../../lib/sdk/index.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { processGone } from '../helpers/process-gone.js';
 import { tempDir } from '../helpers/tmp.js';

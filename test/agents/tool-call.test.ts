@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import Database from 'better-sqlite3';
 import { Client, type ToolCallOptions, type ToolCallResult } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION } from '../../lib/store/index.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { cli } from '../helpers/cli.js';
 import { asFormat } from '../helpers/formats.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';

@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
-import { detachStale, fuseAvailable, stopDaemon } from '../../lib/mount/index.js';
+import { detachStale, fuseAvailable, stopDaemon } from '../../lib/fuse/index.js';
 import { cli } from '../helpers/cli.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';

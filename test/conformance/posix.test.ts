@@ -12,10 +12,10 @@ import { chmod, mkdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { commitMounted, type Backend } from '../../lib/mount/index.js';
+import { commitFuse, type Backend } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
-import { run, setupStore, withMount } from '../mount/helpers.js';
+import { run, setupStore, withMount } from '../fuse/helpers.js';
 import { knownDifference } from './known.js';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'posix.py');
@@ -119,7 +119,7 @@ for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
           failures.push(...unexpected.map((u) => `${user.name}: ${u}`));
         }
         // What the assertions left (fifos, devices, sockets, long names, hard links) commits.
-        const c = await commitMounted(s.storePath, m.workspaceId);
+        const c = await commitFuse(s.storePath, m.workspaceId);
         assert.equal(c.outcome, 'Created');
       },
       { backend },

@@ -13,7 +13,7 @@ import { cli } from '../helpers/cli.js';
 import { asFormat } from '../helpers/formats.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
-import { fuseAvailable, detachStale } from '../../lib/mount/index.js';
+import { fuseAvailable, detachStale } from '../../lib/fuse/index.js';
 
 async function setup() {
   const dir = tempDir();

@@ -11,9 +11,9 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
-import { daemonPaths, daemonStatus, detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { daemonPaths, daemonStatus, detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
-import { ok, run, setupStore, type StoreSetup } from '../mount/helpers.js';
+import { ok, run, setupStore, type StoreSetup } from '../fuse/helpers.js';
 
 const skip = !fuseAvailable().ok ? `FUSE is not usable here: ${fuseAvailable().reason}` : process.getuid?.() !== 0 ? 'needs root (kernel backend, setpriv)' : false;
 
@@ -155,7 +155,7 @@ test('a failed FUSE create leaves a directory the user had made', { skip, timeou
 
 test('forged Stores through the daemon: a mount request whose root id is a blob, and a file whose size exceeds its blob, are typed errors', { skip, timeout: 120_000 }, async () => {
   const { forgedStore } = await import('../helpers/forge.js');
-  const { mountWorkspace, stopDaemon } = await import('../../lib/mount/index.js');
+  const { mountWorkspace, stopDaemon } = await import('../../lib/fuse/index.js');
   const { idOf, ObjectKind } = await import('../../lib/store/index.js');
   const s = await forgedStore((f) => new Map([[1, f.directory([['f', 2]])], [2, f.file(Buffer.from('12345'), [1], 4096)]]));
   const c = Client.connect(s.storePath);

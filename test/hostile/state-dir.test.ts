@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, readdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, LayerFsError } from '../../lib/sdk/index.js';
-import { ensureDaemon } from '../../lib/mount/client.js';
+import { ensureDaemon } from '../../lib/fuse/client.js';
 import { Store } from '../../lib/store/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';

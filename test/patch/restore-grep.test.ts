@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, rmSync, writeFileSync, chmodSync, symlinkSync } from 'node:fs';
-import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';

@@ -11,10 +11,10 @@ import { mkdir, readdir, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
-import { commitMounted, ensureDaemon, fuseAvailable, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, ensureDaemon, fuseAvailable, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
-import { mountBranch, setupStore, type Mounted } from '../mount/helpers.js';
+import { mountBranch, setupStore, type Mounted } from '../fuse/helpers.js';
 import { processGone } from '../helpers/process-gone.js';
 import { rng } from '../helpers/random.js';
 
@@ -63,7 +63,7 @@ test('SIGKILL of the FUSE daemon during commits: all or nothing, stale mount cle
     m = await mountBranch(s, { backend: 'kernel' });
     await writeTrial(m.path, 0);
     const t0 = performance.now();
-    assert.equal((await commitMounted(s.storePath, m.workspaceId)).outcome, 'Created');
+    assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
     const commitMs = performance.now() - t0;
     committed.push(0);
     t.diagnostic(`an unkilled commit takes ${commitMs.toFixed(0)} ms`);
@@ -73,7 +73,7 @@ test('SIGKILL of the FUSE daemon during commits: all or nothing, stale mount cle
       await writeTrial(m.path, trial);
       // Stratified: trial k dies somewhere in the k-th slice of 1.2 × the commit's duration.
       const delay = Math.floor((((trial - 1 + r()) / TRIALS) * 1.2 * commitMs));
-      const commit = commitMounted(s.storePath, m.workspaceId).then(
+      const commit = commitFuse(s.storePath, m.workspaceId).then(
         (x) => x.outcome,
         (e: { code?: string }) => `error ${e.code ?? 'untyped'}`,
       );
@@ -111,7 +111,7 @@ test('SIGKILL of the FUSE daemon during commits: all or nothing, stale mount cle
     t.diagnostic(`daemon exits where the thread-group leader was a zombie before the last thread ended: ${slowExits}`);
     // The next operation works normally on the remounted Workspace.
     await writeFile(join(m.path, 'after.txt'), 'after\n');
-    assert.equal((await commitMounted(s.storePath, m.workspaceId)).outcome, 'Created');
+    assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
     assert.equal((await unmountWorkspace(s.storePath, m.workspaceId)).outcome, 'Unmounted');
     m = undefined;
     const c = Client.connect(s.storePath);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from '../../lib/sdk/index.js';
 import { LayerFsError } from '../../lib/errors.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { Codec, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';

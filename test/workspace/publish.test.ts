@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client } from '../../lib/sdk/index.js';
-import { fuseAvailable } from '../../lib/mount/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
 

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, truncateSync, writeFileSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
-import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 

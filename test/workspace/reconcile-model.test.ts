@@ -15,7 +15,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync }
 import { join } from 'node:path';
 import { diff3Merge } from 'node-diff3';
 import { Client } from '../../lib/sdk/index.js';
-import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { rng } from '../helpers/random.js';

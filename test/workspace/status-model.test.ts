@@ -14,8 +14,8 @@ import { createHash } from 'node:crypto';
 import { execFileSync } from 'node:child_process';
 import { Client } from '../../lib/sdk/index.js';
 import { getXattrs, setTimes, setXattr } from '../../lib/native/index.js';
-import { fuseAvailable } from '../../lib/mount/probe.js';
-import { detachStale } from '../../lib/mount/mounttab.js';
+import { fuseAvailable } from '../../lib/fuse/probe.js';
+import { detachStale } from '../../lib/fuse/mounttab.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
 

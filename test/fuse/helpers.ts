@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
-import { mountWorkspace, stopDaemon, unmountWorkspace, type Backend } from '../../lib/mount/index.js';
+import { mountWorkspace, stopDaemon, unmountWorkspace, type Backend } from '../../lib/fuse/index.js';
 import { tempDir } from '../helpers/tmp.js';
 
 export interface StoreSetup {

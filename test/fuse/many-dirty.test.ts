@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { fuseAvailable, detachStale } from '../../lib/mount/index.js';
+import { fuseAvailable, detachStale } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { setupStore } from './helpers.js';
 

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmod, mkdir, readdir, stat, writeFile, link, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { mountBranch, ok, run, setupStore, withMount } from './helpers.js';
 import { fillBasic } from './scenarios.js';
 
@@ -28,7 +28,7 @@ test('kernel backend: RENAME_NOREPLACE and RENAME_EXCHANGE', async () => {
     assert.equal((await renameat2(join(m.path, 'lib/deep'), join(m.path, 'fresh'), 2)).code, 0);
     assert.equal(await readFile(join(m.path, 'fresh/b.txt'), 'utf8'), 'b\n');
     assert.equal(await readFile(join(m.path, 'lib/deep'), 'utf8'), 'a\n');
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     assert.deepEqual(s.client.ls(s.client.branch('main').headCommitId!, 'fresh').map((e) => e.name), ['b.txt']);
   });
@@ -47,7 +47,7 @@ test('kernel backend: times to the nanosecond, mtime or atime alone; tar keeps m
     assert.equal(st.atimeNs, 1_200_000_000_000_000_000n);
     assert.equal((await py(`import os\nos.utime("${f}", ns=(5, 1700000000987654321))`)).code, 0);
     assert.equal((await stat(f, { bigint: true })).mtimeNs, 1_700_000_000_987_654_321n);
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     const info = s.client.stat(s.client.branch('main').headCommitId!, 'README');
     assert.equal(info.mtimeNs, 1_700_000_000_987_654_321n, 'the Commit keeps nanoseconds');
@@ -102,7 +102,7 @@ test('kernel backend: any name bytes, fifos, fallocate, hard links as one inode,
     // A process inside a directory that another removes.
     const r = await run('sh', ['-c', `mkdir d && cd d && rmdir ../d && (touch x; echo $?) && ls -a`], { cwd: m.path });
     assert.match(r.stdout, /^1\n/);
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     await unmountWorkspace(s.storePath, m.workspaceId);
     const again = await mountBranch(s);

@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { mountBranch, ok, setupStore, walk, withMount } from './helpers.js';
 import { fillStorm as fill, stormScenario } from './scenarios.js';
 
@@ -32,7 +32,7 @@ exit 0
     await Promise.all([0, 1, 2, 3].map((id) => ok('sh', ['-c', script(id), 'storm', m.path])));
     tree = await walk(m.path);
     for (const id of [0, 1, 2, 3]) assert.ok((await readdir(join(m.path, `w${id}`))).length > 0);
-    assert.equal((await commitMounted(s.storePath, m.workspaceId)).outcome, 'Created');
+    assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
     assert.deepEqual(await walk(m.path), tree);
   });
   const again = await mountBranch(s);

@@ -8,7 +8,7 @@ import type { FuseMount } from './fuse.js';
 import type { KernelMount } from './kernel.js';
 import type { Overlay } from './overlay.js';
 import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
-import type { MountedChanges, MountRecord } from './protocol.js';
+import type { FuseChanges, MountRecord } from './protocol.js';
 
 /** One served Workspace, whatever the backend. */
 export interface WorkspaceServer {
@@ -16,7 +16,7 @@ export interface WorkspaceServer {
   unmount(): Promise<void>;
   commit(note: CommitNote, strict: boolean): Promise<ServedCommit>;
   state(): Promise<ServedState>;
-  changes(): Promise<MountedChanges>;
+  changes(): Promise<FuseChanges>;
   dispose(): void;
 }
 
@@ -46,7 +46,7 @@ export class InProcessServer implements WorkspaceServer {
     return { changed: this.overlay.changed, pending: this.overlay.pending(), openHandles: this.overlay.openHandles, committing: this.overlay.busy };
   }
 
-  async changes(): Promise<MountedChanges> {
+  async changes(): Promise<FuseChanges> {
     return wireChanges(this.overlay.changes());
   }
 
@@ -75,7 +75,7 @@ export class WorkerServer implements WorkspaceServer {
     return this.k.state();
   }
 
-  changes(): Promise<MountedChanges> {
+  changes(): Promise<FuseChanges> {
     return this.k.changes();
   }
 

@@ -1,7 +1,7 @@
 /**
  * Where a live overlay keeps the bytes written to a file: in memory while small (most files a tool
  * writes are), in a sparse file under the spool directory once large or once the overlay's memory
- * budget is used up. Each byte stays at its own offset (lib/mount/content.ts explains why).
+ * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
 import { closeSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { join } from 'node:path';

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { ContentForm, InodeKind, Store } from '../../lib/store/index.js';
 import { chunkAndHash } from '../../lib/native/index.js';
-import { Overlay } from '../../lib/mount/overlay.js';
+import { Overlay } from '../../lib/fuse/overlay.js';
 import { rng } from '../helpers/edits.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';

@@ -23,8 +23,8 @@ import {
   type DaemonPaths,
   type DaemonStatus,
   type MountRequest,
-  type MountedChanges,
-  type MountedCommitOutcome,
+  type FuseChanges,
+  type FuseCommitOutcome,
   type Request,
   type Response,
   type StopOutcome,
@@ -276,13 +276,13 @@ export async function mountWorkspace(storePath: string, opts: MountOptions): Pro
 }
 
 /** What changed in a mounted Workspace, per path. */
-export function mountedChanges(storePath: string, workspaceId: string): Promise<MountedChanges> {
-  return request<MountedChanges>(storePath, { op: 'changes', workspaceId });
+export function fuseChanges(storePath: string, workspaceId: string): Promise<FuseChanges> {
+  return request<FuseChanges>(storePath, { op: 'changes', workspaceId });
 }
 
 /** Commits a mounted Workspace while it stays mounted; it continues from the new Commit. */
-export function commitMounted(storePath: string, workspaceId: string, opts: RequestOptions & { note?: CommitNoteInput; strict?: boolean } = {}): Promise<MountedCommitOutcome> {
-  return request<MountedCommitOutcome>(storePath, { op: 'commit', workspaceId, ...(opts.note ? { note: opts.note } : {}), ...(opts.strict ? { strict: true } : {}) }, opts);
+export function commitFuse(storePath: string, workspaceId: string, opts: RequestOptions & { note?: CommitNoteInput; strict?: boolean } = {}): Promise<FuseCommitOutcome> {
+  return request<FuseCommitOutcome>(storePath, { op: 'commit', workspaceId, ...(opts.note ? { note: opts.note } : {}), ...(opts.strict ? { strict: true } : {}) }, opts);
 }
 
 /** Unmounts a Workspace; refuses (Dirty) with uncommitted changes unless discard. */

@@ -1,9 +1,9 @@
 /** Commit outcomes as the daemon reports them (hex ids, plain numbers). */
 import { toHex } from '../format/hex.js';
 import type { OverlayChange, OverlayCommitOutcome } from './overlay.js';
-import type { MountedChanges, MountedCommitOutcome } from './protocol.js';
+import type { FuseChanges, FuseCommitOutcome } from './protocol.js';
 
-export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): MountedCommitOutcome {
+export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): FuseCommitOutcome {
   const ms = Math.round(out.ms * 1000) / 1000;
   if (out.outcome === 'HeadMoved') return { outcome: 'HeadMoved', expected: out.expected && toHex(out.expected), actual: out.actual && toHex(out.actual), ms };
   if (out.outcome === 'UpToDate') return { outcome: 'UpToDate', head: out.head && toHex(out.head), rootId: toHex(out.rootId), ms };
@@ -44,12 +44,12 @@ export interface ServedState {
 
 /** A commit as the daemon sees it: the outcome plus whether changes remain after it. */
 export interface ServedCommit {
-  outcome: MountedCommitOutcome;
+  outcome: FuseCommitOutcome;
   changed: boolean;
 }
 
 /** Changed paths as the daemon reports them (UTF-8 text, as `workspace status` prints). */
-export function wireChanges(r: { changes: OverlayChange[]; truncated: boolean }): MountedChanges {
+export function wireChanges(r: { changes: OverlayChange[]; truncated: boolean }): FuseChanges {
   const text = (b: Buffer) => b.toString('utf8');
   return {
     changes: r.changes.map((c) => ({ change: c.change, path: text(c.path), ...(c.oldPath ? { oldPath: text(c.oldPath) } : {}), kind: c.kind })),

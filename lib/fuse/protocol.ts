@@ -133,7 +133,7 @@ export interface DaemonStatus {
   recovered: RecoveryReport | null;
 }
 
-export type MountedCommitOutcome =
+export type FuseCommitOutcome =
   | {
       outcome: 'Created';
       commitId: string;
@@ -179,7 +179,7 @@ export type Request =
   | { op: 'stop'; discard?: boolean };
 
 /** What changed in a mounted Workspace since its base, per path (sorted by path). */
-export interface MountedChanges {
+export interface FuseChanges {
   changes: { change: 'added' | 'deleted' | 'modified' | 'renamed'; path: string; oldPath?: string; kind: string }[];
   /** More changes exist than were listed. */
   truncated: boolean;

@@ -9,7 +9,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
-import { commitMounted, daemonPaths, daemonStatus, ensureDaemon, mountWorkspace, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, daemonPaths, daemonStatus, ensureDaemon, mountWorkspace, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { mountBranch, setupStore } from './helpers.js';
 import { processAlive } from '../helpers/process-gone.js';
 
@@ -33,7 +33,7 @@ test('SIGKILL of the daemon: the Store stays intact, the next start cleans the s
   const m = await mountBranch(s);
   try {
     await writeFile(join(m.path, 'committed.txt'), 'kept\n');
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     await writeFile(join(m.path, 'uncommitted.txt'), 'lost\n');
     const st = await daemonStatus(s.storePath);

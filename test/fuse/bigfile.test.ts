@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, openSync, writeSync } from 'node:fs';
 import { open, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { mountBranch, setupStore, withMount } from './helpers.js';
 
@@ -32,7 +32,7 @@ test('a 4 KiB write into a large file commits only its neighbourhood', async () 
     await fh.write(patch, 0, patch.length, at);
     await fh.close();
     const before = s.client.info().objects;
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     if (c.outcome !== 'Created') return;
     commitMs = c.ms;

@@ -1,4 +1,4 @@
-// The part of fuse-native 2.2.6 (CommonJS, untyped) that lib/mount/fuse.ts uses.
+// The part of fuse-native 2.2.6 (CommonJS, untyped) that lib/fuse/fuse.ts uses.
 declare module 'fuse-native' {
   type Cb = (code: number, ...values: unknown[]) => void;
 

@@ -1,7 +1,7 @@
 /**
  * Rows of FUSE Workspaces (projection 'fuse'). The files live in a mount the per-Store daemon
- * serves (lib/mount), so this layer only records the Workspace and forgets it again; mounting,
- * status, commit and unmount are the FUSE Projection's (lib/mount/projection.ts).
+ * serves (lib/fuse), so this tier only records the Workspace and forgets it again; mounting,
+ * status, commit and unmount are the FUSE Projection's (lib/fuse/projection.ts).
  */
 import { existsSync, mkdirSync, rmdirSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
@@ -13,7 +13,7 @@ import { dropMarker, isMarkedDir, readMarker, writeMarker } from './marker.js';
 import { deleteWorkspaceRow, getWorkspace, insertWorkspace, workspaceTarget, type WorkspaceRow } from './rows.js';
 
 /** Records a FUSE Workspace of the Branch head at `at` (created empty when absent); nothing is written there. */
-export function recordMountedWorkspace(store: Store, branch: BranchRow, at: string, owner: ProcessRef | null = null): WorkspaceRow {
+export function recordFuseWorkspace(store: Store, branch: BranchRow, at: string, owner: ProcessRef | null = null): WorkspaceRow {
   const dir = workspaceTarget(store, at);
   const existed = existsSync(dir);
   mkdirSync(dir, { recursive: true });
@@ -28,7 +28,7 @@ export function recordMountedWorkspace(store: Store, branch: BranchRow, at: stri
 }
 
 /** Whether this user created the FUSE Workspace here (its marker exists): only then may its mount be detached. */
-export function ownsMountedWorkspace(store: Store, ws: WorkspaceRow): boolean {
+export function ownsFuseWorkspace(store: Store, ws: WorkspaceRow): boolean {
   const m = readMarker(store.path, ws.id);
   return m !== null && m.path === ws.path;
 }
@@ -38,7 +38,7 @@ export function ownsMountedWorkspace(store: Store, ws: WorkspaceRow): boolean {
  * empty) mount point when the Workspace made that directory (never one the user had made, nor
  * one a row merely names). Call only after the daemon unmounted it or the stale mount was detached.
  */
-export function forgetMountedWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): void {
+export function forgetFuseWorkspace(store: Store, ws: WorkspaceRow, stateDir: string): void {
   store.writeSync(() => deleteWorkspaceRow(store, ws.id));
   forgetExecutions(stateDir, toHex(ws.id));
   const made = readMarker(store.path, ws.id)?.created === true && isMarkedDir(store.path, ws.id, ws.path);

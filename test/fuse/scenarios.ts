@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { constants as fsc, cpSync, mkdirSync, symlinkSync, writeFileSync, linkSync, chmodSync } from 'node:fs';
 import { access, appendFile, chmod, link, lstat, mkdir, open, readdir, readFile, readlink, rename, rmdir, stat, statfs, symlink, truncate, unlink, utimes, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, stopDaemon, unmountWorkspace, type Backend } from '../../lib/mount/index.js';
+import { commitFuse, stopDaemon, unmountWorkspace, type Backend } from '../../lib/fuse/index.js';
 import { getXattrs, listXattrs, removeXattr, setXattr } from '../../lib/native/xattr.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { mountBranch, ok, setupStore, walk, withMount, type Mounted, type StoreSetup } from './helpers.js';
@@ -159,7 +159,7 @@ export async function compareWithPlain(s: StoreSetup, steps: (dir: string) => Pr
     const mountOut = await steps(m.path);
     assert.deepEqual(mountOut, plainOut, 'program output in the mount equals the plain directory');
     assert.deepEqual(await walk(m.path, opts), plainTree, 'tree in the mount equals the plain directory');
-    const c = await commitMounted(s.storePath, m.workspaceId);
+    const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     },
     backend,
@@ -360,12 +360,12 @@ export async function stormScenario(backend?: Backend): Promise<void> {
     const log = await storm(m.path, 7, 1500);
     assert.deepEqual(log, plainLog, 'every operation succeeds or fails the same way');
     assert.deepEqual(await walk(m.path), plainTree);
-    assert.equal((await commitMounted(s.storePath, m.workspaceId)).outcome, 'Created');
+    assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
     // A second storm after the commit, then commit again.
     const log2 = await storm(m.path, 8, 500);
     assert.deepEqual(log2, await storm(plain, 8, 500));
     assert.deepEqual(await walk(m.path), await walk(plain));
-    assert.equal((await commitMounted(s.storePath, m.workspaceId)).outcome, 'Created');
+    assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
     },
     backend ? { backend } : {},
   );

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { createConnection, createServer, type Server } from 'node:net';
 import { lstat, mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, mountedChanges, type Backend } from '../../lib/mount/index.js';
+import { commitFuse, fuseChanges, type Backend } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { setupStore, withMount } from './helpers.js';
 import { fillBasic } from './scenarios.js';
@@ -43,9 +43,9 @@ for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
         try {
           assert.ok((await lstat(join(m.path, 'README'))).isSocket());
           assert.equal(await ask(join(m.path, 'README')), 'hello from the server');
-          const changes = (await mountedChanges(s.storePath, m.workspaceId)).changes;
+          const changes = (await fuseChanges(s.storePath, m.workspaceId)).changes;
           assert.ok(!changes.some((c) => c.path === 'lib/agent.sock'), 'status leaves sockets out');
-          const c = await commitMounted(s.storePath, m.workspaceId);
+          const c = await commitFuse(s.storePath, m.workspaceId);
           assert.equal(c.outcome, 'Created');
           const stored = s.client.ls('main').map((e) => e.name);
           assert.ok(!stored.includes('README'), 'the stored file went, the socket was not stored');
@@ -54,7 +54,7 @@ for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
           assert.equal(await ask(join(m.path, 'lib/agent.sock')), 'hello from the server');
           assert.ok((await readdir(join(m.path, 'lib'))).includes('agent.sock'));
           // Nothing left to commit but the sockets.
-          const again = await commitMounted(s.storePath, m.workspaceId);
+          const again = await commitFuse(s.storePath, m.workspaceId);
           assert.ok(again.outcome === 'UpToDate' || again.outcome === 'Created', again.outcome);
         } finally {
           server.close();
@@ -79,7 +79,7 @@ for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
         await rm(join(m.path, 'lib/x'), { recursive: true });
         assert.equal((await stat(join(m.path, 'lib'))).nlink, 4);
         assert.equal((await stat(join(m.path, 'lib/y'))).nlink, 2);
-        const c = await commitMounted(s.storePath, m.workspaceId);
+        const c = await commitFuse(s.storePath, m.workspaceId);
         assert.equal(c.outcome, 'Created');
         assert.equal((await stat(join(m.path, 'lib'))).nlink, 4, 'after the commit too');
       },

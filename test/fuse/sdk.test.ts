@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { detachStale, fuseAvailable } from '../../lib/mount/index.js';
+import { detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { alive, mounted } from '../helpers/process-gone.js';
 import { ok, run, setupStore, type StoreSetup } from './helpers.js';

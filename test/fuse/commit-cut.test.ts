@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commitMounted } from '../../lib/mount/index.js';
+import { commitFuse } from '../../lib/fuse/index.js';
 import { run, setupStore, withMount } from './helpers.js';
 import { fillBasic } from './scenarios.js';
 
@@ -52,7 +52,7 @@ test('commits taken while a process writes are consistent cuts; the writer never
     const commits: string[] = [];
     await sleep(200);
     for (let i = 0; i < 12; i++) {
-      const c = await commitMounted(s.storePath, m.workspaceId);
+      const c = await commitFuse(s.storePath, m.workspaceId);
       if (c.outcome === 'Created') commits.push(c.commitId);
       await sleep(150);
     }
@@ -75,7 +75,7 @@ test('commits taken while a process writes are consistent cuts; the writer never
         assert.equal(rec.subarray(RECORD - 16).toString(), createHash('sha256').update(body).digest('hex').slice(0, 16), `page ${p} of big.bin whole`);
       }
     }
-    const final = await commitMounted(s.storePath, m.workspaceId);
+    const final = await commitFuse(s.storePath, m.workspaceId);
     assert.ok(final.outcome === 'Created' || final.outcome === 'UpToDate');
     assert.equal(checkRecords(s.client.cat(s.client.branch('main').headCommitId!, 'log.bin')), written);
   });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { idOf, ObjectKind } from '../../lib/store/index.js';
 import { buildExtentTree, decodeExtentNode, type Extent } from '../../lib/store/tree/extents.js';
-import { chunkAt, replaceExtents, type LoadedNode, type NodeSource } from '../../lib/mount/extents.js';
+import { chunkAt, replaceExtents, type LoadedNode, type NodeSource } from '../../lib/fuse/extents.js';
 import { Rng } from '../helpers/random.js';
 
 class MemNodes implements NodeSource {

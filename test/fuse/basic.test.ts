@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmod, link, mkdir, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { commitMounted, daemonStatus, stopDaemon, unmountWorkspace } from '../../lib/mount/index.js';
+import { commitFuse, daemonStatus, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
 import { mountBranch, setupStore, walk, withMount } from './helpers.js';
 import { fillBasic, posixScenario } from './scenarios.js';
 
@@ -30,16 +30,16 @@ test('commit while mounted, continue from the Commit, fresh mount equals, inode 
     const st = await daemonStatus(s.storePath);
     assert.equal(st?.mounts[0]?.dirty, true);
 
-    const c1 = await commitMounted(s.storePath, first.workspaceId);
+    const c1 = await commitFuse(s.storePath, first.workspaceId);
     assert.equal(c1.outcome, 'Created');
     assert.equal(s.client.branch('main').headCommitId, c1.outcome === 'Created' ? c1.commitId : null);
-    assert.equal((await commitMounted(s.storePath, first.workspaceId)).outcome, 'UpToDate');
+    assert.equal((await commitFuse(s.storePath, first.workspaceId)).outcome, 'UpToDate');
     assert.equal((await stat(join(m, 'b-moved.txt'))).ino, inoBefore);
     assert.equal((await daemonStatus(s.storePath))?.mounts[0]?.dirty, false);
 
     // The Workspace continues from the new Commit.
     await writeFile(join(m, 'lib/a.txt'), 'a v2\n');
-    const c2 = await commitMounted(s.storePath, first.workspaceId);
+    const c2 = await commitFuse(s.storePath, first.workspaceId);
     assert.equal(c2.outcome, 'Created');
     if (c2.outcome === 'Created' && c1.outcome === 'Created') assert.equal(c2.previousHead, c1.commitId);
     assert.equal(s.client.log('main').length, 2);

@@ -11,8 +11,8 @@ import { chunkAndHash } from '../../lib/native/index.js';
 import { idOf, ObjectKind } from '../../lib/store/index.js';
 import { buildExtentTree } from '../../lib/store/tree/extents.js';
 const fromHex = (h: string) => Buffer.from(h, 'hex');
-import { Overlay, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE } from '../../lib/mount/overlay.js';
-import { FsError } from '../../lib/mount/errno.js';
+import { Overlay, RENAME_EXCHANGE, RENAME_NOREPLACE, XATTR_CREATE } from '../../lib/fuse/overlay.js';
+import { FsError } from '../../lib/fuse/errno.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
 const E = constants.errno;

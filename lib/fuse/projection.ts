@@ -1,19 +1,19 @@
 /**
- * The fuse Projection: the Workspace row lives in the Store (lib/workspace/mounted.ts), its files
+ * The fuse Projection: the Workspace row lives in the Store (lib/workspace/fuse.ts), its files
  * in a mount served by the Store's daemon (started on demand). Status, commit and end go to the
  * daemon; its commit publishes through lib/workspace/publish.ts like a materialized one. A FUSE
  * Workspace is `mounted` while a live daemon serves it and `lost` when not (the daemon stopped or
  * was killed): a lost one can only be ended with discard, which also detaches a stale mount left
- * behind. Registered with the seam when lib/mount loads.
+ * behind. Registered with the seam when lib/fuse loads.
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { BranchRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import {
-  forgetMountedWorkspace,
-  ownsMountedWorkspace,
-  recordMountedWorkspace,
+  forgetFuseWorkspace,
+  ownsFuseWorkspace,
+  recordFuseWorkspace,
   registerProjection,
   runningExecutions,
   stopExecution,
@@ -23,10 +23,10 @@ import {
   type ProjectionImpl,
   type WorkspaceRow,
 } from '../workspace/index.js';
-import { commitMounted, mountedChanges, mountWorkspace, servedWorkspaces, unmountWorkspace } from './client.js';
+import { commitFuse, fuseChanges, mountWorkspace, servedWorkspaces, unmountWorkspace } from './client.js';
 import { detachStale } from './mounttab.js';
 import { fuseAvailable } from './probe.js';
-import type { MountedCommitOutcome } from './protocol.js';
+import type { FuseCommitOutcome } from './protocol.js';
 
 function lostError(ws: WorkspaceRow): LayerFsError {
   return new LayerFsError('ERR_NOT_FOUND', `the mount of Workspace ${toHex(ws.id)} is gone (its daemon stopped or was killed)`, {
@@ -42,7 +42,7 @@ function isLost(storePath: string, ws: WorkspaceRow): boolean {
 
 /** Records the Workspace and mounts it (starting the daemon when none runs). */
 async function create(store: Store, branch: BranchRow, at: string, req: CreateRequest): Promise<WorkspaceRow> {
-  const ws = recordMountedWorkspace(store, branch, at, req.owner ?? null);
+  const ws = recordFuseWorkspace(store, branch, at, req.owner ?? null);
   try {
     await mountWorkspace(store.path, {
       workspaceId: toHex(ws.id),
@@ -54,15 +54,15 @@ async function create(store: Store, branch: BranchRow, at: string, req: CreateRe
       ...(req.backend ? { backend: req.backend } : {}),
     });
   } catch (e) {
-    forgetMountedWorkspace(store, ws, '/nonexistent');
+    forgetFuseWorkspace(store, ws, '/nonexistent');
     throw e;
   }
   return ws;
 }
 
-async function changes(store: Store, ws: WorkspaceRow): Promise<{ changes: Awaited<ReturnType<typeof mountedChanges>>['changes']; skipped: string[]; truncated?: boolean }> {
+async function changes(store: Store, ws: WorkspaceRow): Promise<{ changes: Awaited<ReturnType<typeof fuseChanges>>['changes']; skipped: string[]; truncated?: boolean }> {
   if (isLost(store.path, ws)) throw lostError(ws);
-  const m = await mountedChanges(store.path, toHex(ws.id));
+  const m = await fuseChanges(store.path, toHex(ws.id));
   return { changes: m.changes, skipped: [], ...(m.truncated ? { truncated: true } : {}) };
 }
 
@@ -70,7 +70,7 @@ const fromHex = (h: string): Buffer => Buffer.from(h, 'hex');
 const hexOrNull = (h: string | null): Buffer | null => (h === null ? null : fromHex(h));
 
 /** The daemon's reply (hex ids, the whole Commit row) as the seam's outcome. */
-function projected(r: MountedCommitOutcome): ProjectedCommit {
+function projected(r: FuseCommitOutcome): ProjectedCommit {
   switch (r.outcome) {
     case 'Created': {
       const commit = {
@@ -101,9 +101,9 @@ const commit: ProjectionImpl['commit'] = async (store, ws, stateDir, run) => {
   if (run.exclude?.length) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'excludes apply to materialized Workspaces; a FUSE Workspace commits what was written to it', { argument: 'exclude' });
   const running = runningExecutions(stateDir, toHex(ws.id));
   if (running.length > 0) return { outcome: { outcome: 'Busy', executions: running.map((e) => e.id) }, measure: { remote: { allocatedGrowth: 0 } } };
-  let r: MountedCommitOutcome;
+  let r: FuseCommitOutcome;
   try {
-    r = await commitMounted(store.path, toHex(ws.id), { ...(run.note ? { note: run.note } : {}), strict: run.strict ?? false });
+    r = await commitFuse(store.path, toHex(ws.id), { ...(run.note ? { note: run.note } : {}), strict: run.strict ?? false });
   } catch (e) {
     if (e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') throw lostError(ws);
     throw e;
@@ -141,9 +141,9 @@ async function end(store: Store, ws: WorkspaceRow, opts: { discard?: boolean }, 
   if (lost) {
     if (!opts.discard) return { outcome: 'Dirty', changes: 0, reason: 'the mount is gone (its daemon stopped or was killed); end it with --discard' };
     // Only a mount this user's Workspace made: a row may name any path (a Store from elsewhere).
-    if (ownsMountedWorkspace(store, ws)) await detachStale(ws.path);
+    if (ownsFuseWorkspace(store, ws)) await detachStale(ws.path);
   }
-  forgetMountedWorkspace(store, ws, stateDir);
+  forgetFuseWorkspace(store, ws, stateDir);
   return { outcome: 'Ended', discarded: opts.discard === true };
 }
 

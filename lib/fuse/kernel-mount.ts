@@ -13,7 +13,7 @@ import { LayerFsError, type ErrorCode } from '../errors.js';
 import { FsError } from './errno.js';
 import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
-import type { MountedChanges, MountedCommitOutcome, MountStatus } from './protocol.js';
+import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { wakeLookup } from './waker.js';
 import type { CommitNote } from '../history/index.js';
 
@@ -259,7 +259,7 @@ export class KernelMount {
     return p;
   }
 
-  commit(note: CommitNote, strict = false): Promise<{ outcome: MountedCommitOutcome; changed: boolean }> {
+  commit(note: CommitNote, strict = false): Promise<{ outcome: FuseCommitOutcome; changed: boolean }> {
     return this.ask({ type: 'commit', note, strict });
   }
 
@@ -267,7 +267,7 @@ export class KernelMount {
     return this.ask({ type: 'state' });
   }
 
-  changes(): Promise<MountedChanges> {
+  changes(): Promise<FuseChanges> {
     return this.ask({ type: 'changes' });
   }
 

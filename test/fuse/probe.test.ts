@@ -7,7 +7,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '../helpers/tmp.js';
 
-const probe = new URL('../../lib/mount/probe.ts', import.meta.url).href;
+const probe = new URL('../../lib/fuse/probe.ts', import.meta.url).href;
 const tsx = import.meta.resolve('tsx');
 
 function probeWith(path: string, uid?: number): { ok: boolean; reason?: string } {
@@ -34,7 +34,7 @@ test('an ordinary user needs fusermount, and is told how to get it', { skip: pro
 });
 
 test('an ordinary user may let others in only where fuse.conf has user_allow_other', async () => {
-  const { userAllowOther } = await import('../../lib/mount/probe.js');
+  const { userAllowOther } = await import('../../lib/fuse/probe.js');
   const dir = tempDir('layerfs-fuseconf-');
   const conf = join(dir, 'fuse.conf');
   writeFileSync(conf, '# mount_max = 1000\n#user_allow_other\n');

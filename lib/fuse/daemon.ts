@@ -45,7 +45,7 @@ import {
   type MountRecord,
   type MountRequest,
   type MountStatus,
-  type MountedCommitOutcome,
+  type FuseCommitOutcome,
   type RecoveryReport,
   type Request,
   type Response,
@@ -378,7 +378,7 @@ export class Daemon {
   }
 
   /** The note comes from a client: normalizeNote has checked it like any other argument. */
-  private async commit(workspaceId: string, note: CommitNote, strict: boolean): Promise<MountedCommitOutcome> {
+  private async commit(workspaceId: string, note: CommitNote, strict: boolean): Promise<FuseCommitOutcome> {
     const e = this.entry(workspaceId);
     const run = this.commitChain.then(() => e.server.commit(note, strict));
     this.commitChain = run.catch(() => {});

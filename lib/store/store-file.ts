@@ -1,0 +1,191 @@
+/**
+ * Opening, creating and closing a Store file. Only lib/store touches SQLite.
+ */
+import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
+import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, realpathSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { LayerFsError } from '../errors.js';
+import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, readShimOf, SCHEMA, UPGRADE_STEPS } from './schema.js';
+import { mapSqliteError } from './sqlite-errors.js';
+
+export type Db = Database.Database;
+
+const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
+
+export interface StoreInfo {
+  path: string;
+  formatVersion: number;
+  storeId: string;
+  createdMs: number;
+}
+
+function applyPragmas(db: Db): void {
+  // WAL + NORMAL: a crash can lose the last transactions but never corrupts the file or
+  // exposes a half-written one; readers never block the writer.
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('foreign_keys = ON');
+  db.pragma('busy_timeout = 30000');
+  db.pragma('cache_size = -16384');
+  db.pragma('temp_store = MEMORY');
+}
+
+/**
+ * Creates a new Store at `path`. The file appears complete or not at all: the schema is written
+ * to a private temporary file that is then hard-linked into place, which also refuses an
+ * existing path atomically (two concurrent creates: exactly one wins).
+ */
+export function createStoreFile(path: string): StoreInfo {
+  const abs = resolve(path);
+  if (existsSync(abs)) {
+    throw new LayerFsError('ERR_EXISTS', `refusing to create a Store over an existing path`, { path: abs, hint: 'choose a new path, or use db connect' });
+  }
+  const dir = dirname(abs);
+  // Like `git init`, a new Store makes its directory (0700: the Store holds every state).
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST' || code === 'ENOTDIR') throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot create the Store's directory: ${(e as Error).message}`, { path: dir, errno: code });
+  }
+  if (!statSync(dir).isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `the Store's directory is not a directory`, { path: dir, hint: 'choose a path in a directory' });
+  const tmp = join(dir, `.${basename(abs)}.creating-${process.pid}-${randomBytes(4).toString('hex')}`);
+  // Create the file ourselves first so that it is 0600 from its first byte.
+  closeSync(openSync(tmp, 'wx', 0o600));
+  const storeId = randomBytes(16).toString('hex');
+  const createdMs = Date.now();
+  try {
+    const db = new Database(tmp);
+    try {
+      db.pragma(`page_size = ${PAGE_SIZE}`);
+      applyPragmas(db);
+      db.exec(SCHEMA);
+      applySteps(db, BASE_FORMAT_VERSION);
+      db.prepare('INSERT INTO meta (key, value) VALUES (?, ?), (?, ?)').run('store_id', storeId, 'created_ms', String(createdMs));
+      db.pragma(`application_id = ${APPLICATION_ID}`);
+      db.pragma(`user_version = ${FORMAT_VERSION}`);
+      db.pragma('wal_checkpoint(TRUNCATE)');
+    } finally {
+      db.close();
+    }
+    try {
+      linkSync(tmp, abs);
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'EEXIST') {
+        throw new LayerFsError('ERR_EXISTS', `refusing to create a Store over an existing path`, { path: abs, hint: 'choose a new path, or use db connect' });
+      }
+      throw e;
+    }
+  } catch (e) {
+    throw mapSqliteError(e, abs);
+  } finally {
+    for (const p of [tmp, `${tmp}-wal`, `${tmp}-shm`]) {
+      try {
+        unlinkSync(p);
+      } catch {
+        /* already gone */
+      }
+    }
+  }
+  return { path: join(realpathSync(dir), basename(abs)), formatVersion: FORMAT_VERSION, storeId, createdMs };
+}
+
+function checkHeader(abs: string): void {
+  let fd: number;
+  try {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
+    // file type is checked right after. It changes nothing for regular files.
+    fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new LayerFsError('ERR_NOT_FOUND', `no Store at this path`, { path: abs, hint: 'create one with `layerfs db create PATH`' });
+    throw new LayerFsError('ERR_NATIVE_IO', `cannot open the Store: ${(e as Error).message}`, { path: abs, errno: code });
+  }
+  try {
+    if (!fstatSync(fd).isFile()) throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a regular file)`, { path: abs });
+    const head = Buffer.alloc(100);
+    let n: number;
+    try {
+      n = readSync(fd, head, 0, 100, 0);
+    } catch (e) {
+      // A "regular file" that cannot be read from its start (/proc/self/mem: EIO) is no Store.
+      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (its first bytes cannot be read: ${(e as NodeJS.ErrnoException).code})`, { path: abs, errno: (e as NodeJS.ErrnoException).code });
+    }
+    if (n < 100 || !head.subarray(0, 16).equals(SQLITE_MAGIC)) {
+      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (not a SQLite database)`, { path: abs });
+    }
+    // application_id lives at byte 68 of the SQLite header; checking it here avoids opening (and
+    // possibly converting to WAL) somebody else's database.
+    const appId = head.readUInt32BE(68);
+    if (appId !== APPLICATION_ID) {
+      throw new LayerFsError('ERR_NOT_A_STORE', `not a LayerFS Store (a SQLite database of another application)`, { path: abs });
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export interface OpenOptions {
+  readonly?: boolean;
+}
+
+/** Runs every upgrade step after format `from`, in order (schema.ts UPGRADE_STEPS). */
+function applySteps(db: Db, from: number): void {
+  for (const step of UPGRADE_STEPS) if (step.to > from && step.sql) db.exec(step.sql);
+}
+
+/**
+ * Older formats upgraded in place, in one write transaction, step by step; no object is
+ * rewritten. A concurrent opener may have done it first.
+ */
+function upgrade(db: Db): number {
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const version = db.pragma('user_version', { simple: true }) as number;
+    applySteps(db, version);
+    if (version < FORMAT_VERSION) db.pragma(`user_version = ${FORMAT_VERSION}`);
+    db.exec('COMMIT');
+  } catch (e) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw e;
+  }
+  return FORMAT_VERSION;
+}
+
+/** Opens an existing Store, refusing anything that is not a Store of a supported format. */
+export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; info: StoreInfo } {
+  checkHeader(resolve(path));
+  // One Store, one name: its real path keys `<store>.d` (receipts, executions, the daemon), so
+  // a symlinked spelling reaches the same state as the real one.
+  const abs = realpathSync(resolve(path));
+  let db: Db | undefined;
+  try {
+    db = new Database(abs, { fileMustExist: true, readonly: opts.readonly ?? false });
+    let version = db.pragma('user_version', { simple: true }) as number;
+    if (version < OLDEST_FORMAT_VERSION || version > FORMAT_VERSION) {
+      throw new LayerFsError('ERR_UNSUPPORTED_FORMAT', `Store format version ${version} is not supported (this layerfs reads versions ${OLDEST_FORMAT_VERSION} to ${FORMAT_VERSION})`, {
+        path: abs,
+        formatVersion: version,
+        hint: version > FORMAT_VERSION ? 'upgrade layerfs to open this Store' : 'this Store was made by an older, unsupported layerfs',
+      });
+    }
+    if (!opts.readonly) {
+      applyPragmas(db);
+      if (version < FORMAT_VERSION) version = upgrade(db);
+    } else {
+      db.pragma('busy_timeout = 30000');
+      // An older Store read as is: TEMP shims make it read like the current format.
+      for (const step of UPGRADE_STEPS) if (step.to > Math.max(version, BASE_FORMAT_VERSION)) db.exec(readShimOf(step));
+    }
+    const meta = new Map((db.prepare('SELECT key, value FROM meta').all() as { key: string; value: string }[]).map((r) => [r.key, r.value]));
+    return {
+      db,
+      info: { path: abs, formatVersion: version, storeId: meta.get('store_id') ?? '', createdMs: Number(meta.get('created_ms') ?? 0) },
+    };
+  } catch (e) {
+    db?.close();
+    throw mapSqliteError(e, abs);
+  }
+}
