@@ -67,6 +67,26 @@ async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[
   return { forkMs, wss };
 }
 
+/** Creates the Store, imports the fixture as the LayerStack's genesis Layer and materializes a
+ * Workspace of Branch 'trunk' (both timed); then reconnects and makes a no-op commit so that the
+ * timed commits start on a warm, reopened Store as a later session would. */
+async function openTrunk(storePath: string, dir: string, tmp: string) {
+  let t = performance.now();
+  const created = Client.create(storePath);
+  const init = await created.initLayerStack({ name: 'bench', source: dir });
+  const initMs = performance.now() - t;
+  created.forkBranch({ name: 'trunk', layer: init.layer.id });
+  t = performance.now();
+  const wsTrunk = await created.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
+  const materializeMs = [performance.now() - t];
+  await created.close();
+  const filesBefore = storeFiles(storePath);
+  const c = Client.connect(storePath);
+  const noop = await c.commitWorkspace(wsTrunk.id);
+  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}`);
+  return { c, initMs, materializeMs, wsTrunk, filesBefore };
+}
+
 async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
   const tmp = path.resolve(a.tmp);
   const files = Number(a.files);
@@ -75,19 +95,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
   const branchN = Number(a['branch-commits']);
   const storePath = path.join(tmp, 'bench.layerfs');
 
-  let t = performance.now();
-  let c = Client.create(storePath);
-  const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
-  const initMs = performance.now() - t;
-  c.forkBranch({ name: 'trunk', layer: init.layer.id });
-  t = performance.now();
-  const wsTrunk = await c.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
-  const materializeMs = [performance.now() - t];
-  await c.close();
-  const filesBefore = storeFiles(storePath);
-  c = Client.connect(storePath);
-  const noop = await c.commitWorkspace(wsTrunk.id);
-  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}`);
+  const { c, initMs, materializeMs, wsTrunk, filesBefore } = await openTrunk(storePath, path.resolve(a.dir), tmp);
 
   const commitMs: { trunk: number[]; a: number[]; b: number[] } = { trunk: [], a: [], b: [] };
   let semantic = 0;
@@ -117,7 +125,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
     await commit('b', wss.b, 3000 + i);
   }
 
-  t = performance.now();
+  const t = performance.now();
   const added = c.add('a');
   const addMs = performance.now() - t;
   if (added.outcome !== 'Added') throw new Error(`add('a'): outcome ${added.outcome}, expected Added`);

@@ -19,6 +19,45 @@ export interface EditFamilySpec {
   opsText: string;
 }
 
+/** One ok row of the table; the Store columns are layerfs's, the .git one git's. */
+function editRow(rows: Row[], r: Row): string[] {
+  const isL = r.tool === 'layerfs';
+  const git = isL ? peerOf(rows, r, 'git', true) : undefined;
+  const semantic = x(r, 'semanticGrowth');
+  return [
+    r.tier,
+    r.cell,
+    r.tool,
+    fmtMs(r.ms),
+    git ? fmtX(ratio(r.ms, git.ms)) : DASH,
+    r.bytes !== undefined && r.ms ? `${(r.bytes / 1e6 / (r.ms / 1000)).toFixed(0)}` : DASH,
+    isL ? fmtBytes(semantic) : DASH,
+    isL ? fmtSigned(x(r, 'allocatedGrowth')) : DASH,
+    isL ? DASH : fmtSigned(x(r, 'fileGrowth')),
+    isL ? `${x(r, 'objectsInserted') ?? DASH} / ${x(r, 'objectsReused') ?? DASH}` : DASH,
+    isL && semantic !== undefined && r.bytes ? `${((semantic / r.bytes) * 100).toPrecision(2)} %` : DASH,
+    fmtMs(x(r, 'initMs')),
+    isL ? fmtMs(x(r, 'materializeMs')) : DASH,
+    fmtMiB(r.maxRssMiB),
+    isL ? fmtMiB(x(r, 'rssBeforeCommitsMiB')) : DASH,
+  ];
+}
+
+/** The figure the families exist for, at the largest tier: the worst Store growth of one 4 KiB
+ * edit (layerfs) against the best .git growth of one commit (git). */
+function worstGrowthNote(rows: Row[]): string | undefined {
+  const big = rows.filter((r) => r.tool === 'layerfs' && r.status === 'ok').sort((p, q) => q.tierValue - p.tierValue)[0];
+  if (!big) return undefined;
+  const at = rows.filter((r) => r.tool === 'layerfs' && r.status === 'ok' && r.tier === big.tier);
+  const worst = Math.max(...at.map((r) => x(r, 'semanticGrowth') ?? 0));
+  const gitAt = rows.filter((r) => r.tool === 'git' && r.status === 'ok' && r.tier === big.tier);
+  const gitWorst = gitAt.length ? Math.min(...gitAt.map((r) => x(r, 'fileGrowth') ?? Infinity)) : undefined;
+  return (
+    `at ${big.tier}: largest semantic growth of one 4 KiB edit ${fmtBytes(worst)} (goal: a few 16 KiB chunks, not the file)` +
+    (gitWorst !== undefined ? `; smallest .git growth of one git commit ${fmtBytes(gitWorst)}` : '')
+  );
+}
+
 export function editFamily(spec: EditFamilySpec): CampaignFamily {
   return {
     name: spec.name,
@@ -54,41 +93,9 @@ export function editFamily(spec: EditFamilySpec): CampaignFamily {
         'semantic / file', 'init', 'materialize', 'peak RSS', 'RSS before commits',
       ];
       const ordered = [...rows].sort((p, q) => p.tierValue - q.tierValue || spec.ops.indexOf(p.cell) - spec.ops.indexOf(q.cell) || p.tool.localeCompare(q.tool));
-      const out = ordered.map((r) => {
-        const bad = failedCells(r, notes, headers.length, [r.tier, r.cell, r.tool]);
-        if (bad) return bad;
-        const isL = r.tool === 'layerfs';
-        const git = isL ? peerOf(rows, r, 'git', true) : undefined;
-        const semantic = x(r, 'semanticGrowth');
-        return [
-          r.tier,
-          r.cell,
-          r.tool,
-          fmtMs(r.ms),
-          git ? fmtX(ratio(r.ms, git.ms)) : DASH,
-          r.bytes !== undefined && r.ms ? `${(r.bytes / 1e6 / (r.ms / 1000)).toFixed(0)}` : DASH,
-          isL ? fmtBytes(semantic) : DASH,
-          isL ? fmtSigned(x(r, 'allocatedGrowth')) : DASH,
-          isL ? DASH : fmtSigned(x(r, 'fileGrowth')),
-          isL ? `${x(r, 'objectsInserted') ?? DASH} / ${x(r, 'objectsReused') ?? DASH}` : DASH,
-          isL && semantic !== undefined && r.bytes ? `${((semantic / r.bytes) * 100).toPrecision(2)} %` : DASH,
-          fmtMs(x(r, 'initMs')),
-          isL ? fmtMs(x(r, 'materializeMs')) : DASH,
-          fmtMiB(r.maxRssMiB),
-          isL ? fmtMiB(x(r, 'rssBeforeCommitsMiB')) : DASH,
-        ];
-      });
-      const big = rows.filter((r) => r.tool === 'layerfs' && r.status === 'ok').sort((p, q) => q.tierValue - p.tierValue)[0];
-      if (big) {
-        const at = rows.filter((r) => r.tool === 'layerfs' && r.status === 'ok' && r.tier === big.tier);
-        const worst = Math.max(...at.map((r) => x(r, 'semanticGrowth') ?? 0));
-        const gitAt = rows.filter((r) => r.tool === 'git' && r.status === 'ok' && r.tier === big.tier);
-        const gitWorst = gitAt.length ? Math.min(...gitAt.map((r) => x(r, 'fileGrowth') ?? Infinity)) : undefined;
-        notes.push(
-          `at ${big.tier}: largest semantic growth of one 4 KiB edit ${fmtBytes(worst)} (goal: a few 16 KiB chunks, not the file)` +
-            (gitWorst !== undefined ? `; smallest .git growth of one git commit ${fmtBytes(gitWorst)}` : ''),
-        );
-      }
+      const out = ordered.map((r) => failedCells(r, notes, headers.length, [r.tier, r.cell, r.tool]) ?? editRow(rows, r));
+      const note = worstGrowthNote(rows);
+      if (note) notes.push(note);
       return { headers, align: headers.map((_, i) => (i === 1 || i === 2 ? 'l' : 'r')), rows: out, notes };
     },
     chartDefs: [

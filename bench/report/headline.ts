@@ -31,18 +31,24 @@ interface Line {
   source: string;
 }
 
-export function headlineRows(results: Results): Line[] {
+/** The lookups every figure uses over the ok rows of one run. */
+function lookups(results: Results) {
   const rows = results.rows.filter((r) => r.status === 'ok');
-  const of = (family: string, tool?: string, cell?: string) =>
-    rows.filter((r) => r.family === family && (tool === undefined || r.tool === tool) && (cell === undefined || r.cell === cell));
-  const largest = (rs: Row[]) => rs.reduce<Row | undefined>((m, r) => (m === undefined || r.tierValue > m.tierValue ? r : m), undefined);
-  const smallest = (rs: Row[]) => rs.reduce<Row | undefined>((m, r) => (m === undefined || r.tierValue < m.tierValue ? r : m), undefined);
-  const at = (rs: Row[], tier: string | undefined) => rs.find((r) => r.tier === tier);
-  const x = (r: Row | undefined, k: string) => (r === undefined ? undefined : num(r.extra[k]));
-  const ratio = (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined);
-  const out: Line[] = [];
+  return {
+    of: (family: string, tool?: string, cell?: string) =>
+      rows.filter((r) => r.family === family && (tool === undefined || r.tool === tool) && (cell === undefined || r.cell === cell)),
+    largest: (rs: Row[]) => rs.reduce<Row | undefined>((m, r) => (m === undefined || r.tierValue > m.tierValue ? r : m), undefined),
+    smallest: (rs: Row[]) => rs.reduce<Row | undefined>((m, r) => (m === undefined || r.tierValue < m.tierValue ? r : m), undefined),
+    at: (rs: Row[], tier: string | undefined) => rs.find((r) => r.tier === tier),
+    x: (r: Row | undefined, k: string) => (r === undefined ? undefined : num(r.extra[k])),
+    ratio: (a: number | undefined, b: number | undefined) => (a !== undefined && b !== undefined && b > 0 ? a / b : undefined),
+  };
+}
 
-  // Import of the small-file tree, against git and tar.
+type Lookups = ReturnType<typeof lookups>;
+
+// Import of the small-file tree, against git and tar.
+function importTree({ of, largest, at, ratio }: Lookups, out: Line[]): void {
   const initL = largest(of('init_namespace', 'layerfs'));
   if (initL) {
     const g = at(of('init_namespace', 'git'), initL.tier);
@@ -55,7 +61,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'init_namespace',
     });
   }
-  // Commit of 10 files in the largest Workspace, against its import and git.
+}
+
+// Commit of 10 files in the largest Workspace, against its import and git.
+function workspaceCommit({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const wc = largest(of('workspace_commit', 'layerfs'));
   if (wc) {
     const g = at(of('workspace_commit', 'git'), wc.tier);
@@ -67,7 +76,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'workspace_commit',
     });
   }
-  // Fork on the smallest and the largest tree.
+}
+
+// Fork on the smallest and the largest tree.
+function fork({ of, largest, smallest, ratio }: Lookups, out: Line[]): void {
   const forks = of('branch_fork', 'layerfs');
   const f0 = smallest(forks);
   const f1 = largest(forks);
@@ -80,7 +92,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'branch_fork',
     });
   }
-  // Raw import throughput.
+}
+
+// Raw import throughput.
+function importLarge({ of, largest, at, ratio }: Lookups, out: Line[]): void {
   const il = largest(of('import_large', 'layerfs'));
   if (il) {
     const g = at(of('import_large', 'git'), il.tier);
@@ -93,7 +108,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'import_large',
     });
   }
-  // Store footprint.
+}
+
+// Store footprint.
+function footprint({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const fp = largest(of('store_footprint', 'layerfs'));
   if (fp) {
     const g = at(of('store_footprint', 'git'), fp.tier);
@@ -105,7 +123,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'store_footprint',
     });
   }
-  // A 4 KiB edit in the largest file: the change, not the file.
+}
+
+// A 4 KiB edit in the largest file: the change, not the file.
+function edits({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   for (const [family, op, label] of [
     ['edit_length_preserving', 'overwrite-middle', '4 KiB overwrite'],
     ['edit_length_changing', 'insert', '4 KiB insert'],
@@ -121,7 +142,10 @@ export function headlineRows(results: Results): Line[] {
       source: family,
     });
   }
-  // CDC locality: an insert variant.
+}
+
+// CDC locality: an insert variant.
+function cdcLocality({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const cdc = largest(of('dedup_cdc_locality', 'layerfs', 'insert-4KiB'));
   if (cdc) {
     const g = at(of('dedup_cdc_locality', 'git', 'insert-4KiB'), cdc.tier);
@@ -133,7 +157,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'dedup_cdc_locality',
     });
   }
-  // Payload read throughput.
+}
+
+// Payload read throughput.
+function payloadRead({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const pl = largest(of('payload_create_read', 'layerfs'));
   if (pl) {
     const g = at(of('payload_create_read', 'git'), pl.tier);
@@ -145,7 +172,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'payload_create_read',
     });
   }
-  // Branch development on the largest tree.
+}
+
+// Branch development on the largest tree.
+function branchDevelopment({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const bd = largest(of('branch_development', 'layerfs'));
   if (bd) {
     const g = at(of('branch_development', 'git'), bd.tier);
@@ -157,7 +187,10 @@ export function headlineRows(results: Results): Line[] {
       source: 'branch_development',
     });
   }
-  // Concurrent Workspaces.
+}
+
+// Concurrent Workspaces.
+function concurrentWorkspaces({ of, largest, at, x, ratio }: Lookups, out: Line[]): void {
   const mw = largest(of('multi_workspace_development', 'layerfs'));
   if (mw) {
     const g = at(of('multi_workspace_development', 'git'), mw.tier);
@@ -169,6 +202,15 @@ export function headlineRows(results: Results): Line[] {
       source: 'multi_workspace_development',
     });
   }
+}
+
+// In the order the table shows them.
+const FIGURES = [importTree, workspaceCommit, fork, importLarge, footprint, edits, cdcLocality, payloadRead, branchDevelopment, concurrentWorkspaces];
+
+export function headlineRows(results: Results): Line[] {
+  const l = lookups(results);
+  const out: Line[] = [];
+  for (const figure of FIGURES) figure(l, out);
   return out;
 }
 
