@@ -69,7 +69,7 @@ async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[
 
 /** Creates the Store, imports the fixture as the LayerStack's genesis Layer and materializes a
  * Workspace of Branch 'trunk' (both timed); then reconnects and makes a no-op commit so that the
- * timed commits start on a warm, reopened Store as a later session would. */
+ * timed commits start on a warm, reopened Store as a later process would. */
 async function openTrunk(storePath: string, dir: string, tmp: string) {
   let t = performance.now();
   const created = Client.create(storePath);
