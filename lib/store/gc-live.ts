@@ -131,6 +131,15 @@ export class Marker {
     }
   }
 
+  /**
+   * The Store's current dictionary is live while the meta row names it, used by a frame or not:
+   * a large import trains it for the transactions after it, which would find it gone.
+   */
+  currentDictionary(): void {
+    const hex = this.store.db.prepare("SELECT value FROM meta WHERE key = 'dictionary'").pluck().get() as string | undefined;
+    if (hex) this.mark(Buffer.from(hex, 'hex'));
+  }
+
   state(s: GcRoot): void {
     this.tree(s.rootId, ObjectKind.Root, (data) => this.page(TreeKind.Inodes, decodeRoot(data, `root ${toHex(s.rootId)}`).inodes), `${s.kind} ${s.id}`);
   }

@@ -224,6 +224,7 @@ function mark(store: StoreAccess, marker: Marker, roots: GcRoot[], stats: GcStat
   const db = store.db;
   stats.states = roots.length;
   for (const s of roots) marker.state(s);
+  marker.currentDictionary();
   // Delta bases of live objects are live (and their bases, and so on).
   marker.live.addDeltaBases();
   stats.garbageObjects = db.prepare('INSERT INTO temp.gc_garbage (pack, id, size) SELECT pack, id, size FROM main.objects WHERE id NOT IN (SELECT id FROM temp.gc_live)').run().changes;
@@ -260,6 +261,7 @@ function sweepBatch(store: StoreAccess, marker: Marker, opts: GcOptions, items: 
     if (version !== seen.version) {
       marker.tracking = true;
       for (const s of opts.roots()) if (!marker.walkedRoot(s.rootId)) marker.state(s);
+      marker.currentDictionary();
       marker.markFreshBases();
       seen.version = version;
     }

@@ -162,7 +162,7 @@ test('repack flattens delta chains to one link; each version reads back; a damag
   }
 });
 
-test('a large transaction on a Store without a dictionary trains one; later transactions compress content with it', { timeout: 300_000 }, () => {
+test('a large transaction on a Store without a dictionary trains one; later transactions compress content with it; gc keeps the current one', { timeout: 300_000 }, async () => {
   const dir = tempDir('layerfs-wdict-');
   const path = join(dir, 's.layerfs');
   const s = Store.create(path);
@@ -190,6 +190,21 @@ test('a large transaction on a Store without a dictionary trains one; later tran
     for (const [i, id] of later.entries()) assert.ok(s.objects.get(id, ObjectKind.Blob).equals(text(5000 + i, 900)));
   } finally {
     s.close();
+  }
+  // The current dictionary is a gc root even before a frame names it: a gc between the import
+  // that trained it and the next commit must not take it.
+  const c = Client.connect(path);
+  try {
+    await c.gc();
+  } finally {
+    c.close();
+  }
+  const db = new Database(path, { readonly: true });
+  try {
+    const hex = db.prepare("SELECT value FROM meta WHERE key = 'dictionary'").pluck().get() as string;
+    assert.ok(db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck().get(Buffer.from(hex, 'hex')), 'gc kept the current dictionary');
+  } finally {
+    db.close();
   }
   assertStoreIntact(path);
 });
