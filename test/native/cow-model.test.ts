@@ -27,7 +27,7 @@ function runFile(seed: number, steps: number): void {
   const small = r() < 0.8;
   const params = small ? SMALL : undefined;
   const scale = small ? 20_000 : 400_000;
-  let model = seededBytes(pick(scale), seed);
+  let model = seededBytes(seed, pick(scale));
   const f = new CowFile(Buffer.from(model), params);
   const log: string[] = [];
   const where = () => `seed ${seed}: ${log.slice(-6).join('; ')}`;
@@ -42,7 +42,7 @@ function runFile(seed: number, steps: number): void {
         pos -= pos % 4096;
         len = 4096 * (1 + pick(3));
       }
-      const data = seededBytes(len, seed + step * 7919);
+      const data = seededBytes(seed + step * 7919, len);
       log.push(`write ${pos}+${len}`);
       f.write(data, pos);
       if (pos + len > model.length) model = resize(model, pos + len);
@@ -80,14 +80,14 @@ test(`random writes, truncations, reads and commits match a plain Buffer (seed $
 });
 
 test('fixed seeds: small edits of a large stored file re-chunk only their neighbourhood', () => {
-  const base = seededBytes(2_000_000, 77);
+  const base = seededBytes(77, 2_000_000);
   const f = new CowFile(Buffer.from(base));
   const model = Buffer.from(base);
   const r = rng(77);
   for (let round = 0; round < 10; round++) {
     for (let k = 0; k < 3; k++) {
       const pos = Math.floor(r() * (model.length - 5000));
-      const data = seededBytes(1 + Math.floor(r() * 4096), round * 10 + k);
+      const data = seededBytes(round * 10 + k, 1 + Math.floor(r() * 4096));
       f.write(data, pos);
       data.copy(model, pos);
     }
