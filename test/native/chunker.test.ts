@@ -12,6 +12,7 @@ import {
 } from '../../lib/native/index.js';
 import { seededBytes, seededInts, sum } from './helpers.js';
 import { referenceChunkLengths, type RefParams } from './reference-fastcdc.js';
+import { goldenInput } from './golden-input.js';
 
 interface Golden {
   params: Record<string, RefParams>;
@@ -41,29 +42,6 @@ function checkShape(lengths: number[], total: number, p: RefParams): void {
     if (i < lengths.length - 1) assert.ok(l > p.minSize, `chunk ${i} not longer than minSize`);
     assert.ok(l > 0);
   });
-}
-
-/**
- * The input the golden vectors were recorded with (fixtures/chunker-golden.json: xorshift32
- * 13/17/5, 4 bytes little-endian per step). It is part of the recorded format fixture, not a test
- * generator: the vectors pin the on-disk cut points, so their input must never change. Every other
- * test draws from helpers/random.ts.
- */
-function goldenInput(seed: number, length: number): Buffer {
-  const out = Buffer.alloc(length);
-  let x = seed >>> 0 || 0x9e3779b9;
-  const step = () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x;
-  };
-  let i = 0;
-  for (; i + 4 <= length; i += 4) out.writeUInt32LE(step(), i);
-  for (; i < length; i++) out[i] = step() & 0xff;
-  return out;
 }
 
 describe('chunkLengths', () => {

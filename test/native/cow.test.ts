@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { chunkLengths, COW_PAGE, CowPages, CowSource } from '../../lib/native/index.js';
 import { LayerFsError } from '../../lib/errors.js';
 import { CowFile } from './cow-support.js';
-import { seededBytes } from './helpers.js';
+import { goldenInput } from './golden-input.js';
 
 const S = CowSource.Spool;
 const B = CowSource.Base;
@@ -97,9 +97,9 @@ test('changed ranges: dirty pages merged, and the tail from a truncation or exte
 });
 
 test('golden re-chunk: a 4 KiB overwrite in 300,000 bytes replaces the run until cuts meet again', () => {
-  const f = new CowFile(seededBytes(1, 300_000));
+  const f = new CowFile(goldenInput(1, 300_000));
   assert.deepEqual(f.chunks, [14972, 19097, 18252, 16930, 18536, 18125, 16525, 17149, 10550, 22853, 17436, 12199, 16488, 24584, 12910, 16591, 26803]);
-  f.write(seededBytes(2, 4096), 150_000);
+  f.write(goldenInput(2, 4096), 150_000);
   assert.deepEqual(f.pages.changedRanges(true), [[147456, 155648]]);
   assert.equal(f.pages.dirtyPages, 2);
   const r = f.commit();
@@ -119,9 +119,9 @@ test('golden re-chunk: a 4 KiB overwrite in 300,000 bytes replaces the run until
 });
 
 test('golden re-chunk: two distant changes are two runs, each re-synchronized after one chunk', () => {
-  const f = new CowFile(seededBytes(4, 1_000_000));
-  f.write(seededBytes(5, 100), 100_000);
-  f.write(seededBytes(6, 5000), 700_000);
+  const f = new CowFile(goldenInput(4, 1_000_000));
+  f.write(goldenInput(5, 100), 100_000);
+  f.write(goldenInput(6, 5000), 700_000);
   assert.deepEqual(f.pages.changedRanges(true), [
     [98304, 102400],
     [696320, 708608],
@@ -142,7 +142,7 @@ test('golden re-chunk: two distant changes are two runs, each re-synchronized af
 
 test('golden re-chunk with small parameters and a 7-byte read piece', () => {
   const params = { minSize: 64, avgSize: 256, maxSize: 1024 };
-  const f = new CowFile(seededBytes(3, 5000), params);
+  const f = new CowFile(goldenInput(3, 5000), params);
   assert.deepEqual(f.chunks, [301, 306, 396, 342, 293, 416, 296, 315, 396, 292, 435, 403, 342, 358, 109]);
   f.write(Buffer.alloc(10, 7), 2000);
   f.write(Buffer.alloc(10, 9), 4100);
@@ -154,7 +154,7 @@ test('golden re-chunk with small parameters and a 7-byte read piece', () => {
 
 test('a new file (no stored extents) is chunked whole', () => {
   const f = new CowFile(Buffer.alloc(0));
-  const data = seededBytes(8, 100_000);
+  const data = goldenInput(8, 100_000);
   f.write(data.subarray(0, 60_000), 0);
   f.write(data.subarray(60_000), 60_000);
   const r = f.commit();
@@ -170,7 +170,7 @@ test('bad arguments are typed errors; a failing callback stops the re-chunk with
   }
   assert.throws(() => p.write(2 ** 53 - 2, 10), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_INVALID_ARGUMENT');
   assert.throws(() => new CowPages(-5), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_INVALID_ARGUMENT');
-  const f = new CowFile(seededBytes(9, 200_000));
+  const f = new CowFile(goldenInput(9, 200_000));
   f.write(Buffer.from('x'), 100_000);
   const boom = new LayerFsError('ERR_CORRUPT', 'chunk damaged');
   assert.throws(
