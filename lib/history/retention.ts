@@ -4,6 +4,10 @@
  * Branch's base Layer and head, the Commits the retention policy keeps, every Commit a Branch was
  * forked from, every pin, every open Workspace's base, and every hold (a state an operation
  * spanning several transactions registered; docs/FORMAT.md "Format 4").
+ *
+ * Workspace rows belong to lib/workspace, a tier above this one: their bases come in as an
+ * argument (`workspaceRoots` of lib/workspace reads them), a required one, so no caller can
+ * forget them and let gc reclaim what an open Workspace stands on.
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
@@ -14,6 +18,12 @@ export interface RetentionPolicy {
   branchCommits: number | null;
   /** Keep every Commit younger than this many milliseconds. */
   olderThanMs: number | null;
+}
+
+/** An open Workspace's base root: what its files matched when created or last committed. */
+export interface WorkspaceRoot {
+  id: Buffer;
+  rootId: Buffer;
 }
 
 /** A state retention keeps: `kind:id` names it, `rootId` is what gc walks from. */
@@ -71,14 +81,22 @@ export function policyKeeps(p: RetentionPolicy, index: number, createdMs: number
 
 /** The ids (hex) of the Commits retention keeps: policy, fork bases, and pins of Commits. */
 export function keptCommits(store: Store, now = Date.now()): Set<string> {
-  return new Set(keptStates(store, now).filter((s) => s.kind === 'commit').map((s) => s.id));
+  return new Set(historyStates(store, now).filter((s) => s.kind === 'commit').map((s) => s.id));
 }
 
 /**
- * The states retention keeps right now (module comment). Read it inside one read (or write)
- * transaction: gc calls it again under the write lock before each deleting transaction.
+ * The states retention keeps right now (module comment), given the open Workspaces' bases.
+ * Read both inside one read (or write) transaction: gc calls `roots` again under the write lock
+ * before each deleting transaction, e.g. `roots: () => keptStates(s, workspaceRoots(s))`.
  */
-export function keptStates(store: Store, now = Date.now()): KeptState[] {
+export function keptStates(store: Store, workspaces: Iterable<WorkspaceRoot>, now = Date.now()): KeptState[] {
+  const out = historyStates(store, now);
+  for (const w of workspaces) out.push({ kind: 'workspace', id: toHex(w.id), rootId: w.rootId });
+  return out;
+}
+
+/** The kept states of the history tier's own tables: every kind but `workspace`. */
+function historyStates(store: Store, now: number): KeptState[] {
   const out: KeptState[] = [];
   for (const l of store.db.prepare('SELECT id, root_id AS rootId FROM layers').iterate() as IterableIterator<{ id: Buffer; rootId: Buffer }>) {
     out.push({ kind: 'layer', id: toHex(l.id), rootId: l.rootId });
@@ -120,9 +138,6 @@ export function keptStates(store: Store, now = Date.now()): KeptState[] {
   }
   for (const p of store.db.prepare('SELECT state, root_id AS rootId FROM pins').iterate() as IterableIterator<{ state: string; rootId: Buffer }>) {
     out.push({ kind: 'pin', id: p.state, rootId: p.rootId });
-  }
-  for (const w of store.db.prepare('SELECT id, base_root_id AS rootId FROM workspaces').iterate() as IterableIterator<{ id: Buffer; rootId: Buffer }>) {
-    out.push({ kind: 'workspace', id: toHex(w.id), rootId: w.rootId });
   }
   for (const h of store.db.prepare('SELECT id, root_id AS rootId FROM holds').iterate() as IterableIterator<{ id: Buffer; rootId: Buffer }>) {
     out.push({ kind: 'hold', id: toHex(h.id), rootId: h.rootId });

@@ -3,6 +3,10 @@
  * LayerStack, last head, when), so a later `log` or query of the name says it was deleted and
  * when, instead of "not found". Deleting rows frees nothing by itself: `db gc` reclaims the
  * objects no kept state reaches any more.
+ *
+ * A deletion refuses while a Workspace is open on a Branch it removes. Workspace rows belong to
+ * lib/workspace, a tier above: the caller passes `openOn` (lib/workspace `openWorkspacesOn`),
+ * which is asked inside the deleting transaction, so no Workspace can open in between.
  */
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
@@ -61,9 +65,8 @@ function tombstone(store: Store, t: Omit<Tombstone, 'deletedMs'>, now: number): 
     .run(t.kind, t.id, t.name, t.layerStackId, t.layerStack, t.headId, now);
 }
 
-function openWorkspaces(store: Store, where: string, arg: Buffer): string[] {
-  return (store.db.prepare(`SELECT lower(hex(id)) FROM workspaces WHERE ${where}`).pluck().all(arg) as string[]);
-}
+/** The open Workspaces (hex ids) on any of these Branches. */
+export type OpenWorkspacesOn = (branchIds: readonly Buffer[]) => string[];
 
 function busy(what: string, workspaces: string[], hint: string): LayerFsError {
   return new LayerFsError('ERR_BUSY', `${what} has open Workspaces: ${workspaces.join(', ')}`, { workspaces, hint });
@@ -74,13 +77,13 @@ function busy(what: string, workspaces: string[], hint: string): LayerFsError {
  * tombstone, inside one write transaction. Refuses (ERR_BUSY) while a Workspace is open on it:
  * the caller ends them first.
  */
-export function deleteBranchRow(store: Store, branchId: Buffer): Tombstone {
+export function deleteBranchRow(store: Store, branchId: Buffer, openOn: OpenWorkspacesOn): Tombstone {
   return store.writeSync(() => {
     const b = store.db.prepare('SELECT id, name, layer_stack_id AS layerStackId, head_commit_id AS headCommitId FROM branches WHERE id = ?').get(branchId) as
       | Pick<BranchRow, 'id' | 'name' | 'layerStackId' | 'headCommitId'>
       | undefined;
     if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(branchId)} no longer exists`, { id: toHex(branchId) });
-    const ws = openWorkspaces(store, 'branch_id = ?', b.id);
+    const ws = openOn([b.id]);
     if (ws.length > 0) throw busy(`Branch ${b.name}`, ws, 'end them (`layerfs workspace end`), or delete with --force');
     const stack = store.db.prepare('SELECT name FROM layer_stacks WHERE id = ?').pluck().get(b.layerStackId) as string;
     const now = Date.now();
@@ -111,14 +114,14 @@ export function renameBranch(store: Store, branchId: Buffer, name: string): Bran
  * LayerStack and each Branch, in one write transaction. Refuses (ERR_BUSY) while any Workspace
  * is open on one of its Branches.
  */
-export function deleteLayerStackRows(store: Store, stackId: Buffer): { layerStack: Tombstone; branches: Tombstone[]; layers: number; commits: number } {
+export function deleteLayerStackRows(store: Store, stackId: Buffer, openOn: OpenWorkspacesOn): { layerStack: Tombstone; branches: Tombstone[]; layers: number; commits: number } {
   return store.writeSync(() => {
     const s = store.db.prepare('SELECT id, name, head_layer_id AS headLayerId FROM layer_stacks WHERE id = ?').get(stackId) as Pick<LayerStackRow, 'id' | 'name' | 'headLayerId'> | undefined;
     if (!s) throw new LayerFsError('ERR_NOT_FOUND', `the LayerStack ${toHex(stackId)} no longer exists`, { id: toHex(stackId) });
-    const ws = openWorkspaces(store, 'branch_id IN (SELECT id FROM branches WHERE layer_stack_id = ?)', s.id);
+    const branches = store.db.prepare('SELECT id, name, head_commit_id AS headCommitId FROM branches WHERE layer_stack_id = ?').all(s.id) as Pick<BranchRow, 'id' | 'name' | 'headCommitId'>[];
+    const ws = openOn(branches.map((b) => b.id));
     if (ws.length > 0) throw busy(`LayerStack ${s.name}`, ws, 'end them first (`layerfs workspace end`)');
     const now = Date.now();
-    const branches = store.db.prepare('SELECT id, name, head_commit_id AS headCommitId FROM branches WHERE layer_stack_id = ?').all(s.id) as Pick<BranchRow, 'id' | 'name' | 'headCommitId'>[];
     const stones = branches.map((b) => ({ kind: 'branch' as const, id: b.id, name: b.name, layerStackId: s.id, layerStack: s.name, headId: b.headCommitId, deletedMs: now }));
     for (const t of stones) tombstone(store, t, now);
     const stackStone = { kind: 'layerstack' as const, id: s.id, name: s.name, layerStackId: s.id, layerStack: s.name, headId: s.headLayerId, deletedMs: now };

@@ -8,6 +8,7 @@ import { branchLog, keptCommits, keptStates, listBranches, listLayers, listLayer
 import { analyzeDedup as analyze, Store, verifyStore, type BackupProgress, type VerifyProgress } from '../store/index.js';
 import { verifiedBackup } from './archive.js';
 import type { ClientContext } from './context.js';
+import { workspaceRoots } from '../workspace/index.js';
 import type { BackupReceipt, DedupAnalysis, RepackProgress, RepackReceipt, StoreInfoResult, VerifyResult } from './types.js';
 
 export function info(store: Store): StoreInfoResult {
@@ -36,7 +37,7 @@ export function verify(store: Store, opts: { onProgress?: (p: VerifyProgress) =>
   return store.read(() => {
     // The states retention keeps: Commits it no longer keeps (pruned, or of deleted
     // Branches) may have been reclaimed by db gc.
-    const r = verifyStore(store, keptStates(store), opts.onProgress);
+    const r = verifyStore(store, keptStates(store, workspaceRoots(store)), opts.onProgress);
     return { ...r };
   });
 }

@@ -21,7 +21,7 @@ import {
 } from '../history/index.js';
 import type { Receipt } from '../monitor/monitor.js';
 import type { GcProgress, Store } from '../store/index.js';
-import { listWorkspaces } from '../workspace/index.js';
+import { listWorkspaces, openWorkspacesOn, workspaceRoots } from '../workspace/index.js';
 import { resolveState } from './refs.js';
 import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
 import type { BranchInfo, EndResult } from './types.js';
@@ -52,7 +52,7 @@ export async function deleteBranch(ctx: RetentionContext, ref: string, opts: { f
       ended.push(id);
     }
   }
-  const t = deleteBranchRow(ctx.store, b.id);
+  const t = deleteBranchRow(ctx.store, b.id, (ids) => openWorkspacesOn(ctx.store, ids));
   return ctx.record({
     ...ctx.receipt('branch.delete', 'Deleted', t0, a0),
     outcome: 'Deleted' as const,
@@ -77,7 +77,7 @@ export function deleteLayerStack(ctx: RetentionContext, ref: string): LayerStack
   const t0 = performance.now();
   const a0 = ctx.store.meter.allocatedGrowth;
   const s = resolveLayerStack(ctx.store, ref);
-  const r = deleteLayerStackRows(ctx.store, s.id);
+  const r = deleteLayerStackRows(ctx.store, s.id, (ids) => openWorkspacesOn(ctx.store, ids));
   return ctx.record({
     ...ctx.receipt('layerstack.delete', 'Deleted', t0, a0),
     outcome: 'Deleted' as const,
@@ -145,7 +145,7 @@ export async function gc(ctx: RetentionContext, opts: { dryRun?: boolean; vacuum
   const a0 = ctx.store.meter.allocatedGrowth;
   const s = ctx.store;
   const r = await s.gc({
-    roots: () => keptStates(s),
+    roots: () => keptStates(s, workspaceRoots(s)),
     beforeSweep: (live) => recordPruned(s, live),
     dryRun: opts.dryRun,
     vacuum: opts.vacuum,

@@ -1,6 +1,6 @@
 /** Workspace rows: the Store records every Workspace so any process can commit or end it. */
 import { LayerFsError } from '../errors.js';
-import { uniqueByPrefix } from '../history/index.js';
+import { uniqueByPrefix, type WorkspaceRoot } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
@@ -32,6 +32,20 @@ export function getWorkspace(store: Store, id: Buffer): WorkspaceRow | undefined
 export function listWorkspaces(store: Store, branchId?: Buffer): WorkspaceRow[] {
   if (branchId) return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE branch_id = ? ORDER BY created_ms`).all(branchId) as WorkspaceRow[];
   return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces ORDER BY created_ms`).all() as WorkspaceRow[];
+}
+
+/**
+ * Every open Workspace's base root, for retention (history `keptStates`): gc keeps what they
+ * reach. Read it in the same transaction as the rest of the kept states.
+ */
+export function workspaceRoots(store: Store): WorkspaceRoot[] {
+  return store.db.prepare('SELECT id, base_root_id AS rootId FROM workspaces').all() as WorkspaceRoot[];
+}
+
+/** The open Workspaces (hex ids) on any of these Branches: what a Branch or LayerStack deletion refuses on (history `OpenWorkspacesOn`). */
+export function openWorkspacesOn(store: Store, branchIds: readonly Buffer[]): string[] {
+  const q = store.db.prepare('SELECT lower(hex(id)) FROM workspaces WHERE branch_id = ? ORDER BY created_ms').pluck();
+  return branchIds.flatMap((b) => q.all(b) as string[]);
 }
 
 /** A Workspace by id (or unambiguous prefix) or by its directory. */

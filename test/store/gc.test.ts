@@ -10,6 +10,7 @@ import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION, Store } from '../../lib/store/index.js';
 import { addHold, keptStates, releaseHold, uuidv7 } from '../../lib/history/index.js';
+import { workspaceRoots } from '../../lib/workspace/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
@@ -273,7 +274,7 @@ test('a hold (the registry of operations spanning transactions) keeps what it re
     const hold = uuidv7();
     const root = s.db.prepare('SELECT root_id FROM commits WHERE id = ?').pluck().get(Buffer.from(id!, 'hex')) as Buffer;
     addHold(s, hold, root, 'test');
-    assert.equal((await s.gc({ roots: () => keptStates(s) })).deletedObjects, 0);
+    assert.equal((await s.gc({ roots: () => keptStates(s, workspaceRoots(s)) })).deletedObjects, 0);
     s.close();
     assert.deepEqual(exported(c, id!, dir), tree);
     const s2 = Store.open(path);
