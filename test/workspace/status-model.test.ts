@@ -288,9 +288,7 @@ function judge(what: string, got: Reported[], want: Set<string>, after: Map<stri
   const seen = new Map<string, number>();
   for (const c of got) seen.set(c.path, (seen.get(c.path) ?? 0) + 1);
   for (const [p, n] of seen) if (n > 1) bad.push(`${what}: ${p} reported ${n} times`);
-  // Known gap: FUSE status omits paths below a moved directory and removed names of a surviving
-  // hard-linked inode (the committed diff lists them); only extras are checked there.
-  if (what !== 'fuse status') for (const p of want) if (!paths.has(p)) bad.push(`${what}: missing ${p}`);
+  for (const p of want) if (!paths.has(p)) bad.push(`${what}: missing ${p}`);
   // A directory moved over an empty one of the same mode: its path's state is the same, and the
   // rename (its source disappeared) is true.
   const overEmpty = new Set(got.filter((c) => c.change === 'renamed' && c.kind === 'dir' && want.has(c.oldPath!)).map((c) => c.path));
