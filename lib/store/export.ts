@@ -195,16 +195,17 @@ function writeFile(view: FsView, p: Buffer, inode: Inode): void {
 
 /** Writes one non-directory entry at `p` (absent); a second name of a linked file becomes a hard link. */
 function writeLeaf(view: FsView, p: Buffer, inode: Inode, serial: number, linked: Map<number, Buffer>, stats: ExportStats): void {
+  // Symlinks and special files may be hard-linked too (link(2) does not follow a symlink).
+  const first = linked.get(serial);
+  if (first) {
+    fsCall(p, () => linkSync(first, p));
+    stats.hardLinks++;
+    return;
+  }
+  if (inode.nlink > 1) linked.set(serial, p);
   switch (inode.kind) {
     case InodeKind.File: {
-      const first = linked.get(serial);
-      if (first) {
-        fsCall(p, () => linkSync(first, p));
-        stats.hardLinks++;
-        return;
-      }
       writeFile(view, p, inode);
-      if (inode.nlink > 1) linked.set(serial, p);
       stats.files++;
       stats.bytes += inode.size;
       break;

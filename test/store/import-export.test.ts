@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chownSync, chmodSync, linkSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chownSync, chmodSync, linkSync, lstatSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
@@ -110,6 +110,33 @@ test('importing the same tree twice stores nothing new and gives the same root',
     assert.equal(a.layer.rootId, b.layer.rootId);
     assert.equal(b.objectsInserted, 0);
     assert.ok(b.objectsReused > 300);
+    assertIntact(client);
+  } finally {
+    client.close();
+  }
+});
+
+test('a hard-linked symlink and fifo export as hard links', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(join(src, 'd'), { recursive: true });
+  const client = Client.create(join(dir, 'store.sqlite'));
+  try {
+    await client.initLayerStack({ name: 'p', source: src });
+    client.forkBranch({ name: 'b', layer: 'p' });
+    const ws = await client.createWorkspace('b', { at: join(dir, 'ws') });
+    // A Workspace commit keeps every name of an inode of any kind (import links files only).
+    symlinkSync('nowhere', join(dir, 'ws/link'));
+    linkSync(join(dir, 'ws/link'), join(dir, 'ws/d/link-2'));
+    execFileSync('mkfifo', [join(dir, 'ws/fifo')]);
+    linkSync(join(dir, 'ws/fifo'), join(dir, 'ws/d/fifo-2'));
+    assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+    const out = join(dir, 'out');
+    assert.equal(client.export('b', out).hardLinks, 2);
+    assert.deepEqual(walkForCompare(out, { dirMtimes: true }), walkForCompare(join(dir, 'ws'), { dirMtimes: true }));
+    assert.equal(lstatSync(join(out, 'd/link-2')).ino, lstatSync(join(out, 'link')).ino);
+    assert.equal(lstatSync(join(out, 'd/fifo-2')).ino, lstatSync(join(out, 'fifo')).ino);
+    await client.endWorkspace(ws.id);
     assertIntact(client);
   } finally {
     client.close();
