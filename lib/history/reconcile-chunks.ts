@@ -91,7 +91,9 @@ function mergeRegion(objects: ObjectReader, lists: [ChunkList, ChunkList, ChunkL
   const [o, h, w] = [p.o, p.h, p.w].map((r, i) => chunkBytes(objects, lists[i]!, r[0], r[1]));
   const m = mergeByteRegions(o!, h!, w!);
   if (m.ok) return m.bytes;
-  return `${m.message.replace(/bytes (\d+)(?:-(\d+))?/, (_s, a: string, b?: string) => `bytes ${Number(a) + p.both.base[0]}${b === undefined ? '' : `-${Number(b) + p.both.base[0]}`}`)}`;
+  // The rule's message counts from the region's start: from the file's, here.
+  const shift = (n: string) => String(Number(n) + p.both.base[0]);
+  return m.message.replace(/(bytes (?:near )?)(\d+)(?:-(\d+))?/, (_s, word: string, a: string, b?: string) => `${word}${shift(a)}${b === undefined ? '' : `-${shift(b)}`}`);
 }
 
 /**

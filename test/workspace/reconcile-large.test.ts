@@ -86,6 +86,7 @@ for (const projection of ['materialize', 'fuse'] as const) {
       const [conflict, ...rest] = client.workspaceConflicts(ws[2]!.id);
       assert.equal(rest.length, 0);
       assert.equal(conflict!.kind, 'binary');
+      assert.match(conflict!.message, /both sides changed bytes 1048676-1048685 differently/);
       assert.ok(conflict!.ranges?.some((x) => x.base[0] <= MIB + 100 && MIB + 110 <= x.base[1] && x.workspace[0] <= MIB + 100), JSON.stringify(conflict));
       assert.equal(client.log('shared').length, log, 'nothing was published');
       assert.equal(headSha(client), expected, 'the head keeps its bytes');
