@@ -13,7 +13,10 @@
  *   byte by byte: two sides each writing a consistent SQLite file do not add up to one.
  */
 
-/** Larger files are not merged (the three versions are held in memory). */
+/**
+ * Larger files are not merged here (the three versions are held in memory) but chunk by chunk
+ * (reconcile-chunks.ts), which applies this rule only to the regions both sides changed.
+ */
 export const BYTE_MERGE_MAX = 64 * 1024 * 1024;
 
 export type ByteMerge = { ok: true; bytes: Buffer } | { ok: false; message: string; ranges?: { head: [number, number]; workspace: [number, number] } };
@@ -120,6 +123,14 @@ function mergeRegions(base: Buffer, head: Region[], ws: Region[]): ByteMerge {
 export function mergeBytes(base: Buffer, head: Buffer, ws: Buffer): ByteMerge {
   const format = containerFormat(base) ?? containerFormat(head) ?? containerFormat(ws);
   if (format) return { ok: false, message: `a ${format} file changed on both sides: its bytes refer to each other, so it is never merged byte by byte` };
+  return mergeByteRegions(base, head, ws);
+}
+
+/**
+ * The rule above without the format check, for a region cut out of a larger file (whose format
+ * the caller checked at the file's start; a region may start with any bytes).
+ */
+export function mergeByteRegions(base: Buffer, head: Buffer, ws: Buffer): ByteMerge {
   if (base.length === head.length && base.length === ws.length) return mergeInPlace(base, head, ws);
   return mergeRegions(base, regionsOf(base, head), regionsOf(base, ws));
 }

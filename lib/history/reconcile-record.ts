@@ -6,8 +6,11 @@
  * (reconcile-bytes.ts; never for SQLite, zip and other formats whose bytes refer to each other).
  */
 import { diff3Merge } from 'node-diff3';
-import { InodeKind, storeBytes, type FsView, type Inode, type ObjectWriter } from '../store/index.js';
+import { InodeKind, storeBytes, type FsView, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { mergeBytes } from './reconcile-bytes.js';
+import { mergeChunked, type ByteConflict } from './reconcile-chunks.js';
+
+export type { ByteConflict } from './reconcile-chunks.js';
 
 export type ConflictKind = 'both-modified' | 'both-added' | 'delete-modify' | 'modify-delete' | 'type-change' | 'binary' | 'text' | 'rename-rename' | 'rename-delete';
 
@@ -24,13 +27,17 @@ export interface RecordMergeContext {
   head: FsView;
   workspace: FsView;
   w: ObjectWriter;
+  objects: ObjectReader;
 }
 
 export type RecordMerge =
   | { ok: true; inode: Inode; combined: boolean }
-  | { ok: false; kind: ConflictKind; message: string; lines?: LineConflict[] };
+  | { ok: false; kind: ConflictKind; message: string; lines?: LineConflict[]; ranges?: ByteConflict[] };
 
-/** Larger text files are not merged line by line (each side would be held in memory three times). */
+/**
+ * Larger files are not read whole (each side would be held in memory three times): they merge
+ * chunk by chunk (reconcile-chunks.ts), text included, by the byte-level rule.
+ */
 export const TEXT_MERGE_MAX = 64 * 1024 * 1024;
 
 function sameBytes(a: Buffer | null | undefined, b: Buffer | null | undefined): boolean {
@@ -111,8 +118,12 @@ function lines(text: string): string[] {
   return text.length === 0 ? [] : text.split(/(?<=\n)/);
 }
 
-function mergeFileContent(ctx: RecordMergeContext, b: Inode, h: Inode, ws: Inode, path: string): { ok: true; inode: Inode } | { ok: false; kind: ConflictKind; message: string; lines?: LineConflict[] } {
-  if (Math.max(b.size, h.size, ws.size) > TEXT_MERGE_MAX) return { ok: false, kind: 'binary', message: `${path}: changed on both sides and too large to merge line by line` };
+function mergeFileContent(ctx: RecordMergeContext, b: Inode, h: Inode, ws: Inode, path: string): { ok: true; inode: Inode } | Extract<RecordMerge, { ok: false }> {
+  if (Math.max(b.size, h.size, ws.size) > TEXT_MERGE_MAX) {
+    const m = mergeChunked(ctx.objects, ctx.w, b, h, ws);
+    if (!m.ok) return { ok: false, kind: 'binary', message: `${path}: ${m.message}`, ranges: m.ranges };
+    return { ok: true, inode: { ...ws, form: m.stored.form, content: m.stored.content, size: m.size } };
+  }
   const texts = [ctx.base.readFile(b), ctx.head.readFile(h), ctx.workspace.readFile(ws)];
   if (!texts.every(isText)) {
     const m = mergeBytes(texts[0]!, texts[1]!, texts[2]!);

@@ -20,9 +20,9 @@
  */
 import { ContentForm, FsView, InodeKind, lookup, NamespaceEditor, ROOT_SERIAL, TreeKind, type Inode, type ObjectWriter, type Store } from '../store/index.js';
 import { diffStates, type DiffEntry } from './diff.js';
-import { mergeRecord, type ConflictKind, type LineConflict, type RecordMergeContext } from './reconcile-record.js';
+import { mergeRecord, type ByteConflict, type ConflictKind, type LineConflict, type RecordMergeContext } from './reconcile-record.js';
 
-export type { ConflictKind, LineConflict } from './reconcile-record.js';
+export type { ByteConflict, ConflictKind, LineConflict } from './reconcile-record.js';
 
 export interface ReconcileConflict {
   /** The Workspace's path ('/'-joined, relative to the root). */
@@ -33,6 +33,8 @@ export interface ReconcileConflict {
   message: string;
   /** Text conflicts: the overlapping line ranges. */
   lines?: LineConflict[];
+  /** Large files merged chunk by chunk: the byte ranges of each region both sides changed. */
+  ranges?: ByteConflict[];
 }
 
 export type ReconcileResult =
@@ -167,7 +169,7 @@ class Reconciler {
   ) {
     this.head = new SideChanges(store, baseRoot, headRoot);
     this.ws = new SideChanges(store, baseRoot, wsRoot);
-    this.views = { base: store.view(baseRoot), head: store.view(headRoot), workspace: store.view(wsRoot), w };
+    this.views = { base: store.view(baseRoot), head: store.view(headRoot), workspace: store.view(wsRoot), w, objects: store.objects };
     this.editor = new NamespaceEditor(this.views.head, store.pages, w);
     this.nextSerial = Math.max(maxSerial(store, this.views.head), maxSerial(store, this.views.workspace)) + 1;
   }
@@ -373,7 +375,7 @@ class Reconciler {
       this.merged.add(path);
       return;
     }
-    if (!m.ok) return this.conflict(path, m.kind, m.message, m.lines ? { lines: m.lines } : {});
+    if (!m.ok) return this.conflict(path, m.kind, m.message, { ...(m.lines ? { lines: m.lines } : {}), ...(m.ranges ? { ranges: m.ranges } : {}) });
     this.records.set(serial, m.inode);
     if (m.combined) this.merged.add(path);
   }

@@ -13,6 +13,7 @@ function info(c: ConflictRecord): ConflictInfo {
     ...(c.headPath ? { headPath: c.headPath } : {}),
     message: c.message,
     ...(c.lines ? { lines: c.lines } : {}),
+    ...(c.ranges ? { ranges: c.ranges } : {}),
     headCommitId: c.headCommitId ? toHex(c.headCommitId) : null,
     resolution: c.resolution,
     createdAt: new Date(c.createdMs).toISOString(),

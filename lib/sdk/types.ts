@@ -161,6 +161,8 @@ export interface ConflictInfo {
   headPath?: string;
   message: string;
   lines?: { base: [number, number]; head: [number, number]; workspace: [number, number] }[];
+  /** Large files merged chunk by chunk: byte ranges [start, end) of each region both sides changed. */
+  ranges?: { base: [number, number]; head: [number, number]; workspace: [number, number] }[];
   headCommitId: string | null;
   resolution: 'branch' | 'layer' | 'working-tree' | null;
   createdAt: string;

@@ -42,7 +42,7 @@ export function saveConflicts(store: Store, workspaceId: Buffer, head: Buffer | 
     const now = Date.now();
     for (const c of conflicts) {
       if (resolved.has(c.path)) continue;
-      const detail = JSON.stringify({ message: c.message, ...(c.headPath ? { headPath: c.headPath } : {}), ...(c.lines ? { lines: c.lines } : {}) });
+      const detail = JSON.stringify({ message: c.message, ...(c.headPath ? { headPath: c.headPath } : {}), ...(c.lines ? { lines: c.lines } : {}), ...(c.ranges ? { ranges: c.ranges } : {}) });
       ins.run(workspaceId, ++seq, c.path, c.kind, head, detail, now);
     }
   });
@@ -51,7 +51,7 @@ export function saveConflicts(store: Store, workspaceId: Buffer, head: Buffer | 
 export function listConflicts(store: Store, workspaceId: Buffer): ConflictRecord[] {
   const rows = store.db.prepare('SELECT seq, path, kind, head_commit_id, detail, resolution, created_ms FROM workspace_conflicts WHERE workspace_id = ? ORDER BY seq').all(workspaceId) as Row[];
   return rows.map((r) => {
-    const d = JSON.parse(r.detail) as Pick<ReconcileConflict, 'message' | 'headPath' | 'lines'>;
+    const d = JSON.parse(r.detail) as Pick<ReconcileConflict, 'message' | 'headPath' | 'lines' | 'ranges'>;
     return { id: r.seq, path: r.path, kind: r.kind as ReconcileConflict['kind'], ...d, headCommitId: r.head_commit_id, resolution: r.resolution as Resolution | null, createdMs: r.created_ms };
   });
 }

@@ -241,6 +241,7 @@ function conflictsCommand(ws: Command, run: Runner): void {
             `${c.id}\t${c.kind}\t${c.path}${c.headPath ? ` (head: ${c.headPath})` : ''}\t${c.resolution ? `resolved: ${c.resolution}` : 'open'}`,
             `\t${c.message}`,
             ...(c.lines ?? []).map((l) => `\tlines base ${l.base[0] + 1}-${l.base[1]}, head ${l.head[0] + 1}-${l.head[1]}, workspace ${l.workspace[0] + 1}-${l.workspace[1]}`),
+            ...(c.ranges ?? []).map((r) => `\tbytes base ${r.base[0]}-${r.base[1]}, head ${r.head[0]}-${r.head[1]}, workspace ${r.workspace[0]}-${r.workspace[1]} (end exclusive)`),
           ]);
         });
       })(),
