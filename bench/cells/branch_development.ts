@@ -26,6 +26,7 @@ import { duBytes } from '../lib/cell.js';
 import { git, gitEnvPlain, gitInitCommit, gitQuick } from '../lib/git.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client, type CommitResult } from '../../lib/sdk/index.js';
+import { openWorkspace } from '../lib/workspace-setup.js';
 
 const MTIME0 = 1_700_001_000;
 
@@ -133,35 +134,18 @@ async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[
   return { forkMs, wss };
 }
 
-/** Creates the Store, imports the fixture as the LayerStack's genesis Layer and materializes a
- * Workspace of Branch 'trunk' (both timed); then reconnects and makes a no-op commit so that the
- * timed commits start on a warm, reopened Store as a later process would. */
-async function openTrunk(storePath: string, dir: string, tmp: string) {
-  let t = performance.now();
-  const created = Client.create(storePath);
-  const init = await created.initLayerStack({ name: 'bench', source: dir });
-  const initMs = performance.now() - t;
-  created.forkBranch({ name: 'trunk', layer: init.layer.id });
-  t = performance.now();
-  const wsTrunk = await created.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
-  const materializeMs = [performance.now() - t];
-  await created.close();
-  const filesBefore = storeFiles(storePath);
-  const c = Client.connect(storePath);
-  const noop = await c.commitWorkspace(wsTrunk.id);
-  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}`);
-  return { c, initMs, materializeMs, wsTrunk, filesBefore };
+/** The story's numbers, the same for layerfs and git. */
+function storyOf(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>) {
+  return { tmp: path.resolve(a.tmp), files: Number(a.files), trunkN: Number(a.trunk), forkAt: Number(a['fork-at']), branchN: Number(a['branch-commits']) };
 }
 
 async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
-  const tmp = path.resolve(a.tmp);
-  const files = Number(a.files);
-  const trunkN = Number(a.trunk);
-  const forkAt = Number(a['fork-at']);
-  const branchN = Number(a['branch-commits']);
+  const { tmp, files, trunkN, forkAt, branchN } = storyOf(a);
   const storePath = path.join(tmp, 'bench.layerfs');
 
-  const { c, initMs, materializeMs, wsTrunk, filesBefore } = await openTrunk(storePath, path.resolve(a.dir), tmp);
+  // The Store, Branch trunk and its Workspace, reopened and warmed by a no-op commit (bench/lib/workspace-setup.ts).
+  const { c, initMs, materializeMs: trunkMaterializeMs, ws: wsTrunk, filesBefore } = await openWorkspace(storePath, a.dir, path.join(tmp, 'trunk'), 'trunk');
+  const materializeMs = [trunkMaterializeMs];
 
   const commitMs: { trunk: number[]; a: number[]; b: number[] } = { trunk: [], a: [], b: [] };
   let semantic = 0;
@@ -243,11 +227,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
 //   node --import tsx bench/cells/branch_development.ts --cell git-branch-dev --dir FIXTURE --tmp SCRATCH --tier 1,000 --files 1000
 
 async function gitBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
-  const tmp = path.resolve(a.tmp);
-  const files = Number(a.files);
-  const trunkN = Number(a.trunk);
-  const forkAt = Number(a['fork-at']);
-  const branchN = Number(a['branch-commits']);
+  const { tmp, files, trunkN, forkAt, branchN } = storyOf(a);
   const trunk = path.join(tmp, 'trunk');
   const env = gitEnvPlain();
   copyTree(path.resolve(a.dir), trunk);
