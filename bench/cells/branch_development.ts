@@ -7,9 +7,11 @@
 //             a Workspace each                                                        → materializeMs
 //   branches  --branch-commits rounds, a then b (seeds 2000 + i, 3000 + i)
 //   add       add('a') → addMs (the winner becomes the LayerStack's next Layer; expected Added);
-//             then add('b') (based on the old head: HeadMoved expected, recorded in checks)
+//             then add('b', { strict }) (HeadMoved expected) and add('b'), which reconciles b
+//             onto a's Layer: Added, or Conflicted on paths both edited (recorded in checks)
 // `ms` is the sum of all commitWorkspace calls. Growth: receipts summed (semantic, pages).
-// Checks (untimed): every Branch's log length, the new Layer holds a's last edits.
+// Checks (untimed): every Branch's log length, the new Layer holds a's last edits, the loser's
+// Add (above); a failed check fails the cell.
 //   node --import tsx bench/cells/branch_development.ts --cell layerfs-branch-dev --dir FIXTURE --tmp SCRATCH --tier 1,000 --files 1000
 
 import fs from 'node:fs';
@@ -24,31 +26,96 @@ import { duBytes } from '../lib/cell.js';
 import { git, gitEnvPlain, gitInitCommit, gitQuick } from '../lib/git.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client, type CommitResult } from '../../lib/sdk/index.js';
+import { openWorkspace } from '../lib/workspace-setup.js';
 
 const MTIME0 = 1_700_001_000;
 
-/** Untimed checks: every Branch's log length, the added Layer holds a's last edits, an Add of the
- * loser refuses with HeadMoved. */
-function branchChecks(c: Client, o: { forkAt: number; branchN: number; lastA: Edit[]; wsA: string; layerRef: string }): Record<string, string> {
-  const { forkAt, branchN, lastA, wsA, layerRef } = o;
+/** The paths each part of the story edited: trunk up to the fork (both Branches have those), a, b. */
+interface Touched {
+  shared: Set<string>;
+  a: Set<string>;
+  b: Set<string>;
+}
+
+/** What the checks need to know of the story: a's and b's last edits, the paths edited. */
+interface Story {
+  forkAt: number;
+  branchN: number;
+  lastA: Edit[];
+  lastB: Edit[];
+  touched: Touched;
+  wsA: string;
+  wsB: string;
+  layerRef: string;
+}
+
+const failed = (err: unknown) => `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
+
+/** The files of `edits` whose bytes in state `ref` differ from the Workspace directory `ws`. */
+function differing(c: Client, ref: string, ws: string, edits: Edit[]): string[] {
+  return edits.filter((e) => !fs.readFileSync(path.join(ws, e.relPath)).equals(c.cat(ref, e.relPath))).map((e) => e.relPath);
+}
+
+/**
+ * The loser's Add, after the winner's moved the LayerStack on from b's base Layer. Strict, it
+ * refuses with HeadMoved and moves nothing. Reconciling (the default), it either lands: a Layer
+ * on top of a's holding b's last edits wherever neither a nor the shared trunk changed the file;
+ * or answers Conflicted, the head staying a's Layer, with a resolution Workspace (ended here).
+ * The merge base is b's base Layer (the genesis Layer), so both sides' changes include trunk's
+ * before the fork: a conflict must be on a path both sides changed since that Layer; how many of
+ * them neither a nor b alone explains (a ∩ b) is in the check's text.
+ */
+async function loserAddChecks(c: Client, o: Story): Promise<Record<string, string>> {
+  const checks: Record<string, string> = {};
+  const head = () => c.layerStacks().find((s) => s.name === 'bench')?.headLayerId;
+  const changedA = new Set([...o.touched.shared, ...o.touched.a]);
+  const changedB = new Set([...o.touched.shared, ...o.touched.b]);
+  try {
+    const strict = c.add('b', { strict: true });
+    checks.addLoserStrict = strict.outcome === 'HeadMoved' && head() === o.layerRef ? 'ok (HeadMoved)' : `FAILED: ${strict.outcome}, head ${String(head())}`;
+  } catch (err) {
+    checks.addLoserStrict = failed(err);
+  }
+  try {
+    const r = c.add('b');
+    if (r.outcome === 'Added') {
+      const bad = differing(c, r.layer.id, o.wsB, o.lastB.filter((e) => !changedA.has(e.relPath)));
+      checks.addLoser = r.previousHead === o.layerRef && bad.length === 0 ? 'ok (Added, reconciled)' : `FAILED: Added on ${r.previousHead}; b's edits missing in ${bad.join(', ')}`;
+    } else if (r.outcome === 'Conflicted') {
+      const paths = r.conflicts.map((k) => k.path.replace(/^\//, ''));
+      const stray = paths.filter((p) => !changedA.has(p) || !changedB.has(p));
+      const viaTrunk = paths.filter((p) => !(o.touched.a.has(p) && o.touched.b.has(p))).length;
+      // The resolution Workspace holds the conflicted files as written for settling: discard it.
+      const end = await c.endWorkspace(r.resolutionWorkspace.id, { discard: true });
+      const ok = paths.length > 0 && stray.length === 0 && head() === o.layerRef && end.outcome === 'Ended';
+      checks.addLoser = ok
+        ? `ok (Conflicted on ${paths.length} paths, ${viaTrunk} of them edited by trunk before the fork and one Branch)`
+        : `FAILED: Conflicted, head ${String(head())}, conflicts on paths one side never changed: ${stray.join(', ')}, end ${end.outcome}`;
+    } else {
+      checks.addLoser = `FAILED: ${r.outcome}, expected Added or Conflicted`;
+    }
+  } catch (err) {
+    checks.addLoser = failed(err);
+  }
+  return checks;
+}
+
+/** Untimed checks: every Branch's log length, the added Layer holds a's last edits, the loser's Add. */
+async function branchChecks(c: Client, o: Story): Promise<Record<string, string>> {
   const checks: Record<string, string> = {};
   for (const name of ['a', 'b'] as const) {
     const n = c.log(name).length;
-    checks[`log ${name}`] = n === forkAt + branchN ? 'ok' : `FAILED: ${n} Commits, expected ${forkAt + branchN}`;
+    checks[`log ${name}`] = n === o.forkAt + o.branchN ? 'ok' : `FAILED: ${n} Commits, expected ${o.forkAt + o.branchN}`;
   }
-  let layerOk = 'ok';
-  for (const e of lastA) {
-    const want = fs.readFileSync(path.join(wsA, e.relPath));
-    if (!want.equals(c.cat(layerRef, e.relPath))) layerOk = `FAILED: ${e.relPath} in the added Layer differs from a's Workspace`;
-  }
-  checks.addedLayer = layerOk;
-  try {
-    const second = c.add('b');
-    checks.addLoser = second.outcome === 'HeadMoved' ? 'ok (HeadMoved)' : `unexpected: ${second.outcome}`;
-  } catch (err) {
-    checks.addLoser = `FAILED: ${err instanceof Error ? err.message.split('\n')[0] : String(err)}`;
-  }
-  return checks;
+  const bad = differing(c, o.layerRef, o.wsA, o.lastA);
+  checks.addedLayer = bad.length === 0 ? 'ok' : `FAILED: ${bad.join(', ')} in the added Layer differ from a's Workspace`;
+  return { ...checks, ...(await loserAddChecks(c, o)) };
+}
+
+/** A cell whose checks failed is an error row (the run exits 1), with every failed check named. */
+function failOnChecks(checks: Record<string, string>): void {
+  const bad = Object.entries(checks).filter(([, v]) => !v.startsWith('ok'));
+  if (bad.length > 0) throw new Error(`checks failed: ${bad.map(([k, v]) => `${k}: ${v}`).join('; ')}`);
 }
 
 /** Forks Branches a and b at trunk's Commit `at` and materializes a Workspace of each (timed). */
@@ -67,35 +134,18 @@ async function forkAB(c: Client, at: string, tmp: string, materializeMs: number[
   return { forkMs, wss };
 }
 
-/** Creates the Store, imports the fixture as the LayerStack's genesis Layer and materializes a
- * Workspace of Branch 'trunk' (both timed); then reconnects and makes a no-op commit so that the
- * timed commits start on a warm, reopened Store as a later process would. */
-async function openTrunk(storePath: string, dir: string, tmp: string) {
-  let t = performance.now();
-  const created = Client.create(storePath);
-  const init = await created.initLayerStack({ name: 'bench', source: dir });
-  const initMs = performance.now() - t;
-  created.forkBranch({ name: 'trunk', layer: init.layer.id });
-  t = performance.now();
-  const wsTrunk = await created.createWorkspace('trunk', { at: path.join(tmp, 'trunk') });
-  const materializeMs = [performance.now() - t];
-  await created.close();
-  const filesBefore = storeFiles(storePath);
-  const c = Client.connect(storePath);
-  const noop = await c.commitWorkspace(wsTrunk.id);
-  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}`);
-  return { c, initMs, materializeMs, wsTrunk, filesBefore };
+/** The story's numbers, the same for layerfs and git. */
+function storyOf(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>) {
+  return { tmp: path.resolve(a.tmp), files: Number(a.files), trunkN: Number(a.trunk), forkAt: Number(a['fork-at']), branchN: Number(a['branch-commits']) };
 }
 
 async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
-  const tmp = path.resolve(a.tmp);
-  const files = Number(a.files);
-  const trunkN = Number(a.trunk);
-  const forkAt = Number(a['fork-at']);
-  const branchN = Number(a['branch-commits']);
+  const { tmp, files, trunkN, forkAt, branchN } = storyOf(a);
   const storePath = path.join(tmp, 'bench.layerfs');
 
-  const { c, initMs, materializeMs, wsTrunk, filesBefore } = await openTrunk(storePath, path.resolve(a.dir), tmp);
+  // The Store, Branch trunk and its Workspace, reopened and warmed by a no-op commit (bench/lib/workspace-setup.ts).
+  const { c, initMs, materializeMs: trunkMaterializeMs, ws: wsTrunk, filesBefore } = await openWorkspace(storePath, a.dir, path.join(tmp, 'trunk'), 'trunk');
+  const materializeMs = [trunkMaterializeMs];
 
   const commitMs: { trunk: number[]; a: number[]; b: number[] } = { trunk: [], a: [], b: [] };
   let semantic = 0;
@@ -114,15 +164,18 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
     return e.edits;
   };
 
-  for (let i = 0; i < trunkN; i++) await commit('trunk', wsTrunk, 1000 + i);
+  const touched: Touched = { shared: new Set(), a: new Set(), b: new Set() };
+  const note = (set: Set<string>, edits: Edit[]) => (edits.forEach((e) => set.add(e.relPath)), edits);
+  for (let i = 0; i < trunkN; i++) note(i < forkAt ? touched.shared : new Set(), await commit('trunk', wsTrunk, 1000 + i));
   const trunkLog = c.log('trunk');
   if (trunkLog.length !== trunkN) throw new Error(`trunk has ${trunkLog.length} Commits, expected ${trunkN}`);
   const at = trunkLog[trunkN - forkAt]!; // newest first: commit #forkAt (1-based, oldest first)
   const { forkMs, wss } = await forkAB(c, at.id, tmp, materializeMs);
   let lastA: Edit[] = [];
+  let lastB: Edit[] = [];
   for (let i = 0; i < branchN; i++) {
-    lastA = await commit('a', wss.a, 2000 + i);
-    await commit('b', wss.b, 3000 + i);
+    lastA = note(touched.a, await commit('a', wss.a, 2000 + i));
+    lastB = note(touched.b, await commit('b', wss.b, 3000 + i));
   }
 
   const t = performance.now();
@@ -130,7 +183,8 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
   const addMs = performance.now() - t;
   if (added.outcome !== 'Added') throw new Error(`add('a'): outcome ${added.outcome}, expected Added`);
 
-  const checks = branchChecks(c, { forkAt, branchN, lastA, wsA: wss.a.path, layerRef: added.layer?.id ?? 'bench' });
+  const checks = await branchChecks(c, { forkAt, branchN, lastA, lastB, touched, wsA: wss.a.path, wsB: wss.b.path, layerRef: added.layer.id });
+  failOnChecks(checks);
   const d = c.analyzeDedup();
   const info = c.info();
   await c.close();
@@ -173,11 +227,7 @@ async function layerfsBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp
 //   node --import tsx bench/cells/branch_development.ts --cell git-branch-dev --dir FIXTURE --tmp SCRATCH --tier 1,000 --files 1000
 
 async function gitBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
-  const tmp = path.resolve(a.tmp);
-  const files = Number(a.files);
-  const trunkN = Number(a.trunk);
-  const forkAt = Number(a['fork-at']);
-  const branchN = Number(a['branch-commits']);
+  const { tmp, files, trunkN, forkAt, branchN } = storyOf(a);
   const trunk = path.join(tmp, 'trunk');
   const env = gitEnvPlain();
   copyTree(path.resolve(a.dir), trunk);
@@ -212,6 +262,7 @@ async function gitBranchDev(a: Given<typeof BRANCH_DEV_OPTIONS, 'dir' | 'tmp' | 
     const n = Number(git(['rev-list', '--count', name], env, trunk).trim());
     checks[`log ${name}`] = n === forkAt + branchN + 1 ? 'ok' : `FAILED: ${n} commits, expected ${forkAt + branchN + 1}`;
   }
+  failOnChecks(checks);
   const all = [...commitMs.trunk, ...commitMs.a, ...commitMs.b];
   return {
     ms: r1(all.reduce((s, v) => s + v, 0)),

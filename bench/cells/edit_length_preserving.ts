@@ -13,43 +13,35 @@
 
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { duBytes, selfMaxRssMiB } from '../lib/cell.js';
+import { duBytes } from '../lib/cell.js';
 import { EDIT_MTIME } from '../fixtures/edits.js';
 import { ALL_OPS, applyFileOp, compareStored, EDIT_BYTES, type FileOp, restoreFile } from '../lib/file-ops.js';
 import { r1, semanticOf, storeFiles } from '../lib/measure.js';
 import { copyTree } from '../fixtures/copy.js';
 import { GIT, gitEnv, gitTimed } from '../lib/git.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
-import { Client } from '../../lib/sdk/index.js';
+import { openWorkspace } from '../lib/workspace-setup.js';
 
 const FILE = 'large.bin';
 const FILE_EDIT_OPTIONS = { ops: { type: 'string', default: ALL_OPS.join(',') }, seed: { type: 'string', default: '1' } } as const;
 
-async function layerfsFileEdits(a: Given<typeof FILE_EDIT_OPTIONS, 'dir' | 'tmp'>): Promise<CellResult> {
-  const ops = a.ops!.split(',').map((s) => s.trim()) as FileOp[];
+/** The ops of --ops, each a known one. */
+function parseOps(list: string): FileOp[] {
+  const ops = list.split(',').map((s) => s.trim()) as FileOp[];
   const bad = ops.filter((o) => !ALL_OPS.includes(o));
   if (bad.length > 0) throw new Error(`unknown ops: ${bad.join(', ')} (known: ${ALL_OPS.join(', ')})`);
+  return ops;
+}
+
+async function layerfsFileEdits(a: Given<typeof FILE_EDIT_OPTIONS, 'dir' | 'tmp'>): Promise<CellResult> {
+  const ops = parseOps(a.ops!);
   const tmp = path.resolve(a.tmp);
   const storePath = path.join(tmp, 'bench.layerfs');
   const wsDir = path.join(tmp, 'ws');
   const wsFile = path.join(wsDir, FILE);
 
-  let t = performance.now();
-  let c = Client.create(storePath);
-  const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
-  const initMs = performance.now() - t;
-  const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
-  t = performance.now();
-  const ws = await c.createWorkspace(branch.name, { at: wsDir });
-  const materializeMs = performance.now() - t;
-  const rssBeforeCommitsMiB = r1(selfMaxRssMiB());
-  await c.close();
-  const filesBefore = storeFiles(storePath);
-  c = Client.connect(storePath);
-  t = performance.now();
-  const noop = await c.commitWorkspace(ws.id);
-  const noopMs = performance.now() - t;
-  if (noop.outcome !== 'UpToDate') throw new Error(`no-op commit: outcome ${noop.outcome}, expected UpToDate`);
+  const { c, branch, ws, init, initMs, materializeMs, noopMs, filesBefore, rssBeforeCommitsMiB } = await openWorkspace(storePath, a.dir, wsDir);
+  let t: number;
 
   const cases: Record<string, unknown>[] = [];
   const original = path.join(path.resolve(a.dir), FILE);
@@ -69,7 +61,7 @@ async function layerfsFileEdits(a: Given<typeof FILE_EDIT_OPTIONS, 'dir' | 'tmp'
     const r = await c.commitWorkspace(ws.id);
     const ms = performance.now() - t;
     if (r.outcome !== 'Created') throw new Error(`${op}: commitWorkspace outcome ${r.outcome}, expected Created (${JSON.stringify(r).slice(0, 300)})`);
-    const diff = compareStored(c, branch.name, FILE, wsFile);
+    const diff = compareStored(c, branch, FILE, wsFile);
     if (diff !== null) throw new Error(`${op}: after commit, ${diff}`);
     cases.push({
       case: op,
@@ -115,9 +107,7 @@ async function layerfsFileEdits(a: Given<typeof FILE_EDIT_OPTIONS, 'dir' | 'tmp'
 //   node --import tsx bench/cells/edit_length_preserving.ts --cell git-file-edits --dir FIXTURE --tmp SCRATCH --tier "10 MiB" --ops …
 
 async function gitFileEdits(a: Given<typeof FILE_EDIT_OPTIONS, 'dir' | 'tmp'>): Promise<CellResult> {
-  const ops = a.ops!.split(',').map((s) => s.trim()) as FileOp[];
-  const bad = ops.filter((o) => !ALL_OPS.includes(o));
-  if (bad.length > 0) throw new Error(`unknown ops: ${bad.join(', ')}`);
+  const ops = parseOps(a.ops!);
   const tmp = path.resolve(a.tmp);
   const work = path.join(tmp, 'wt');
   const gitDir = path.join(tmp, 'repo.git');

@@ -21,10 +21,10 @@ import { TREE_EDIT_OPTIONS, treeEdits } from '../lib/args.js';
 import { duAllocatedBytes, duBytes, round1, timeExternal } from '../lib/cell.js';
 import { applyEdits } from '../fixtures/tree.js';
 import { storeFiles } from '../lib/measure.js';
+import { openWorkspace } from '../lib/workspace-setup.js';
 import { gitEnv } from '../lib/git.js';
 import { copyTree } from '../fixtures/copy.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
-import { Client } from '../../lib/sdk/index.js';
 
 async function layerfsWorkspaceCommit(a: Given<typeof TREE_EDIT_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
   const tmp = path.resolve(a.tmp);
@@ -32,28 +32,14 @@ async function layerfsWorkspaceCommit(a: Given<typeof TREE_EDIT_OPTIONS, 'dir' |
   const wsDir = path.join(tmp, 'ws');
   const edits = treeEdits(a);
 
-  // initMs covers Client.create + initLayerStack, as in init_namespace.
-  let t = performance.now();
-  let c = Client.create(storePath);
-  const init = await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
-  const initMs = performance.now() - t;
-  const branch = c.forkBranch({ name: 'work', layer: init.layer.id });
-  t = performance.now();
-  const ws = await c.createWorkspace(branch.name, { at: wsDir });
-  const materializeMs = performance.now() - t;
-
-  // Close and reconnect: the close checkpoints the WAL, so Store + WAL sizes from here on are the
-  // commit's own growth. Then a commit of the still-clean Workspace (outcome UpToDate, writes
-  // nothing) warms the new connection the way an SDK user's earlier calls would; its time is the
-  // cost of finding changes alone (walk + lstat of every path against the stat cache).
-  await c.close();
-  const filesBefore = storeFiles(storePath);
-  c = Client.connect(storePath);
+  // Import (initMs, as in init_namespace), fork, materialize, then close and reconnect: the close
+  // checkpoints the WAL, so Store + WAL sizes from here on are the commit's own growth. The no-op
+  // commit of the still-clean Workspace (UpToDate, writes nothing) warms the new connection the
+  // way an SDK user's earlier calls would; its time is the cost of finding changes alone (walk +
+  // lstat of every path against the stat cache).
+  const { c, branch, ws, initMs, materializeMs, noopMs, filesBefore } = await openWorkspace(storePath, a.dir, wsDir);
+  // The no-op commit stores no object: counting from here counts the edit commit's.
   const infoBefore = c.info();
-  t = performance.now();
-  const noop = await c.commitWorkspace(ws.id);
-  const noopMs = performance.now() - t;
-  if (noop.outcome !== 'UpToDate') throw new Error(`commitWorkspace of an unedited Workspace: outcome ${noop.outcome}, expected UpToDate`);
   const filesNoop = storeFiles(storePath);
 
   applyEdits(wsDir, edits);
@@ -61,7 +47,7 @@ async function layerfsWorkspaceCommit(a: Given<typeof TREE_EDIT_OPTIONS, 'dir' |
   const changedBytes = edits.reduce((s, e) => s + fs.statSync(path.join(wsDir, e.relPath)).size, 0);
   const editBytes = edits.reduce((s, e) => s + e.data.length, 0);
 
-  t = performance.now();
+  const t = performance.now();
   const r = await c.commitWorkspace(ws.id);
   const commitMs = performance.now() - t;
 
@@ -71,8 +57,8 @@ async function layerfsWorkspaceCommit(a: Given<typeof TREE_EDIT_OPTIONS, 'dir' |
   // Read back: the Branch head must hold the edited bytes.
   for (const e of edits) {
     const want = fs.readFileSync(path.join(wsDir, e.relPath));
-    const got = c.cat(branch.name, e.relPath);
-    if (!want.equals(got)) throw new Error(`after commit, ${e.relPath} in Branch ${branch.name} differs from the Workspace (${got.length} vs ${want.length} bytes)`);
+    const got = c.cat(branch, e.relPath);
+    if (!want.equals(got)) throw new Error(`after commit, ${e.relPath} in Branch ${branch} differs from the Workspace (${got.length} vs ${want.length} bytes)`);
   }
   await c.close();
   const filesAfter = storeFiles(storePath);

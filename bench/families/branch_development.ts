@@ -24,8 +24,9 @@ const family: CampaignFamily = {
     `mixed overwrite / insert / append edits, seeded per commit); fork Branches a and b at trunk's ` +
     `commit ${FORK_AT} (\`forkBranch({ name, branch, commit })\`, "fork"), a materialized Workspace ` +
     `each ("materialize"), ${BRANCH_COMMITS} commits on each, interleaved a, b; then \`add('a')\`: ` +
-    'the winner becomes the next Layer of the LayerStack ("add"; an Add of b afterwards must refuse ' +
-    'with HeadMoved). "commits" is the sum of all 30 `commitWorkspace` calls (edits excluded), ' +
+    'the winner becomes the next Layer of the LayerStack ("add"); then b\'s Add must refuse with ' +
+    'HeadMoved when strict, and otherwise reconcile b onto a\'s Layer: Added, or Conflicted on paths both ' +
+    'sides changed since b\'s base Layer (checked; a failed check fails the cell). "commits" is the sum of all 30 `commitWorkspace` calls (edits excluded), ' +
     '"median" their median. git: the tree copied and committed (untimed), the same edits with ' +
     '`git commit -a` (each timed as a process), `git branch` at trunk~5 ("fork"), `git worktree ' +
     'add` ("materialize": a checkout of the whole tree), and `git update-ref` of a published ref ' +
@@ -77,7 +78,7 @@ const family: CampaignFamily = {
     for (const r of rows.filter((q) => q.tool === 'layerfs' && q.status === 'ok')) {
       notes.push(
         `layerfs @ ${r.tier}: ${fmtInt(x(r, 'states'))} states, logical ${fmtBytes(x(r, 'logicalBytes'))}, unique ${fmtBytes(x(r, 'uniqueBytes'))} ` +
-          `(analyzeDedup ratio ${fmtX(x(r, 'dedupRatio'))}); add outcome ${String(r.extra.addOutcome)}`,
+          `(analyzeDedup ratio ${fmtX(x(r, 'dedupRatio'))}); add outcome ${String(r.extra.addOutcome)}; b's Add ${String((r.extra.checks as Record<string, unknown> | undefined)?.addLoser ?? DASH)}`,
       );
     }
     return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };

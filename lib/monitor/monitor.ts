@@ -7,15 +7,8 @@ import { closeSync, constants as fsc, fstatSync, readFileSync, renameSync, write
 import { dirname } from 'node:path';
 import { ensurePrivateDir, openPrivateFile } from './private-file.js';
 
-export interface Receipt {
-  operation: string;
-  outcome: string;
-  ms: number;
-  /**
-   * Wall time (ms) by phase, for import (layerstack.init) and workspace.commit: walkRead,
-   * chunkHash, write, publish — they add up to `ms`. Empty for other operations.
-   */
-  phases: Record<string, number>;
+/** What an operation wrote, in a receipt and summed over receipts. */
+export interface WriteCounts {
   objectsInserted: number;
   objectsReused: number;
   bytesInserted: number;
@@ -31,7 +24,18 @@ export interface Receipt {
   allocatedGrowth: number;
 }
 
-export interface OperationSummary {
+export interface Receipt extends WriteCounts {
+  operation: string;
+  outcome: string;
+  ms: number;
+  /**
+   * Wall time (ms) by phase, for import (layerstack.init) and workspace.commit: walkRead,
+   * chunkHash, write, publish — they add up to `ms`. Empty for other operations.
+   */
+  phases: Record<string, number>;
+}
+
+export interface OperationSummary extends WriteCounts {
   operation: string;
   count: number;
   outcomes: Record<string, number>;
@@ -41,12 +45,6 @@ export interface OperationSummary {
   msMax: number;
   /** Wall time by phase (walkRead, chunkHash, write, publish), summed over the receipts that have it. */
   phasesMs: Record<string, number>;
-  objectsInserted: number;
-  objectsReused: number;
-  bytesInserted: number;
-  bytesReused: number;
-  semanticGrowth: number;
-  allocatedGrowth: number;
 }
 
 export interface MonitorSnapshot {

@@ -1,5 +1,6 @@
 /** Public result types of the SDK. Ids are lowercase hex strings; times are ISO-8601. */
 import type { Receipt } from '../monitor/monitor.js';
+import type { Contributor, DedupReport, StateUsage, TreeCounts } from '../store/index.js';
 
 export type { Receipt };
 
@@ -39,16 +40,10 @@ export interface EntryInfo {
   target?: string;
 }
 
-export interface InitReceipt extends Receipt {
+export interface InitReceipt extends Receipt, TreeCounts {
   outcome: 'Created';
   layerStack: LayerStackInfo;
   layer: LayerInfo;
-  files: number;
-  directories: number;
-  symlinks: number;
-  specials: number;
-  hardLinks: number;
-  bytes: number;
   skipped: string[];
 }
 
@@ -67,15 +62,9 @@ export interface StoreInfoResult {
   fileBytes: number;
 }
 
-export interface ExportReceipt extends Receipt {
+export interface ExportReceipt extends Receipt, TreeCounts {
   outcome: 'Exported';
   target: string;
-  files: number;
-  directories: number;
-  symlinks: number;
-  specials: number;
-  hardLinks: number;
-  bytes: number;
 }
 
 /** What `repack` did: the Store's physical form before and after (ids and content never change). */
@@ -222,17 +211,11 @@ export type UpdateResult = Receipt & ({ outcome: 'Updated'; head: string | null;
 
 export type EndResult = Receipt & ({ outcome: 'Ended'; discarded: boolean; kept?: string } | { outcome: 'Dirty'; changes: number; reason: string } | { outcome: 'Busy'; executions: string[] });
 
-export interface DedupAnalysis {
-  states: { kind: string; id: string; label: string; logicalBytes: number; files: number; newBytes: number; newObjects: number; dedupRatio: number }[];
+/** The Store's dedup report with every state and contributor labelled (`Branch@commit`, `LayerStack#seq`), plus per-Branch totals. */
+export interface DedupAnalysis extends Omit<DedupReport, 'states' | 'largest'> {
+  states: (StateUsage & { label: string })[];
   branches: { name: string; logicalBytes: number; newBytes: number; dedupRatio: number }[];
-  logicalBytes: number;
-  uniqueBytes: number;
-  uniqueObjects: number;
-  storedBytes: number;
-  allocatedBytes: number;
-  fileBytes: number;
-  dedupRatio: number;
-  largest: { state: string; label: string; serial: number; path: string; newBytes: number }[];
+  largest: (Contributor & { label: string; path: string })[];
 }
 
 /** What `backup` wrote: a verified copy of the Store. */

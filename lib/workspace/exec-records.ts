@@ -124,6 +124,33 @@ function procStat(pid: number): ProcStat | null {
   return { state, pgrp: Number(f[2]), tpgid: Number(f[5]), startTime };
 }
 
+/** How an execution starts: who waits for it, the command once spawned, its Sandbox and launcher. */
+export interface MetaStart {
+  detached: boolean;
+  owner: ProcessRef;
+  command: ProcessRef | null;
+  sandbox?: SandboxRecord;
+  launch?: string[];
+}
+
+/** The meta.json record of an execution starting now, the same for exec, detached exec and shell. */
+export function newMetaRecord(r: { workspaceId: string; argv: string[]; cwd: string }, id: string, start: MetaStart): MetaRecord {
+  return {
+    version: 1,
+    id,
+    workspaceId: r.workspaceId,
+    argv: r.argv,
+    cwd: r.cwd,
+    detached: start.detached,
+    startedAt: new Date().toISOString(),
+    owner: start.owner,
+    command: start.command,
+    pgid: null,
+    ...(start.sandbox ? { sandbox: start.sandbox } : {}),
+    ...(start.launch ? { launch: start.launch } : {}),
+  };
+}
+
 export function processRef(pid: number): ProcessRef {
   return { pid, startTime: procStat(pid)?.startTime ?? null, bootId: bootId() };
 }

@@ -48,7 +48,7 @@ import {
   sendSignal,
   spawnFailureCode,
   writeJsonAtomic,
-  type MetaRecord,
+  newMetaRecord,
 } from './exec-records.js';
 import { launchOf, sandboxExit, startWatch, type SandboxPlan } from './sandbox-launch.js';
 import { base, commandAlive, infoOf, newRecordDir, readMeta, resolveRecord, type ExecutionInfo } from './exec-queries.js';
@@ -181,19 +181,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
   });
   const pid = child.pid;
   const watch = launch && pid !== undefined ? startWatch(launch.record) : null;
-  const meta: MetaRecord = {
-    version: 1,
-    id,
-    workspaceId: r.workspaceId,
-    argv: r.argv,
-    cwd: r.cwd,
-    detached: false,
-    startedAt: new Date().toISOString(),
-    owner: processRef(process.pid),
-    command: pid === undefined ? null : processRef(pid),
-    pgid: null,
-    ...(launch ? { sandbox: launch.record } : {}),
-  };
+  const meta = newMetaRecord(r, id, { detached: false, owner: processRef(process.pid), command: pid === undefined ? null : processRef(pid), ...(launch ? { sandbox: launch.record } : {}) });
   writeJsonAtomic(dir, META, meta);
 
   const handlers: [NodeJS.Signals, () => void][] = (['SIGINT', 'SIGTERM'] as const).map((sig) => [
@@ -261,19 +249,7 @@ export function startDetached(req: ExecRequest): ExecutionInfo {
     rmSync(dir, { recursive: true, force: true });
     throw new LayerFsError('ERR_NATIVE', 'cannot start the execution supervisor', { path: process.execPath });
   }
-  const meta: MetaRecord = {
-    version: 1,
-    id,
-    workspaceId: r.workspaceId,
-    argv: r.argv,
-    cwd: r.cwd,
-    detached: true,
-    startedAt: new Date().toISOString(),
-    owner: processRef(child.pid),
-    command: null,
-    pgid: null,
-    ...(launch ? { sandbox: launch.record, launch: launch.argv } : {}),
-  };
+  const meta = newMetaRecord(r, id, { detached: true, owner: processRef(child.pid), command: null, ...(launch ? { sandbox: launch.record, launch: launch.argv } : {}) });
   writeJsonAtomic(dir, META, meta);
   return { ...base(meta), state: 'running', exitCode: null, signal: null, endedAt: null };
 }

@@ -30,7 +30,7 @@ function ptySpawn(...args: Parameters<typeof import('node-pty').spawn>): IPty {
 }
 import { invalidArgument } from '../errors.js';
 import { check, infoOf, newRecordDir, type ExecRequest, type ExecutionInfo } from './exec.js';
-import { EXIT, META, STOP, createJsonOnce, exists, exitRecord, processRef, writeJsonAtomic, type MetaRecord } from './exec-records.js';
+import { EXIT, META, STOP, createJsonOnce, exists, exitRecord, processRef, writeJsonAtomic, newMetaRecord } from './exec-records.js';
 import { launchOf, sandboxExit, startWatch } from './sandbox-launch.js';
 
 export interface ShellRequest extends Omit<ExecRequest, 'argv'> {
@@ -73,19 +73,7 @@ export function startShell(req: ShellRequest): ShellSession {
   const [file, ...args] = (launch?.argv ?? r.argv) as [string, ...string[]];
   const startMs = Date.now();
   const pty: IPty = ptySpawn(file, args, { name: env.TERM || 'xterm-256color', cols, rows, cwd: r.cwd, env: (launch?.env ?? r.env) as Record<string, string> });
-  const meta: MetaRecord = {
-    version: 1,
-    id,
-    workspaceId: r.workspaceId,
-    argv: r.argv,
-    cwd: r.cwd,
-    detached: false,
-    startedAt: new Date().toISOString(),
-    owner: processRef(process.pid),
-    command: processRef(pty.pid),
-    pgid: null,
-    ...(launch ? { sandbox: launch.record } : {}),
-  };
+  const meta = newMetaRecord(r, id, { detached: false, owner: processRef(process.pid), command: processRef(pty.pid), ...(launch ? { sandbox: launch.record } : {}) });
   writeJsonAtomic(dir, META, meta);
   const watch = launch ? startWatch(launch.record) : null;
 
