@@ -29,6 +29,12 @@ export function getCheckpoint(store: Store, branchId: Buffer, name: string): Che
   return store.db.prepare(`SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? AND name = ?`).get(branchId, name) as CheckpointRow | undefined;
 }
 
+/** Checkpoints named `name`, on any Branch, with their Branch's name (by Branch name). */
+export function findCheckpoints(store: Store, name: string): (CheckpointRow & { branchName: string })[] {
+  const cols = CHECKPOINT_COLUMNS.replace(/(^|, )/g, '$1c.');
+  return store.db.prepare(`SELECT ${cols}, b.name AS branchName FROM checkpoints c JOIN branches b ON b.id = c.branch_id WHERE c.name = ? ORDER BY b.name, b.id`).all(name) as (CheckpointRow & { branchName: string })[];
+}
+
 export function listCheckpoints(store: Store, branchId: Buffer): CheckpointRow[] {
   return store.db.prepare(`SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? ORDER BY created_ms, name`).all(branchId) as CheckpointRow[];
 }
@@ -63,11 +69,24 @@ export interface RewindTarget {
  */
 export function resolveRewindTarget(store: Store, b: BranchRow, ref: string): RewindTarget {
   if (typeof ref !== 'string' || ref === '') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give the Commit, checkpoint or base Layer to rewind to');
-  const cp = getCheckpoint(store, b.id, ref);
+  // The kind prefixes of state references (checkpoint:, commit:, layer:) say which one is meant;
+  // bare, the Branch's own checkpoints come first, as they always did.
+  const m = /^(checkpoint|commit|layer):(.+)$/.exec(ref);
+  const kind = m?.[1];
+  let name = m?.[2] ?? ref;
+  if (kind === 'checkpoint' && name.includes('/')) {
+    const owner = name.slice(0, name.lastIndexOf('/'));
+    if (owner !== b.name && !toHex(b.id).startsWith(owner.toLowerCase())) {
+      throw new LayerFsError('ERR_INVALID_ARGUMENT', `${ref} is a checkpoint of another Branch: a rewind goes back to a state of Branch ${b.name}'s own history`, { id: ref, hint: `fork from it instead: layerfs branch fork --name NAME --commit ${ref}` });
+    }
+    name = name.slice(name.lastIndexOf('/') + 1);
+  }
+  const cp = kind === undefined || kind === 'checkpoint' ? getCheckpoint(store, b.id, name) : undefined;
   if (cp) return { kind: 'checkpoint', id: cp.commitId ?? cp.baseLayerId, rootId: cp.rootId, checkpoint: cp.name };
-  const layer = /^[0-9a-f]+$/i.test(ref) ? uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer') : undefined;
+  const hex = /^[0-9a-f]+$/i.test(name);
+  const layer = hex && kind !== 'checkpoint' && kind !== 'commit' ? uniqueByPrefix(store.db, 'layers', name, 32, 'Layer') : undefined;
   if (layer && layer.equals(b.baseLayerId)) return { kind: 'layer', id: layer, rootId: getLayer(store, layer)!.rootId };
-  const c = /^[0-9a-f]+$/i.test(ref) ? resolveCommit(store, ref) : undefined;
+  const c = hex && kind !== 'checkpoint' && kind !== 'layer' ? resolveCommit(store, name) : undefined;
   if (c && isInHistory(store, b, c.id)) return { kind: 'commit', id: c.id, rootId: c.rootId };
   throw new LayerFsError('ERR_NOT_FOUND', `${JSON.stringify(ref)} is no checkpoint, Commit or base Layer of Branch ${b.name}`, {
     id: ref,

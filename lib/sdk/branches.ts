@@ -1,5 +1,4 @@
 /** Branches and their Commits: fork, list, log, and Add (publishing a Branch head as the next Layer). */
-import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
   addToLayerStack,
@@ -11,19 +10,19 @@ import {
   keptCommits,
   listBranches,
   resolveBranch,
-  resolveCommit,
   resolveLayerStack,
   touchesPath,
   type BranchRow,
   type CommitRow,
-  type ForkSource,
 } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import { createResolutionWorkspace } from '../workspace/index.js';
 import type { ClientContext } from './context.js';
+import { forkSource, type ForkFrom } from './fork-source.js';
+import { resolveLogStart } from './refs.js';
 import { branchInfo, commitInfo, layerInfo } from './convert.js';
 import { conflictInfos, withReconcilePhase } from './reconcile.js';
-import { layerRow, type StateRef } from './states.js';
+import { layerRow } from './states.js';
 import type { AddResult, BranchInfo, CommitInfo } from './types.js';
 import type { RetentionContext } from './retention.js';
 import { endWorkspace, workspaceInfoOf } from './workspaces.js';
@@ -32,16 +31,9 @@ export function branchInfoOf(store: Store, b: BranchRow): BranchInfo {
   return branchInfo(b, getLayerStack(store, b.layerStackId)?.name ?? '', branchRoot(store, b));
 }
 
-export function forkBranch(ctx: ClientContext, opts: { name: string; layer: StateRef } | { name: string; branch: string; commit: string }): BranchInfo {
+export function forkBranch(ctx: ClientContext, opts: ForkFrom): BranchInfo {
   const t0 = performance.now();
-  let source: ForkSource;
-  if ('layer' in opts) source = { layer: layerRow(ctx, opts.layer).id };
-  else {
-    const branch = resolveBranch(ctx.store, opts.branch);
-    const commit = resolveCommit(ctx.store, opts.commit);
-    if (!commit) throw new LayerFsError('ERR_NOT_FOUND', `no Commit ${JSON.stringify(opts.commit)}`, { id: opts.commit, hint: 'see `layerfs log BRANCH`' });
-    source = { branch, commit: commit.id };
-  }
+  const source = forkSource(ctx.store, opts);
   const a0 = ctx.store.meter.allocatedGrowth;
   const b = fork(ctx.store, opts.name, source);
   ctx.monitor.record(ctx.receipt('branch.fork', 'Created', t0, a0, null));
@@ -59,7 +51,9 @@ export function log(store: Store, branch: string, opts: { limit?: number; path?:
   return store.read(() => {
     const kept = keptCommits(store);
     const info = (c: CommitRow): CommitInfo => ({ ...commitInfo(c), pruned: !kept.has(toHex(c.id)) });
-    const b = resolveBranch(store, branch);
+    // A Branch from its head, or a checkpoint from the Commit it pinned.
+    const start = resolveLogStart(store, branch);
+    const b: BranchRow = { ...start.branch, headCommitId: start.head };
     if (opts.path === undefined) return branchLog(store, b, opts.limit).map(info);
     const path = opts.path;
     const all = branchLog(store, b);

@@ -13,6 +13,7 @@ import { streamTar } from './archive.js';
 import * as branches from './branches.js';
 import { clientContext, type ClientContext } from './context.js';
 import * as diffs from './diffs.js';
+import type { ForkFrom } from './fork-source.js';
 import { formatPatches, type FormatPatchOptions, type FormatPatchResult } from './format-patch.js';
 import type { GrepOptions, GrepResult } from './grep.js';
 import * as maintenance from './maintenance.js';
@@ -158,8 +159,11 @@ export class HistoryClient {
 
   // ---- Branches and Commits ----
 
-  /** Forks a Branch from a Layer, or from a Commit in another Branch's history. Copies no data. */
-  forkBranch(opts: { name: string; layer: StateRef } | { name: string; branch: string; commit: string }): BranchInfo {
+  /**
+   * Forks a Branch from a Layer, from a Commit in another Branch's history (`commit` may be a
+   * checkpoint name, whose Branch is implied), or from any state reference (`from`). Copies no data.
+   */
+  forkBranch(opts: ForkFrom): BranchInfo {
     return branches.forkBranch(this.ctx, opts);
   }
 

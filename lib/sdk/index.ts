@@ -11,6 +11,7 @@ export type { ExecutionInfo, ExecutionResources, ResourceUsage, SandboxState, Sa
 export type { CreateSandboxOptions, ShellOptions } from './sandbox.js';
 export type { RemoveProgress } from '../workspace/index.js';
 export type { RangeEdit } from '../workspace/index.js';
+export type { ForkFrom } from './fork-source.js';
 export type { MonitorSnapshot, OperationSummary, Receipt } from '../monitor/monitor.js';
 export type { RemoteInfo, RemoteRefInfo, RemoteOptions, PushResult, FetchResult, FetchedRef, TransferStats, RemoteVerifyReport } from './remotes.js';
 export type { ToolCallOptions, ToolCallResult, ToolCallWorkspace, ToolCallDecision, ToolCallOutcome, ToolCallChange, ToolCallExecResult } from './tool-call.js';

@@ -18,15 +18,15 @@ function forkCommand(branch: Command, run: Runner): void {
     .command('fork')
     .description('fork a Branch from a Layer, or from a Commit of another Branch (copies no data)')
     .requiredOption('--name <name>', 'Branch name')
-    .option('--layer <layer>', 'fork from this Layer (id, prefix, or LayerStack name for its head)')
+    .option('--layer <layer>', 'fork from this Layer (id, prefix, LayerStack name for its head, or a checkpoint taken before any Commit)')
     .option('--branch <branch>', 'fork from a Commit of this Branch')
-    .option('--commit <commit>', 'the Commit (with --branch)')
+    .option('--commit <commit>', 'the Commit (with --branch), or a checkpoint name (its Branch is implied)')
     .action((opts: { name: string; layer?: string; branch?: string; commit?: string }) =>
       run(async (out, g) => {
         const b = await withClient(g.store, (c) => {
           if (opts.layer !== undefined && opts.branch === undefined && opts.commit === undefined) return c.forkBranch({ name: opts.name, layer: opts.layer });
-          if (opts.layer === undefined && opts.branch !== undefined && opts.commit !== undefined) return c.forkBranch({ name: opts.name, branch: opts.branch, commit: opts.commit });
-          throw usage('give either --layer LAYER, or --branch BRANCH --commit COMMIT');
+          if (opts.layer === undefined && opts.commit !== undefined) return c.forkBranch({ name: opts.name, commit: opts.commit, ...(opts.branch !== undefined ? { branch: opts.branch } : {}) });
+          throw usage('give either --layer LAYER, or --branch BRANCH --commit COMMIT, or --commit CHECKPOINT');
         });
         out.result({ outcome: 'Created', branch: b }, () => `created Branch ${b.name} ${b.id} at ${b.headCommitId ? `Commit ${short(b.headCommitId)}` : `Layer ${short(b.baseLayerId)}`}`);
       })(),
@@ -49,9 +49,11 @@ function diffCommand(branch: Command, run: Runner): void {
           g.store,
           (c: Client) => {
             c.branch(opts.branch);
-            if (opts.layer !== undefined) return c.diff(opts.layer, opts.branch, opts);
+            // --branch names a Branch: prefixed, a checkpoint of the same name cannot be meant.
+            const branchRef = `branch:${opts.branch}`;
+            if (opts.layer !== undefined) return c.diff(opts.layer, branchRef, opts);
             if (opts.from === undefined) throw usage('give --from COMMIT (and optionally --to COMMIT), or --layer LAYER');
-            return c.diff(opts.from, opts.to ?? opts.branch, opts);
+            return c.diff(opts.from, opts.to ?? branchRef, opts);
           },
           true,
         );

@@ -12,7 +12,7 @@ export function registerLogCommand(program: Command, run: Runner): void {
   program
     .command('log <branch> [path...]')
     .usage('[options] <branch> [-- path...]')
-    .description("a Branch's Commits, newest first, one line each (id, message); with -- PATH only those that changed it")
+    .description("a Branch's Commits (or a checkpoint's: from the Commit it pinned), newest first, one line each (id, message); with -- PATH only those that changed it")
     .option('-n, --limit <n>', 'at most n Commits', (v) => Number(v))
     .action((name: string, paths: string[], opts: { limit?: number }) =>
       run(async (out, g) => {

@@ -33,7 +33,11 @@ const WRITE: ToolAnnotations = { readOnlyHint: false, destructiveHint: false, op
 
 const MAX_READ = 256 * 1024;
 
-const state = z.string().min(1).optional().describe('What to look at: a Branch name (its current files), a Commit id, a Layer id, or a LayerStack name. Default: the server\'s Branch.');
+const state = z
+  .string()
+  .min(1)
+  .optional()
+  .describe('What to look at: a Branch name (its current files), a Commit id, a Layer id, a LayerStack name, or a checkpoint name (the state it pinned). A name that means two things is an error listing prefixed forms such as "checkpoint:NAME" or "branch:NAME" to use instead. Default: the server\'s Branch.');
 const branchArg = z.string().min(1).optional().describe("A Branch name. Default: the server's Branch (--branch).");
 const metadata = z.record(z.string(), z.unknown()).optional().describe('Free-form JSON object stored with the Commit (tool name, call id, model…).');
 
@@ -44,7 +48,8 @@ function branchOf(ctx: McpContext, given?: string): string {
 }
 
 function stateOf(ctx: McpContext, given?: string): string {
-  return given ?? branchOf(ctx);
+  // The server's Branch, prefixed: a checkpoint of the same name cannot be meant.
+  return given ?? `branch:${branchOf(ctx)}`;
 }
 
 function entry(e: EntryInfo) {
@@ -86,7 +91,7 @@ export const TOOLS: ToolDef[] = [
   {
     name: 'log',
     title: 'Branch history',
-    description: "A Branch's Commits newest first (like git log), optionally only those that changed something at or below a path.",
+    description: "A Branch's Commits newest first (like git log), optionally only those that changed something at or below a path. \"branch\" may also be a checkpoint name: the log then starts at the Commit it pinned.",
     input: { branch: branchArg, path: z.string().optional().describe('Only Commits that touched this path (relative to the root).'), limit: z.number().int().positive().max(1000).default(50) },
     annotations: READ,
     run: (ctx, a: { branch?: string; path?: string; limit: number }) => ({ commits: ctx.client.log(branchOf(ctx, a.branch), { path: a.path, limit: a.limit }) }),
@@ -98,7 +103,7 @@ export const TOOLS: ToolDef[] = [
       'Creates a new Branch (copies no data) to try something without touching the original: from another Branch (at its head, or at one of its Commits), or from a Layer / LayerStack head. Names: lowercase letters, digits, ".", "_", "-".',
     input: {
       name: z.string().min(1).describe('The new Branch name, e.g. "try-fix-1".'),
-      from: z.string().min(1).optional().describe("A Branch name, a Layer id or a LayerStack name. Default: the server's Branch."),
+      from: z.string().min(1).optional().describe("A Branch name, a Layer id, a LayerStack name, or a checkpoint name (forks at the state it pinned). Default: the server's Branch."),
       commit: z.string().optional().describe('With a Branch in "from": fork at this Commit of its history instead of its head.'),
     },
     annotations: WRITE,
@@ -110,7 +115,7 @@ export const TOOLS: ToolDef[] = [
       } catch (e) {
         if (!(e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') || a.commit !== undefined) throw e;
       }
-      if (!branch) return { branch: ctx.client.forkBranch({ name: a.name, layer: from }) };
+      if (!branch) return { branch: ctx.client.forkBranch({ name: a.name, from }) };
       const commit = a.commit ?? branch.headCommitId;
       return { branch: commit ? ctx.client.forkBranch({ name: a.name, branch: branch.id, commit }) : ctx.client.forkBranch({ name: a.name, layer: branch.baseLayerId }) };
     },
@@ -261,7 +266,7 @@ export const TOOLS: ToolDef[] = [
   {
     name: 'diff',
     title: 'Diff two states',
-    description: 'What differs between two states (Branch names, Commit ids, Layer ids): one entry per added, deleted or modified path, paged (pass the returned "next" as "after").',
+    description: 'What differs between two states (Branch names, Commit ids, Layer ids, checkpoint names): one entry per added, deleted or modified path, paged (pass the returned "next" as "after").',
     input: { from: z.string().min(1), to: z.string().min(1).optional().describe("Default: the server's Branch."), after: z.string().optional(), limit: z.number().int().positive().max(5000).default(500) },
     annotations: READ,
     run: (ctx, a: { from: string; to?: string; after?: string; limit: number }) => ctx.client.diff(a.from, stateOf(ctx, a.to), { after: a.after, limit: a.limit }),
