@@ -13,6 +13,7 @@ import type { Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
 import { setRemoteRef } from './remotes.js';
+import { remoteName, unsealSnapshot } from './row-cipher.js';
 import { fetchObjects, type TransferOptions, type TransferStats } from './transfer.js';
 
 /**
@@ -52,20 +53,25 @@ const BRANCH_COLS = 'id, layer_stack_id AS "layerStackId", name, base_layer_id A
 const COMMIT_COLS =
   'id, root_id AS "rootId", parent_commit_id AS "parentCommitId", base_layer_id AS "baseLayerId", created_ms::float8 AS "createdMs", message, metadata, author, id_version AS "idVersion"';
 
-/** The remote's history rows (all, or one LayerStack's), read in one snapshot. */
+/**
+ * The remote's history rows (all, or one LayerStack's), read in one snapshot; on an encrypted
+ * remote their sealed fields are opened (row-cipher.ts).
+ */
 export async function snapshot(conn: RemoteConnection, only?: string): Promise<Snapshot> {
-  return conn.transaction(async () => {
-    const stacks = await conn.query<LayerStackRow>(`SELECT ${STACK_COLS} FROM layerfs.layer_stacks ${only ? 'WHERE name = $1' : ''} ORDER BY created_ms, name`, only ? [only] : []);
+  const s = await conn.transaction(async () => {
+    const stacks = await conn.query<LayerStackRow>(`SELECT ${STACK_COLS}, sealed FROM layerfs.layer_stacks ${only ? 'WHERE name = $1' : ''} ORDER BY created_ms, name`, only ? [remoteName(conn, 'layerstack', only)] : []);
     if (only && stacks.length === 0) throw new LayerFsError('ERR_NOT_FOUND', `the remote ${conn.name} has no LayerStack ${only}`, { name: only });
     const ids = stacks.map((s) => s.id);
-    const layers = await conn.query<LayerRow>(`SELECT ${LAYER_COLS} FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY layer_stack_id, seq`, [ids]);
-    const branches = await conn.query<BranchRow>(`SELECT ${BRANCH_COLS} FROM layerfs.branches WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY created_ms, name`, [ids]);
+    const layers = await conn.query<LayerRow>(`SELECT ${LAYER_COLS}, sealed FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY layer_stack_id, seq`, [ids]);
+    const branches = await conn.query<BranchRow>(`SELECT ${BRANCH_COLS}, sealed FROM layerfs.branches WHERE layer_stack_id = ANY($1::bytea[]) ORDER BY created_ms, name`, [ids]);
     const commits = await conn.query<CommitRow>(
-      `SELECT ${COMMIT_COLS} FROM layerfs.commits WHERE base_layer_id IN (SELECT id FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[])) ORDER BY created_ms, id`,
+      `SELECT ${COMMIT_COLS}, sealed FROM layerfs.commits WHERE base_layer_id IN (SELECT id FROM layerfs.layers WHERE layer_stack_id = ANY($1::bytea[])) ORDER BY created_ms, id`,
       [ids],
     );
     return { stacks, layers, branches, commits };
   }, 'REPEATABLE READ READ ONLY');
+  unsealSnapshot(conn, s);
+  return s;
 }
 
 /** History rows are untrusted too: Layer and Commit ids must follow from their contents. */

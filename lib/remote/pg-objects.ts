@@ -13,20 +13,31 @@ export interface RemoteLocator extends ObjectForm {
   pack: string;
   offset: number;
   length: number;
+  /** Stored bytes of the whole pack row (where known): whether to read it whole. */
+  packBytes?: number;
 }
 
 /** Stored bytes per remote pack row written by a push. */
 const PACK_ROW_TARGET = 1024 * 1024;
 /** Ids per locator query. */
-const LOCATE_BATCH = 4096;
+const LOCATE_BATCH = 16384;
 
 const placeKey = (l: RemoteLocator) => `${l.pack}:${l.offset}:${l.length}`;
+
+/** A locator from a row of locators()' COPY (null: a malformed row, which then counts as missing). */
+function locatorOf(row: (Buffer | null)[]): RemoteLocator | null {
+  const [id, kind, size, codec, pack, offset, length, at, base, packBytes] = row;
+  if (!id || id.length !== 32 || !kind || !size || !codec || !pack || !offset || !length || !at) return null;
+  return { id: Buffer.from(id), kind: int4(kind), size: int4(size), codec: int4(codec), pack: int8Text(pack), offset: int4(offset), length: int4(length), at: int4(at), base: base ? Buffer.from(base) : null, packBytes: packBytes ? int4(packBytes) : undefined };
+}
 
 export class RemoteObjects implements Holder, TreeSource {
   /** Decoded objects kept for the walk (tree objects) and as delta bases. */
   private readonly decoded = new Map<string, Buffer>();
   /** Stored frames read for the walk, by place: the transfer that follows needs them again. */
   private readonly frames = new Map<string, Buffer>();
+  /** Index rows read so far: the walk reads the trees', the transfer everyone's. */
+  private readonly located = new Map<string, RemoteLocator>();
   bytesReceived = 0;
 
   constructor(
@@ -42,12 +53,43 @@ export class RemoteObjects implements Holder, TreeSource {
     return new Set(rows.map((r) => keyOf(r.id)));
   }
 
-  async locators(ids: Buffer[]): Promise<Map<string, RemoteLocator>> {
+  /**
+   * The index rows of `ids` the remote holds (those looked up before are kept), with the size
+   * of the pack row each points into, read through a binary COPY (ids and bases arrive as
+   * bytes, with no hex text to produce and parse). With `frames`, the same query also brings
+   * each distinct frame (by place, opened), one round trip for both: the walk's tree reads.
+   */
+  async locators(ids: Buffer[], frames?: Map<string, Buffer>): Promise<Map<string, RemoteLocator>> {
     const out = new Map<string, RemoteLocator>();
-    for (let i = 0; i < ids.length; i += LOCATE_BATCH) {
-      const rows = await this.conn.query<RemoteLocator>('SELECT id, kind, size, codec, pack::text AS pack, "offset", length, at, base FROM layerfs.objects WHERE id = ANY($1::bytea[])', [ids.slice(i, i + LOCATE_BATCH)]);
-      for (const r of rows) out.set(keyOf(r.id), r);
+    const want: Buffer[] = [];
+    for (const id of ids) {
+      const hit = this.located.get(keyOf(id));
+      if (hit && !(frames && !this.frames.has(placeKey(hit)))) out.set(keyOf(id), hit);
+      else want.push(id);
     }
+    // The frame once per place: members of one group frame share it.
+    const frameCol = frames ? `, CASE WHEN row_number() OVER (PARTITION BY o.pack, o."offset") = 1 THEN substring(p.data FROM o."offset" + 1 FOR o.length) END` : '';
+    for (let i = 0; i < want.length; i += LOCATE_BATCH) {
+      const hex = want.slice(i, i + LOCATE_BATCH).map((id) => id.toString('hex')).join(',');
+      const rows = parseBinaryCopy(
+        await this.conn.copyOut(
+          `COPY (SELECT o.id, o.kind::int4, o.size, o.codec::int4, o.pack, o."offset", o.length, o.at, o.base, octet_length(p.data)${frameCol} FROM layerfs.objects o JOIN layerfs.packs p ON p.id = o.pack WHERE o.id = ANY(ARRAY(SELECT decode(h, 'hex') FROM unnest(string_to_array('${hex}', ',')) AS h))) TO STDOUT (FORMAT binary)`,
+        ),
+        this.conn.name,
+      );
+      for (const row of rows) {
+        const l = locatorOf(row);
+        if (!l) continue;
+        this.located.set(keyOf(l.id), l);
+        out.set(keyOf(l.id), l);
+        const data = row[10];
+        if (frames && data && data.length === l.length) {
+          this.bytesReceived += data.length;
+          this.got(frames, l, this.open(data, l), this.keepFrames);
+        }
+      }
+    }
+    if (frames) for (const l of out.values()) if (!frames.has(placeKey(l)) && this.frames.has(placeKey(l))) frames.set(placeKey(l), this.frames.get(placeKey(l))!);
     return out;
   }
 
@@ -59,7 +101,7 @@ export class RemoteObjects implements Holder, TreeSource {
    * with no hex or base64 text to produce on the server and decode here (pg reads query results
    * as text only).
    */
-  async frameBytes(locs: RemoteLocator[]): Promise<Map<string, Buffer>> {
+  async frameBytes(locs: RemoteLocator[], keep = false): Promise<Map<string, Buffer>> {
     const out = new Map<string, Buffer>();
     const places = new Map<string, RemoteLocator>();
     for (const l of locs) {
@@ -75,7 +117,8 @@ export class RemoteObjects implements Holder, TreeSource {
       else byPack.set(l.pack, [l]);
     }
     const sizes = new Map<string, number>();
-    const packIds = [...byPack.keys()];
+    for (const [pack, list] of byPack) if (list[0]!.packBytes !== undefined) sizes.set(pack, list[0]!.packBytes);
+    const packIds = [...byPack.keys()].filter((id) => !sizes.has(id));
     for (let i = 0; i < packIds.length; i += LOCATE_BATCH) {
       const rows = await this.conn.query<{ id: string; n: number }>('SELECT id::text AS id, octet_length(data) AS n FROM layerfs.packs WHERE id = ANY($1::int8[])', [packIds.slice(i, i + LOCATE_BATCH)]);
       for (const r of rows) sizes.set(r.id, r.n);
@@ -92,7 +135,7 @@ export class RemoteObjects implements Holder, TreeSource {
       for (const [id, data] of rows) {
         if (!data) continue;
         this.bytesReceived += data.length;
-        for (const l of byPack.get(int8Text(id!)) ?? []) if (l.offset >= 0 && l.offset + l.length <= data.length) out.set(placeKey(l), this.open(data.subarray(l.offset, l.offset + l.length), l));
+        for (const l of byPack.get(int8Text(id!)) ?? []) if (l.offset >= 0 && l.offset + l.length <= data.length) this.got(out, l, this.open(data.subarray(l.offset, l.offset + l.length), l), keep);
       }
     }
     for (let i = 0; i < parts.length; i += LOCATE_BATCH) {
@@ -106,11 +149,17 @@ export class RemoteObjects implements Holder, TreeSource {
       for (const [data, ord] of rows) {
         const l = part[int4(ord!) - 1];
         if (!l || !data || data.length !== l.length) continue;
-        out.set(placeKey(l), this.open(data, l));
+        this.got(out, l, this.open(data, l), keep);
         this.bytesReceived += data.length;
       }
     }
     return out;
+  }
+
+  /** A frame read: `keep` keeps it (by place) until forget(), so a read that names it again gets the same bytes. */
+  private got(out: Map<string, Buffer>, l: RemoteLocator, data: Buffer, keep: boolean): void {
+    out.set(placeKey(l), data);
+    if (keep) this.frames.set(placeKey(l), data);
   }
 
   /** A frame as read from a pack: opened when the remote is encrypted. */
@@ -132,15 +181,9 @@ export class RemoteObjects implements Holder, TreeSource {
     });
     if (want.length === 0) return out;
     if (depth > 32) throw new LayerFsError('ERR_CORRUPT', `remote ${this.conn.name}: delta chain too long`, { hint: 'the remote holds damaged or forged data' });
-    const locs = await this.locators(want);
+    const frames = new Map<string, Buffer>();
+    const locs = await this.locators(want, frames);
     for (const id of want) if (!locs.has(keyOf(id))) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the remote ${this.conn.name}`, { id: toHex(id), hint: 'the remote is incomplete; nothing of it was kept' });
-    const frames = await this.frameBytes([...locs.values()]);
-    if (this.keepFrames) {
-      for (const l of locs.values()) {
-        const f = frames.get(placeKey(l));
-        if (f) this.frames.set(placeKey(l), f);
-      }
-    }
     const bases = [...locs.values()].filter((l) => l.codec === Codec.Delta).flatMap((l) => baseIds(l.base));
     const baseBytes = new Map<string, Buffer>();
     const fromRemote: Buffer[] = [];

@@ -13,6 +13,7 @@ import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
 import { MAX_PUSH_RECONCILES, reconcileBranch, type PushConflict } from './push-reconcile.js';
 import { setRemoteRef } from './remotes.js';
+import { remoteName, sealFields } from './row-cipher.js';
 import { pushObjects, type TransferOptions, type TransferStats } from './transfer.js';
 
 export interface PushOptions extends TransferOptions {
@@ -65,7 +66,7 @@ interface StackPlan {
 
 /** What moving the remote LayerStack to `upTo` needs: nothing, a fast-forward, or HeadMoved. */
 async function planStack(conn: RemoteConnection, store: Store, stack: LayerStackRow, upTo: LayerRow): Promise<StackPlan> {
-  const rows = await conn.query<{ id: Buffer; head: Buffer }>('SELECT id, head_layer_id AS head FROM layerfs.layer_stacks WHERE name = $1', [stack.name]);
+  const rows = await conn.query<{ id: Buffer; head: Buffer }>('SELECT id, head_layer_id AS head FROM layerfs.layer_stacks WHERE name = $1', [remoteName(conn, 'layerstack', stack.name)]);
   const chain = listLayers(store, stack.id).filter((l) => l.seq <= upTo.seq);
   const r = rows[0];
   if (!r) return { stack, remoteHead: null, send: chain };
@@ -87,7 +88,7 @@ interface BranchPlan {
 }
 
 async function planBranch(conn: RemoteConnection, store: Store, b: BranchRow): Promise<BranchPlan> {
-  const rows = await conn.query<{ id: Buffer; head: Buffer | null }>('SELECT id, head_commit_id AS head FROM layerfs.branches WHERE layer_stack_id = $1 AND name = $2', [b.layerStackId, b.name]);
+  const rows = await conn.query<{ id: Buffer; head: Buffer | null }>('SELECT id, head_commit_id AS head FROM layerfs.branches WHERE layer_stack_id = $1 AND name = $2', [b.layerStackId, remoteName(conn, 'branch', b.name)]);
   const log = branchLog(store, b).reverse();
   const r = rows[0];
   if (!r) return { branch: b, exists: false, remoteHead: null, send: log };
@@ -104,14 +105,23 @@ async function moveStack(conn: RemoteConnection, p: StackPlan): Promise<void> {
   if (p.send.length === 0) return;
   const head = p.send[p.send.length - 1]!;
   if (p.remoteHead === null) {
-    const ins = await conn.query('INSERT INTO layerfs.layer_stacks (id, name, head_layer_id, created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1', [p.stack.id, p.stack.name, head.id, p.stack.createdMs]);
+    const st = p.stack;
+    const sealed = sealFields(conn, 'layer_stacks', st.id, { name: st.name, createdMs: st.createdMs });
+    const ins = await conn.query('INSERT INTO layerfs.layer_stacks (id, name, head_layer_id, created_ms, sealed) VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING RETURNING 1', [
+      st.id,
+      remoteName(conn, 'layerstack', st.name),
+      head.id,
+      sealed ? 0 : st.createdMs,
+      sealed,
+    ]);
     if (ins.length === 0) throw headMoved(`LayerStack ${p.stack.name}`, null, null);
   } else {
     const cur = await conn.query<{ head: Buffer }>('SELECT head_layer_id AS head FROM layerfs.layer_stacks WHERE id = $1 FOR UPDATE', [p.stack.id]);
     if (!cur[0] || !cur[0].head.equals(p.remoteHead)) throw headMoved(`LayerStack ${p.stack.name}`, p.remoteHead, cur[0]?.head);
   }
   for (const l of p.send) {
-    await conn.query('INSERT INTO layerfs.layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)', [
+    const sealed = sealFields(conn, 'layers', l.id, { createdMs: l.createdMs });
+    await conn.query('INSERT INTO layerfs.layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)', [
       l.id,
       l.layerStackId,
       l.seq,
@@ -119,7 +129,8 @@ async function moveStack(conn: RemoteConnection, p: StackPlan): Promise<void> {
       l.rootId,
       l.sourceBranchId,
       l.sourceCommitId,
-      l.createdMs,
+      sealed ? 0 : l.createdMs,
+      sealed,
     ]);
   }
   if (p.remoteHead !== null) await conn.query('UPDATE layerfs.layer_stacks SET head_layer_id = $1 WHERE id = $2', [head.id, p.stack.id]);
@@ -128,19 +139,23 @@ async function moveStack(conn: RemoteConnection, p: StackPlan): Promise<void> {
 async function moveBranch(conn: RemoteConnection, p: BranchPlan): Promise<void> {
   const b = p.branch;
   for (const c of p.send) {
+    const sealed = sealFields(conn, 'commits', c.id, { message: c.message, author: c.author, metadata: c.metadata, createdMs: c.createdMs });
+    const clear = sealed ? [0, '', null, ''] : [c.createdMs, c.message, c.metadata, c.author];
     await conn.query(
-      'INSERT INTO layerfs.commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT (id) DO NOTHING',
-      [c.id, c.rootId, c.parentCommitId, c.baseLayerId, c.createdMs, c.message, c.metadata, c.author, c.idVersion],
+      'INSERT INTO layerfs.commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (id) DO NOTHING',
+      [c.id, c.rootId, c.parentCommitId, c.baseLayerId, ...clear, c.idVersion, sealed],
     );
   }
   if (!p.exists) {
-    const ins = await conn.query('INSERT INTO layerfs.branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING RETURNING 1', [
+    const sealed = sealFields(conn, 'branches', b.id, { name: b.name, createdMs: b.createdMs });
+    const ins = await conn.query('INSERT INTO layerfs.branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms, sealed) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING RETURNING 1', [
       b.id,
       b.layerStackId,
-      b.name,
+      remoteName(conn, 'branch', b.name),
       b.baseLayerId,
       b.headCommitId,
-      b.createdMs,
+      sealed ? 0 : b.createdMs,
+      sealed,
     ]);
     if (ins.length === 0) throw headMoved(`Branch ${b.name}`, null, null);
     return;

@@ -6,6 +6,7 @@
 import { LayerFsError } from '../errors.js';
 import type { RemoteConnection } from './connection.js';
 import { initRemoteKey } from './encryption.js';
+import { sealClearRows } from './row-cipher.js';
 
 interface RemoteStep {
   to: number;
@@ -81,6 +82,19 @@ CREATE TABLE layerfs.branches (
     to: 2,
     sql: `INSERT INTO layerfs.meta (key, value) VALUES ('encryption', 'none') ON CONFLICT (key) DO NOTHING;`,
   },
+  {
+    // Sealed history rows (row-cipher.ts): on an encrypted remote the free text and times of a
+    // row live in \`sealed\`, and names are HMACs. An older client would read those rows as they
+    // stand (empty messages, HMACs for names): hence a version. `remote init` with the key seals
+    // the rows an encrypted version-2 remote holds in the clear.
+    to: 3,
+    sql: `
+ALTER TABLE layerfs.layer_stacks ADD COLUMN IF NOT EXISTS sealed bytea;
+ALTER TABLE layerfs.layers ADD COLUMN IF NOT EXISTS sealed bytea;
+ALTER TABLE layerfs.commits ADD COLUMN IF NOT EXISTS sealed bytea;
+ALTER TABLE layerfs.branches ADD COLUMN IF NOT EXISTS sealed bytea;
+`,
+  },
 ];
 
 export const REMOTE_SCHEMA_VERSION = STEPS[STEPS.length - 1]!.to;
@@ -116,6 +130,7 @@ export async function initRemoteSchema(conn: RemoteConnection, key?: Buffer): Pr
     for (const step of STEPS) if (step.to > (from ?? 0)) await conn.query(step.sql);
     await conn.query(`INSERT INTO layerfs.meta (key, value) VALUES ('schema_version', $1) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`, [String(REMOTE_SCHEMA_VERSION)]);
     await initRemoteKey(conn, key);
+    await sealClearRows(conn);
     return { from: from ?? null, to: REMOTE_SCHEMA_VERSION };
   });
 }

@@ -6,7 +6,7 @@
  * before it, else decoded (wholeFrame). An interrupted transfer leaves whole batches behind,
  * each closed under "children first", so the next one skips them.
  */
-import { baseIds, Codec, FrameSource, insertFrames, wholeFrame, type ChildRef, type Frame, type Store } from '../store/index.js';
+import { baseIds, Codec, FrameSource, insertFrameStream, wholeFrame, type ChildRef, type Frame, type Store } from '../store/index.js';
 import type { RemoteObjects, RemoteLocator } from './pg-objects.js';
 import { findMissing, keyOf, NEGOTIATION_BATCH, type Holder, type TreeSource } from './walk.js';
 
@@ -17,6 +17,8 @@ export const BATCH_BYTES = 16 * 1024 * 1024;
  * checkpointer (small commits checkpoint, with an fsync, inline).
  */
 export const FETCH_BATCH_BYTES = 64 * 1024 * 1024;
+/** Stored bytes per read from the remote within a fetch's transaction. */
+export const FETCH_READ_BYTES = 16 * 1024 * 1024;
 
 export interface TransferStats {
   /** Objects the receiver lacked and was sent. */
@@ -97,26 +99,22 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
   };
   const m = await findMissing(roots, remote, holder);
   const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: m.asked, queries: m.queries, batches: 0 };
-  const pos = new Map(m.order.map((r, i) => [keyOf(r.id), i]));
-  const kinds = new Map(m.order.map((r) => [keyOf(r.id), r.kind as number]));
+  const keys = m.order.map((r) => keyOf(r.id));
+  const pos = new Map(keys.map((k, i) => [k, i]));
+  const kinds = new Map(keys.map((k, i) => [k, m.order[i]!.kind as number]));
   // Locators first (small), to cut batches by stored size: a group frame counts once.
   const locs = await remote.locators(m.order.map((r) => r.id));
-  const counted = new Set<string>();
-  const sizeOf = (r: ChildRef) => {
-    const l = locs.get(keyOf(r.id));
-    if (!l) return 0;
-    const place = `${l.pack}:${l.offset}`;
-    if (counted.has(place)) return 0;
-    counted.add(place);
-    return l.length;
-  };
-  const prepare = async (batch: ChildRef[]): Promise<Frame[]> => {
+  const bases = new Set<string>();
+  for (const l of locs.values()) if (l.codec === Codec.Delta) for (const b of baseIds(l.base)) bases.add(keyOf(b));
+  const sizes = frameSizes(keys, locs);
+  const sizeOf = (r: ChildRef) => sizes.get(keyOf(r.id)) ?? 0;
+  const prepare = async (read: ChildRef[]): Promise<Frame[]> => {
     const frames: Frame[] = [];
     const viaFrame: RemoteLocator[] = [];
-    for (const r of batch) {
+    for (const r of read) {
       const l = locs.get(keyOf(r.id));
       const at = pos.get(keyOf(r.id))!;
-      const baseMissing = l && l.codec === Codec.Delta && baseIds(l.base).some((b) => !store.objects.has(b) && !((pos.get(keyOf(b)) ?? Infinity) < at));
+      const baseMissing = l && l.codec === Codec.Delta && baseIds(l.base).some((b) => !((pos.get(keyOf(b)) ?? Infinity) < at) && !store.objects.has(b));
       if (!l || baseMissing) {
         // Missing on the remote (canonical() names it) or a delta whose base stays behind.
         const data = (await remote.canonical([r.id])).get(keyOf(r.id))!;
@@ -124,7 +122,7 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
         stats.whole++;
       } else viaFrame.push(l);
     }
-    const bytes = await remote.frameBytes(viaFrame);
+    const bytes = await remote.frameBytes(viaFrame, true);
     const byPlace = new Map<string, Frame>();
     for (const l of viaFrame) {
       const key = `${l.pack}:${l.offset}:${l.length}`;
@@ -139,22 +137,36 @@ export async function fetchObjects(store: Store, remote: RemoteObjects, roots: B
     }
     return frames;
   };
-  // Batch k+1 is read from the remote while batch k is stored (insertFrames yields between
-  // pack rows, so the connection's replies keep flowing): PostgreSQL and this process overlap.
-  const all = batches(m.order, sizeOf, opts.batchBytes ?? FETCH_BATCH_BYTES);
-  let next = all.length > 0 ? prepare(all[0]!) : undefined;
-  for (let i = 0; i < all.length; i++) {
-    const frames = await next!;
-    next = i + 1 < all.length ? prepare(all[i + 1]!) : undefined;
-    // Awaited in the next round; a failure of this store must not leave it unobserved.
-    next?.catch(() => {});
-    const batch = all[i]!;
-    await insertFrames(store, frames, (id) => kinds.get(keyOf(id)));
-    remote.forget(batch.map((r) => r.id), locs);
-    stats.objects += batch.length;
-    stats.bytes += frames.reduce((n, f) => n + f.data.length, 0);
+  // Each transaction (about FETCH_BATCH_BYTES) is read in pieces of about FETCH_READ_BYTES:
+  // piece k+1 is read from the remote while piece k is decoded, re-hashed and written, so
+  // PostgreSQL and this process work at the same time.
+  for (const txn of batches(m.order, sizeOf, opts.batchBytes ?? FETCH_BATCH_BYTES)) {
+    const reads = batches(txn, sizeOf, FETCH_READ_BYTES);
+    let i = 0;
+    await insertFrameStream(store, () => (i < reads.length ? prepare(reads[i++]!) : undefined), {
+      expectedKind: (id) => kinds.get(keyOf(id)),
+      keep: (id) => bases.has(keyOf(id)),
+      onRead: (frames) => {
+        for (const f of frames) stats.bytes += f.data.length;
+      },
+    });
+    remote.forget(txn.map((x) => x.id), locs);
+    stats.objects += txn.length;
     stats.batches++;
     opts.onBatch?.(stats);
   }
   return stats;
+}
+
+/** Stored bytes each object brings, in order: a frame counts once, with the first of its members. */
+function frameSizes(keys: string[], locs: Map<string, RemoteLocator>): Map<string, number> {
+  const counted = new Set<string>();
+  const sizes = new Map<string, number>();
+  for (const k of keys) {
+    const l = locs.get(k);
+    const place = l ? `${l.pack}:${l.offset}` : '';
+    sizes.set(k, l && !counted.has(place) ? l.length : 0);
+    counted.add(place);
+  }
+  return sizes;
 }

@@ -32,75 +32,77 @@ export interface Missing {
 const isTree = (k: number) => k === ObjectKind.Root || k === ObjectKind.Page || k === ObjectKind.Extents;
 export const keyOf = (id: Buffer) => id.toString('latin1');
 
+/** One object met by the walk, its key computed once. */
+interface WalkNode {
+  ref: ChildRef;
+  key: string;
+  missing: boolean;
+  kids?: WalkNode[];
+}
+
 export async function findMissing(roots: Buffer[], source: TreeSource, holder: Holder): Promise<Missing> {
-  const seen = new Set<string>();
-  const children = new Map<string, ChildRef[]>();
-  const missing = new Set<string>();
+  const seen = new Map<string, WalkNode>();
   const present = new Set<string>();
-  let frontier: ChildRef[] = [];
-  for (const id of roots) {
-    if (seen.has(keyOf(id))) continue;
-    seen.add(keyOf(id));
-    frontier.push({ id, kind: ObjectKind.Root });
-  }
-  const top = frontier.slice();
+  const meet = (ref: ChildRef, into: WalkNode[]): WalkNode => {
+    const key = keyOf(ref.id);
+    let n = seen.get(key);
+    if (!n) {
+      n = { ref, key, missing: false };
+      seen.set(key, n);
+      into.push(n);
+    }
+    return n;
+  };
+  let frontier: WalkNode[] = [];
+  const top = roots.map((id) => meet({ id, kind: ObjectKind.Root }, frontier));
   let queries = 0;
   let asked = 0;
   while (frontier.length > 0) {
-    const absent: ChildRef[] = [];
+    const trees: WalkNode[] = [];
     for (let i = 0; i < frontier.length; i += NEGOTIATION_BATCH) {
       const part = frontier.slice(i, i + NEGOTIATION_BATCH);
-      const held = await holder.has(part.map((r) => r.id));
+      const held = await holder.has(part.map((n) => n.ref.id));
       queries++;
       asked += part.length;
-      for (const r of part) {
-        if (held.has(keyOf(r.id))) present.add(keyOf(r.id));
+      for (const n of part) {
+        if (held.has(n.key)) present.add(n.key);
         else {
-          absent.push(r);
-          missing.add(keyOf(r.id));
+          n.missing = true;
+          if (isTree(n.ref.kind)) trees.push(n);
         }
       }
     }
-    const trees = absent.filter((r) => isTree(r.kind));
-    const next: ChildRef[] = [];
+    const next: WalkNode[] = [];
     for (let i = 0; i < trees.length; i += NEGOTIATION_BATCH) {
       const part = trees.slice(i, i + NEGOTIATION_BATCH);
-      const data = await source.trees(part);
-      for (const r of part) {
-        const kids = childrenOf(r.kind, data.get(keyOf(r.id))!, r.id);
-        children.set(keyOf(r.id), kids);
-        for (const k of kids) {
-          if (seen.has(keyOf(k.id))) continue;
-          seen.add(keyOf(k.id));
-          next.push(k);
-        }
-      }
+      const data = await source.trees(part.map((n) => n.ref));
+      for (const n of part) n.kids = childrenOf(n.ref.kind, data.get(n.key)!, n.ref.id).map((k) => meet(k, next));
     }
     frontier = next;
   }
-  return { order: postOrder(top, children, missing), asked, present, queries };
+  return { order: postOrder(top), asked, present, queries };
 }
 
 /** The missing objects, each after every missing object below it. */
-function postOrder(top: ChildRef[], children: Map<string, ChildRef[]>, missing: Set<string>): ChildRef[] {
+function postOrder(top: WalkNode[]): ChildRef[] {
   const out: ChildRef[] = [];
-  const done = new Set<string>();
+  const done = new Set<WalkNode>();
   for (const root of top) {
-    if (!missing.has(keyOf(root.id)) || done.has(keyOf(root.id))) continue;
-    const kidsOf = (r: ChildRef) => children.get(keyOf(r.id)) ?? [];
-    const stack: { ref: ChildRef; kids: ChildRef[]; next: number }[] = [{ ref: root, kids: kidsOf(root), next: 0 }];
+    if (!root.missing || done.has(root)) continue;
+    done.add(root);
+    const stack: { node: WalkNode; next: number }[] = [{ node: root, next: 0 }];
     while (stack.length > 0) {
       const f = stack[stack.length - 1]!;
-      if (f.next < f.kids.length) {
-        const k = f.kids[f.next++]!;
-        const key = keyOf(k.id);
-        if (missing.has(key) && !done.has(key)) {
-          done.add(key);
-          stack.push({ ref: k, kids: kidsOf(k), next: 0 });
+      const kids = f.node.kids ?? [];
+      if (f.next < kids.length) {
+        const k = kids[f.next++]!;
+        if (k.missing && !done.has(k)) {
+          done.add(k);
+          stack.push({ node: k, next: 0 });
         }
         continue;
       }
-      out.push(f.ref);
+      out.push(f.node.ref);
       stack.pop();
     }
   }

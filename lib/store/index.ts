@@ -21,8 +21,9 @@ export { verifyStore, type VerifyReport, type VerifyProgress } from './verify.js
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
 export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
-export { FrameSource, insertFrames, childrenOf, type ChildRef, decodeForm, wholeFrame, baseIds, type Frame, type ObjectForm } from './transfer.js';
+export { FrameSource, childrenOf, type ChildRef, decodeForm, wholeFrame, baseIds, type Frame, type ObjectForm } from './transfer.js';
 export type { Locator } from './objects.js';
+export { insertFrames, insertFrameStream, FrameWriter, type FrameStreamOptions } from './frame-writer.js';
 export { tarStream, type TarStats } from './tar.js';
 export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
 export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';

@@ -33,8 +33,6 @@ export interface Frame {
   members: ObjectForm[];
 }
 
-/** Pack rows written by insertFrames hold about this many stored bytes. */
-const INSERT_ROW_TARGET = 1024 * 1024;
 /** Level for objects sent whole (their delta base is on neither side). */
 const WHOLE_LEVEL = 3;
 
@@ -136,59 +134,6 @@ export class FrameSource {
     }
     return out;
   }
-}
-
-/**
- * Stores received frames in one write transaction: frames are appended to pack rows as they
- * came and index rows point into them. Before COMMIT every new object is decoded from the bytes
- * received (a group frame once for all its members; a delta against its bases, read from the
- * Store or decoded earlier in this batch) and re-hashed against its id, its kind checked where
- * the caller knows it; any damage rolls the whole batch back. Returns the objects new here.
- * It yields to the event loop between pack rows (the transaction stays open on this handle).
- */
-export function insertFrames(store: Store, frames: Frame[], expectedKind?: (id: Buffer) => number | undefined): Promise<number> {
-  return store.write(async (w) => {
-    const db = store.db;
-    const has = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
-    const insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
-    const insertObject = db.prepare('INSERT OR IGNORE INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
-    const decoded = new Map<string, Buffer>();
-    const baseOf = (id: Buffer) => decoded.get(id.toString('latin1')) ?? store.objects.get(id);
-    let fresh = 0;
-    let row: { frame: Frame; members: ObjectForm[] }[] = [];
-    let rowBytes = 0;
-    const writeRow = () => {
-      if (row.length === 0) return;
-      const data = Buffer.concat(row.map((r) => r.frame.data));
-      const pack = Number(insertPack.run(data).lastInsertRowid);
-      let off = 0;
-      for (const r of row) {
-        for (const m of r.members) insertObject.run(m.id, m.kind, m.size, m.codec, pack, off, r.frame.data.length, m.at, m.base);
-        off += r.frame.data.length;
-      }
-      row = [];
-      rowBytes = 0;
-    };
-    for (const f of frames) {
-      const members = f.members.filter((m) => has.get(m.id) === undefined);
-      if (members.length === 0) continue;
-      for (const [m, data] of checkFrame(f.data, members, baseOf, expectedKind)) {
-        decoded.set(m.id.toString('latin1'), data);
-        w.stats.bytesInserted += m.size;
-      }
-      w.stats.objectsInserted += members.length;
-      row.push({ frame: f, members });
-      fresh += members.length;
-      rowBytes += f.data.length;
-      if (rowBytes >= INSERT_ROW_TARGET) {
-        writeRow();
-        // Lets the caller's pending network reads progress while this batch is stored.
-        await new Promise((r) => setImmediate(r));
-      }
-    }
-    writeRow();
-    return fresh;
-  });
 }
 
 /**
