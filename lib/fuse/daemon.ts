@@ -365,10 +365,11 @@ export class Daemon {
   private backendFor(asked: unknown): Backend {
     const want = asked ?? process.env.LAYERFS_FUSE_BACKEND ?? 'auto';
     if (want !== 'auto' && want !== 'kernel' && want !== 'fuse-native') throw bad(`backend must be 'kernel' or 'fuse-native'`);
+    // The kernel backend for every user (root: mount(2); others: fusermount3's descriptor);
+    // fuse-native only when asked for (docs/DECISIONS.md, "One FUSE backend").
     if (want === 'fuse-native') return 'fuse-native';
     if (kernelBackendUsable()) return 'kernel';
-    if (want === 'kernel') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the kernel backend needs root and /dev/fuse', { hint: "use backend 'fuse-native'" });
-    return 'fuse-native';
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', 'FUSE mounts need /dev/fuse, usable by this user, and (for an ordinary user) fusermount3', { hint: 'Debian: apt-get install fuse3; /dev/fuse is mode 0666 on most systems' });
   }
 
   private entry(workspaceId: string): Entry {
