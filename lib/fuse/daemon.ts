@@ -346,7 +346,9 @@ export class Daemon {
       } catch (e) {
         this.mounts.delete(workspaceId);
         this.saveMounts();
-        throw new LayerFsError('ERR_NATIVE', `cannot mount at ${r.path}: ${(e as Error).message}`, { path: r.path, hint: 'is /dev/fuse usable and fusermount installed?' });
+        // A typed failure (errno, what to do) keeps its code and hint.
+        if (e instanceof LayerFsError) throw new LayerFsError(e.code, `cannot mount at ${r.path}: ${e.message}`, { ...e.details, path: r.path, hint: undefined });
+        throw new LayerFsError('ERR_NATIVE', `cannot mount at ${r.path}: ${(e as Error).message}`, { path: r.path, hint: 'is /dev/fuse usable and fusermount3 installed?' });
       }
       if (this.idleTimer) clearTimeout(this.idleTimer);
       this.log(`mounted ${workspaceId} at ${r.path} (${backend})`);
