@@ -29,8 +29,8 @@ export interface UserMachine {
   /** The keeper's pid: /proc/<pid>/ns/mnt is the namespace. */
   pid: number;
   user: UserIds;
-  /** Runs a program in the namespace, as root or as `as`. */
-  run(cmd: string, args: string[], as?: UserIds): Promise<RunResult>;
+  /** Runs a program in the namespace, as root or as `as` (HOME=/tmp, plus `env`). */
+  run(cmd: string, args: string[], as?: UserIds, env?: Record<string, string>): Promise<RunResult>;
   /** One FUSE client call made by the ordinary user (user-client.ts); throws its typed error. */
   client<T = Record<string, unknown>>(op: 'mount' | 'commit' | 'unmount' | 'status' | 'stop', storePath: string, args?: Record<string, unknown>): Promise<T>;
   /** FUSE mount points of the namespace. */
@@ -85,7 +85,7 @@ export async function ordinaryUserMachine(scratch: string, user: UserIds = ORDIN
     keeper.on('exit', (code) => reject(new Error(`the namespace keeper exited ${code}: ${err}`)));
   });
   const ns = `--mount=/proc/${keeper.pid}/ns/mnt`;
-  const inside = (cmd: string, args: string[], as?: UserIds) => run('nsenter', [ns, '--', ...asUser(as, cmd, args)], { cwd: '/', env: { ...process.env, HOME: '/tmp' } });
+  const inside = (cmd: string, args: string[], as?: UserIds, env: Record<string, string> = {}) => run('nsenter', [ns, '--', ...asUser(as, cmd, args)], { cwd: '/', env: { ...process.env, HOME: '/tmp', ...env } });
   return {
     pid: keeper.pid!,
     user,
