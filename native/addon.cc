@@ -37,6 +37,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitStream(env, exports);
   InitZstd(env, exports);
   InitCow(env, exports);
+  InitMount(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());

@@ -69,6 +69,7 @@ void InitWalk(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
 void InitZstd(Napi::Env env, Napi::Object exports);
 void InitCow(Napi::Env env, Napi::Object exports);
+void InitMount(Napi::Env env, Napi::Object exports);
 void InitZstdDict(Napi::Env env, Napi::Object exports);
 }  // namespace layerfs
 struct ZSTD_CDict_s;

@@ -346,7 +346,9 @@ export class Daemon {
       } catch (e) {
         this.mounts.delete(workspaceId);
         this.saveMounts();
-        throw new LayerFsError('ERR_NATIVE', `cannot mount at ${r.path}: ${(e as Error).message}`, { path: r.path, hint: 'is /dev/fuse usable and fusermount installed?' });
+        // A typed failure (errno, what to do) keeps its code and hint.
+        if (e instanceof LayerFsError) throw new LayerFsError(e.code, `cannot mount at ${r.path}: ${e.message}`, { ...e.details, path: r.path, hint: undefined });
+        throw new LayerFsError('ERR_NATIVE', `cannot mount at ${r.path}: ${(e as Error).message}`, { path: r.path, hint: 'is /dev/fuse usable and fusermount3 installed?' });
       }
       if (this.idleTimer) clearTimeout(this.idleTimer);
       this.log(`mounted ${workspaceId} at ${r.path} (${backend})`);
@@ -365,10 +367,11 @@ export class Daemon {
   private backendFor(asked: unknown): Backend {
     const want = asked ?? process.env.LAYERFS_FUSE_BACKEND ?? 'auto';
     if (want !== 'auto' && want !== 'kernel' && want !== 'fuse-native') throw bad(`backend must be 'kernel' or 'fuse-native'`);
+    // The kernel backend for every user (root: mount(2); others: fusermount3's descriptor);
+    // fuse-native only when asked for (docs/DECISIONS.md, "One FUSE backend").
     if (want === 'fuse-native') return 'fuse-native';
     if (kernelBackendUsable()) return 'kernel';
-    if (want === 'kernel') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the kernel backend needs root and /dev/fuse', { hint: "use backend 'fuse-native'" });
-    return 'fuse-native';
+    throw new LayerFsError('ERR_INVALID_ARGUMENT', 'FUSE mounts need /dev/fuse, usable by this user, and (for an ordinary user) fusermount3', { hint: 'Debian: apt-get install fuse3; /dev/fuse is mode 0666 on most systems' });
   }
 
   private entry(workspaceId: string): Entry {

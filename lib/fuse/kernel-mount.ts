@@ -1,6 +1,6 @@
 /**
- * The daemon-side controller of one kernel-backend mount: opens /dev/fuse, hands it to
- * `mount -i -t fuse.layerfs -o fd=3,…` as its fd 3 (the kernel then talks to this process),
+ * The daemon-side controller of one kernel-backend mount: attaches it (attach.ts: mount(2) of a
+ * /dev/fuse descriptor as root, fusermount's descriptor hand-over otherwise),
  * starts the serving thread (kernel-worker.ts) that answers requests, talks to it with messages
  * (waking it with a lookup of a throw-away name), and unmounts.
  */
@@ -10,6 +10,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Worker } from 'node:worker_threads';
 import { LayerFsError, type ErrorCode } from '../errors.js';
+import { attachFuse, detachFuse, fusermountPath } from './attach.js';
 import { FsError } from './errno.js';
 import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
@@ -28,17 +29,21 @@ export interface KernelMountOptions {
   log?: (message: string) => void;
 }
 
-/** Whether this process can use the kernel backend: root, /dev/fuse, and a mount(8). */
+/**
+ * Whether this process can use the kernel backend: Linux, /dev/fuse opens, and either root
+ * (mount(2) from the addon) or a fusermount to mount for an ordinary user (attach.ts).
+ */
 export function kernelBackendUsable(): boolean {
-  if (process.platform !== 'linux' || process.getuid?.() !== 0) return false;
+  if (process.platform !== 'linux') return false;
   try {
     closeSync(openSync('/dev/fuse', fsc.O_RDWR));
-    return true;
   } catch {
     return false;
   }
+  return process.getuid?.() === 0 || fusermountPath() !== null;
 }
 
+/** mount(8) with `fd` as its fd 3 (mounts are made by attach.ts now; kept for callers of the old path). */
 export function runMount(args: string[], fd: number): Promise<{ code: number | null; out: string }> {
   return new Promise((resolve) => {
     const child = spawn('mount', args, { stdio: ['ignore', 'pipe', 'pipe', fd] });
@@ -146,20 +151,9 @@ export class KernelMount {
   }
 
   async mount(): Promise<void> {
-    this.fd = openSync('/dev/fuse', fsc.O_RDWR);
-    const uid = process.getuid?.() ?? 0;
-    const gid = process.getgid?.() ?? 0;
-    // nosuid,nodev always: a state is data, and a setuid binary or a device node in it must
-    // never grant what its mode claims. With allow_other the kernel checks each inode's mode
-    // (default_permissions); without it only the mount's uid may enter, and when that is root
-    // the checks would pass anyway (DAC override), so leaving them out saves a GETATTR of the
-    // parent after every create.
-    const permissions = uid === 0 && !this.opts.allowOther ? '' : ',default_permissions';
-    const r = await runMount(['-i', '-t', 'fuse.layerfs', '-o', `fd=3,rootmode=40000,user_id=${uid},group_id=${gid},nosuid,nodev${permissions}${this.opts.allowOther ? ',allow_other' : ''}`, this.fsname, this.mountpoint], this.fd);
-    if (r.code !== 0) {
-      closeSync(this.fd);
-      throw new FsError('EIO', `mount failed: ${r.out || `exit ${r.code}`}`);
-    }
+    // mount(2) from the addon as root, fusermount's descriptor hand-over otherwise: the same
+    // options either way (attach.ts), and the same protocol from here on.
+    this.fd = await attachFuse(this.mountpoint, { fsname: this.fsname, allowOther: this.opts.allowOther ?? false });
     // The kernel has queued INIT; the worker answers it first thing.
     const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
     const w = takeServingWorker(this.params.storePath);
@@ -176,7 +170,7 @@ export class KernelMount {
     try {
       if ((await Promise.race([ready.then(() => 'ok' as const), timeout])) === 'timeout') throw new FsError('ETIMEDOUT', 'the mount did not come up');
     } catch (e) {
-      await runCmd('umount', ['-l', this.mountpoint]);
+      await detachFuse(this.mountpoint);
       void w.terminate();
       throw e;
     }
@@ -274,7 +268,7 @@ export class KernelMount {
   /** Lazy unmount; the serving thread ends with the connection (a busy one is aborted after a grace period when fusectl allows). */
   async unmount(): Promise<void> {
     if (!this.isEnded) {
-      if (!(await runCmd('umount', ['-l', this.mountpoint]))) await runCmd('fusermount', ['-uz', this.mountpoint]);
+      await detachFuse(this.mountpoint);
       const grace = new Promise<'late'>((res) => setTimeout(() => res('late'), 2000).unref());
       // Abort only a connection no live mount uses: once ours has ended its number can be reused
       // by a new mount, which an abort would break (ECONNABORTED instead of a clean end).

@@ -1,6 +1,7 @@
 /** The mount table of this namespace, and detaching (stale) mounts: shared by the daemon and its clients. */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { detachFuse } from './attach.js';
 
 function execFileP(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
   return new Promise((resolve) => execFile(cmd, args, { timeout: 30_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}`.trim() })));
@@ -28,16 +29,13 @@ export async function mountTable(): Promise<Map<string, string>> {
   return out;
 }
 
-/** Detaches a mount point (lazily: a stale FUSE mount cannot be unmounted otherwise). */
+/**
+ * Detaches a mount point (lazily: a stale FUSE mount cannot be unmounted otherwise): umount2 from
+ * the addon as root, fusermount3 -uz for an ordinary user's own mount, umount(8) last.
+ */
 export async function detach(path: string): Promise<boolean> {
-  for (const [cmd, args] of [
-    ['fusermount', ['-uz', path]],
-    ['fusermount3', ['-uz', path]],
-    ['umount', ['-l', path]],
-  ] as [string, string[]][]) {
-    if ((await execFileP(cmd, args)).ok) return true;
-  }
-  return false;
+  if (await detachFuse(path)) return true;
+  return (await execFileP('umount', ['-l', path])).ok;
 }
 
 /**

@@ -1,9 +1,10 @@
 /** Cheap checks of whether FUSE mounts can work here (no mount is attempted). */
-import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, constants, readFileSync } from 'node:fs';
+import { fusermountPath } from './attach.js';
 
 /**
- * Root mounts through the kernel backend (mount(2) on /dev/fuse) and needs no helper; an
- * ordinary user mounts through fuse-native, whose libfuse 2 calls the setuid `fusermount`.
+ * Root mounts with mount(2) from the addon and needs no helper; an ordinary user's mounts are
+ * made by the setuid fusermount3 (or libfuse 2's fusermount), which hands the descriptor back.
  */
 export function fuseAvailable(): { ok: boolean; reason?: string } {
   if (process.platform !== 'linux') return { ok: false, reason: 'FUSE Workspaces need Linux' };
@@ -13,8 +14,7 @@ export function fuseAvailable(): { ok: boolean; reason?: string } {
     return { ok: false, reason: '/dev/fuse is missing or not accessible' };
   }
   if (process.getuid?.() === 0) return { ok: true };
-  const dirs = (process.env.PATH ?? '/usr/bin:/bin').split(':');
-  if (!dirs.some((d) => existsSync(`${d}/fusermount`))) return { ok: false, reason: 'unprivileged mounts need fusermount (Debian: apt-get install fuse)' };
+  if (fusermountPath() === null) return { ok: false, reason: 'unprivileged mounts need fusermount3 (Debian: apt-get install fuse3)' };
   return { ok: true };
 }
 

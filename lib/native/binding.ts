@@ -174,6 +174,14 @@ export interface NativeBinding {
   fdLock(fd: number): number;
   /** mknod(2) of a FIFO ('p') or device ('c', 'b') at raw path bytes: 0, or -errno. */
   makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: number, major: number, minor: number): number;
+  /** Opens /dev/fuse and mount(2)s it (nosuid,nodev) with "fd=N," + options: the descriptor. */
+  fuseMount(mountpoint: string, source: string, type: string, options: string): Promise<number>;
+  /** umount2(2), MNT_DETACH when lazy, never following a symlink. */
+  unmount(mountpoint: string, lazy: boolean): Promise<void>;
+  /** socketpair(AF_UNIX, SOCK_STREAM), both ends close-on-exec. */
+  socketPair(): [number, number];
+  /** A descriptor received as SCM_RIGHTS (never blocks), or -errno. */
+  receiveFd(socket: number): number;
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number;

@@ -1,6 +1,9 @@
 // Differences from a plain directory that a FUSE Workspace keeps on purpose or cannot avoid, each
 // with its reason (docs/FUSE.md, "POSIX conformance"). An id is `syscall:NNN:description`; an
 // entry matches on syscall and description (numbers shift as assertions are added).
+// The kernel backend has none, whether root's daemon mounted it (mount(2)) or an ordinary
+// user's (fusermount3's descriptor): every entry is fuse-native's, a backend a mount now gets
+// only when it asks for it.
 export interface KnownDifference {
   backend: 'kernel' | 'fuse-native' | 'both';
   /** 0 (root) or a non-root uid; omitted: both. */

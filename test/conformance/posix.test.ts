@@ -9,13 +9,15 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, existsSync, mkdirSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commitFuse, type Backend } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
-import { run, setupStore, withMount } from '../fuse/helpers.js';
+import { run, setupStore, withMount, type RunResult } from '../fuse/helpers.js';
+import { handToUser, ordinaryUserMachine, ORDINARY } from '../fuse/user-mount.js';
 import { knownDifference } from './known.js';
 
 const SCRIPT = join(dirname(fileURLToPath(import.meta.url)), 'posix.py');
@@ -42,9 +44,11 @@ const CALLER_OWNS_NEW_INODES: Record<Backend, boolean> = { kernel: true, 'fuse-n
 
 type Results = Map<string, { passed: boolean; got: string; want: string }>;
 
-async function assertions(dir: string, user: User): Promise<Results> {
+type Runner = (cmd: string, args: string[]) => Promise<RunResult>;
+
+async function assertions(dir: string, user: User, runner: Runner = (cmd, args) => run(cmd, args, { cwd: '/' })): Promise<Results> {
   const args = [SCRIPT, dir, ...(user.uid === 0 ? [] : [String(user.uid), String(user.gid), user.groups.join(',')])];
-  const r = await run(PYTHON, args, { cwd: '/' });
+  const r = await runner(PYTHON, args);
   assert.equal(r.code, 0, `posix.py failed in ${dir}:\n${r.stderr}`);
   const out = JSON.parse(r.stdout) as { uid: number; results: [string, boolean, string, string][] };
   assert.equal(out.uid, user.uid);
@@ -71,7 +75,7 @@ function control(user: User): Promise<Results> {
   return controls.get(user.name)!;
 }
 
-function compare(backend: Backend, user: User, plain: Results, mount: Results): { rate: string; unexpected: string[] } {
+function compare(backend: Backend, user: User, plain: Results, mount: Results, daemon = 'root daemon'): { rate: string; unexpected: string[] } {
   let passingPlain = 0;
   let passingBoth = 0;
   const unexpected: string[] = [];
@@ -90,7 +94,7 @@ function compare(backend: Backend, user: User, plain: Results, mount: Results): 
     else unexpected.push(line);
   }
   for (const [id, m] of mount) if (!plain.has(id)) unexpected.push(`${id}: only on the mount: ${m.got}`);
-  const rate = `${backend}, ${user.name}: ${passingBoth}/${passingPlain} (${((100 * passingBoth) / passingPlain).toFixed(1)} %)`;
+  const rate = `${backend} (${daemon}), ${user.name}: ${passingBoth}/${passingPlain} (${((100 * passingBoth) / passingPlain).toFixed(1)} %)`;
   console.log(`conformance ${rate}`);
   for (const k of known) console.log(`  known: ${k}`);
   return { rate, unexpected };
@@ -128,3 +132,36 @@ for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
     assert.deepEqual(failures, [], `differences from the plain directory:\n${failures.join('\n')}`);
   });
 }
+
+// An ordinary user's daemon (uid 4242, mounting through fusermount3 with allow_other where
+// fuse.conf allows it: user-mount.ts) serves the same kernel protocol: root and the mount's own
+// user meet what they meet on a plain directory.
+test('POSIX conformance: an ordinary user\'s kernel mount equals a plain directory, as root and as that user', async () => {
+  const s = await setupStore(() => {}, 'layerfs-conf-user-');
+  const b = s.client.branch('main');
+  const path = join(s.dir, 'mnt');
+  mkdirSync(path);
+  mkdirSync(join(s.dir, 'ns'));
+  await handToUser(s, ORDINARY);
+  const machine = await ordinaryUserMachine(join(s.dir, 'ns'), ORDINARY);
+  const failures: string[] = [];
+  try {
+    const workspaceId = randomBytes(16).toString('hex');
+    const m = await machine.client<{ backend: string }>('mount', s.storePath, { workspaceId, branchId: b.id, path, expectedHead: b.headCommitId, expectedBase: b.baseLayerId, rootId: b.rootId });
+    assert.equal(m.backend, 'kernel');
+    for (const user of USERS) {
+      const work = join(path, `u${user.uid}`);
+      const made = await machine.run('install', ['-d', '-m', '0755', work]);
+      assert.equal(made.code, 0, made.stderr);
+      const [plain, mounted] = await Promise.all([control(user), assertions(work, user, (cmd, args) => machine.run(cmd, args))]);
+      failures.push(...compare('kernel', user, plain, mounted, 'ordinary user\'s daemon').unexpected.map((u) => `${user.name}: ${u}`));
+    }
+    const c = await machine.client<{ outcome: string }>('commit', s.storePath, { workspaceId });
+    assert.equal(c.outcome, 'Created');
+  } finally {
+    await machine.client('stop', s.storePath).catch(() => {});
+    await machine.close();
+  }
+  assertStoreIntact(s.storePath);
+  assert.deepEqual(failures, [], `differences from the plain directory:\n${failures.join('\n')}`);
+});
