@@ -13,7 +13,7 @@ import { FEATURES_ENV, kernelFeatures } from '../../lib/fuse/kernel-features.js'
 import { isLayerFsError } from '../../lib/errors.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { ok, run, setupStore, withMount, type StoreSetup } from './helpers.js';
-import { big, fillBasic } from './scenarios.js';
+import { big, fillBasic, gitScenario, posixScenario, sqliteScenario, tarScenario } from './scenarios.js';
 
 /** Runs fn with a daemon started under `spec` (each setupStore has its own daemon). */
 async function withFeatures<T>(spec: string, fn: (s: StoreSetup) => Promise<T>): Promise<T> {
@@ -99,6 +99,16 @@ for (const spec of ['+writeback', '-writeback']) {
     await withFeatures(spec, openWriterScenario);
   });
 }
+
+test('with the writeback cache: POSIX basics, git, tar and SQLite in a mount behave as without it', async () => {
+  await withFeatures('+writeback', async (s) => {
+    await withMount(s, (m) => posixScenario(m));
+    // Each scenario makes its own Store and daemon, which starts with the same features.
+    await gitScenario();
+    await tarScenario();
+    await sqliteScenario();
+  });
+});
 
 test('writeback on: 4 KiB writes reach the daemon as large WRITEs; off: one WRITE each', async () => {
   for (const on of [true, false]) {
