@@ -272,6 +272,19 @@ async function runOps(tmp: string, ops: string[]): Promise<Record<string, unknow
 /** The figures of an A/B that say which side won, per round. */
 const AB_KEYS = ['ratio', 'coldRatio', 'ownRatio', 'ms', 'maxMs', 'daemonMedianMs', 'allocatedGrowthMax', 'coldMs', 'plainMs', 'requestsPerFile', 'floorMs', 'mountMiBps', 'plainMiBps', 'servedMiBps'];
 
+/**
+ * A mount, tried a second time when the first did not come up: each A/B mount starts a daemon
+ * and a serving thread, which on a loaded machine can take longer than the daemon waits.
+ */
+async function mountRetrying(s: Setup): Promise<Mount> {
+  try {
+    return await s.mount();
+  } catch {
+    await s.client.stopDaemon({ discard: true }).catch(() => {});
+    return s.mount();
+  }
+}
+
 /** `op` with kernel feature `feature` on and off, alternated on two Stores (see the header). */
 async function runAb(tmp: string, op: string, feature: string, rounds: number): Promise<Record<string, unknown>> {
   const base = a.features ? `${a.features},` : '';
@@ -289,7 +302,7 @@ async function runAb(tmp: string, op: string, feature: string, rounds: number): 
         const x = sides[k]!;
         // The daemon starts at the first mount of its Store and reads the features then.
         process.env[FEATURES_ENV] = x.spec;
-        const m = await stores[k]!.mount();
+        const m = await mountRetrying(stores[k]!);
         try {
           x.runs.push(await runOp(stores[k]!, m, op, x.dir));
         } finally {
