@@ -46,7 +46,8 @@ function untarRow(r: Row, op: string): Cells {
   const x = r.extra;
   const ratio = num(x.ratio);
   const floor = `floor ${fmtMs(num(x.floorMs))} (${fmtRatio(num(x.floorRatio))}): ${(num(x.requestsPerFile) ?? 0).toFixed(1)} waited requests/file × ${(num(x.roundTripUs) ?? 0).toFixed(1)} µs round trip (listxattr on the plain disk ${(num(x.plainSyscallUs) ?? 0).toFixed(1)} µs)`;
-  return [r.tier, op, `${r.files ?? x.files} files`, fmtMs(num(x.plainMs)), fmtMs(r.ms), fmtRatio(ratio), '≤ 3×', atMost(ratio, 3), `commit ${fmtMs(num(x.commitMs))}; ${floor}`];
+  const own = `mount / floor ${fmtRatio(num(x.ownRatio))} (goal ≤ 1.2×)`;
+  return [r.tier, op, `${r.files ?? x.files} files`, fmtMs(num(x.plainMs)), fmtMs(r.ms), fmtRatio(ratio), '≤ 3×', atMost(ratio, 3), `commit ${fmtMs(num(x.commitMs))}; ${floor}; ${own}`];
 }
 
 function throughputRow(r: Row, op: string, goal: number, more: string): Cells {

@@ -12,6 +12,7 @@ import type { Worker } from 'node:worker_threads';
 import { LayerFsError, type ErrorCode } from '../errors.js';
 import { attachFuse, detachFuse, fusermountPath } from './attach.js';
 import { FsError } from './errno.js';
+import { flushMount, mountsCacheWrites } from './kernel-flush.js';
 import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
@@ -138,6 +139,8 @@ export class KernelMount {
   private connection: number | null = null;
   private readonly log: (message: string) => void;
   private readonly fsname: string;
+  /** The kernel caches writes: flushed before each message (kernel-flush.ts). */
+  private readonly cachesWrites = mountsCacheWrites();
 
   constructor(
     readonly mountpoint: string,
@@ -242,7 +245,8 @@ export class KernelMount {
   }
 
   /** Sends one message to the serving thread and waits for its answer. */
-  private ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
+  private async ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
+    if (this.cachesWrites && this.worker && !this.isEnded) await flushMount(this.mountpoint);
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));

@@ -5,6 +5,7 @@
  */
 import { constants as fsc } from 'node:fs';
 import { E, FsError } from './errno.js';
+import { kernelFeatures } from './kernel-features.js';
 import { NAME_MAX, RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay } from './overlay.js';
 import {
   ENTRY_OUT,
@@ -22,12 +23,14 @@ import {
   FUSE_GETATTR_FH,
   FUSE_OPEN_KILL_SUIDGID,
   FUSE_WRITE_KILL_SUIDGID,
+  DEFAULT_MAX_WRITE,
+  FUSE_WRITEBACK_CACHE,
   MAX_PAGES,
   MAX_WRITE,
   OPEN_OUT,
   OUT_HDR,
   Op,
-  WANTED,
+  wantedFlags,
   cstr,
   nowNs,
   r64,
@@ -45,6 +48,8 @@ export interface Conn {
   /** The large reply buffer (READ, READDIR). */
   readonly out: Buffer;
   initialized: boolean;
+  /** The kernel caches writes (FUSE_WRITEBACK_CACHE granted): it places appends itself. */
+  writebackCache: boolean;
   log(message: string): void;
   send(b: Buffer, len: number): void;
   error(unique: number, errno: number): void;
@@ -74,18 +79,30 @@ function init(c: Conn, { b, p, unique }: Request): void {
     c.error(unique, -E.EPROTO);
     return;
   }
+  const features = kernelFeatures();
+  const granted = (flags & wantedFlags(features)) >>> 0;
   const out = Buffer.alloc(64);
   out.writeUInt32LE(7, 0);
   out.writeUInt32LE(Math.min(minor, 38), 4);
   out.writeUInt32LE(maxReadahead, 8);
-  out.writeUInt32LE((flags & WANTED) >>> 0, 12);
+  out.writeUInt32LE(granted, 12);
   out.writeUInt16LE(64, 16);
   out.writeUInt16LE(48, 18);
-  out.writeUInt32LE(MAX_WRITE, 20);
+  out.writeUInt32LE(features.maxpages ? MAX_WRITE : DEFAULT_MAX_WRITE, 20);
   out.writeUInt32LE(1, 24);
-  out.writeUInt16LE(MAX_PAGES, 28);
+  if (features.maxpages) out.writeUInt16LE(MAX_PAGES, 28);
+  c.writebackCache = (granted & FUSE_WRITEBACK_CACHE) !== 0;
   c.ok(unique, out);
   c.initialized = true;
+}
+
+/**
+ * Open flags as the overlay takes them: with the writeback cache the kernel places appends
+ * itself and sends page-sized WRITEs at their own offsets (through any writable handle of the
+ * inode), so O_APPEND must not move them to the end.
+ */
+function openFlags(c: Conn, flags: number): number {
+  return c.writebackCache ? flags & ~fsc.O_APPEND : flags;
 }
 
 function batchForget(c: Conn, { b, p, len }: Request): void {
@@ -186,7 +203,7 @@ function link(c: Conn, { b, p, len, node, unique }: Request): void {
 function open(c: Conn, { b, p, node, unique }: Request): void {
   const flags = b.readUInt32LE(p);
   if (b.readUInt32LE(p + 4) & FUSE_OPEN_KILL_SUIDGID) c.killSuid(node);
-  const fh = c.overlay.open(node, flags);
+  const fh = c.overlay.open(node, openFlags(c, flags));
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
@@ -198,7 +215,7 @@ function create(c: Conn, { b, p, len, node, unique, owner }: Request): void {
   const flags = b.readUInt32LE(p);
   const mode = b.readUInt32LE(p + 4);
   const name = cstr(b, p + 16, len).s;
-  const r = c.overlay.create(node, Buffer.from(name), mode, flags, (flags & fsc.O_EXCL) !== 0, owner);
+  const r = c.overlay.create(node, Buffer.from(name), mode, openFlags(c, flags), (flags & fsc.O_EXCL) !== 0, owner);
   const out = c.payload(ENTRY_OUT + OPEN_OUT);
   c.fillEntry(out, OUT_HDR, r.serial);
   u64(out, OUT_HDR + ENTRY_OUT, r.fh);

@@ -3,6 +3,7 @@
  * flags, struct sizes, and the decoding and encoding helpers the opcode handlers use. Nothing
  * here knows the overlay.
  */
+import type { KernelFeatures } from './kernel-features.js';
 import type { Attr, Owner } from './overlay.js';
 
 export const IN_HDR = 40;
@@ -14,6 +15,8 @@ export const MAX_WRITE = 1 << 20;
 /** Payload room of the reply buffer for answers other than READ/READDIR (entries, attributes, xattr values up to this). */
 export const REPLY_SCRATCH = 4096;
 export const MAX_PAGES = 256;
+/** The kernel's request size without FUSE_MAX_PAGES (32 pages). */
+export const DEFAULT_MAX_WRITE = 32 * 4096;
 /** Lookups of names with this prefix in the root wake the serving thread for a message. */
 export const WAKE_PREFIX = '.layerfs-wake-';
 
@@ -88,18 +91,20 @@ const FUSE_MAX_PAGES = 1 << 22;
 const FUSE_CACHE_SYMLINKS = 1 << 23;
 /** The server clears setuid/setgid on write, truncate and chown: the kernel then stops asking for security.capability on every write. */
 const FUSE_HANDLE_KILLPRIV_V2 = 1 << 28;
-/** The INIT flags this server asks for (the kernel grants the ones it has). */
-export const WANTED =
-  FUSE_ASYNC_READ |
-  FUSE_ATOMIC_O_TRUNC |
-  FUSE_BIG_WRITES |
-  FUSE_AUTO_INVAL_DATA |
-  FUSE_DO_READDIRPLUS |
-  FUSE_READDIRPLUS_AUTO |
-  FUSE_PARALLEL_DIROPS |
-  FUSE_MAX_PAGES |
-  FUSE_CACHE_SYMLINKS |
-  FUSE_HANDLE_KILLPRIV_V2;
+/** The kernel keeps written pages and sends them later (kernel-features.ts: `writeback`). */
+export const FUSE_WRITEBACK_CACHE = 1 << 16;
+/** The INIT flags this server always asks for (the kernel grants the ones it has). */
+const ALWAYS =
+  FUSE_ASYNC_READ | FUSE_ATOMIC_O_TRUNC | FUSE_BIG_WRITES | FUSE_AUTO_INVAL_DATA | FUSE_PARALLEL_DIROPS | FUSE_CACHE_SYMLINKS | FUSE_HANDLE_KILLPRIV_V2;
+
+/** The INIT flags asked for with these features on. */
+export function wantedFlags(f: KernelFeatures): number {
+  let flags = ALWAYS;
+  if (f.readdirplus) flags |= FUSE_DO_READDIRPLUS | FUSE_READDIRPLUS_AUTO;
+  if (f.maxpages) flags |= FUSE_MAX_PAGES;
+  if (f.writeback) flags |= FUSE_WRITEBACK_CACHE;
+  return flags >>> 0;
+}
 export const FUSE_WRITE_KILL_SUIDGID = 1 << 2;
 export const FUSE_OPEN_KILL_SUIDGID = 1 << 0;
 

@@ -64,6 +64,7 @@ export class KernelProtocol implements Conn {
   readonly counts = new Map<number, number>();
   /** Set once INIT has been answered. */
   initialized = false;
+  writebackCache = false;
 
   constructor(
     readonly overlay: Overlay,
