@@ -9,9 +9,11 @@ import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
 import { fdRead, fdWrite } from '../native/index.js';
-import { Store } from '../store/index.js';
+import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
+import { readerCount, ReaderPool } from './kernel-readers.js';
+import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { Overlay } from './overlay.js';
@@ -56,7 +58,9 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         } else if (m.type === 'changes') {
           value = wireChanges(overlay.changes());
         } else {
-          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests: proto!.requestCounts() };
+          const requests = proto!.requestCounts();
+          if (pool) requests.READ_ON_READER_THREADS = pool.handed;
+          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
         }
         post({ type: 'result', id: m.id, ok: true, value });
       } catch (e) {
@@ -82,6 +86,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         proto.wakeReply(req);
         continue;
       }
+      if (pool && handOver(pool, fd, overlay, req)) continue;
       proto.handle(req);
       if (!proto.initialized) continue;
       if (!ready) {
@@ -90,11 +95,26 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       }
     }
   } finally {
+    // Every READ handed out is answered before the daemon may close (and reuse) the descriptor.
+    pool?.drain();
     overlay.dispose();
   }
 }
 
+/**
+ * A READ of a file whose content is unchanged stored objects goes to a reader thread
+ * (kernel-readers.ts); true when one took it. Small files (one blob) are answered here: handing
+ * them over costs about what reading them does.
+ */
+function handOver(pool: ReaderPool, fd: number, overlay: Overlay, req: Buffer): boolean {
+  if (req.readUInt32LE(4) !== Op.READ) return false;
+  const content = overlay.unchangedContent(r64(req, IN_HDR));
+  if (!content || content.form !== ContentForm.Extents) return false;
+  return pool.read(fd, r64(req, 8), r64(req, IN_HDR + 8), req.readUInt32LE(IN_HDR + 16), content);
+}
+
 let ready = false;
+let pool: ReaderPool | null = null;
 // Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
 // the mount exists; each `start` message says which mount to serve, and after a clean end the
 // thread waits for the next one (kernel-spare.ts takes it back).
@@ -115,9 +135,18 @@ port.on('message', (m: StartWorker | ToWorker) => {
       store = null;
     }
     store ??= Store.open(m.params.storePath);
+    if (pool && pool.storePath !== m.params.storePath) {
+      pool.close();
+      pool = null;
+    }
+    // Started with the first mount and kept for the next ones of this thread (as its Store is).
+    const readers = readerCount();
+    if (!pool && readers > 0) pool = new ReaderPool(m.params.storePath, readers);
+    if (pool) pool.handed = 0;
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
+    pool?.close();
     store?.close();
     port.close(); // not reused: the thread ends
     return;
