@@ -61,11 +61,14 @@ interface Reader {
   notifying: boolean;
 }
 
-/** How many reader threads a mount gets: LAYERFS_FUSE_READERS, else the cores (at most 4); 0 turns them off. */
-export function readerCount(): number {
+/**
+ * Reader threads of a mount: LAYERFS_FUSE_READERS, else the cores (at most 4). With 0 the
+ * serving thread answers every READ itself, and one thread is still started for notifications.
+ */
+export function readerSetup(): { threads: number; handReads: boolean } {
   const env = process.env.LAYERFS_FUSE_READERS;
-  if (env !== undefined && /^\d+$/.test(env)) return Math.min(16, Number(env));
-  return Math.min(4, Math.max(1, availableParallelism()));
+  const n = env !== undefined && /^\d+$/.test(env) ? Math.min(16, Number(env)) : Math.min(4, Math.max(1, availableParallelism()));
+  return { threads: Math.max(1, n), handReads: n > 0 };
 }
 
 /** The reader threads of one serving thread (kept across its mounts of one Store). */
@@ -77,6 +80,7 @@ export class ReaderPool {
   constructor(
     readonly storePath: string,
     count: number,
+    private readonly handReads = true,
   ) {
     for (let i = 0; i < count; i++) {
       const ctl = new SharedArrayBuffer(4 * 4);
@@ -129,7 +133,7 @@ export class ReaderPool {
    * no reader can take it now.
    */
   read(fd: number, unique: number, offset: number, size: number, content: StoredContent): boolean {
-    const r = this.pick();
+    const r = this.handReads ? this.pick() : undefined;
     if (!r) return false;
     this.push(
       r,
@@ -148,16 +152,30 @@ export class ReaderPool {
   }
 
   /**
-   * Has a reader write these notifications to `fd` (kernel-notify.ts says why not this thread);
-   * no READ is queued behind them. False when no reader serves.
+   * Has a reader write these notifications to `fd` (kernel-notify.ts says why never this thread)
+   * and waits up to `waitMs` for them to be written; no READ is queued behind them. Returns
+   * whether they were written by then (else they are on their way: a process holding a lock the
+   * kernel needs for them is waiting for this thread to answer). A reader still loading is
+   * waited for first (it loads once per serving thread).
    */
-  notify(fd: number, messages: Buffer[]): boolean {
-    const r = this.pick();
+  notify(fd: number, messages: Buffer[], waitMs = 200): boolean {
+    let r = this.pick();
+    for (const until = Date.now() + 10_000; !r && this.readers.some((x) => Atomics.load(x.ctl, STATE) === LOADING) && Date.now() < until; r = this.pick()) {
+      Atomics.wait(this.readers[0]!.ctl, STATE, LOADING, 20);
+    }
     if (!r) return false;
     r.notes.postMessage(messages);
     r.notifying = true;
     this.push(r, (f, at) => (f[at + 4] = fd), KIND_NOTIFY);
-    return true;
+    const mine = Atomics.load(r.ctl, TAIL);
+    const until = Date.now() + waitMs;
+    for (;;) {
+      const head = Atomics.load(r.ctl, HEAD);
+      if (((mine - head) | 0) <= 0) return true;
+      const left = until - Date.now();
+      if (left <= 0 || Atomics.load(r.ctl, STATE) === GONE) return false;
+      Atomics.wait(r.ctl, HEAD, head, left);
+    }
   }
 
   /** Waits until every handed request is answered (bounded: a reader stuck in a dead connection fails fast). */

@@ -12,7 +12,8 @@ import { fdRead, fdWrite } from '../native/index.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
-import { readerCount, ReaderPool } from './kernel-readers.js';
+import { invalidations } from './kernel-notify.js';
+import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
@@ -53,7 +54,9 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         let value: unknown;
         if (m.type === 'commit') {
           const a0 = store.meter.allocatedGrowth;
+          const from = overlay.rootId;
           const out = overlay.commitSync(m.note, m.strict);
+          if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
           value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
         } else if (m.type === 'changes') {
           value = wireChanges(overlay.changes());
@@ -102,6 +105,17 @@ function serve(store: Store, { fd, params }: StartWorker): void {
 }
 
 /**
+ * The overlay moved onto a state with changes the kernel has not seen (a reconciling commit, or
+ * the head moved under an unchanged Workspace): a reader thread tells the kernel to forget what
+ * it cached of them (kernel-notify.ts), before the commit is answered unless a process holds
+ * a lock the kernel needs for that (then just after).
+ */
+function forgetMoved(store: Store, fd: number, from: Buffer, to: Buffer): void {
+  const notes = invalidations(store, from, to);
+  if (notes.length > 0 && !pool?.notify(fd, notes)) post({ type: 'log', message: `${notes.length} kernel cache invalidations were not written before the commit answered` });
+}
+
+/**
  * A READ of a file whose content is unchanged stored objects goes to a reader thread
  * (kernel-readers.ts); true when one took it. Small files (one blob) are answered here: handing
  * them over costs about what reading them does.
@@ -140,9 +154,11 @@ port.on('message', (m: StartWorker | ToWorker) => {
       pool = null;
     }
     // Started with the first mount and kept for the next ones of this thread (as its Store is).
-    const readers = readerCount();
-    if (!pool && readers > 0) pool = new ReaderPool(m.params.storePath, readers);
-    if (pool) pool.handed = 0;
+    if (!pool) {
+      const { threads, handReads } = readerSetup();
+      pool = new ReaderPool(m.params.storePath, threads, handReads);
+    }
+    pool.handed = 0;
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
