@@ -7,6 +7,8 @@
 //            the same on a plain file (the Store file's pages stay cached on both runs)
 //   pair     two `dd` processes reading two different such files at once (both dropped first):
 //            their combined throughput over one reader's
+//   bounds   the same pair on the plain files, and two `sha256sum` of cached files against one:
+//            the speedup this machine grants a second reader at this moment (load included)
 //   stat     median latency of lstat(2) of fresh names (each one a LOOKUP the kernel never
 //            cached), idle and while a cold `dd` of the file runs
 // Every access into a mount is a child process (python3, dd); this process only talks to the
@@ -50,6 +52,10 @@ if op == 'read':
     for p in sys.argv[2:]: drop(p)
     t = time.perf_counter()
     for c in [dd(p) for p in sys.argv[2:]]: c.wait()
+    print(json.dumps({'s': time.perf_counter() - t}))
+elif op == 'cpu':
+    t = time.perf_counter()
+    for c in [subprocess.Popen(['sha256sum', p], stdout=subprocess.DEVNULL) for p in sys.argv[2:]]: c.wait()
     print(json.dumps({'s': time.perf_counter() - t}))
 elif op == 'stat':
     d, n, f, tag = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
@@ -156,18 +162,28 @@ async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult
     }
     const figs: Figures[] = served.map(() => ({ coldS: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
     const plain: number[] = [];
+    const plainPair: number[] = [];
+    const cpuOne: number[] = [];
+    const cpuPair: number[] = [];
+    const [pa, pb] = [path.join(src, 'a.bin'), path.join(src, 'b.bin')];
     const load0 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
     // Warm-up: the reader threads start in the background after a mount.
     for (const m of served) py('read', path.join(m.at, 'a.bin'));
     for (let r = 0; r < rounds; r++) {
-      plain.push(py('read', path.join(src, 'a.bin')).s as number);
+      plain.push(py('read', pa).s as number);
+      plainPair.push(py('read', pa, pb).s as number);
+      // What this machine grants a second CPU-bound process now (files cached): the bound for
+      // two readers through one mount, whose serving is CPU work.
+      cpuOne.push(py('cpu', pa).s as number);
+      cpuPair.push(py('cpu', pa, pb).s as number);
       served.forEach((m, i) => round(m, figs[i]!, `${i}-${r}`, 300));
     }
     const plainS = median(plain);
     const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
     const readers = summary(figs[0]!, mib, plainS);
     const single = summary(figs[1]!, mib, plainS);
-    return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, load: `${load0} → ${load1}` };
+    const bounds = { plainPairSpeedup: (2 * plainS) / median(plainPair), cpuPairSpeedup: (2 * median(cpuOne)) / median(cpuPair) };
+    return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, ...bounds, load: `${load0} → ${load1}` };
   } finally {
     for (const m of served) {
       await m.client.endWorkspace(m.id, { discard: true }).catch(() => {});
