@@ -74,13 +74,10 @@ export function readerSetup(): { threads: number; handReads: boolean } {
 /** The reader threads of one serving thread (kept across its mounts of one Store). */
 export class ReaderPool {
   private readonly readers: Reader[] = [];
-  /** READs handed to readers (diagnostics, in the mount's state). */
-  handed = 0;
 
   constructor(
     readonly storePath: string,
     count: number,
-    private readonly handReads = true,
   ) {
     for (let i = 0; i < count; i++) {
       const ctl = new SharedArrayBuffer(4 * 4);
@@ -133,7 +130,7 @@ export class ReaderPool {
    * no reader can take it now.
    */
   read(fd: number, unique: number, offset: number, size: number, content: StoredContent): boolean {
-    const r = this.handReads ? this.pick() : undefined;
+    const r = this.pick();
     if (!r) return false;
     this.push(
       r,
@@ -147,7 +144,6 @@ export class ReaderPool {
       },
       KIND_READ,
     );
-    this.handed++;
     return true;
   }
 

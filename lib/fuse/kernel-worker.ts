@@ -62,7 +62,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
           value = wireChanges(overlay.changes());
         } else {
           const requests = proto!.requestCounts();
-          if (pool) requests.READ_ON_READER_THREADS = pool.handed;
+          requests.READ_ON_READER_THREADS = handed;
           value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
         }
         post({ type: 'result', id: m.id, ok: true, value });
@@ -89,7 +89,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         proto.wakeReply(req);
         continue;
       }
-      if (pool && handOver(pool, fd, overlay, req)) continue;
+      if (handReads && handOver(params.storePath, fd, overlay, req)) continue;
       proto.handle(req);
       if (!proto.initialized) continue;
       if (!ready) {
@@ -112,7 +112,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
  */
 function forgetMoved(store: Store, fd: number, from: Buffer, to: Buffer): void {
   const notes = invalidations(store, from, to);
-  if (notes.length > 0 && !pool?.notify(fd, notes)) post({ type: 'log', message: `${notes.length} kernel cache invalidations were not written before the commit answered` });
+  if (notes.length > 0 && !readers(store.path).notify(fd, notes)) post({ type: 'log', message: `${notes.length} kernel cache invalidations were not written before the commit answered` });
 }
 
 /**
@@ -120,15 +120,34 @@ function forgetMoved(store: Store, fd: number, from: Buffer, to: Buffer): void {
  * (kernel-readers.ts); true when one took it. Small files (one blob) are answered here: handing
  * them over costs about what reading them does.
  */
-function handOver(pool: ReaderPool, fd: number, overlay: Overlay, req: Buffer): boolean {
+function handOver(storePath: string, fd: number, overlay: Overlay, req: Buffer): boolean {
   if (req.readUInt32LE(4) !== Op.READ) return false;
   const content = overlay.unchangedContent(r64(req, IN_HDR));
   if (!content || content.form !== ContentForm.Extents) return false;
-  return pool.read(fd, r64(req, 8), r64(req, IN_HDR + 8), req.readUInt32LE(IN_HDR + 16), content);
+  if (!readers(storePath).read(fd, r64(req, 8), r64(req, IN_HDR + 8), req.readUInt32LE(IN_HDR + 16), content)) return false;
+  handed++;
+  return true;
+}
+
+/**
+ * This thread's reader threads, started on first need (a READ to hand over, or invalidations to
+ * send) rather than with every mount: a mount that never reads a large file (most tool calls)
+ * does not pay for loading them. Kept across mounts of the Store, as the thread's Store is.
+ */
+function readers(storePath: string): ReaderPool {
+  if (pool && pool.storePath !== storePath) {
+    pool.close();
+    pool = null;
+  }
+  pool ??= new ReaderPool(storePath, readerSetup().threads);
+  return pool;
 }
 
 let ready = false;
 let pool: ReaderPool | null = null;
+/** READs handed to reader threads during this mount (diagnostics: the mount's state). */
+let handed = 0;
+const { handReads } = readerSetup();
 // Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
 // the mount exists; each `start` message says which mount to serve, and after a clean end the
 // thread waits for the next one (kernel-spare.ts takes it back).
@@ -153,12 +172,7 @@ port.on('message', (m: StartWorker | ToWorker) => {
       pool.close();
       pool = null;
     }
-    // Started with the first mount and kept for the next ones of this thread (as its Store is).
-    if (!pool) {
-      const { threads, handReads } = readerSetup();
-      pool = new ReaderPool(m.params.storePath, threads, handReads);
-    }
-    pool.handed = 0;
+    handed = 0;
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
