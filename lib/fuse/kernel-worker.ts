@@ -123,7 +123,7 @@ function forgetMoved(store: Store, fd: number, from: Buffer, to: Buffer): void {
 function handOver(storePath: string, fd: number, overlay: Overlay, req: Buffer): boolean {
   if (req.readUInt32LE(4) !== Op.READ) return false;
   const content = overlay.unchangedContent(r64(req, IN_HDR));
-  if (!content || content.form !== ContentForm.Extents) return false;
+  if (!content || content.form !== ContentForm.Extents || content.id?.length !== 32) return false;
   if (!readers(storePath).read(fd, r64(req, 8), r64(req, IN_HDR + 8), req.readUInt32LE(IN_HDR + 16), content)) return false;
   handed++;
   return true;
