@@ -3,7 +3,9 @@
  * Overlay and its own Store connection, and loops: read one request from /dev/fuse (blocking
  * this thread only), answer it. Messages from the daemon (commit, state) are taken between two
  * requests, so a commit is a consistent cut and requests that arrive meanwhile wait in the
- * kernel's queue. Never touches a mount synchronously except by serving it.
+ * kernel's queue. Never touches a mount synchronously except by serving it. READs of unchanged
+ * stored content go to reader threads (kernel-readers.ts), and so do the kernel notifications
+ * after the overlay moved onto changes made elsewhere (kernel-notify.ts).
  */
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
