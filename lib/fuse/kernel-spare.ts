@@ -8,7 +8,7 @@
  */
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { Worker, type TransferListItem } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
 
 /** What an idle serving thread is started with: the Store it opens while waiting. */
@@ -17,14 +17,15 @@ export interface SpareData {
 }
 
 /**
- * Starts kernel-worker beside this module: kernel-worker.js in dist/; from sources (under tsx)
- * the worker registers tsx itself first, since Node 20 workers do not inherit module hooks.
+ * Starts the serving-thread module `name` (kernel-worker, kernel-reader) beside this module:
+ * `name`.js in dist/; from sources (under tsx) the thread registers tsx itself first, since
+ * Node 20 workers do not inherit module hooks.
  */
-function startWorker(workerData: SpareData): Worker {
-  const js = new URL('./kernel-worker.js', import.meta.url);
-  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData });
-  const ts = new URL('./kernel-worker.ts', import.meta.url);
-  if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', 'kernel-worker is missing beside kernel.js', { hint: 'reinstall layerfs' });
+export function startServingModule(name: string, workerData: unknown, transferList: TransferListItem[] = []): Worker {
+  const js = new URL(`./${name}.js`, import.meta.url);
+  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData, transferList });
+  const ts = new URL(`./${name}.ts`, import.meta.url);
+  if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', `${name} is missing beside kernel.js`, { hint: 'reinstall layerfs' });
   let api: string;
   try {
     api = import.meta.resolve('tsx/esm/api');
@@ -32,7 +33,11 @@ function startWorker(workerData: SpareData): Worker {
     throw new LayerFsError('ERR_NOT_FOUND', 'running from TypeScript sources needs tsx to start the serving thread');
   }
   const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
-  return new Worker(code, { eval: true, workerData });
+  return new Worker(code, { eval: true, workerData, transferList });
+}
+
+function startWorker(workerData: SpareData): Worker {
+  return startServingModule('kernel-worker', workerData);
 }
 
 interface Idle {

@@ -3,15 +3,20 @@
  * Overlay and its own Store connection, and loops: read one request from /dev/fuse (blocking
  * this thread only), answer it. Messages from the daemon (commit, state) are taken between two
  * requests, so a commit is a consistent cut and requests that arrive meanwhile wait in the
- * kernel's queue. Never touches a mount synchronously except by serving it.
+ * kernel's queue. Never touches a mount synchronously except by serving it. READs of unchanged
+ * stored content go to reader threads (kernel-readers.ts), and so do the kernel notifications
+ * after the overlay moved onto changes made elsewhere (kernel-notify.ts).
  */
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
 import { fdRead, fdWrite } from '../native/index.js';
-import { Store } from '../store/index.js';
+import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
+import { invalidations } from './kernel-notify.js';
+import { readerSetup, ReaderPool } from './kernel-readers.js';
+import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { Overlay } from './overlay.js';
@@ -51,12 +56,16 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         let value: unknown;
         if (m.type === 'commit') {
           const a0 = store.meter.allocatedGrowth;
+          const from = overlay.rootId;
           const out = overlay.commitSync(m.note, m.strict);
+          if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
           value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
         } else if (m.type === 'changes') {
           value = wireChanges(overlay.changes());
         } else {
-          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests: proto!.requestCounts() };
+          const requests = proto!.requestCounts();
+          requests.READ_ON_READER_THREADS = handed;
+          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
         }
         post({ type: 'result', id: m.id, ok: true, value });
       } catch (e) {
@@ -82,6 +91,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         proto.wakeReply(req);
         continue;
       }
+      if (handReads && handOver(params.storePath, fd, overlay, req)) continue;
       proto.handle(req);
       if (!proto.initialized) continue;
       if (!ready) {
@@ -90,11 +100,56 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       }
     }
   } finally {
+    // Every READ handed out is answered before the daemon may close (and reuse) the descriptor.
+    pool?.drain();
     overlay.dispose();
   }
 }
 
+/**
+ * The overlay moved onto a state with changes the kernel has not seen (a reconciling commit, or
+ * the head moved under an unchanged Workspace): a reader thread tells the kernel to forget what
+ * it cached of them (kernel-notify.ts), before the commit is answered unless a process holds
+ * a lock the kernel needs for that (then just after).
+ */
+function forgetMoved(store: Store, fd: number, from: Buffer, to: Buffer): void {
+  const notes = invalidations(store, from, to);
+  if (notes.length > 0 && !readers(store.path).notify(fd, notes)) post({ type: 'log', message: `${notes.length} kernel cache invalidations were not written before the commit answered` });
+}
+
+/**
+ * A READ of a file whose content is unchanged stored objects goes to a reader thread
+ * (kernel-readers.ts); true when one took it. Small files (one blob) are answered here: handing
+ * them over costs about what reading them does.
+ */
+function handOver(storePath: string, fd: number, overlay: Overlay, req: Buffer): boolean {
+  if (req.readUInt32LE(4) !== Op.READ) return false;
+  const content = overlay.unchangedContent(r64(req, IN_HDR));
+  if (!content || content.form !== ContentForm.Extents || content.id?.length !== 32) return false;
+  if (!readers(storePath).read(fd, r64(req, 8), r64(req, IN_HDR + 8), req.readUInt32LE(IN_HDR + 16), content)) return false;
+  handed++;
+  return true;
+}
+
+/**
+ * This thread's reader threads, started on first need (a READ to hand over, or invalidations to
+ * send) rather than with every mount: a mount that never reads a large file (most tool calls)
+ * does not pay for loading them. Kept across mounts of the Store, as the thread's Store is.
+ */
+function readers(storePath: string): ReaderPool {
+  if (pool && pool.storePath !== storePath) {
+    pool.close();
+    pool = null;
+  }
+  pool ??= new ReaderPool(storePath, readerSetup().threads);
+  return pool;
+}
+
 let ready = false;
+let pool: ReaderPool | null = null;
+/** READs handed to reader threads during this mount (diagnostics: the mount's state). */
+let handed = 0;
+const { handReads } = readerSetup();
 // Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
 // the mount exists; each `start` message says which mount to serve, and after a clean end the
 // thread waits for the next one (kernel-spare.ts takes it back).
@@ -115,9 +170,15 @@ port.on('message', (m: StartWorker | ToWorker) => {
       store = null;
     }
     store ??= Store.open(m.params.storePath);
+    if (pool && pool.storePath !== m.params.storePath) {
+      pool.close();
+      pool = null;
+    }
+    handed = 0;
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
+    pool?.close();
     store?.close();
     port.close(); // not reused: the thread ends
     return;

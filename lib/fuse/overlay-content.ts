@@ -4,6 +4,7 @@
  */
 import { constants as fsc } from 'node:fs';
 import { InodeKind } from '../store/index.js';
+import type { StoredContent } from './content.js';
 import { fail } from './errno.js';
 import { nowNs, OverlayNodes, type Attr, type Handle, type Node } from './overlay-nodes.js';
 
@@ -126,6 +127,17 @@ export abstract class OverlayContent extends OverlayNodes {
     const { n } = this.handle(fh);
     if (n.kind !== InodeKind.File) fail('EISDIR');
     return n.data!.read(pos, Math.min(len, dst.length), dst);
+  }
+
+  /**
+   * The stored content an open file shows unchanged (no page written, not truncated): its bytes
+   * are exactly those immutable objects, so another thread may answer reads of it through its
+   * own Store connection (kernel-readers.ts). Null otherwise.
+   */
+  unchangedContent(fh: number): StoredContent | null {
+    const h = this.handles.get(fh);
+    const d = h === undefined ? undefined : this.nodes.get(h.serial)?.data;
+    return d && !d.changed && d.base ? d.base : null;
   }
 
   write(fh: number, src: Buffer, pos: number): number {

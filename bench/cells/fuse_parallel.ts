@@ -1,0 +1,205 @@
+// Cell: parallel serving of one FUSE Workspace (kernel backend), reader threads on against off,
+// same run. Two Stores with the same content (the second a copy of the first), each with its own
+// daemon: one started with reader threads (the default), one with LAYERFS_FUSE_READERS=0 (the
+// serving thread answers every READ). Rounds are interleaved; each figure is the median of
+// --rounds. Per round and daemon:
+//   cold     one `dd bs=1M` of a random --mib MiB file after posix_fadvise(DONTNEED) on it, against
+//            the same on a plain file (the Store file's pages stay cached on both runs)
+//   pair     two `dd` processes reading two different such files at once (both dropped first):
+//            their combined throughput over one reader's
+//   bounds   the same pair on the plain files, and two `sha256sum` of cached files against one:
+//            the speedup this machine grants a second reader at this moment (load included)
+//   stat     median latency of lstat(2) of fresh names (each one a LOOKUP the kernel never
+//            cached), idle and while a cold `dd` of the file runs
+// Every access into a mount is a child process (python3, dd); this process only talks to the
+// daemons through the SDK.
+//   node --import tsx bench/cells/fuse_parallel.ts --cell layerfs-fuse-parallel --tmp SCRATCH --tier quick [--mib 64] [--rounds 3]
+
+import fs from 'node:fs';
+import path from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Client } from '../../lib/sdk/index.js';
+import { fuseAvailable } from '../../lib/fuse/index.js';
+import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
+
+const OPTIONS = {
+  mib: { type: 'string', default: '64' },
+  rounds: { type: 'string', default: '3' },
+} as const;
+
+/** The measuring child: one JSON line per call (python3 reaches posix_fadvise). */
+const PY = String.raw`
+import json, os, subprocess, sys, time, statistics
+def drop(p):
+    fd = os.open(p, os.O_RDONLY)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+def dd(p):
+    return subprocess.Popen(['dd', 'if=' + p, 'of=/dev/null', 'bs=1M', 'status=none'])
+def stats(d, n, tag):
+    lat = []
+    for i in range(n):
+        t = time.perf_counter()
+        try:
+            os.lstat(os.path.join(d, '.absent-%s-%d' % (tag, i)))
+        except FileNotFoundError:
+            pass
+        lat.append(time.perf_counter() - t)
+    return statistics.median(lat) * 1e6
+op = sys.argv[1]
+if op == 'read':
+    for p in sys.argv[2:]: drop(p)
+    t = time.perf_counter()
+    for c in [dd(p) for p in sys.argv[2:]]: c.wait()
+    print(json.dumps({'s': time.perf_counter() - t}))
+elif op == 'cpu':
+    t = time.perf_counter()
+    for c in [subprocess.Popen(['sha256sum', p], stdout=subprocess.DEVNULL) for p in sys.argv[2:]]: c.wait()
+    print(json.dumps({'s': time.perf_counter() - t}))
+elif op == 'stat':
+    d, n, f, tag = sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+    idle = stats(d, n, tag + 'i')
+    drop(f)
+    c = dd(f)
+    time.sleep(0.1)
+    busy = stats(d, n, tag + 'b')
+    running = c.poll() is None
+    c.wait()
+    print(json.dumps({'idleUs': idle, 'busyUs': busy, 'overlapped': running}))
+`;
+
+function py(...args: string[]): Record<string, number | boolean> {
+  const r = spawnSync('python3', ['-c', PY, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  if (r.status !== 0) throw new Error(`python3 ${args[0]} exited ${r.status}: ${r.stderr.slice(-1000)}`);
+  return JSON.parse(r.stdout.trim()) as Record<string, number | boolean>;
+}
+
+const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
+
+function randomFile(file: string, mib: number): void {
+  const fd = fs.openSync(file, 'w');
+  try {
+    for (let left = mib; left > 0; left -= Math.min(left, 16)) fs.writeSync(fd, randomBytes(Math.min(left, 16) << 20));
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+interface Served {
+  client: Client;
+  at: string;
+  id: string;
+}
+
+/** Mounts `main` of the Store at `store`; its daemon starts with this process's environment. */
+async function mount(store: string, at: string): Promise<Served> {
+  const client = Client.connect(store);
+  const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
+  return { client, at, id: ws.id };
+}
+
+interface Figures {
+  coldS: number[];
+  pairS: number[];
+  idleUs: number[];
+  busyUs: number[];
+  overlapped: number;
+}
+
+function round(m: Served, f: Figures, tag: string, stats: number): void {
+  const a = path.join(m.at, 'a.bin');
+  f.coldS.push(py('read', a).s as number);
+  f.pairS.push(py('read', a, path.join(m.at, 'b.bin')).s as number);
+  const s = py('stat', m.at, String(stats), a, tag);
+  f.idleUs.push(s.idleUs as number);
+  f.busyUs.push(s.busyUs as number);
+  if (s.overlapped) f.overlapped++;
+}
+
+function summary(f: Figures, mib: number, plainS: number) {
+  const cold = median(f.coldS);
+  const pair = median(f.pairS);
+  const idle = median(f.idleUs);
+  const busy = median(f.busyUs);
+  return {
+    coldMiBps: mib / cold,
+    coldRatio: plainS / cold,
+    pairMiBps: (2 * mib) / pair,
+    pairSpeedup: (2 * cold) / pair,
+    statIdleUs: idle,
+    statBusyUs: busy,
+    statRatio: busy / idle,
+    statOverlapped: f.overlapped,
+  };
+}
+
+async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult> {
+  const why = !fuseAvailable().ok ? fuseAvailable().reason : process.getuid?.() !== 0 ? 'needs root (kernel backend)' : undefined;
+  if (why) return { skipped: why };
+  const mib = Number(a.mib);
+  const rounds = Number(a.rounds);
+  const src = path.join(a.tmp, 'src');
+  fs.mkdirSync(src, { recursive: true });
+  randomFile(path.join(src, 'a.bin'), mib);
+  randomFile(path.join(src, 'b.bin'), mib);
+  const stores = [path.join(a.tmp, 'readers.sqlite'), path.join(a.tmp, 'single.sqlite')] as const;
+  const init = Client.create(stores[0]);
+  const layer = (await init.initLayerStack({ name: 'p', source: src })).layer.id;
+  init.forkBranch({ name: 'main', layer });
+  init.close();
+  fs.copyFileSync(stores[0], stores[1]);
+  const served: Served[] = [];
+  try {
+    served.push(await mount(stores[0], path.join(a.tmp, 'w-readers')));
+    const before = process.env.LAYERFS_FUSE_READERS;
+    process.env.LAYERFS_FUSE_READERS = '0';
+    try {
+      served.push(await mount(stores[1], path.join(a.tmp, 'w-single')));
+    } finally {
+      if (before === undefined) delete process.env.LAYERFS_FUSE_READERS;
+      else process.env.LAYERFS_FUSE_READERS = before;
+    }
+    const figs: Figures[] = served.map(() => ({ coldS: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
+    const plain: number[] = [];
+    const plainPair: number[] = [];
+    const cpuOne: number[] = [];
+    const cpuPair: number[] = [];
+    const [pa, pb] = [path.join(src, 'a.bin'), path.join(src, 'b.bin')];
+    const load0 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+    // Warm-up: the reader threads start in the background after a mount.
+    for (const m of served) py('read', path.join(m.at, 'a.bin'));
+    for (let r = 0; r < rounds; r++) {
+      plain.push(py('read', pa).s as number);
+      plainPair.push(py('read', pa, pb).s as number);
+      // What this machine grants a second CPU-bound process now (files cached): the bound for
+      // two readers through one mount, whose serving is CPU work.
+      cpuOne.push(py('cpu', pa).s as number);
+      cpuPair.push(py('cpu', pa, pb).s as number);
+      served.forEach((m, i) => round(m, figs[i]!, `${i}-${r}`, 300));
+    }
+    const plainS = median(plain);
+    const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+    const readers = summary(figs[0]!, mib, plainS);
+    const single = summary(figs[1]!, mib, plainS);
+    const bounds = { plainPairSpeedup: (2 * plainS) / median(plainPair), cpuPairSpeedup: (2 * median(cpuOne)) / median(cpuPair) };
+    return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, ...bounds, load: `${load0} → ${load1}` };
+  } finally {
+    for (const m of served) {
+      await m.client.endWorkspace(m.id, { discard: true }).catch(() => {});
+      await m.client.stopDaemon({ discard: true }).catch(() => {});
+      m.client.close();
+    }
+  }
+}
+
+export const fuseParallelCell = defineCell({
+  file: import.meta.url,
+  id: 'layerfs-fuse-parallel',
+  tool: 'layerfs',
+  args: OPTIONS,
+  required: ['tmp'],
+  run: fuseParallel,
+});
+
+runIfMain(import.meta.url, fuseParallelCell);

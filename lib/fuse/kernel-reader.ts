@@ -1,0 +1,78 @@
+/**
+ * A reader thread of a kernel-backend mount (kernel-readers.ts says what it may answer and why
+ * that is safe): takes READs of unchanged stored content from its ring, reads them through its
+ * own Store connection and chunk cache (verifying every chunk), and writes the reply to
+ * /dev/fuse itself; it also writes the notification batches the serving thread gives it.
+ */
+import { constants } from 'node:os';
+import { receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { fdWrite } from '../native/index.js';
+import { ContentForm, Store } from '../store/index.js';
+import { ContentCache } from './content.js';
+import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';
+import { MAX_WRITE, OUT_HDR, writeHeader } from './kernel-wire.js';
+
+const E = constants.errno;
+const data = workerData as ReaderData;
+const ctl = new Int32Array(data.ctl);
+const f64 = new Float64Array(data.slots);
+const bytes = new Uint8Array(data.slots);
+const out = Buffer.allocUnsafeSlow(OUT_HDR + MAX_WRITE);
+
+function answerRead(cache: ContentCache, at: number): void {
+  const unique = f64[at]!;
+  const offset = f64[at + 1]!;
+  const size = Math.min(f64[at + 2]!, MAX_WRITE);
+  const total = f64[at + 3]!;
+  const fd = f64[at + 4]!;
+  const id = Buffer.from(bytes.subarray((at + SLOT_F64) * 8, (at + SLOT_F64) * 8 + 32));
+  let len = OUT_HDR;
+  try {
+    const n = offset >= total ? 0 : Math.min(size, total - offset);
+    cache.read({ form: ContentForm.Extents, id, size: total }, offset, n, out, OUT_HDR);
+    len += n;
+    writeHeader(out, unique, len);
+  } catch {
+    // Damaged content answers EIO, as the serving thread would (verify says more).
+    writeHeader(out, unique, OUT_HDR, -E.EIO);
+  }
+  // ENOENT: the request was interrupted; ENODEV: the connection is gone. Nothing to do either way.
+  fdWrite(fd, out, len);
+}
+
+function sendNotes(at: number): void {
+  const fd = f64[at + 4]!;
+  const m = receiveMessageOnPort(data.notes)?.message as Uint8Array[] | undefined;
+  // Each is answered by the kernel at once; ENOENT means it holds no such inode or name.
+  for (const b of m ?? []) fdWrite(fd, b, b.length);
+}
+
+function serve(store: Store): void {
+  const cache = new ContentCache(store.objects);
+  Atomics.store(ctl, STATE, SERVING);
+  for (;;) {
+    const head = Atomics.load(ctl, HEAD);
+    const tail = Atomics.load(ctl, TAIL);
+    if (head === tail) {
+      if (Atomics.load(ctl, STOP)) return;
+      Atomics.wait(ctl, TAIL, tail, 1000);
+      continue;
+    }
+    const at = ((head & (RING - 1)) * SLOT_BYTES) / 8;
+    if (f64[at + 5] === KIND_NOTIFY) sendNotes(at);
+    else answerRead(cache, at);
+    Atomics.store(ctl, HEAD, (head + 1) | 0);
+    Atomics.notify(ctl, HEAD);
+  }
+}
+
+let store: Store | null = null;
+try {
+  store = Store.open(data.storePath);
+  serve(store);
+} finally {
+  // Gone: the serving thread answers every READ itself from now on.
+  Atomics.store(ctl, STATE, GONE);
+  Atomics.notify(ctl, HEAD);
+  store?.close();
+}
