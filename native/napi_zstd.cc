@@ -27,17 +27,12 @@ ZSTD_DCtx* ThreadDctx() {
   return d;
 }
 
-size_t ConfigureFrame(ZSTD_CCtx* c, int level, size_t srcSize, size_t dictSize) {
+size_t ConfigureFrame(ZSTD_CCtx* c, int level) {
   ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
   size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
-  if (!ZSTD_isError(r) && dictSize > 0) {
-    int log = ZSTD_WINDOWLOG_MIN;
-    while (log < 24 && (size_t{1} << log) < srcSize + dictSize) log++;
-    r = ZSTD_CCtx_setParameter(c, ZSTD_c_windowLog, log);
-  }
   return ZSTD_isError(r) ? r : 0;
 }
 
@@ -147,7 +142,7 @@ class Compressor {
       }
       std::string out;
       std::string error;
-      size_t r = c ? ConfigureFrame(c, job->level, job->input.size(), job->dict.size()) : 0;
+      size_t r = c ? ConfigureFrame(c, job->level) : 0;
       if (c && !ZSTD_isError(r) && !job->dict.empty()) {
         ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
         r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);

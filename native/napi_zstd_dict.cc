@@ -118,7 +118,7 @@ Napi::Value DictCompress(const Napi::CallbackInfo& info) {
   ZSTD_CCtx* c = ThreadCctx();
   ZSTD_CDict* cd = CDictFor(dict, level);
   if (!c || !cd) throw Napi::Error::New(env, "zstd: out of memory");
-  ZstdCheck(env, ConfigureFrame(c, level, src.size, dict.size), "zstd parameters");
+  ZstdCheck(env, ConfigureFrame(c, level), "zstd parameters");
   ZstdCheck(env, ZSTD_CCtx_refCDict(c, cd), "zstd dictionary");
   Napi::Value out = CompressFrame(env, c, src);
   ZSTD_CCtx_refCDict(c, nullptr);

@@ -12,10 +12,10 @@ namespace layerfs {
 ZSTD_CCtx* ThreadCctx();
 ZSTD_DCtx* ThreadDctx();
 
-// Resets `c` to the Store's frame parameters at `level`; returns a zstd error code or 0. With a
-// dictionary of `dictSize` bytes for an input of `srcSize`, the window is made to cover both, so
-// the end of a group can still refer to the start of the dictionary.
-size_t ConfigureFrame(ZSTD_CCtx* c, int level, size_t srcSize = 0, size_t dictSize = 0);
+// Resets `c` to the Store's frame parameters at `level`; returns a zstd error code or 0. A
+// dictionary referenced afterwards (ZSTD_CCtx_refCDict) brings the parameters it was digested
+// with, for that same level.
+size_t ConfigureFrame(ZSTD_CCtx* c, int level);
 
 // Throws a JS error naming `what` when `r` is a zstd error code.
 void ZstdCheck(const Napi::Env& env, size_t r, const char* what);
