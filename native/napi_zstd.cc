@@ -13,28 +13,21 @@
 #include <map>
 #include <vector>
 
-#define ZSTD_STATIC_LINKING_ONLY
-#include "zstd.h"
-#include "napi_util.h"
+#include "zstd_frame.h"
 
 namespace layerfs {
 
-namespace {
-
-// One context each per thread, reused: creating a context costs more than compressing a small
-// group. Node runs these calls on the JS thread only.
-ZSTD_CCtx* Cctx() {
+ZSTD_CCtx* ThreadCctx() {
   static thread_local ZSTD_CCtx* c = ZSTD_createCCtx();
   return c;
 }
 
-ZSTD_DCtx* Dctx() {
+ZSTD_DCtx* ThreadDctx() {
   static thread_local ZSTD_DCtx* d = ZSTD_createDCtx();
   return d;
 }
 
-// Sets the frame parameters every compression uses; returns a zstd error code or 0.
-size_t Configure(ZSTD_CCtx* c, int level) {
+size_t ConfigureFrame(ZSTD_CCtx* c, int level) {
   ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
   size_t r = ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level);
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless);
@@ -42,6 +35,47 @@ size_t Configure(ZSTD_CCtx* c, int level) {
   if (!ZSTD_isError(r)) r = ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0);
   return ZSTD_isError(r) ? r : 0;
 }
+
+void ZstdCheck(const Napi::Env& env, size_t r, const char* what) {
+  if (ZSTD_isError(r)) throw Napi::Error::New(env, std::string(what) + ": " + ZSTD_getErrorName(r));
+}
+
+Napi::Value CompressFrame(const Napi::Env& env, ZSTD_CCtx* c, const Bytes& src) {
+  const size_t bound = ZSTD_compressBound(src.size);
+  std::string out(bound, '\0');
+  const size_t n = ZSTD_compress2(c, out.data(), bound, src.data, src.size);
+  ZstdCheck(env, n, "zstd compress");
+  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
+}
+
+constexpr size_t kMaxFrame = 64u << 20;
+
+size_t DecodedSize(const Napi::Env& env, const Bytes& frame, const Napi::Value& want) {
+  if (!want.IsNumber()) throw Napi::TypeError::New(env, "size must be a number");
+  const double w = want.As<Napi::Number>().DoubleValue();
+  if (w == -1) {
+    ZSTD_frameHeader h;
+    const size_t r = ZSTD_getFrameHeader_advanced(&h, frame.data, frame.size, ZSTD_f_zstd1_magicless);
+    if (r != 0 || h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kMaxFrame) {
+      throw Napi::Error::New(env, "zstd decompress: bad frame header");
+    }
+    return static_cast<size_t>(h.frameContentSize);
+  }
+  if (!(w >= 0 && w <= kMaxFrame)) throw Napi::RangeError::New(env, "size out of range");
+  return static_cast<size_t>(w);
+}
+
+Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size) {
+  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
+  // One spare byte of capacity would let an overlong frame be detected; a frame that decodes to
+  // more than `size` fails with dstSize_tooSmall instead, which is just as good.
+  const size_t n = ZSTD_decompressDCtx(d, out.Data(), size, frame.data, frame.size);
+  ZstdCheck(env, n, "zstd decompress");
+  if (n != size) throw Napi::Error::New(env, "zstd decompress: frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(size));
+  return out;
+}
+
+namespace {
 
 // Background compression: one worker thread compresses queued inputs in order, so the writer
 // (lib/store/objects.ts) keeps storing while a sealed group compresses, and collects the frame
@@ -108,7 +142,7 @@ class Compressor {
       }
       std::string out;
       std::string error;
-      size_t r = c ? Configure(c, job->level) : 0;
+      size_t r = c ? ConfigureFrame(c, job->level) : 0;
       if (c && !ZSTD_isError(r) && !job->dict.empty()) {
         ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
         r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
@@ -179,71 +213,36 @@ Napi::Value CompressResult(const Napi::CallbackInfo& info) {
   return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), out.size());
 }
 
-void Check(const Napi::Env& env, size_t r, const char* what) {
-  if (ZSTD_isError(r)) throw Napi::Error::New(env, std::string(what) + ": " + ZSTD_getErrorName(r));
-}
-
 // zstdCompress(data, level, prefix?) → Buffer
 Napi::Value Compress(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
-  const int level = info[1].As<Napi::Number>().Int32Value();
-  ZSTD_CCtx* c = Cctx();
+  ZSTD_CCtx* c = ThreadCctx();
   if (!c) throw Napi::Error::New(env, "zstd: out of memory");
-  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, level), "zstd level");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless), "zstd format");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0), "zstd checksum");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0), "zstd dictID");
+  ZstdCheck(env, ConfigureFrame(c, info[1].As<Napi::Number>().Int32Value()), "zstd parameters");
   if (info.Length() > 2 && !info[2].IsUndefined()) {
     Bytes prefix = GetBytes(env, info[2], "prefix");
-    Check(env, ZSTD_CCtx_refPrefix_advanced(c, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
+    ZstdCheck(env, ZSTD_CCtx_refPrefix_advanced(c, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
   }
-  const size_t bound = ZSTD_compressBound(src.size);
-  std::string out;
-  out.resize(bound);
-  const size_t n = ZSTD_compress2(c, out.data(), bound, src.data, src.size);
-  Check(env, n, "zstd compress");
-  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
+  return CompressFrame(env, c, src);
 }
-
-constexpr size_t kMaxFrame = 64u << 20;
 
 // zstdDecompress(frame, size, prefix?) → Buffer of exactly `size` bytes (size -1: the size the
 // frame header records, at most 64 MiB), or throws.
 Napi::Value Decompress(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "frame");
-  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "size must be a number");
-  const double want = info[1].As<Napi::Number>().DoubleValue();
-  size_t size;
-  if (want == -1) {
-    ZSTD_frameHeader h;
-    const size_t r = ZSTD_getFrameHeader_advanced(&h, src.data, src.size, ZSTD_f_zstd1_magicless);
-    if (r != 0 || h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kMaxFrame) {
-      throw Napi::Error::New(env, "zstd decompress: bad frame header");
-    }
-    size = static_cast<size_t>(h.frameContentSize);
-  } else {
-    if (!(want >= 0 && want <= kMaxFrame)) throw Napi::RangeError::New(env, "size out of range");
-    size = static_cast<size_t>(want);
-  }
-  ZSTD_DCtx* d = Dctx();
+  const size_t size = DecodedSize(env, src, info[1]);
+  ZSTD_DCtx* d = ThreadDctx();
   if (!d) throw Napi::Error::New(env, "zstd: out of memory");
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  Check(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
+  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
   if (info.Length() > 2 && !info[2].IsUndefined()) {
     Bytes prefix = GetBytes(env, info[2], "prefix");
-    Check(env, ZSTD_DCtx_refPrefix_advanced(d, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
+    ZstdCheck(env, ZSTD_DCtx_refPrefix_advanced(d, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
   }
-  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
-  // One spare byte of capacity would let an overlong frame be detected; a frame that decodes to
-  // more than `size` fails with dstSize_tooSmall instead, which is just as good.
-  const size_t n = ZSTD_decompressDCtx(d, out.Data(), size, src.data, src.size);
-  Check(env, n, "zstd decompress");
-  if (n != size) throw Napi::Error::New(env, "zstd decompress: frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(size));
-  return out;
+  return DecompressFrame(env, d, src, size);
 }
 
 }  // namespace

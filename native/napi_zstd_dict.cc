@@ -13,9 +13,7 @@
 #include <string>
 #include <vector>
 
-#define ZSTD_STATIC_LINKING_ONLY
-#include "zstd.h"
-#include "napi_util.h"
+#include "zstd_frame.h"
 
 namespace layerfs {
 
@@ -87,20 +85,6 @@ ZSTD_DDict* DDictFor(const Bytes& dict) {
   return d.ddict;
 }
 
-ZSTD_CCtx* Cctx() {
-  static thread_local ZSTD_CCtx* c = ZSTD_createCCtx();
-  return c;
-}
-
-ZSTD_DCtx* Dctx() {
-  static thread_local ZSTD_DCtx* d = ZSTD_createDCtx();
-  return d;
-}
-
-void Check(const Napi::Env& env, size_t r, const char* what) {
-  if (ZSTD_isError(r)) throw Napi::Error::New(env, std::string(what) + ": " + ZSTD_getErrorName(r));
-}
-
 // zstdTrainDictionary(samples, sizes: Uint32Array, capacity) → Buffer, or null without ZDICT
 // or when training fails (too few or too uniform samples).
 Napi::Value Train(const Napi::CallbackInfo& info) {
@@ -131,54 +115,30 @@ Napi::Value DictCompress(const Napi::CallbackInfo& info) {
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
   Bytes dict = GetBytes(env, info[2], "dict");
   const int level = info[1].As<Napi::Number>().Int32Value();
-  ZSTD_CCtx* c = Cctx();
+  ZSTD_CCtx* c = ThreadCctx();
   ZSTD_CDict* cd = CDictFor(dict, level);
   if (!c || !cd) throw Napi::Error::New(env, "zstd: out of memory");
-  ZSTD_CCtx_reset(c, ZSTD_reset_session_and_parameters);
-  Check(env, ZSTD_CCtx_refCDict(c, cd), "zstd dictionary");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_format, ZSTD_f_zstd1_magicless), "zstd format");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 0), "zstd checksum");
-  Check(env, ZSTD_CCtx_setParameter(c, ZSTD_c_dictIDFlag, 0), "zstd dictID");
-  const size_t bound = ZSTD_compressBound(src.size);
-  std::string out(bound, '\0');
-  const size_t n = ZSTD_compress2(c, out.data(), bound, src.data, src.size);
+  ZstdCheck(env, ConfigureFrame(c, level), "zstd parameters");
+  ZstdCheck(env, ZSTD_CCtx_refCDict(c, cd), "zstd dictionary");
+  Napi::Value out = CompressFrame(env, c, src);
   ZSTD_CCtx_refCDict(c, nullptr);
-  Check(env, n, "zstd compress");
-  return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
+  return out;
 }
-
-constexpr size_t kMaxFrame = 64u << 20;
 
 // zstdDictDecompress(frame, size, dict) → Buffer of exactly `size` bytes (-1: the frame's own).
 Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "frame");
-  if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "size must be a number");
+  const size_t size = DecodedSize(env, src, info[1]);
   Bytes dict = GetBytes(env, info[2], "dict");
-  const double want = info[1].As<Napi::Number>().DoubleValue();
-  size_t size;
-  if (want == -1) {
-    ZSTD_frameHeader h;
-    const size_t r = ZSTD_getFrameHeader_advanced(&h, src.data, src.size, ZSTD_f_zstd1_magicless);
-    if (r != 0 || h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kMaxFrame) {
-      throw Napi::Error::New(env, "zstd decompress: bad frame header");
-    }
-    size = static_cast<size_t>(h.frameContentSize);
-  } else {
-    if (!(want >= 0 && want <= kMaxFrame)) throw Napi::RangeError::New(env, "size out of range");
-    size = static_cast<size_t>(want);
-  }
-  ZSTD_DCtx* d = Dctx();
+  ZSTD_DCtx* d = ThreadDctx();
   ZSTD_DDict* dd = DDictFor(dict);
   if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  Check(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
-  Check(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
-  Napi::Buffer<uint8_t> out = Napi::Buffer<uint8_t>::New(env, size);
-  const size_t n = ZSTD_decompressDCtx(d, out.Data(), size, src.data, src.size);
+  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
+  ZstdCheck(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
+  Napi::Value out = DecompressFrame(env, d, src, size);
   ZSTD_DCtx_refDDict(d, nullptr);
-  Check(env, n, "zstd decompress");
-  if (n != size) throw Napi::Error::New(env, "zstd decompress: frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(size));
   return out;
 }
 

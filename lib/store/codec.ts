@@ -43,6 +43,13 @@ export const KEEP_COMPRESSED = 0.9;
 /** A delta is kept only if it is at most this fraction of the object's size. */
 export const KEEP_DELTA = 0.25;
 /**
+ * A small file's delta larger than KEEP_DELTA is still kept when it is at most this fraction of
+ * the file compressed whole at the writer's level (with the Store's dictionary): the delta is
+ * level 19, the estimate level 2, so an unrelated base (a level-19 frame of its own, in effect)
+ * must not pass for a delta.
+ */
+export const KEEP_DELTA_OF_WHOLE = 0.75;
+/**
  * Tree objects (pages, roots, extent nodes) are mostly 32-byte ids and compress to 0.66–1.0 of
  * their size whole, so a delta pays up to a larger fraction: store_edit_history stored 1,400 of
  * its upper inode-table pages whole at KEEP_DELTA (docs/DESIGN.md).

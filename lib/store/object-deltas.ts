@@ -5,7 +5,7 @@
  */
 import { zstdCompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
-import { CHUNK_DELTA_LEVEL, Codec, DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
+import { CHUNK_DELTA_LEVEL, Codec, DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';
 import type { ChainInfo, Pending } from './object-groups.js';
 
@@ -17,6 +17,8 @@ export interface DeltaContext {
   locate(id: Buffer): { size: number; codec: number; base: Buffer | null } | undefined;
   /** A stored object's bytes, authenticated. */
   read(id: Buffer): Buffer;
+  /** Bytes a small file would take compressed whole (as its group compresses it), when known. */
+  wholeCost?(data: Uint8Array): number;
 }
 
 export class DeltaPlanner {
@@ -48,8 +50,18 @@ export class DeltaPlanner {
     }
     const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
     const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
-    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA)) return undefined;
+    if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA) && !this.smallerThanWhole(p, data, frame)) return undefined;
     return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
+  }
+
+  /**
+   * A small file's delta that is larger than KEEP_DELTA of it is still kept when it is clearly
+   * smaller than the file compressed whole would be (KEEP_DELTA_OF_WHOLE): a release's edited
+   * source file compresses whole to about a fifth of its size, so a delta of a third of the file
+   * loses, and one of a tenth wins though KEEP_DELTA would not have it.
+   */
+  private smallerThanWhole(p: Pending, data: Uint8Array, frame: Buffer): boolean {
+    return p.kind === ObjectKind.Blob && this.ctx.wholeCost !== undefined && frame.length <= this.ctx.wholeCost(data) * KEEP_DELTA_OF_WHOLE;
   }
 
   /**

@@ -4,7 +4,7 @@
  * delta against its previous version (docs/FORMAT.md "Physical forms"); the physical form never
  * changes an id.
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDictCompress } from '../native/index.js';
 import { Codec, COMPRESSION_LEVEL, compressionEnabled, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';
@@ -75,6 +75,10 @@ export class ObjectWriter {
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
       read: (id) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id),
+      wholeCost: (data) => {
+        const dict = this.dictionary();
+        return (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length;
+      },
     });
   }
 

@@ -9,6 +9,8 @@ import { ObjectKind } from './object-id.js';
 import { ObjectReader } from './object-reader.js';
 import { ensureDictionary } from './repack-dict.js';
 import { ChainFlattener } from './repack-flatten.js';
+import type { Selection } from './repack-bases.js';
+import { SelectedWriter } from './repack-selected.js';
 import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
 import type { Dictionary } from './dictionary.js';
 import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
@@ -35,6 +37,8 @@ export interface BatchStats {
   skipped: number;
   flattened: number;
   madeWhole: number;
+  /** Small files written as deltas the selection planned (repack-bases.ts). */
+  selected: number;
 }
 
 /** The byte counters of RepackProgress a batch adds to. */
@@ -48,6 +52,8 @@ export interface BatchOptions {
   level: number;
   dict?: Dictionary;
   flatten: boolean;
+  /** Planned forms of the small files (repack-bases.ts); without it they keep the rules above. */
+  selection?: Selection;
 }
 
 /** What a batch collected from its old rows before laying them out. */
@@ -59,6 +65,7 @@ class Collected {
   readonly oldPacks: number[] = [];
   /** Old rows something still points into (never expected: only a repack moves objects, out of old rows). */
   readonly keep = new Set<number>();
+  selected: SelectedWriter | undefined;
 
   seal(c: Cls): void {
     const g = this.groups[c]!;
@@ -70,6 +77,10 @@ class Collected {
   /** Adds an object stored whole to the open group of its class. */
   add(p: Planned, data: Buffer): void {
     const c = p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? (looksRandom(data) ? Cls.Random : Cls.Content) : Cls.Tree;
+    this.group(c, p, data);
+  }
+
+  private group(c: Cls, p: Planned, data: Buffer): void {
     const g = this.groups[c]!;
     const max = c === Cls.Content ? REPACK_GROUP_MAX : c === Cls.Tree ? TREE_GROUP_TARGET : GROUP_TARGET;
     if (g.items.length > 0 && (c === Cls.Content ? g.bytes + data.length > max : g.bytes >= max)) this.seal(c);
@@ -100,6 +111,7 @@ export function rewriteBatch(store: Store, packs: [number, Planned[]][], opts: B
     for (const pack of got.oldPacks) if (!got.keep.has(pack)) deletePack.run(pack);
     written(ids);
     db.exec('COMMIT');
+    got.selected?.committed();
     stats.transactions++;
   } catch (e) {
     if (db.inTransaction) db.exec('ROLLBACK');
@@ -114,6 +126,21 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
   const readRow = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
   const flattener = opts.flatten ? new ChainFlattener(db, reader) : undefined;
   const got = new Collected();
+  const copy = (p: Planned, row: Buffer | undefined): void => {
+    // Its frame is copied as it is: its bases, and so its chain, do not change, and damage
+    // (if any) stays where a read or verify finds it.
+    if (!row || p.offset + p.length > row.length) throw new LayerFsError('ERR_CORRUPT', `delta outside its pack`, { path: store.path });
+    const bytes = Buffer.from(row.subarray(p.offset, p.offset + p.length));
+    got.deltas.push({ bytes, entries: [[p, Codec.Delta, 0, bytes.length, 0, p.base]] });
+  };
+  const selected = opts.selection
+    ? new SelectedWriter(db, reader, opts.selection, {
+        delta: (p, frame, base) => got.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] }),
+        whole: (p, data) => got.add(p, data),
+        asIs: (p) => (p.codec === Codec.Delta ? copy(p, readRow.get(p.pack) as Buffer | undefined) : got.add(p, reader.get(p.id))),
+      })
+    : undefined;
+  got.selected = selected;
   for (const [pack, planned] of packs) {
     const row = readRow.get(pack) as Buffer | undefined;
     stats.storedBytesBefore += row?.length ?? 0;
@@ -136,21 +163,21 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
       continue;
     }
     for (const p of live) {
+      if (selected?.has(p.id)) {
+        selected.write(p);
+        continue;
+      }
       if (p.codec !== Codec.Delta) {
         got.add(p, reader.get(p.id));
         continue;
       }
       const plan = flattener?.plan(p) ?? { copy: true as const };
-      if ('copy' in plan) {
-        // Its frame is copied as it is: its bases, and so its chain, do not change, and damage
-        // (if any) stays where a read or verify finds it.
-        if (!row || p.offset + p.length > row.length) throw new LayerFsError('ERR_CORRUPT', `delta outside its pack`, { path: store.path });
-        const bytes = Buffer.from(row.subarray(p.offset, p.offset + p.length));
-        got.deltas.push({ bytes, entries: [[p, Codec.Delta, 0, bytes.length, 0, p.base]] });
-      } else if (plan.frame) got.deltas.push({ bytes: plan.frame, entries: [[p, Codec.Delta, 0, plan.frame.length, 0, plan.base]] });
+      if ('copy' in plan) copy(p, row);
+      else if (plan.frame) got.deltas.push({ bytes: plan.frame, entries: [[p, Codec.Delta, 0, plan.frame.length, 0, plan.base]] });
       else got.add(p, plan.data);
     }
   }
+  if (selected) stats.selected += selected.deltas;
   if (flattener) {
     stats.flattened += flattener.flattened;
     stats.madeWhole += flattener.madeWhole;

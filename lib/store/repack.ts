@@ -9,6 +9,8 @@ import { LayerFsError } from '../errors.js';
 import type { StoreAccess as Store } from './access.js';
 import { rewriteBatch, type BatchOptions } from './repack-batch.js';
 import { repackDictionary } from './repack-dict.js';
+import { selectBases, selectionItems, type Selection } from './repack-bases.js';
+import type { Dictionary } from './dictionary.js';
 import { loadRecord, recorded, recordRows } from './repack-record.js';
 import type { Planned } from './repack-rows.js';
 import { FORMAT_VERSION } from './schema.js';
@@ -57,6 +59,11 @@ export interface RepackOptions {
   dictionary?: boolean;
   /** Re-encode delta chains longer than one link against their full object (default true; repack-flatten.ts). */
   flatten?: boolean;
+  /**
+   * Choose delta bases for small files the way git's pack heuristics do: the same path's other
+   * versions, then a window of files sorted by name and size (default true; repack-bases.ts).
+   */
+  select?: boolean;
   onProgress?: (p: RepackProgress) => void;
 }
 
@@ -81,6 +88,10 @@ export interface RepackStats {
   madeWhole: number;
   /** Bytes of the dictionary content groups were compressed with (0: none). */
   dictionaryBytes: number;
+  /** Small files the base selection planned as deltas, those written so, and the ms the selection took. */
+  planned: number;
+  selected: number;
+  selectMs: number;
 }
 
 function fileBytes(store: Store): number {
@@ -114,7 +125,7 @@ function assertRepackable(store: Store): void {
 function emptyStats(level: number, fileBytesBefore: number): RepackStats {
   return {
     level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
-    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0,
+    storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0, planned: 0, selected: 0, selectMs: 0,
   };
 }
 
@@ -135,7 +146,7 @@ function snapshotRows(store: Store, level: number, full: boolean | undefined, st
     const maxPack = (db.prepare('SELECT max(id) FROM packs').pluck().get() as number | null) ?? 0;
     stats.rowsSkipped = skip ? (db.prepare('SELECT id FROM packs WHERE id <= ?').pluck().all(maxPack) as number[]).filter((id) => recorded(skip, id)).length : 0;
     const counts = db.prepare('SELECT pack, count(*) AS n FROM objects WHERE pack <= ? GROUP BY pack ORDER BY pack').all(maxPack) as RowCount[];
-    return { rows: counts.filter((r) => !recorded(skip, r.pack)), record, skip };
+    return { rows: counts.filter((r) => !recorded(skip, r.pack)), record, skip, maxPack };
   });
 }
 
@@ -199,19 +210,20 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
   const t0 = performance.now();
   const stats = emptyStats(level, fileBytes(store));
   try {
-    const { rows, record, skip } = snapshotRows(store, level, opts.full, stats);
+    const { rows, record, skip, maxPack } = snapshotRows(store, level, opts.full, stats);
     const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: rows.length, bytesBefore: 0, bytesAfter: 0 };
     stats.rowsBefore = rows.length;
     opts.onProgress?.({ ...progress });
     const dict = rows.length > 0 && (opts.dictionary ?? true) ? repackDictionary(store) : undefined;
     stats.dictionaryBytes = dict?.bytes.length ?? 0;
+    const selection = rows.length > 0 && (opts.select ?? true) ? planSelection(store, rows, maxPack, dict, stats) : undefined;
     await rewriteRowWindows(store, {
       rows, level, batchBytes, stats, progress,
       // A rewrite that skips an existing record (a higher level, or full) replaces it; otherwise
       // rows are added to what is there (a concurrent repack's too).
       replaceRecord: !skip && record !== undefined,
       planObjects: opts.planObjects ?? REPACK_PLAN_OBJECTS,
-      batch: { level, dict, flatten: opts.flatten ?? true },
+      batch: { level, dict, flatten: opts.flatten ?? true, selection },
       onProgress: opts.onProgress,
     });
     store.objects.reset();
@@ -241,6 +253,7 @@ export async function rewriteRows(store: Store, packs: number[], opts: { level: 
   const stats: RepackStats = {
     level: opts.level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
     storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore: 0, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0,
+    planned: 0, selected: 0, selectMs: 0,
   };
   const progress: RepackProgress = { phase: 'rewrite', rowsDone: 0, rowsTotal: packs.length, bytesBefore: 0, bytesAfter: 0 };
   const batchBytes = opts.batchBytes ?? REPACK_BATCH_BYTES;
@@ -260,6 +273,15 @@ export async function rewriteRows(store: Store, packs: number[], opts: { level: 
   }
   store.objects.reset();
   return stats;
+}
+
+/** The base selection for the small files of `rows` (repack-bases.ts). */
+function planSelection(store: Store, rows: RowCount[], maxPack: number, dict: Dictionary | undefined, stats: RepackStats): Selection {
+  const packs = new Set(rows.map((r) => r.pack));
+  const selection = selectBases(store, selectionItems(store, maxPack, (pack) => packs.has(pack)), dict);
+  stats.planned = selection.planned;
+  stats.selectMs = selection.ms;
+  return selection;
 }
 
 /** VACUUMs the Store so free pages go back to the file system; returns the ms it took. */

@@ -36,6 +36,15 @@ test('a version whose base ends a full chain is a delta against an older version
     assert.ok(Math.max(...depths) <= DELTA_MAX_DEPTH, `depths ${depths.join(',')}`);
     assert.ok(depths.includes(REBASE_DEPTH) && depths.indexOf(DELTA_MAX_DEPTH) < depths.lastIndexOf(REBASE_DEPTH), `rebased: ${depths.join(',')}`);
     for (const [id, data] of versions) assert.ok(store.objects.get(id, ObjectKind.Blob).equals(data));
+    // Text against an unrelated text: a level-19 frame of its own, not a delta worth a chain.
+    const words = (seed: number) => Array.from({ length: 600 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sigma'][(i * seed + (i >> 3)) % 6]).join(' ');
+    const text = store.writeSync((w) => {
+      const base = w.add(ObjectKind.Blob, Buffer.from(`${words(5)}\n${seededBytes(7, 64).toString('hex')}`));
+      const id = w.add(ObjectKind.Blob, Buffer.from(`${seededBytes(8, 2000).toString('base64')}`));
+      w.suggestBase(id, base);
+      return id;
+    });
+    assert.notEqual(store.objects.locator(text)!.codec, Codec.Delta);
   } finally {
     store.close();
   }
@@ -60,7 +69,7 @@ test('a damaged link below a rebased delta fails the tip with ERR_CORRUPT', () =
   assertCorruptRead(path, tip);
 });
 
-test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content only up to KEEP_DELTA', () => {
+test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content up to KEEP_DELTA, or KEEP_DELTA_OF_WHOLE of it compressed whole', () => {
   assert.ok(KEEP_TREE_DELTA > KEEP_DELTA);
   const store = Store.create(join(tempDir(), 's.sqlite'));
   try {
@@ -83,9 +92,19 @@ test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content onl
     const blob = store.objects.locator(ids[ObjectKind.Blob]!)!;
     assert.equal(page.codec, Codec.Delta);
     assert.ok(page.length > next.length * KEEP_DELTA && page.length <= next.length * KEEP_TREE_DELTA, `page delta ${page.length} of ${next.length}`);
-    assert.notEqual(blob.codec, Codec.Delta);
+    // Random bytes compress to their size whole, so their delta of ~40 % pays.
+    assert.equal(blob.codec, Codec.Delta);
     assert.ok(store.objects.get(ids[ObjectKind.Page]!, ObjectKind.Page).equals(next));
     assert.ok(store.objects.get(ids[ObjectKind.Blob]!, ObjectKind.Blob).equals(next));
+    // Text against an unrelated text: a level-19 frame of its own, not a delta worth a chain.
+    const words = (seed: number) => Array.from({ length: 600 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sigma'][(i * seed + (i >> 3)) % 6]).join(' ');
+    const text = store.writeSync((w) => {
+      const base = w.add(ObjectKind.Blob, Buffer.from(`${words(5)}\n${seededBytes(7, 64).toString('hex')}`));
+      const id = w.add(ObjectKind.Blob, Buffer.from(`${seededBytes(8, 2000).toString('base64')}`));
+      w.suggestBase(id, base);
+      return id;
+    });
+    assert.notEqual(store.objects.locator(text)!.codec, Codec.Delta);
   } finally {
     store.close();
   }

@@ -1,0 +1,33 @@
+// The frame set-up every zstd call of the addon shares (napi_zstd.cc defines it; the dictionary
+// calls in napi_zstd_dict.cc use it too): magicless frames without checksum or dictionary id,
+// one compression and one decompression context per thread, and the bounded decoded size.
+#pragma once
+#define ZSTD_STATIC_LINKING_ONLY
+#include "zstd.h"
+#include "napi_util.h"
+
+namespace layerfs {
+
+// Contexts of the calling thread, reused: creating one costs more than compressing a small group.
+ZSTD_CCtx* ThreadCctx();
+ZSTD_DCtx* ThreadDctx();
+
+// Resets `c` to the Store's frame parameters at `level`; returns a zstd error code or 0. A
+// dictionary referenced afterwards (ZSTD_CCtx_refCDict) brings the parameters it was digested
+// with, for that same level.
+size_t ConfigureFrame(ZSTD_CCtx* c, int level);
+
+// Throws a JS error naming `what` when `r` is a zstd error code.
+void ZstdCheck(const Napi::Env& env, size_t r, const char* what);
+
+// ZSTD_compress2 through `c` (configured by the caller) into a new Buffer.
+Napi::Value CompressFrame(const Napi::Env& env, ZSTD_CCtx* c, const Bytes& src);
+
+// The decoded size a call asks for: `want`, or with -1 the size the frame header records; at
+// most 64 MiB either way.
+size_t DecodedSize(const Napi::Env& env, const Bytes& frame, const Napi::Value& want);
+
+// Decodes `frame` through `d` (configured by the caller) into a Buffer of exactly `size` bytes.
+Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size);
+
+}  // namespace layerfs
