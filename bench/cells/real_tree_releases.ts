@@ -8,6 +8,8 @@
 //   end         endWorkspace                                                      → endMs
 //   import B    a fresh Store importing release B alone (materialize only)        → importBMs
 //   repack      db repack of the two-release Store (materialize only)             → repackMs, repackedBytes
+//   read        readFile of release B's largest file, streamed (materialize only)  → readMs, readBytes
+// --skip-storage leaves out the fresh-Store storage figures (repack here, gc in the git peer).
 // After timing, the committed state is compared with release B (file count and bytes via ls).
 //   node bench/cells/real_tree_releases.ts --cell layerfs-real-tree --a DIR --b DIR --tmp SCRATCH --tier LABEL [--projection fuse]
 
@@ -24,12 +26,39 @@ const REAL_TREE_OPTIONS = {
   a: { type: 'string' },
   b: { type: 'string' },
   projection: { type: 'string', default: 'materialize' },
+  'skip-storage': { type: 'boolean' },
 } as const;
+
+/** The largest regular file under `root` (relative path and size): the streaming-read case. */
+function largestFile(root: string): { rel: string; size: number } {
+  let best = { rel: '', size: -1 };
+  const stack = [''];
+  while (stack.length > 0) {
+    const rel = stack.pop()!;
+    for (const e of fs.readdirSync(path.join(root, rel), { withFileTypes: true })) {
+      const r = rel ? `${rel}/${e.name}` : e.name;
+      if (e.isDirectory()) stack.push(r);
+      else if (e.isFile()) {
+        const size = fs.statSync(path.join(root, r)).size;
+        if (size > best.size) best = { rel: r, size };
+      }
+    }
+  }
+  return best;
+}
 
 function fileBytes(p: string): number {
   let n = 0;
   for (const f of [p, `${p}-wal`]) if (fs.existsSync(f)) n += fs.statSync(f).size;
   return n;
+}
+
+/** The mount daemon's peak RSS so far (VmHWM), in MiB. */
+async function daemonPeakRss(c: Client): Promise<number | undefined> {
+  const st = await c.daemonStatus();
+  if (!st) return undefined;
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync(`/proc/${st.pid}/status`, 'utf8'));
+  return m ? round1(Number(m[1]) / 1024) : undefined;
 }
 
 async function timed<T>(fn: () => Promise<T> | T): Promise<[T, number]> {
@@ -61,9 +90,17 @@ async function layerfsRealTree(a: Given<typeof REAL_TREE_OPTIONS, never>): Promi
   out.objectsInserted = commit.objectsInserted;
   out.bytesInserted = commit.bytesInserted;
   out.changedPaths = commit.changedPaths;
+  if (projection === 'fuse') out.daemonPeakRssMiB = await daemonPeakRss(c);
   if (projection === 'materialize') {
     const [, exportMs] = await timed(() => c.export('next', path.join(tmp, 'export')));
     out.exportMs = exportMs;
+    const big = largestFile(path.resolve(a.b!));
+    let n = 0;
+    const [, readMs] = await timed(() => {
+      for (const piece of c.readFile('next', big.rel)) n += piece.length;
+    });
+    if (n !== big.size) throw new Error(`read ${n} of ${big.size} bytes of ${big.rel}`);
+    Object.assign(out, { readMs, readBytes: n, readPath: big.rel });
   }
   const [, endMs] = await timed(() => c.endWorkspace(w.id));
   out.endMs = endMs;
@@ -72,17 +109,20 @@ async function layerfsRealTree(a: Given<typeof REAL_TREE_OPTIONS, never>): Promi
   out.storeBytes = fileBytes(store);
   if (projection === 'materialize') {
     fs.rmSync(path.join(tmp, 'export'), { recursive: true, force: true });
+    out.importBRssMiB = round1(process.resourceUsage().maxRSS / 1024);
     const fresh = path.join(tmp, 'b.sqlite');
     const cb = Client.create(fresh);
     const [, importBMs] = await timed(() => cb.initLayerStack({ name: 'b', source: path.resolve(a.b!) }));
     out.importBMs = importBMs;
     cb.close();
     fs.rmSync(fresh, { force: true });
-    c = Client.connect(store);
-    const [, repackMs] = await timed(() => c.repack());
-    out.repackMs = repackMs;
-    c.close();
-    out.repackedBytes = fileBytes(store);
+    if (!a['skip-storage']) {
+      c = Client.connect(store);
+      const [, repackMs] = await timed(() => c.repack());
+      out.repackMs = repackMs;
+      c.close();
+      out.repackedBytes = fileBytes(store);
+    }
   }
   const du = spawnSync('du', ['-sb', path.resolve(a.b!)], { encoding: 'utf8' });
   out.bytes = Number(du.stdout.split('\t')[0]);
@@ -96,6 +136,7 @@ async function layerfsRealTree(a: Given<typeof REAL_TREE_OPTIONS, never>): Promi
 //   rsync       rsync -a --delete B/ work/                                        → rsyncMs
 //   commit      git add -A && git commit (B over A)                               → commitMs
 //   loose       du -sb .git after both, as written                                → looseBytes
+//   read        git cat-file blob of release B's largest file                     → readMs, readBytes
 //   gc          git gc                                                            → gcMs, gcBytes
 //   aggressive  git gc --aggressive                                               → aggressiveMs, aggressiveBytes
 //   rm          rm -rf work/                                                      → rmMs
@@ -115,12 +156,13 @@ async function gitRealTree(a: Given<typeof REAL_TREE_OPTIONS, never>): Promise<C
   const rsync = timeExternal(['rsync', '-a', '--delete', '--exclude=/.git', `${B}/`, `${work}/`]);
   const commit = timeExternal(['sh', '-c', `${git} add -A && ${git} commit -q -m B`], { env, cwd: work });
   const looseBytes = duBytes(gitDir);
-  const gc = timeExternal(['sh', '-c', `${git} gc -q`], { env, cwd: work });
-  const gcBytes = duBytes(gitDir);
-  const aggressive = timeExternal(['sh', '-c', `${git} gc -q --aggressive`], { env, cwd: work });
-  const aggressiveBytes = duBytes(gitDir);
+  const big = largestFile(B);
+  const read = timeExternal(['sh', '-c', `${git} cat-file blob HEAD:${JSON.stringify(big.rel)} | cat > /dev/null`], { env, cwd: work });
+  const storage = a['skip-storage'] ? null : gitStorage(env, work, gitDir);
   const rm = timeExternal(['rm', '-rf', work]);
   return {
+    readMs: round1(read.ms),
+    readBytes: big.size,
     ms: round1(commit.ms),
     maxRssMiB: round1(Math.max(imp.maxRssMiB, commit.maxRssMiB)),
     cpMs: round1(cp.ms),
@@ -128,15 +170,20 @@ async function gitRealTree(a: Given<typeof REAL_TREE_OPTIONS, never>): Promise<C
     importMs: round1(imp.ms),
     rsyncMs: round1(rsync.ms),
     commitMs: round1(commit.ms),
-    storeBytes: gcBytes,
+    storeBytes: storage?.gcBytes ?? looseBytes,
     looseBytes,
-    gcMs: round1(gc.ms),
-    gcBytes,
-    aggressiveMs: round1(aggressive.ms),
-    aggressiveBytes,
+    ...storage,
     rmMs: round1(rm.ms),
     bytes: duBytes(B),
   };
+}
+
+/** `git gc` and `git gc --aggressive` of the two-release repository: time and size after each. */
+function gitStorage(env: NodeJS.ProcessEnv, work: string, gitDir: string): Record<string, number> {
+  const gc = timeExternal(['sh', '-c', `${git} gc -q`], { env, cwd: work });
+  const gcBytes = duBytes(gitDir);
+  const aggressive = timeExternal(['sh', '-c', `${git} gc -q --aggressive`], { env, cwd: work });
+  return { gcMs: round1(gc.ms), gcBytes, aggressiveMs: round1(aggressive.ms), aggressiveBytes: duBytes(gitDir) };
 }
 
 export const realTree = defineCell({

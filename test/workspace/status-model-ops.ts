@@ -4,7 +4,7 @@
  * touched, so that the plain directory and a Workspace get the same edit and the same times.
  */
 import fs from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { setTimes, setXattr } from '../../lib/native/index.js';
 
 /** xorshift32: one stream per Projection, from the printed seed. */
@@ -140,13 +140,40 @@ export function chooseOp(rnd: Pick, root: string, step: number): Op {
   }
 }
 
+/** Where each touched path that is a symlink leads now (followed by name, dangling or not), inside root. */
+function linkTargets(root: string, touched: string[]): string[] {
+  const out: string[] = [];
+  for (const t of touched) {
+    let p = join(root, t);
+    try {
+      for (let hops = 0; hops < 8 && fs.lstatSync(p).isSymbolicLink(); hops++) p = resolve(dirname(p), fs.readlinkSync(p));
+    } catch {
+      // dangling: p is where a write would create it
+    }
+    if (p !== join(root, t) && p.startsWith(`${root}/`)) out.push(p);
+  }
+  return out;
+}
+
 /** Runs an edit, then sets the mtime of what it touched (and their parents) from a logical clock. */
 export function apply(root: string, op: Op, clockNs: bigint): string {
+  const through = linkTargets(root, op.touched);
   let code = 'ok';
   try {
     op.run(root);
   } catch (e) {
     code = (e as NodeJS.ErrnoException).code ?? String(e);
+  }
+  // A failed edit may still have created a symlink's target and then removed the link (`cp` of a
+  // directory over a dangling link): the target gets the clock too.
+  for (const real of through) {
+    try {
+      fs.lstatSync(real);
+      setTimes(real, clockNs, clockNs);
+      setTimes(join(real, '..'), clockNs, clockNs);
+    } catch {
+      // not created
+    }
   }
   const stamp = new Set<string>();
   for (const t of op.touched) {

@@ -111,9 +111,10 @@ async function script(run: Run, n: number, last: boolean): Promise<void> {
 }
 
 /** `scripts` scripts from `seed` on a Workspace of `projection`, in a fresh Store. */
-export async function runModel(projection: Projection, seed: number, scripts: number): Promise<void> {
+export async function runModel(projection: Projection, seed: number, scripts: number, onStart?: (dir: string) => void): Promise<void> {
   // Not the test helper's tempDir: this runs on worker threads, where node:test's hooks do not.
   const dir = fs.mkdtempSync(join(tmpdir(), 'layerfs-status-model-'));
+  onStart?.(dir);
   try {
     await runIn(dir, projection, seed, scripts);
   } finally {
