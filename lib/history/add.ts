@@ -9,7 +9,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import type { ObjectWriter } from '../store/index.js';
-import { getBranch, getCommit, isInHistory } from './branches.js';
+import { branchLog, getBranch, getCommit, isInHistory } from './branches.js';
 import { reconcileStates, type ReconcileConflict } from './reconcile.js';
 import type { BranchRow, CommitRow } from './rows.js';
 import { layerId } from './ids.js';
@@ -24,12 +24,29 @@ export type AddOutcome =
   | { outcome: 'HeadMoved'; expected: Buffer; actual: Buffer };
 
 /**
- * The root the Branch's changes are measured from: that of its Commit this LayerStack last
- * took (a Layer it added), else its base Layer's.
+ * The root the Branch's changes are measured from: the newest Commit of the Branch's history
+ * that a Layer added since its base took, or descends from (a sibling Branch forked from the
+ * same Commit shares its edits; measuring from the base Layer would count them as changes on
+ * both sides), else the base Layer's. Every Add is reconciled onto the head, so the head holds
+ * what any such Layer took.
  */
 function mergeBaseRoot(store: Store, b: BranchRow): Buffer {
-  const rows = store.db.prepare('SELECT source_commit_id AS c FROM layers WHERE layer_stack_id = ? AND source_branch_id = ? ORDER BY seq DESC').all(b.layerStackId, b.id) as { c: Buffer }[];
-  for (const r of rows) if (isInHistory(store, b, r.c)) return getCommit(store, r.c)!.rootId;
+  const depth = new Map<string, number>();
+  branchLog(store, b).forEach((c, i) => depth.set(toHex(c.id), i));
+  let best: number | undefined;
+  const seen = new Set<string>();
+  for (let layer = getLayer(store, getLayerStack(store, b.layerStackId)!.headLayerId); layer && !layer.id.equals(b.baseLayerId); layer = layer.parentLayerId ? getLayer(store, layer.parentLayerId) : undefined) {
+    for (let id = layer.sourceCommitId; id && !seen.has(toHex(id)); id = getCommit(store, id)?.parentCommitId ?? null) {
+      const hex = toHex(id);
+      seen.add(hex);
+      const d = depth.get(hex);
+      if (d !== undefined) {
+        if (best === undefined || d < best) best = d;
+        break;
+      }
+    }
+  }
+  if (best !== undefined) return branchLog(store, b, best + 1)[best]!.rootId;
   return getLayer(store, b.baseLayerId)!.rootId;
 }
 

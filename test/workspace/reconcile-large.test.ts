@@ -26,6 +26,9 @@ async function setup() {
   const src = join(dir, 'src');
   const base = randomBytes(SIZE);
   base[0] = 0;
+  // The overlapping edit's bytes must all differ from the base, or the conflict's range would
+  // shrink wherever a random base byte happens to equal the edit's.
+  base.fill(0, MIB + 100, MIB + 110);
   mkdirSync(src, { recursive: true });
   writeFileSync(join(src, 'model.bin'), base);
   const client = Client.create(join(dir, 'store.sqlite'));

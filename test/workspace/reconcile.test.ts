@@ -241,6 +241,34 @@ test('layerstack add reconciles with a moved LayerStack; a conflicting add leave
   }
 });
 
+test('Branches forked from one Commit add from that Commit: an edit they inherited is no change of the second', async () => {
+  const { dir, client, w1, w2 } = await setup();
+  try {
+    writeFileSync(join(w1.path, 'lib/a.txt'), edit(TEXT, 1, 'one by trunk'));
+    const trunk = await client.commitWorkspace(w1.id);
+    assert.equal(trunk.outcome, 'Created');
+    if (trunk.outcome !== 'Created') return;
+    client.forkBranch({ name: 'x', branch: 'shared', commit: trunk.commit.id });
+    client.forkBranch({ name: 'y', branch: 'shared', commit: trunk.commit.id });
+    const wx = await client.createWorkspace('x', { at: join(dir, 'wx'), projection: 'materialize' });
+    const wy = await client.createWorkspace('y', { at: join(dir, 'wy'), projection: 'materialize' });
+    // x edits the line trunk edited again; y leaves it as trunk made it and edits another file.
+    writeFileSync(join(wx.path, 'lib/a.txt'), edit(TEXT, 1, 'one by x'));
+    writeFileSync(join(wy.path, 'lib/b.txt'), 'b by y\n');
+    assert.equal((await client.commitWorkspace(wx.id)).outcome, 'Created');
+    assert.equal((await client.commitWorkspace(wy.id)).outcome, 'Created');
+    assert.equal(client.add('x').outcome, 'Added');
+    const added = client.add('y');
+    assert.equal(added.outcome, 'Added', JSON.stringify(added.outcome === 'Conflicted' ? added.conflicts : added));
+    assert.equal(client.cat('p', 'lib/a.txt').toString(), edit(TEXT, 1, 'one by x'));
+    assert.equal(client.cat('p', 'lib/b.txt').toString(), 'b by y\n');
+    for (const w of [wx, wy, w2]) await client.endWorkspace(w.id, { discard: true });
+    assertIntact(client);
+  } finally {
+    client.close();
+  }
+});
+
 test('a format-8 Store is upgraded: conflicts are recorded and listed afterwards', async () => {
   const { dir, client, w1, w2 } = await setup();
   client.close();
