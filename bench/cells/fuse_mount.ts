@@ -23,8 +23,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { Client } from '../../lib/sdk/index.js';
+import { randomFile } from '../lib/file-ops.js';
+import { median } from '../lib/measure.js';
 import { fuseAvailable } from '../../lib/fuse/index.js';
 import { FEATURES_ENV } from '../../lib/fuse/kernel-features.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
@@ -59,16 +60,7 @@ function sh(cmd: string, cwd?: string): number {
 
 const tries = () => Math.max(1, Number(a.best));
 const best = (n: number, f: () => number) => Math.min(...Array.from({ length: n }, f));
-const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
 
-function randomFile(file: string, mib: number): void {
-  const fd = fs.openSync(file, 'w');
-  try {
-    for (let left = mib; left > 0; left -= Math.min(left, 16)) fs.writeSync(fd, randomBytes(Math.min(left, 16) << 20));
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 interface Setup {
   client: Client;

@@ -18,8 +18,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import { Client } from '../../lib/sdk/index.js';
+import { randomFile } from '../lib/file-ops.js';
+import { median } from '../lib/measure.js';
 import { fuseAvailable } from '../../lib/fuse/index.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 
@@ -75,16 +76,7 @@ function py(...args: string[]): Record<string, number | boolean> {
   return JSON.parse(r.stdout.trim()) as Record<string, number | boolean>;
 }
 
-const median = (xs: number[]) => [...xs].sort((p, q) => p - q)[Math.floor(xs.length / 2)]!;
 
-function randomFile(file: string, mib: number): void {
-  const fd = fs.openSync(file, 'w');
-  try {
-    for (let left = mib; left > 0; left -= Math.min(left, 16)) fs.writeSync(fd, randomBytes(Math.min(left, 16) << 20));
-  } finally {
-    fs.closeSync(fd);
-  }
-}
 
 interface Served {
   client: Client;

@@ -3,6 +3,7 @@
 // 10-file edit of one commit in the development loops (branch_development,
 // multi_workspace_development).
 
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Client } from '../../lib/sdk/index.js';
@@ -195,3 +196,13 @@ export function devEdit(root: string, files: number, seed: number, mtimeSec: num
   return { edits, changedBytes };
 }
 
+
+/** A new file of `mib` MiB of random bytes (incompressible, shares nothing), written 16 MiB at a time. */
+export function randomFile(file: string, mib: number): void {
+  const fd = fs.openSync(file, 'w');
+  try {
+    for (let left = mib; left > 0; left -= Math.min(left, 16)) fs.writeSync(fd, randomBytes(Math.min(left, 16) << 20));
+  } finally {
+    fs.closeSync(fd);
+  }
+}

@@ -5,36 +5,26 @@
  * remote, is ERR_REMOTE_KEY; a damaged sealed frame is ERR_CORRUPT; the remote schema upgrades
  * from version 1.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
-import { startCluster, type PgCluster } from '../helpers/postgres.js';
+import { clusterForFile } from '../helpers/postgres-file.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { commitFiles, exported, writeTree } from './fixture.js';
 
-let pg: PgCluster;
-before(async () => {
-  pg = await startCluster();
-});
-after(() => pg?.stop());
-
-let dbs = 0;
-function freshRemote(): { url: string; db: string } {
-  const db = `e${++dbs}`;
-  pg.psql(`CREATE DATABASE ${db}`);
-  return { url: pg.url.replace('/postgres?', `/${db}?`), db };
-}
+const cluster = clusterForFile('e');
+const freshRemote = () => cluster.freshRemote();
 
 const code = (c: string) => (e: unknown) => isLayerFsError(e, c as never);
 
 /** Whether any pack row of the remote holds `sample` as is. */
 function packsHold(db: string, sample: Buffer): boolean {
-  return pg.psql(`SELECT count(*) FROM layerfs.packs WHERE position('\\x${sample.toString('hex')}'::bytea in data) > 0`, db).trim() !== '0';
+  return cluster.pg.psql(`SELECT count(*) FROM layerfs.packs WHERE position('\\x${sample.toString('hex')}'::bytea in data) > 0`, db).trim() !== '0';
 }
 
 test('an encrypted remote: the packs hold none of the bytes; push, clone, verify and a reconciling push work with the key', async () => {
@@ -63,8 +53,8 @@ test('an encrypted remote: the packs hold none of the bytes; push, clone, verify
   }
   assert.equal(packsHold(plain.db, sample), true);
   assert.equal(packsHold(sealed.db, sample), false);
-  assert.equal(pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, sealed.db).trim(), 'aes-256-gcm');
-  assert.equal(pg.psql(`SELECT count(*) FROM layerfs.meta WHERE value LIKE '%${readFileSync(keyFile, 'utf8').trim()}%'`, sealed.db).trim(), '0');
+  assert.equal(cluster.pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, sealed.db).trim(), 'aes-256-gcm');
+  assert.equal(cluster.pg.psql(`SELECT count(*) FROM layerfs.meta WHERE value LIKE '%${readFileSync(keyFile, 'utf8').trim()}%'`, sealed.db).trim(), '0');
 
   // The key, through the environment variable of the remote's name.
   process.env.LAYERFS_REMOTE_KEY_FILE_ORIGIN = keyFile;
@@ -116,14 +106,14 @@ test('a missing or wrong key, or a key for a plain remote, is ERR_REMOTE_KEY; a 
   await assert.rejects(a.push('demo', { keyFile: join(dir, 'short') }), code('ERR_INVALID_ARGUMENT'));
   // A plain remote that holds objects does not become encrypted.
   await assert.rejects(a.remoteInit('plain', { keyFile }), code('ERR_REMOTE_KEY'));
-  assert.equal(pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, plain.db).trim(), 'none');
-  assert.equal(pg.psql('SELECT count(*) FROM layerfs.layer_stacks', sealed.db).trim(), '0');
+  assert.equal(cluster.pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, plain.db).trim(), 'none');
+  assert.equal(cluster.pg.psql('SELECT count(*) FROM layerfs.layer_stacks', sealed.db).trim(), '0');
 
   await a.push('demo', { keyFile });
   await assert.rejects(Client.clone(sealed.url, join(dir, 'nokey.sqlite')), code('ERR_REMOTE_KEY'));
   await assert.rejects(Client.clone(sealed.url, join(dir, 'wrong.sqlite'), { keyFile: wrongFile }), code('ERR_REMOTE_KEY'));
   // One byte of one sealed frame flipped: the tag does not match; nothing becomes reachable.
-  pg.psql(`UPDATE layerfs.packs SET data = set_byte(data, 20, get_byte(data, 20) # 1) WHERE id = (SELECT min(id) FROM layerfs.packs)`, sealed.db);
+  cluster.pg.psql(`UPDATE layerfs.packs SET data = set_byte(data, 20, get_byte(data, 20) # 1) WHERE id = (SELECT min(id) FROM layerfs.packs)`, sealed.db);
   const b = Client.create(join(dir, 'b.sqlite'));
   b.remoteAdd('origin', sealed.url);
   await assert.rejects(b.fetch(undefined, { keyFile }), code('ERR_CORRUPT'));
@@ -145,10 +135,10 @@ test('a version-1 remote is refused until remote init upgrades it (frames stay i
   await a.remoteInit();
   await a.push('demo');
   // What version 1 held: no encryption row.
-  pg.psql(`DELETE FROM layerfs.meta WHERE key = 'encryption'; UPDATE layerfs.meta SET value = '1' WHERE key = 'schema_version'`, r.db);
+  cluster.pg.psql(`DELETE FROM layerfs.meta WHERE key = 'encryption'; UPDATE layerfs.meta SET value = '1' WHERE key = 'schema_version'`, r.db);
   await assert.rejects(a.fetch(), code('ERR_REMOTE_SCHEMA'));
   assert.deepEqual(await a.remoteInit(), { remote: 'origin', from: 1, to: REMOTE_SCHEMA_VERSION });
-  assert.equal(pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, r.db).trim(), 'none');
+  assert.equal(cluster.pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'encryption'`, r.db).trim(), 'none');
   const { client: b } = await Client.clone(r.url, join(dir, 'b.sqlite'));
   assert.deepEqual(exported(b, 'demo', join(dir, 'xb')), exported(a, 'demo', join(dir, 'xa')));
   b.close();

@@ -6,7 +6,7 @@
  * row or removed is ERR_CORRUPT; `remote init` with the key seals the clear rows of an
  * encrypted version-2 remote.
  */
-import { after, before, test } from 'node:test';
+import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
@@ -14,30 +14,20 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { REMOTE_SCHEMA_VERSION } from '../../lib/remote/index.js';
-import { startCluster, type PgCluster } from '../helpers/postgres.js';
+import { clusterForFile } from '../helpers/postgres-file.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { commitFiles, exported, writeTree } from './fixture.js';
 
-let pg: PgCluster;
-before(async () => {
-  pg = await startCluster();
-});
-after(() => pg?.stop());
-
-let dbs = 0;
-function freshRemote(): { url: string; db: string } {
-  const db = `h${++dbs}`;
-  pg.psql(`CREATE DATABASE ${db}`);
-  return { url: pg.url.replace('/postgres?', `/${db}?`), db };
-}
+const cluster = clusterForFile('h');
+const freshRemote = () => cluster.freshRemote();
 
 const code = (c: string) => (e: unknown) => isLayerFsError(e, c as never);
 const TABLES = ['layer_stacks', 'layers', 'commits', 'branches'];
 
 /** Every history row of the remote as the server holds it, as text (bytea in hex). */
 function rowsText(db: string): string {
-  return TABLES.map((t) => pg.psql(`SELECT t::text FROM layerfs.${t} t`, db)).join('\n');
+  return TABLES.map((t) => cluster.pg.psql(`SELECT t::text FROM layerfs.${t} t`, db)).join('\n');
 }
 
 /** A Store with LayerStack `stack`, Branch `branch` and two Commits carrying free text. */
@@ -69,9 +59,9 @@ test('an encrypted remote holds no names, messages, authors, metadata or times; 
   const text = rowsText(r.db);
   assert.doesNotMatch(text, /confidential|CONFIDENTIAL/i);
   for (const t of TABLES) {
-    assert.equal(pg.psql(`SELECT count(*) FROM layerfs.${t} WHERE created_ms <> 0 OR sealed IS NULL`, r.db).trim(), '0', t);
+    assert.equal(cluster.pg.psql(`SELECT count(*) FROM layerfs.${t} WHERE created_ms <> 0 OR sealed IS NULL`, r.db).trim(), '0', t);
   }
-  assert.equal(pg.psql(`SELECT count(*) FROM layerfs.commits WHERE message <> '' OR author <> '' OR metadata IS NOT NULL`, r.db).trim(), '0');
+  assert.equal(cluster.pg.psql(`SELECT count(*) FROM layerfs.commits WHERE message <> '' OR author <> '' OR metadata IS NOT NULL`, r.db).trim(), '0');
 
   const { client: b } = await Client.clone(r.url, join(dir, 'b.sqlite'), { keyFile });
   assert.deepEqual(exported(b, 'confidential-branch', join(dir, 'xb')), exported(a, 'confidential-branch', join(dir, 'xa')));
@@ -123,9 +113,9 @@ test('a sealed field moved to another row, or removed, is ERR_CORRUPT; nothing o
     b.close();
   };
   // The two Commits' sealed fields swapped: each opens only for its own row.
-  pg.psql(`UPDATE layerfs.commits c SET sealed = o.sealed FROM layerfs.commits o WHERE o.id <> c.id`, r.db);
+  cluster.pg.psql(`UPDATE layerfs.commits c SET sealed = o.sealed FROM layerfs.commits o WHERE o.id <> c.id`, r.db);
   await fetchFails(1);
-  pg.psql(`UPDATE layerfs.commits SET sealed = NULL`, r.db);
+  cluster.pg.psql(`UPDATE layerfs.commits SET sealed = NULL`, r.db);
   await fetchFails(2);
   a.close();
 });
@@ -152,13 +142,13 @@ test('remote init with the key seals the clear history rows of an encrypted vers
   local.close();
   for (const t of TABLES) sql.push(`ALTER TABLE layerfs.${t} DROP COLUMN sealed`);
   sql.push(`UPDATE layerfs.meta SET value = '2' WHERE key = 'schema_version'`);
-  pg.psql(sql.join(';\n'), r.db);
+  cluster.pg.psql(sql.join(';\n'), r.db);
   assert.match(rowsText(r.db), /confidential/);
 
   await assert.rejects(a.fetch('origin', { keyFile }), code('ERR_REMOTE_SCHEMA'));
   // Upgrading an encrypted remote needs its key (it seals what it finds).
   await assert.rejects(a.remoteInit('origin'), code('ERR_REMOTE_KEY'));
-  assert.equal(pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'schema_version'`, r.db).trim(), '2');
+  assert.equal(cluster.pg.psql(`SELECT value FROM layerfs.meta WHERE key = 'schema_version'`, r.db).trim(), '2');
   assert.deepEqual(await a.remoteInit('origin', { keyFile }), { remote: 'origin', from: 2, to: REMOTE_SCHEMA_VERSION });
   assert.doesNotMatch(rowsText(r.db), /confidential/);
   const { client: b } = await Client.clone(r.url, join(dir, 'b.sqlite'), { keyFile });
