@@ -19,6 +19,7 @@ import { recordChanges, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
+import { dirChangedItself } from './status-dirs.js';
 import { syncProjection } from './sync.js';
 import { deleteWorkspaceRow, getWorkspace, insertWorkspace, setWorkspaceBase, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
 
@@ -74,10 +75,12 @@ export interface StatusEntry {
 export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: StatusEntry[]; skipped: string[] } {
   const cache = loadCache(store, ws.id);
   const cs = computeChangesSync(ws.path, cache);
-  return { entries: statusEntries(cs, cache), skipped: cs.skipped };
+  const base = store.view(ws.baseRootId);
+  return { entries: statusEntries(cs, cache, (i, s) => dirChangedItself(base, s, cs.absPath(i))), skipped: cs.skipped };
 }
 
-function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
+/** `dirChanged(i, serial)`: whether directory entry i, mode unchanged, changed as a diff counts it. */
+function statusEntries(cs: ChangeSet, cache: StatCache, dirChanged: (i: number, serial: number) => boolean): StatusEntry[] {
   const out: StatusEntry[] = [];
   const { now, oldIndex } = cs;
   // Old entry → the entry now at its path, to tell whether an old path still holds its serial.
@@ -92,10 +95,10 @@ function statusEntries(cs: ChangeSet, cache: StatCache): StatusEntry[] {
     const s = now.serial[i]!;
     const j = oldIndex[i]!;
     if (j >= 0 && cache.serial[j] === s) {
-      // A directory whose mode stayed and whose mtime moved only had its entries change (they
-      // are listed): not a change of its own, as a diff counts changes.
-      const entriesOnly = now.kind[i] === WalkKind.Dir && cache.mode[j] === now.mode[i] && cache.mtimeNs[j] !== now.mtimeNs[i];
-      if (!entriesOnly) out.push({ change: 'modified', path: rel, kind });
+      // A directory whose mode stayed changed only if its owner or xattrs did: its mtime moves
+      // with its entries (they are listed), which a diff does not count as its own change.
+      const ownChange = now.kind[i] !== WalkKind.Dir || cache.mode[j] !== now.mode[i] || dirChanged(i, s);
+      if (ownChange) out.push({ change: 'modified', path: rel, kind });
       continue;
     }
     if (!sourceOf) {
