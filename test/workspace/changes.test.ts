@@ -5,7 +5,7 @@ import net from 'node:net';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
-import { objectId, walkTreeSync, walkRelPath } from '../../lib/native/index.js';
+import { objectId, setXattr, walkTreeSync, walkRelPath } from '../../lib/native/index.js';
 import { decodeSegments, encodeSegment, forgetRecentCaches, loadCache, segmentEnds, SEGMENT_MAX, SEGMENT_TAG, type StatCache } from '../../lib/workspace/cache.js';
 import { diffWalk } from '../../lib/workspace/changes.js';
 import { listWorkspaces } from '../../lib/workspace/index.js';
@@ -96,6 +96,25 @@ test('sockets are skipped; renaming a directory renames every path below it', as
     assertIntact(client);
   } finally {
     server.close();
+    client.close();
+  }
+});
+
+test('a directory: its xattrs count when its mtime moves too, its mtime alone does not', async () => {
+  const { client, ws, at } = await workspaceOf({ 'd/x': 'x', 'e/y': 'y' });
+  try {
+    setXattr(join(at, 'd'), 'user.k', 'v2');
+    fs.writeFileSync(join(at, 'd/new'), 'n'); // moves d's mtime in the same edit
+    fs.writeFileSync(join(at, 'e/new'), 'n'); // e: entries only
+    const paths = (await client.workspaceStatus(ws.id)).changes.map((c) => `${c.change} ${c.path}`).sort();
+    assert.deepEqual(paths, ['added d/new', 'added e/new', 'modified d']);
+    await commit(client, ws.id);
+    setXattr(join(at, 'e'), 'user.k', 'same');
+    await commit(client, ws.id);
+    setXattr(join(at, 'e'), 'user.k', 'same'); // ctime moves, nothing a diff counts
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    assertIntact(client);
+  } finally {
     client.close();
   }
 });
