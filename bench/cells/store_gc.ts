@@ -17,7 +17,7 @@ import { git, gitEnv, gitTimed } from '../lib/git.js';
 import { fileURLToPath } from 'node:url';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client } from '../../lib/sdk/index.js';
-import { layerId, uuidv7 } from '../../lib/history/index.js';
+import { publishGenesisLayer } from '../../lib/history/index.js';
 import { buildNamespace, ContentForm, InodeKind, ObjectKind, Store, type Inode } from '../../lib/store/index.js';
 import { buildExtentTree } from '../../lib/store/tree/extents.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
@@ -177,11 +177,7 @@ async function stack(s: Store, name: string, files: number, chunks: number): Pro
       inodes.set(2 + f, { kind: InodeKind.File, mode: 0o644, uid: 0, gid: 0, mtimeNs: 0n, size: chunks * 16, nlink: 1, form: ContentForm.Extents, content: root, xattrs: [] });
       list.push({ name: Buffer.from(`f${String(f).padStart(4, '0')}`), serial: 2 + f });
     }
-    const rootId = buildNamespace(inodes, new Map([[1, list]]), w, s.pages);
-    const stackId = uuidv7();
-    const id = layerId(stackId, null, rootId);
-    s.db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(stackId, name, id, Date.now());
-    s.db.prepare('INSERT INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, 0, NULL, ?, NULL, NULL, ?)').run(id, stackId, rootId, Date.now());
+    publishGenesisLayer(s, name, buildNamespace(inodes, new Map([[1, list]]), w, s.pages));
   });
 }
 

@@ -9,19 +9,11 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Client } from '../../lib/sdk/index.js';
 import { median } from '../lib/measure.js';
+import { rng } from '../../test/helpers/random.js';
 
-function words(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 0x100000000;
-  };
-}
 
 function writeTree(dir: string): void {
-  const r = words(1);
+  const r = rng(1);
   const vocabulary = Array.from({ length: 2000 }, () => Array.from({ length: 2 + Math.floor(r() * 8) }, () => String.fromCharCode(97 + Math.floor(r() * 10))).join(''));
   for (let i = 0; i < 1000; i++) {
     const d = path.join(dir, `d${i % 40}`);

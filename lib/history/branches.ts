@@ -34,7 +34,7 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
     throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks have a Branch named ${ref}: ${candidates.join(', ')}`, { name: ref, candidates, hint: 'give the Branch id (or a prefix) instead' });
   }
   if (byName[0]) return byName[0];
-  const id = uniqueByPrefix(store.db, 'branches', ref, 16, 'Branch');
+  const id = uniqueByPrefix(ref, 16, 'Branch', (lo, hi, limit) => store.db.prepare('SELECT id FROM branches WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
   const row = id && getBranch(store, id);
   if (!row) {
     const gone = deletedBranch(store, ref);
@@ -49,7 +49,7 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
 }
 
 export function resolveCommit(store: Store, ref: string): CommitRow | undefined {
-  const id = uniqueByPrefix(store.db, 'commits', ref, 32, 'Commit');
+  const id = uniqueByPrefix(ref, 32, 'Commit', (lo, hi, limit) => store.db.prepare('SELECT id FROM commits WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
   return id ? getCommit(store, id) : undefined;
 }
 

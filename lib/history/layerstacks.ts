@@ -7,7 +7,8 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
-import { resolveRemoteRef, uniqueByPrefix } from './resolve.js';
+import { resolveRemoteRef } from './remote-refs.js';
+import { uniqueByPrefix } from './resolve.js';
 import { deletedError, deletedLayerStack } from './tombstones.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
 
@@ -50,6 +51,21 @@ export function getLayer(store: Store, id: Buffer): LayerRow | undefined {
   return store.db.prepare(`SELECT ${LAYER_COLUMNS} FROM layers WHERE id = ?`).get(id) as LayerRow | undefined;
 }
 
+/** The Layer whose id `text` (4 or more hex digits) starts; several are ERR_AMBIGUOUS_ID. */
+export function layerIdByPrefix(store: Store, text: string): Buffer | undefined {
+  return uniqueByPrefix(text, 32, 'Layer', (lo, hi, limit) => store.db.prepare('SELECT id FROM layers WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
+}
+
+/** The LayerStack named `name` (names are unique), or undefined. */
+export function layerStackByName(store: Store, name: string): LayerStackRow | undefined {
+  return store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks WHERE name = ?`).get(name) as LayerStackRow | undefined;
+}
+
+/** How many LayerStacks and Layers the Store holds. */
+export function historyCounts(store: Store): { layerStacks: number; layers: number } {
+  return store.db.prepare('SELECT (SELECT count(*) FROM layer_stacks) AS layerStacks, (SELECT count(*) FROM layers) AS layers').get() as { layerStacks: number; layers: number };
+}
+
 export function listLayerStacks(store: Store): LayerStackRow[] {
   return store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks ORDER BY created_ms, name`).all() as LayerStackRow[];
 }
@@ -61,9 +77,9 @@ export function listLayers(store: Store, layerStackId?: Buffer): LayerRow[] {
 
 /** A LayerStack by name or by (prefix of) id. */
 export function resolveLayerStack(store: Store, ref: string): LayerStackRow {
-  const byName = store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks WHERE name = ?`).get(ref) as LayerStackRow | undefined;
+  const byName = layerStackByName(store, ref);
   if (byName) return byName;
-  const id = uniqueByPrefix(store.db, 'layer_stacks', ref, 16, 'LayerStack');
+  const id = uniqueByPrefix(ref, 16, 'LayerStack', (lo, hi, limit) => store.db.prepare('SELECT id FROM layer_stacks WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
   const row = id && getLayerStack(store, id);
   if (!row) {
     const gone = deletedLayerStack(store, ref);
@@ -84,15 +100,15 @@ export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
   }
   const remote = resolveRemoteRef(store.db, ref, ['layerstack']);
   if (remote) return getLayer(store, remote.head!);
-  const id = uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer');
+  const id = layerIdByPrefix(store, ref);
   if (id) return getLayer(store, id);
-  const stack = store.db.prepare(`SELECT head_layer_id FROM layer_stacks WHERE name = ?`).pluck().get(ref) as Buffer | undefined;
+  const stack = layerStackByName(store, ref)?.headLayerId;
   return stack ? getLayer(store, stack) : undefined;
 }
 
 export async function initLayerStack(store: Store, opts: InitOptions): Promise<InitResult> {
   const name = checkName(opts.name, 'LayerStack');
-  const taken = () => store.db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(name) !== undefined;
+  const taken = () => layerStackByName(store, name) !== undefined;
   if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
   let importStats: ImportStats | null = null;
   let writeStats: WriteStats | null = null;
@@ -108,19 +124,28 @@ export async function initLayerStack(store: Store, opts: InitOptions): Promise<I
     }
     // Checked again under the write lock: another process may have taken the name meanwhile.
     if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
-    const stackId = uuidv7();
-    const id = layerId(stackId, null, rootId);
-    const now = Date.now();
-    // The Layer row is written after every object it reaches; the LayerStack row that makes
-    // it visible comes with it in the same transaction.
-    store.db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(stackId, name, id, now);
-    store.db
-      .prepare('INSERT INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, 0, NULL, ?, NULL, NULL, ?)')
-      .run(id, stackId, rootId, now);
+    const published = publishGenesisLayer(store, name, rootId);
     writeStats = { ...w.stats };
-    return { stackId, id };
+    return published;
   });
   return { layerStack: getLayerStack(store, result.stackId)!, layer: getLayer(store, result.id)!, import: importStats, write: writeStats! };
+}
+
+/**
+ * Publishes `rootId` as the genesis Layer of a new LayerStack `name`, inside the caller's write
+ * transaction, after every object the root reaches has been written (the name is the caller's
+ * to check: it is unique in the table).
+ */
+export function publishGenesisLayer(store: Store, name: string, rootId: Buffer): { stackId: Buffer; id: Buffer } {
+  const stackId = uuidv7();
+  const id = layerId(stackId, null, rootId);
+  const now = Date.now();
+  // The Layer row and the LayerStack row that makes it visible come in the same transaction.
+  store.db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(stackId, name, id, now);
+  store.db
+    .prepare('INSERT INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, 0, NULL, ?, NULL, NULL, ?)')
+    .run(id, stackId, rootId, now);
+  return { stackId, id };
 }
 
 export function describeLayer(l: LayerRow): Record<string, unknown> {

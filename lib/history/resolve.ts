@@ -3,22 +3,29 @@
  */
 import { LayerFsError } from '../errors.js';
 import { parseHexPrefix, toHex } from '../format/hex.js';
-import type { Db } from '../store/index.js';
 
 /** How many matching ids an ambiguity error lists in `details.candidates`. */
 export const MAX_CANDIDATES = 10;
 
-/** Rows of `table` whose id starts with the hex `prefix` (at most `limit`: 2 detect ambiguity). */
-export function idsWithPrefix(db: Db, table: string, prefix: string, bytes: number, limit = 2): Buffer[] {
+/**
+ * Lists the ids between `lo` and `hi` (inclusive, ascending, at most `limit`). Each table's owner
+ * writes this query for its own table, so the prefix rules below stay in one place while no tier
+ * runs SQL on a table it does not own.
+ */
+export type IdsBetween = (lo: Buffer, hi: Buffer, limit: number) => Buffer[];
+
+/** The `limit` first ids (of `bytes` bytes) that start with the hex `prefix` (2 detect ambiguity). */
+export function idsWithPrefix(prefix: string, bytes: number, limit: number, between: IdsBetween): Buffer[] {
   const lo = Buffer.from(prefix.padEnd(bytes * 2, '0').slice(0, bytes * 2), 'hex');
   const hi = Buffer.from(prefix.padEnd(bytes * 2, 'f').slice(0, bytes * 2), 'hex');
-  return db.prepare(`SELECT id FROM ${table} WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?`).pluck().all(lo, hi, limit) as Buffer[];
+  return between(lo, hi, limit);
 }
 
-export function uniqueByPrefix(db: Db, table: string, text: string, bytes: number, what: string): Buffer | undefined {
+/** The one id `text` (4 or more hex digits) is a prefix of; several are ERR_AMBIGUOUS_ID. */
+export function uniqueByPrefix(text: string, bytes: number, what: string, between: IdsBetween): Buffer | undefined {
   if (!/^[0-9a-fA-F]{4,}$/.test(text) || text.length > bytes * 2) return undefined;
   const prefix = parseHexPrefix(text, what);
-  const ids = idsWithPrefix(db, table, prefix, bytes, MAX_CANDIDATES + 1);
+  const ids = idsWithPrefix(prefix, bytes, MAX_CANDIDATES + 1, between);
   if (ids.length > 1) {
     // The candidates let a caller (or an agent) pick one without another query.
     const candidates = ids.slice(0, MAX_CANDIDATES).map(toHex);
@@ -29,26 +36,4 @@ export function uniqueByPrefix(db: Db, table: string, text: string, bytes: numbe
     });
   }
   return ids[0];
-}
-
-export interface RemoteRefTarget {
-  kind: 'layerstack' | 'branch';
-  /** LayerStack: its head Layer; Branch: its head Commit (null before its first Commit). */
-  head: Buffer | null;
-  baseLayerId: Buffer | null;
-}
-
-/**
- * `REMOTE/NAME`: the head a remote had for a LayerStack or Branch of that name at the last fetch
- * or push (names cannot hold '/', so nothing else is read this way). LayerStacks come first.
- */
-export function resolveRemoteRef(db: Db, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
-  const m = /^([^/]+)\/([^/]+)$/.exec(ref);
-  if (!m || !db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'remote_refs'`).get()) return undefined;
-  for (const kind of kinds) {
-    const rows = db.prepare('SELECT head, base_layer_id AS baseLayerId FROM remote_refs WHERE remote = ? AND kind = ? AND name = ?').all(m[1], kind, m[2]) as { head: Buffer | null; baseLayerId: Buffer | null }[];
-    if (rows.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks on ${m[1]} have a Branch named ${m[2]}`, { id: ref, hint: 'give the Commit id instead' });
-    if (rows[0]) return { kind, ...rows[0] };
-  }
-  return undefined;
 }

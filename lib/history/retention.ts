@@ -12,6 +12,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
+import { remoteBranchHeads } from './remote-refs.js';
 
 export interface RetentionPolicy {
   /** Keep at least this many of each Branch's newest Commits (the head included). */
@@ -117,7 +118,7 @@ function historyStates(store: Store, now: number): KeptState[] {
   // (REMOTE/NAME): their histories are kept the same way.
   const heads = [
     ...(store.db.prepare('SELECT head_commit_id AS head FROM branches WHERE head_commit_id IS NOT NULL').all() as { head: Buffer }[]),
-    ...(store.db.prepare("SELECT head FROM remote_refs WHERE kind = 'branch' AND head IS NOT NULL").all() as { head: Buffer }[]),
+    ...remoteBranchHeads(store).map((head) => ({ head })),
   ];
   for (const b of heads) {
     let key: string | undefined = b.head.toString('latin1');

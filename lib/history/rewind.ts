@@ -9,9 +9,8 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { branchRoot, getBranch, isInHistory, publishCommit, resolveCommit, type PublishOutcome } from './branches.js';
-import { getLayer } from './layerstacks.js';
+import { getLayer, layerIdByPrefix } from './layerstacks.js';
 import type { CommitNote } from './note.js';
-import { uniqueByPrefix } from './resolve.js';
 import type { BranchRow } from './rows.js';
 
 export interface CheckpointRow {
@@ -84,7 +83,7 @@ export function resolveRewindTarget(store: Store, b: BranchRow, ref: string): Re
   const cp = kind === undefined || kind === 'checkpoint' ? getCheckpoint(store, b.id, name) : undefined;
   if (cp) return { kind: 'checkpoint', id: cp.commitId ?? cp.baseLayerId, rootId: cp.rootId, checkpoint: cp.name };
   const hex = /^[0-9a-f]+$/i.test(name);
-  const layer = hex && kind !== 'checkpoint' && kind !== 'commit' ? uniqueByPrefix(store.db, 'layers', name, 32, 'Layer') : undefined;
+  const layer = hex && kind !== 'checkpoint' && kind !== 'commit' ? layerIdByPrefix(store, name) : undefined;
   if (layer && layer.equals(b.baseLayerId)) return { kind: 'layer', id: layer, rootId: getLayer(store, layer)!.rootId };
   const c = hex && kind !== 'checkpoint' && kind !== 'layer' ? resolveCommit(store, name) : undefined;
   if (c && isInHistory(store, b, c.id)) return { kind: 'commit', id: c.id, rootId: c.rootId };

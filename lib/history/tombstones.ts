@@ -33,7 +33,7 @@ export function deletedBranch(store: Store, ref: string): Tombstone | undefined 
   const byName = store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'branch' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(ref) as Tombstone | undefined;
   if (byName) return byName;
   if (!/^[0-9a-fA-F]{4,32}$/.test(ref)) return undefined;
-  const ids = idsWithPrefix(store.db, 'tombstones', ref.toLowerCase(), 16, 2);
+  const ids = idsWithPrefix(ref.toLowerCase(), 16, 2, (lo, hi, limit) => store.db.prepare('SELECT id FROM tombstones WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
   if (ids.length !== 1) return undefined;
   return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'branch' AND id = ?`).get(ids[0]) as Tombstone | undefined;
 }

@@ -8,7 +8,21 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { expectedCommitId, getLayerStack, layerId, listLayers, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
+import {
+  branchNameTaken,
+  expectedCommitId,
+  fastForwardLayerStack,
+  getBranch,
+  getLayerStack,
+  insertReceivedBranch,
+  insertReceivedCommits,
+  insertReceivedLayers,
+  insertReceivedLayerStack,
+  knownHistory,
+  layerId,
+  layerStackByName,
+  listLayers,
+  type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
@@ -103,20 +117,17 @@ function commitsInOrder(commits: CommitRow[]): CommitRow[] {
 /** Applies the snapshot to the Store in one write transaction; objects are all stored already. */
 function applySnapshot(store: Store, remote: string, s: Snapshot): { refs: FetchedRef[]; layers: number; commits: number } {
   return store.writeSync(() => {
-    const db = store.db;
     const refs: FetchedRef[] = [];
     let nLayers = 0;
-    let nCommits = 0;
     const accepted = new Set<string>();
-    const insertLayer = db.prepare('INSERT OR IGNORE INTO layers (id, layer_stack_id, seq, parent_layer_id, root_id, source_branch_id, source_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)');
     for (const st of s.stacks) {
       const chain = s.layers.filter((l) => l.layerStackId.equals(st.id));
       const here = getLayerStack(store, st.id);
       let outcome: RefOutcome;
       if (!here) {
-        if (db.prepare('SELECT 1 FROM layer_stacks WHERE name = ?').get(st.name)) outcome = 'NameTaken';
+        if (layerStackByName(store, st.name)) outcome = 'NameTaken';
         else {
-          db.prepare('INSERT INTO layer_stacks (id, name, head_layer_id, created_ms) VALUES (?, ?, ?, ?)').run(st.id, st.name, st.headLayerId, st.createdMs);
+          insertReceivedLayerStack(store, st);
           outcome = 'New';
         }
       } else {
@@ -133,25 +144,21 @@ function applySnapshot(store: Store, remote: string, s: Snapshot): { refs: Fetch
         continue;
       }
       accepted.add(st.id.toString('latin1'));
-      for (const l of chain) nLayers += insertLayer.run(l.id, l.layerStackId, l.seq, l.parentLayerId, l.rootId, l.sourceBranchId, l.sourceCommitId, l.createdMs).changes;
-      if (outcome === 'FastForward') db.prepare('UPDATE layer_stacks SET head_layer_id = ? WHERE id = ?').run(st.headLayerId, st.id);
+      nLayers += insertReceivedLayers(store, chain);
+      if (outcome === 'FastForward') fastForwardLayerStack(store, st.id, st.headLayerId);
       setRemoteRef(store, { remote, kind: 'layerstack', name: st.name, layerStackId: st.id, id: st.id, head: st.headLayerId, baseLayerId: null });
       refs.push({ kind: 'layerstack', name: st.name, layerStack: st.name, head: toHex(st.headLayerId), outcome });
     }
-    const insertCommit = db.prepare(
-      'INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    );
-    const hasLayer = db.prepare('SELECT 1 FROM layers WHERE id = ?').pluck();
-    for (const c of commitsInOrder(s.commits)) if (hasLayer.get(c.baseLayerId)) nCommits += insertCommit.run(c.id, c.rootId, c.parentCommitId, c.baseLayerId, c.createdMs, c.message, c.metadata, c.author, c.idVersion).changes;
+    const nCommits = insertReceivedCommits(store, commitsInOrder(s.commits));
     for (const b of s.branches) {
       const stackName = s.stacks.find((x) => x.id.equals(b.layerStackId))!.name;
       if (!accepted.has(b.layerStackId.toString('latin1'))) continue;
-      const local = db.prepare('SELECT id, head_commit_id AS head FROM branches WHERE id = ?').get(b.id) as { id: Buffer; head: Buffer | null } | undefined;
+      const local = getBranch(store, b.id);
       let outcome: RefOutcome;
-      if (local) outcome = sameId(local.head, b.headCommitId) ? 'UpToDate' : 'Tracked';
-      else if (db.prepare('SELECT 1 FROM branches WHERE layer_stack_id = ? AND name = ?').get(b.layerStackId, b.name)) outcome = 'NameTaken';
+      if (local) outcome = sameId(local.headCommitId, b.headCommitId) ? 'UpToDate' : 'Tracked';
+      else if (branchNameTaken(store, b.layerStackId, b.name)) outcome = 'NameTaken';
       else {
-        db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(b.id, b.layerStackId, b.name, b.baseLayerId, b.headCommitId, b.createdMs);
+        insertReceivedBranch(store, b);
         outcome = 'New';
       }
       setRemoteRef(store, { remote, kind: 'branch', name: b.name, layerStackId: b.layerStackId, id: b.id, head: b.headCommitId, baseLayerId: b.baseLayerId });
@@ -169,9 +176,8 @@ export async function fetchRemote(store: Store, conn: RemoteConnection, opts: Tr
   const t0 = Date.now();
   const s = await snapshot(conn, opts.layerStack);
   checkIds(s, conn.name);
-  const knownLayer = store.db.prepare('SELECT 1 FROM layers WHERE id = ?').pluck();
-  const knownCommit = store.db.prepare('SELECT 1 FROM commits WHERE id = ?').pluck();
-  const roots = [...s.layers.filter((l) => !knownLayer.get(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !knownCommit.get(c.id)).map((c) => c.rootId)];
+  const known = knownHistory(store);
+  const roots = [...s.layers.filter((l) => !known.layer(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !known.commit(c.id)).map((c) => c.rootId)];
   const transfer = await fetchObjects(store, new RemoteObjects(conn, store, true), roots, opts);
   // The history rows are a small commit right after large ones: left to itself it would
   // checkpoint the whole WAL inline (with an fsync); the Store's background checkpointer, or

@@ -10,7 +10,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchLog, commitIdV2, getBranch, getCommit, getLayer, reconcileStates, type BranchRow, type CommitRow, type ReconcileConflict } from '../history/index.js';
+import { branchLog, commitIdV2, getBranch, getCommit, getLayer, insertReplayedCommit, reconcileStates, swapBranchHead, type BranchRow, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import type { ObjectWriter, Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { fetchRemote } from './fetch.js';
@@ -63,9 +63,7 @@ function replay(store: Store, w: ObjectWriter, b: BranchRow, onto: Buffer | null
     // A change the remote already holds adds nothing: no empty Commit.
     if (r.root.equals(rootOf(store, tip, b.baseLayerId))) continue;
     const id = commitIdV2(r.root, tip, b.baseLayerId, c.createdMs, c.author, c.message, c.metadata ?? '');
-    store.db
-      .prepare('INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 2)')
-      .run(id, r.root, tip, b.baseLayerId, c.createdMs, c.message, c.metadata, c.author);
+    insertReplayedCommit(store, { id, rootId: r.root, parentCommitId: tip, baseLayerId: b.baseLayerId, createdMs: c.createdMs, message: c.message, metadata: c.metadata, author: c.author });
     tip = id;
     replayed++;
   }
@@ -95,7 +93,7 @@ export async function reconcileBranch(store: Store, conn: RemoteConnection, stac
     const mine = shared < 0 ? log : log.slice(0, shared);
     const r = replay(store, w, b, remote.head, mine.reverse());
     if ('conflicts' in r) return { outcome: 'Conflicted', conflicts: r.conflicts, remoteHead: remote.head ? toHex(remote.head) : null };
-    store.db.prepare('UPDATE branches SET head_commit_id = ? WHERE id = ? AND head_commit_id IS ?').run(r.tip, b.id, b.headCommitId);
+    swapBranchHead(store, b.id, b.headCommitId, r.tip);
     return { outcome: 'Replayed', replayed: r.replayed, merged: r.merged };
   });
 }

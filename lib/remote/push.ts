@@ -7,7 +7,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchLog, getLayerStack, listLayers, resolveBranch, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
+import { branchLog, getLayerStack, layerStackByName, listLayers, resolveBranch, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
@@ -168,7 +168,7 @@ async function moveBranch(conn: RemoteConnection, p: BranchPlan): Promise<void> 
 
 /** What REF names here: a LayerStack name, or a Branch (name or id). */
 function resolvePushRef(store: Store, ref: string): { stack: LayerStackRow; branch?: BranchRow } {
-  const stack = store.db.prepare('SELECT id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
+  const stack = layerStackByName(store, ref)?.id;
   let branch: BranchRow | undefined;
   try {
     branch = resolveBranch(store, ref);

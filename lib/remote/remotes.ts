@@ -1,27 +1,18 @@
 /**
- * The remotes a Store knows (table `remotes`) and the remote heads it last saw (`remote_refs`),
- * read as `REMOTE/NAME`. Only the URL is stored, never a password.
+ * The remotes a Store knows (table `remotes`). Only the URL is stored, never a password. The
+ * remote heads it last saw (`remote_refs`, read as `REMOTE/NAME`) are history's
+ * (lib/history/remote-refs.ts), re-exported here for the remote tier's callers.
  */
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import type { Store } from '../store/index.js';
+export { remoteRefs, setRemoteRef, type RemoteRefRow } from '../history/index.js';
 import { displayUrl, withoutPassword } from './url.js';
 
 export interface RemoteRow {
   name: string;
   url: string;
   createdMs: number;
-}
-
-export interface RemoteRefRow {
-  remote: string;
-  kind: 'layerstack' | 'branch';
-  name: string;
-  layerStackId: Buffer;
-  id: Buffer;
-  head: Buffer | null;
-  baseLayerId: Buffer | null;
-  updatedMs: number;
 }
 
 export function listRemotes(store: Store): RemoteRow[] {
@@ -60,20 +51,4 @@ export function removeRemote(store: Store, name: string): void {
     getRemote(store, name);
     store.db.prepare('DELETE FROM remotes WHERE name = ?').run(name);
   });
-}
-
-export function remoteRefs(store: Store, remote?: string): RemoteRefRow[] {
-  const cols = 'remote, kind, name, layer_stack_id AS layerStackId, id, head, base_layer_id AS baseLayerId, updated_ms AS updatedMs';
-  if (remote) return store.db.prepare(`SELECT ${cols} FROM remote_refs WHERE remote = ? ORDER BY kind, name`).all(remote) as RemoteRefRow[];
-  return store.db.prepare(`SELECT ${cols} FROM remote_refs ORDER BY remote, kind, name`).all() as RemoteRefRow[];
-}
-
-/** Records what the remote's head of a ref is now (inside the caller's write transaction). */
-export function setRemoteRef(store: Store, r: Omit<RemoteRefRow, 'updatedMs'>): void {
-  store.db
-    .prepare(
-      `INSERT INTO remote_refs (remote, kind, name, layer_stack_id, id, head, base_layer_id, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (remote, kind, layer_stack_id, name) DO UPDATE SET id = excluded.id, head = excluded.head, base_layer_id = excluded.base_layer_id, updated_ms = excluded.updated_ms`,
-    )
-    .run(r.remote, r.kind, r.name, r.layerStackId, r.id, r.head, r.baseLayerId, Date.now());
 }

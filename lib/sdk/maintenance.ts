@@ -4,7 +4,7 @@
  */
 import { statSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
-import { branchLog, keptCommits, keptStates, listBranches, listLayers, listLayerStacks, resolveLayerStack } from '../history/index.js';
+import { branchLog, historyCounts, keptCommits, keptStates, listBranches, listLayers, listLayerStacks, resolveLayerStack } from '../history/index.js';
 import { analyzeDedup as analyze, Store, verifyStore, type BackupProgress, type VerifyProgress } from '../store/index.js';
 import { verifiedBackup } from './archive.js';
 import type { ClientContext } from './context.js';
@@ -12,7 +12,7 @@ import { workspaceRoots } from '../workspace/index.js';
 import type { BackupReceipt, DedupAnalysis, RepackProgress, RepackReceipt, StoreInfoResult, VerifyResult } from './types.js';
 
 export function info(store: Store): StoreInfoResult {
-  const c = store.counts();
+  const c = store.read(() => ({ ...store.counts(), ...historyCounts(store) }));
   let fileBytes = 0;
   for (const f of [store.path, `${store.path}-wal`]) {
     try {

@@ -21,11 +21,12 @@ import {
   getCommit,
   getLayer,
   isPruned,
+  layerIdByPrefix,
+  layerStackByName,
   resolveBranch,
   resolveCommit,
   resolveLayer,
   resolveRemoteRef,
-  uniqueByPrefix,
   type BranchRow,
   type CheckpointRow,
 } from '../history/index.js';
@@ -105,7 +106,7 @@ function resolvePrefixed(store: Store, kind: RefKind, rest: string): ResolvedSta
       return { kind: 'branch', id: b.id, rootId: branchRoot(store, b) };
     }
     case 'layerstack': {
-      const head = store.db.prepare('SELECT head_layer_id FROM layer_stacks WHERE name = ?').pluck().get(rest) as Buffer | undefined;
+      const head = layerStackByName(store, rest)?.headLayerId;
       if (!head) throw notFound('LayerStack', rest, 'see `layerfs query layerstacks`');
       return layerState(store, head);
     }
@@ -125,10 +126,10 @@ interface Matches {
 
 /** The lookups a bare reference gets; Branch and LayerStack names only when no id matched (as always). */
 function matchesOf(store: Store, ref: string): Matches {
-  const m: Matches = { layerId: uniqueByPrefix(store.db, 'layers', ref, 32, 'Layer'), commitId: resolveCommit(store, ref)?.id, checkpoints: [] };
+  const m: Matches = { layerId: layerIdByPrefix(store, ref), commitId: resolveCommit(store, ref)?.id, checkpoints: [] };
   if (NAME_PATTERN.test(ref)) m.checkpoints = findCheckpoints(store, ref);
   if (m.layerId || m.commitId) return m;
-  m.stackHead = store.db.prepare('SELECT head_layer_id FROM layer_stacks WHERE name = ?').pluck().get(ref) as Buffer | undefined;
+  m.stackHead = layerStackByName(store, ref)?.headLayerId;
   try {
     m.branch = resolveBranch(store, ref);
   } catch (e) {

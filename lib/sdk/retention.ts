@@ -8,6 +8,9 @@ import {
   addPin,
   deleteBranchRow,
   deleteLayerStackRows,
+  getBranch,
+  getCommit,
+  getLayer,
   getPolicy,
   keptStates,
   listPins,
@@ -98,13 +101,14 @@ export function deleted(store: Store): DeletedInfo[] {
 function pinnedState(store: Store, ref: string): { state: string; rootId: Buffer } {
   if (/^(layer|commit):[0-9a-f]{64}$/.test(ref)) {
     const [kind, hex] = ref.split(':') as [string, string];
-    const row = store.db.prepare(`SELECT root_id FROM ${kind === 'layer' ? 'layers' : 'commits'} WHERE id = ?`).pluck().get(Buffer.from(hex, 'hex')) as Buffer | undefined;
-    if (row) return { state: ref, rootId: row };
+    const id = Buffer.from(hex, 'hex');
+    const rootId = kind === 'layer' ? getLayer(store, id)?.rootId : getCommit(store, id)?.rootId;
+    if (rootId) return { state: ref, rootId };
   }
   const s = store.read(() => resolveState(store, ref));
   if (s.kind !== 'branch') return { state: `${s.kind}:${toHex(s.id)}`, rootId: s.rootId };
-  const head = store.db.prepare('SELECT head_commit_id, base_layer_id FROM branches WHERE id = ?').get(s.id) as { head_commit_id: Buffer | null; base_layer_id: Buffer };
-  return head.head_commit_id ? { state: `commit:${toHex(head.head_commit_id)}`, rootId: s.rootId } : { state: `layer:${toHex(head.base_layer_id)}`, rootId: s.rootId };
+  const b = getBranch(store, s.id)!;
+  return b.headCommitId ? { state: `commit:${toHex(b.headCommitId)}`, rootId: s.rootId } : { state: `layer:${toHex(b.baseLayerId)}`, rootId: s.rootId };
 }
 
 export function pin(ctx: RetentionContext, ref: string): PinResult {

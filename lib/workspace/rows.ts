@@ -53,7 +53,7 @@ export function resolveWorkspace(store: Store, ref: string): WorkspaceRow {
   const dir = resolve(ref);
   const byPath = store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(dir) as WorkspaceRow | undefined;
   if (byPath) return byPath;
-  const id = /^[0-9a-fA-F]+$/.test(ref) ? uniqueByPrefix(store.db, 'workspaces', ref, 16, 'Workspace') : undefined;
+  const id = /^[0-9a-fA-F]+$/.test(ref) ? uniqueByPrefix(ref, 16, 'Workspace', (lo, hi, limit) => store.db.prepare('SELECT id FROM workspaces WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]) : undefined;
   const row = (id && getWorkspace(store, id)) || (existsSync(dir) ? workspaceContaining(store, dir) : undefined);
   if (row) return row;
   const ended = findEnded(store.path, ref, dir);

@@ -8,21 +8,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { containerFormat, mergeBytes } from '../../lib/history/reconcile-bytes.js';
+import { rng } from '../helpers/random.js';
 
 const SEED = Number(process.env.LAYERFS_SEED ?? Math.floor(Math.random() * 1e9));
 console.log(`reconcile-bytes seed ${SEED} (rerun with LAYERFS_SEED=${SEED})`);
 
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x / 0x100000000;
-  };
-}
 
 interface Edit {
   start: number;
