@@ -45,7 +45,7 @@ export const KEEP_DELTA = 0.25;
 /**
  * A small file's delta larger than KEEP_DELTA is still kept when it is at most this fraction of
  * the file compressed whole at the writer's level (with the Store's dictionary): the delta is
- * level 19, the estimate level 2, so an unrelated base (a level-19 frame of its own, in effect)
+ * level 10 (COMMIT_DELTA_LEVEL), the estimate level 2, so an unrelated base (a level-10 frame of its own, in effect)
  * must not pass for a delta.
  */
 export const KEEP_DELTA_OF_WHOLE = 0.75;
