@@ -22,9 +22,30 @@ namespace {
 using TrainFn = size_t (*)(void*, size_t, const void*, const size_t*, unsigned);
 using IsErrorFn = unsigned (*)(size_t);
 
+// ZDICT_fastCover_params_t of zstd 1.4.5 and later (zdict.h, static-linking section): the
+// layout libzstd1 of Debian 12 (1.5.4) and later releases share.
+struct FastCoverParams {
+  unsigned k;
+  unsigned d;
+  unsigned f;
+  unsigned steps;
+  unsigned nbThreads;
+  double splitPoint;
+  unsigned accel;
+  unsigned shrinkDict;
+  unsigned shrinkDictMaxRegression;
+  int compressionLevel;
+  unsigned notificationLevel;
+  unsigned dictID;
+};
+using FastCoverFn = size_t (*)(void*, size_t, const void*, const size_t*, unsigned, FastCoverParams);
+using VersionFn = unsigned (*)();
+
 struct Zdict {
   TrainFn train = nullptr;
   IsErrorFn isError = nullptr;
+  // Null before zstd 1.4.5 (another parameter layout): training then searches its parameters.
+  FastCoverFn fastCover = nullptr;
 };
 
 const Zdict& LoadZdict() {
@@ -34,6 +55,8 @@ const Zdict& LoadZdict() {
     if (!h) return out;
     out.train = reinterpret_cast<TrainFn>(dlsym(h, "ZDICT_trainFromBuffer"));
     out.isError = reinterpret_cast<IsErrorFn>(dlsym(h, "ZDICT_isError"));
+    auto version = reinterpret_cast<VersionFn>(dlsym(h, "ZSTD_versionNumber"));
+    if (version && version() >= 10405) out.fastCover = reinterpret_cast<FastCoverFn>(dlsym(h, "ZDICT_trainFromBuffer_fastCover"));
     if (!out.train || !out.isError) out = Zdict();
     return out;
   }();
@@ -85,8 +108,23 @@ ZSTD_DDict* DDictFor(const Bytes& dict) {
   return d.ddict;
 }
 
-// zstdTrainDictionary(samples, sizes: Uint32Array, capacity) → Buffer, or null without ZDICT
-// or when training fails (too few or too uniform samples).
+// One fastCover pass with the segment size `k` given: ZDICT_trainFromBuffer searches k (and
+// evaluates each candidate by compressing a quarter of the samples), several passes and several
+// times the time for a dictionary that compresses the Store's small files about as well.
+size_t TrainFixed(const Zdict& z, std::string* out, const Bytes& samples, const std::vector<size_t>& lengths, unsigned k) {
+  FastCoverParams p{};
+  p.k = k;
+  p.d = 8;
+  p.f = 20;
+  p.accel = 1;
+  p.splitPoint = 1.0;
+  p.compressionLevel = 3;
+  return z.fastCover(out->data(), out->size(), samples.data, lengths.data(), static_cast<unsigned>(lengths.size()), p);
+}
+
+// zstdTrainDictionary(samples, sizes: Uint32Array, capacity, k?) → Buffer, or null without ZDICT
+// or when training fails (too few or too uniform samples). With `k` (a fastCover segment size)
+// one pass with fixed parameters where the system's zstd has it, else ZDICT's search.
 Napi::Value Train(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes samples = GetBytes(env, info[0], "samples");
@@ -102,8 +140,11 @@ Napi::Value Train(const Napi::CallbackInfo& info) {
   if (total > samples.size) throw Napi::RangeError::New(env, "sizes exceed the samples");
   const Zdict& z = LoadZdict();
   if (!z.train || lengths.empty() || capacity < 1024) return env.Null();
+  const unsigned k = info.Length() > 3 && info[3].IsNumber() ? info[3].As<Napi::Number>().Uint32Value() : 0;
   std::string out(capacity, '\0');
-  const size_t n = z.train(out.data(), capacity, samples.data, lengths.data(), static_cast<unsigned>(lengths.size()));
+  const size_t n = k >= 16 && k <= capacity && z.fastCover
+                       ? TrainFixed(z, &out, samples, lengths, k)
+                       : z.train(out.data(), capacity, samples.data, lengths.data(), static_cast<unsigned>(lengths.size()));
   if (z.isError(n)) return env.Null();
   return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
 }

@@ -7,7 +7,7 @@ import { LayerFsError } from '../errors.js';
 import { native } from './binding.js';
 
 interface DictBinding {
-  zstdTrainDictionary(samples: Uint8Array, sizes: Uint32Array, capacity: number): Buffer | null;
+  zstdTrainDictionary(samples: Uint8Array, sizes: Uint32Array, capacity: number, k?: number): Buffer | null;
   zstdDictCompress(data: Uint8Array, level: number, dict: Uint8Array): Buffer;
   zstdDictDecompress(frame: Uint8Array, size: number, dict: Uint8Array): Buffer;
 }
@@ -16,10 +16,11 @@ const dict = native as unknown as DictBinding;
 
 /**
  * A dictionary of at most `capacity` bytes trained on `samples` (back to back, `sizes` each);
- * null when this system has no zstd dictionary builder or the samples do not train one.
+ * null when this system has no zstd dictionary builder or the samples do not train one. With
+ * `k`, one fastCover pass with that segment size (and d = 8) instead of ZDICT's parameter search.
  */
-export function zstdTrainDictionary(samples: Uint8Array, sizes: Uint32Array, capacity: number): Buffer | null {
-  return dict.zstdTrainDictionary(samples, sizes, capacity);
+export function zstdTrainDictionary(samples: Uint8Array, sizes: Uint32Array, capacity: number, k?: number): Buffer | null {
+  return dict.zstdTrainDictionary(samples, sizes, capacity, k);
 }
 
 /** Compresses `data` into one frame that needs `dictionary` to decode. */

@@ -53,11 +53,17 @@ export function setCurrentDictionary(db: Db, id: Buffer): void {
 }
 
 /**
- * Dictionary size. zstd's default (110 KB) rounded up to whole KiB: on 8,700 small files of the
- * real-tree fixture a trained dictionary stored their 32 KiB groups 6–8 % and their 128 KiB
- * groups 0.6–3 % smaller at levels 9–19.
+ * Dictionary size. On the 8,878 small files of the real-tree slice (docs/BENCHMARKS.md) in 32
+ * KiB groups at level 2, a dictionary trained on the first 4,000 (cut to 16 KiB) stored them in
+ * 7.25 MB at 256 KiB, 7.34 MB at 192 KiB, 7.53 MB at 112 KiB (zstd's default), 8.55 MB without.
  */
-export const DICTIONARY_BYTES = 112 * 1024;
+export const DICTIONARY_BYTES = 256 * 1024;
+/**
+ * fastCover's segment size: one training pass with it (native/napi_zstd_dict.cc) stored the slice
+ * as small as ZDICT's own parameter search (7.880 vs 7.879 MB; k = 500 and 2,000 within 0.3 %)
+ * in a third of the time.
+ */
+const SEGMENT = 1000;
 /** Fewer samples than this train no useful dictionary. */
 export const MIN_SAMPLES = 64;
 /**
@@ -72,7 +78,7 @@ export function trainOn(samples: Buffer[]): Buffer | undefined {
   const total = samples.reduce((n, s) => n + s.length, 0);
   const capacity = Math.min(DICTIONARY_BYTES, Math.floor(total / SAMPLE_RATIO));
   if (samples.length < MIN_SAMPLES || capacity < MIN_DICTIONARY_BYTES) return undefined;
-  return zstdTrainDictionary(Buffer.concat(samples, total), Uint32Array.from(samples.map((s) => s.length)), capacity) ?? undefined;
+  return zstdTrainDictionary(Buffer.concat(samples, total), Uint32Array.from(samples.map((s) => s.length)), capacity, SEGMENT) ?? undefined;
 }
 
 /** Small content objects seen before a transaction trains (an import's first thousands of files would be one package). */
@@ -86,7 +92,8 @@ const SAMPLER_MAX_BYTES = 4096;
  */
 export class DictionarySampler {
   private readonly kept: Buffer[] = [];
-  private seen = 0;
+  /** Small contents offered that count as samples. */
+  seen = 0;
   private state = 0x9e3779b9;
 
   offer(data: Uint8Array): void {
@@ -104,8 +111,8 @@ export class DictionarySampler {
     this.kept[slot] = Buffer.from(data.subarray(0, SAMPLER_MAX_BYTES));
   }
 
-  /** The dictionary of what was offered, once enough was. */
-  train(): Buffer | undefined {
-    return this.seen >= SAMPLER_MIN_SEEN ? trainOn(this.kept) : undefined;
+  /** The dictionary of what was offered, once enough was (`minSeen` offers; trainOn's bounds always). */
+  train(minSeen = SAMPLER_MIN_SEEN): Buffer | undefined {
+    return this.seen >= minSeen ? trainOn(this.kept) : undefined;
   }
 }

@@ -14,7 +14,8 @@ import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.
 import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
-import { currentDictionary, DictionarySampler, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
+import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
+import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -48,8 +49,8 @@ export class ObjectWriter {
   private readonly planner: DeltaPlanner;
   /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
   private dict: Dictionary | null | undefined;
-  /** Samples of small content, for a Store without a dictionary yet (dictionary.ts). */
-  private readonly sampler: DictionarySampler | undefined;
+  /** Samples of small content (and held groups), for a Store without a dictionary yet (dictionary-training.ts). */
+  private training: DictionaryTraining | undefined;
   readonly stats: WriteStats = emptyWriteStats();
   /**
    * Set by a commit while it stores a changed large file: the previous version's chunks, offered
@@ -70,7 +71,7 @@ export class ObjectWriter {
       ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
       : [new Group(false, PACK_TARGET)];
     this.mixed = new RowAssembly(this.compress ? ROW_TARGET : 0);
-    this.sampler = this.compress && !hasDictionary(db) ? new DictionarySampler() : undefined;
+    this.training = this.compress && !hasDictionary(db) ? new DictionaryTraining() : undefined;
     this.planner = new DeltaPlanner({
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
@@ -120,7 +121,7 @@ export class ObjectWriter {
     }
     const p: Pending = { id, kind, group: g, offset: g.append(data), length: data.length };
     g.items.push(p);
-    if (c === GroupClass.Content && this.sampler) this.sampler.offer(data);
+    if (c === GroupClass.Content) this.training?.offer(data);
     this.open.set(key, p);
     this.stats.objectsInserted++;
     this.stats.bytesInserted += data.length;
@@ -184,9 +185,18 @@ export class ObjectWriter {
       let pos = 0;
       at = live.map((p) => (pos += p.length) - p.length);
     }
+    if (c === GroupClass.Content && this.training?.hold({ live, at, data })) {
+      if (this.training.ready) this.trainDictionary();
+      return;
+    }
+    this.assemble(c, g.compress, { live, at, data });
+  }
+
+  /** Adds a sealed group of class `c` (its live objects) to the row being assembled, compressed on the addon's thread if `compress`. */
+  private assemble(c: number, compress: boolean, { live, at, data }: HeldGroup): void {
     // Compressed on the addon's thread while this writer goes on; collected in writeParts().
     // An edit group holds whatever chunks an edit made: random ones are not worth a job.
-    const compress = g.compress && !(c === GroupClass.Edit && looksRandom(data));
+    compress &&= !(c === GroupClass.Edit && looksRandom(data));
     const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
     const job = compress ? zstdCompressStart(data, COMPRESSION_LEVEL, dict?.bytes) : undefined;
     const part = { live, at, data, job, dict: dict?.id ?? null };
@@ -374,24 +384,49 @@ export class ObjectWriter {
 
   /**
    * A transaction that wrote enough small content to a Store without a dictionary trains one
-   * for the transactions after it (dictionary.ts): stored now, with what it names made current.
+   * (dictionary-training.ts), stored now and made current: the content groups it held back and
+   * those after it are compressed with it, and so are the transactions after it.
    */
   private trainDictionary(): void {
-    const bytes = this.sampler?.train();
-    if (!bytes || hasDictionary(this.db)) return;
-    const id = idOf(ObjectKind.Dictionary, bytes);
-    // Not the caller's content: its receipt counts what it stored.
-    if (this.putIn(ObjectKind.Dictionary, id, bytes, GroupClass.Content)) {
-      this.stats.objectsInserted--;
-      this.stats.bytesInserted -= bytes.length;
+    const training = this.training!;
+    this.training = undefined;
+    const bytes = training.train();
+    if (bytes && !hasDictionary(this.db)) {
+      const dict = { id: idOf(ObjectKind.Dictionary, bytes), bytes };
+      this.writeDictionary(dict);
+      this.dict = dict;
     }
-    setCurrentDictionary(this.db, id);
+    for (const h of training.held) this.assemble(GroupClass.Content, true, h);
+  }
+
+  /**
+   * The dictionary object in a row of its own, compressed without a dictionary (it cannot need
+   * itself). Not the caller's content: its receipt does not count it.
+   */
+  private writeDictionary(dict: Dictionary): void {
+    const z = zstdCompress(dict.bytes, COMPRESSION_LEVEL);
+    const zipped = z.length <= dict.bytes.length * KEEP_COMPRESSED;
+    try {
+      const pack = Number(this.insertPack.run(zipped ? z : dict.bytes).lastInsertRowid);
+      this.insertObject.run(dict.id, ObjectKind.Dictionary, dict.bytes.length, zipped ? Codec.Zstd : Codec.Raw, pack, 0, zipped ? z.length : dict.bytes.length, 0, null);
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    setCurrentDictionary(this.db, dict.id);
+  }
+
+  /**
+   * An import of `entries` entries is about to write: a large one holds its first content back
+   * until it has trained the Store's dictionary; a small one cannot train one and samples nothing.
+   */
+  expectImport(entries: number): void {
+    this.training = this.training?.forImport(entries);
   }
 
   /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
-    this.trainDictionary();
     for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
+    if (this.training) this.trainDictionary();
     // A small transaction (a commit) writes one row: another row would leave its own slack.
     if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
     this.writeRow(this.trees);

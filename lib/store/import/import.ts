@@ -284,6 +284,7 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
   const real = checkSource(source, opts.forbidden);
   const forbiddenIds = fileIds(opts.forbidden);
   const walk = walkTable(real, { paths: storeLeaveOut(real, opts.forbidden), exclude: opts.exclude });
+  w.expectImport(walk.count);
   const t1 = performance.now();
   const stats: ImportStats = { files: 0, directories: 0, symlinks: 0, specials: 0, hardLinks: 0, bytes: 0, skipped: [], phases: { walkRead: t1 - t0, chunkHash: 0, write: 0 } };
   const run = new TreeImport(source, walk, w, pages, forbiddenIds, stats);
