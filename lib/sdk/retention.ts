@@ -6,6 +6,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
   addPin,
+  countUnreachableCommits,
   deleteBranchRow,
   deleteLayerStackRows,
   getPolicy,
@@ -14,6 +15,7 @@ import {
   listTombstones,
   recordPruned,
   removePin,
+  removeUnreachableCommits,
   renameBranch,
   resolveBranch,
   resolveLayerStack,
@@ -147,6 +149,7 @@ export async function gc(ctx: RetentionContext, opts: { dryRun?: boolean; vacuum
   const r = await s.gc({
     roots: () => keptStates(s, workspaceRoots(s)),
     beforeSweep: (live) => recordPruned(s, live),
+    commits: { count: () => countUnreachableCommits(s), remove: (batch) => removeUnreachableCommits(s, batch) },
     dryRun: opts.dryRun,
     vacuum: opts.vacuum,
     batchObjects: opts.batchObjects,
