@@ -8,18 +8,18 @@
 //   node --import tsx bench/cells/store_gc.ts --cell layerfs-gc --tmp SCRATCH --tier T --mode nogarbage --dir FIXTURE
 
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { storeFiles } from '../lib/measure.js';
 import { applyCommit, writeBase } from '../fixtures/gc-history.js';
+import { ensureGcStore, gcStoreParams } from '../fixtures/gc-store.js';
 import { duBytes, timeExternal } from '../lib/cell.js';
 import { git, gitEnv, gitTimed } from '../lib/git.js';
 import { fileURLToPath } from 'node:url';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client } from '../../lib/sdk/index.js';
-import { publishGenesisLayer } from '../../lib/history/index.js';
-import { buildNamespace, ContentForm, InodeKind, ObjectKind, Store, type Inode } from '../../lib/store/index.js';
-import { buildExtentTree } from '../../lib/store/tree/extents.js';
+import { ObjectKind, Store } from '../../lib/store/index.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const GC_OPTIONS = { mode: { type: 'string', default: 'history' }, branches: { type: 'string', default: '50' }, commits: { type: 'string', default: '20' }, keep: { type: 'string', default: '5' } } as const;
@@ -151,72 +151,77 @@ async function gitGc(a: Given<typeof GC_OPTIONS, 'tmp'>): Promise<CellResult> {
   return { ms: Math.round(g.ms), maxRssMiB: g.maxRssMiB, buildMs: Math.round(buildMs), branches, commits, keep, beforeBytes, storeBytes: duBytes(gitDir) };
 }
 
-// Cell: peak RSS of `db gc` on a generated Store of many objects (issue 23: ≤ 256 MiB at 10
-// million). The Store is written directly through the store tier (an import of millions of
-// files would take hours): LayerStack `live` holds --files files of --chunks chunks each (tiny
-// unique chunks under extent trees), LayerStack `garbage` as many other ones, then deleted. Then
-// gc runs in a process of its own under /usr/bin/time (ms, maxRssMiB are that process's).
-//   node --import tsx bench/cells/store_gc.ts --cell layerfs-gc-big --tmp SCRATCH --tier T --files 50 --chunks 100000
-const GC_BIG_OPTIONS = { files: { type: 'string', default: '50' }, chunks: { type: 'string', default: '100000' }, run: { type: 'string' }, out: { type: 'string' } } as const;
-/** One LayerStack of `files` files of `chunks` unique 16-byte chunks each (seeded by `tag`). */
-async function stack(s: Store, name: string, files: number, chunks: number): Promise<void> {
-  await s.write((w) => {
-    const inodes = new Map<number, Inode>();
-    const dir = (content: null): Inode => ({ kind: InodeKind.Dir, mode: 0o755, uid: 0, gid: 0, mtimeNs: 0n, size: 0, nlink: 1, form: ContentForm.None, content, xattrs: [] });
-    inodes.set(1, dir(null));
-    const list: { name: Buffer; serial: number }[] = [];
-    for (let f = 0; f < files; f++) {
-      const extents: { id: Buffer; length: number }[] = [];
-      for (let i = 0; i < chunks; i++) {
-        const data = Buffer.alloc(16);
-        data.write(`${name}:${f}:${i}`.slice(0, 16));
-        data.writeUInt32LE(i, 12);
-        extents.push({ id: w.add(ObjectKind.Chunk, data), length: 16 });
-      }
-      const root = buildExtentTree(extents, (node) => w.add(ObjectKind.Extents, node));
-      inodes.set(2 + f, { kind: InodeKind.File, mode: 0o644, uid: 0, gid: 0, mtimeNs: 0n, size: chunks * 16, nlink: 1, form: ContentForm.Extents, content: root, xattrs: [] });
-      list.push({ name: Buffer.from(`f${String(f).padStart(4, '0')}`), serial: 2 + f });
-    }
-    publishGenesisLayer(s, name, buildNamespace(inodes, new Map([[1, list]]), w, s.pages));
-  });
+// Cell: peak RSS of `db gc` on a generated Store of about --objects objects (issue 23: ≤ 256 MiB
+// at 10 million), half of them garbage: fixtures/gc-store.ts (a real Store of Layers, Branches
+// and Commits, generated once, verified, and cached). A copy of it is collected by `db gc` in a
+// process of its own under /usr/bin/time: ms and the gc figures are that process's, maxRssMiB
+// /usr/bin/time's maximum resident set, vmHwmMiB its own VmHWM read at the end. Then every chunk
+// of a kept state must still be there and every chunk of the deleted Branches gone (a count by
+// kind), and with --verify 1 the collected Store is verified whole.
+//   node --import tsx bench/cells/store_gc.ts --cell layerfs-gc-big --tmp SCRATCH --tier T --objects 10000000
+const GC_BIG_OPTIONS = { objects: { type: 'string', default: '200000' }, verify: { type: 'string', default: '0' }, run: { type: 'string' }, out: { type: 'string' } } as const;
+
+function vmHwmMiB(): number {
+  const m = /VmHWM:\s+(\d+) kB/.exec(fs.readFileSync('/proc/self/status', 'utf8'));
+  return m ? Number(m[1]) / 1024 : NaN;
 }
 
 async function gcBigMeasure(a: Given<typeof GC_BIG_OPTIONS, never>, tier: string): Promise<CellResult> {
   if (a.run !== undefined) {
     // The measured process: gc alone.
     const c = Client.connect(a.run);
+    const t = performance.now();
     const r = await c.gc();
+    const ms = performance.now() - t;
     c.close();
-    fs.writeFileSync(a.out!, JSON.stringify(r));
+    fs.writeFileSync(a.out!, JSON.stringify({ ...r, wallMs: ms, vmHwmMiB: vmHwmMiB() }));
     process.exit(0);
   }
-  const files = Number(a.files);
-  const chunks = Number(a.chunks);
-  const store = path.join(path.resolve(a.tmp!), 'big.layerfs');
-  const t0 = performance.now();
-  const s = Store.create(store);
-  await stack(s, 'live', files, chunks);
-  await stack(s, 'garbage', files, chunks);
-  s.close();
-  const c = Client.connect(store);
-  const objects = c.info().objects;
-  c.deleteLayerStack('garbage');
-  c.close();
-  const generateMs = performance.now() - t0;
+  const p = gcStoreParams(Number(a.objects));
+  const fx = ensureGcStore(p);
+  const tmp = path.resolve(a.tmp!);
+  const store = path.join(tmp, 'big.layerfs');
+  fs.copyFileSync(fx.store, store);
   const before = storeFiles(store).bytes;
-  const out = path.join(path.resolve(a.tmp!), 'gc.json');
+  const out = path.join(tmp, 'gc.json');
+  const load = os.loadavg()[0]!;
   const run = timeExternal([process.execPath, ...nodeArgs(fileURLToPath(import.meta.url), '--cell', 'layerfs-gc-big', '--run', store, '--out', out, '--tier', tier)]);
+  const loadAfter = os.loadavg()[0]!;
   const r = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, number>;
+  const s = Store.open(store, { readonly: true });
+  const chunks = s.db.prepare(`SELECT count(*) FROM objects WHERE kind = ${ObjectKind.Chunk}`).pluck().get() as number;
+  s.close();
+  const c = Client.connect(store, { readonly: true });
+  const kept = (p.files + (p.branches - p.deleted) * p.commits) * p.chunks;
+  if (chunks !== kept) throw new Error(`after gc the Store holds ${chunks} chunks; the kept states have ${kept}`);
+  let verifyMs: number | undefined;
+  if (a.verify === '1') {
+    const t = performance.now();
+    const v = c.verify();
+    verifyMs = Math.round(performance.now() - t);
+    if (!v.ok) throw new Error(`verify failed after gc: ${JSON.stringify(v.damaged.slice(0, 3))}`);
+  }
+  c.close();
+  const m = fx.manifest as unknown as Record<string, number>;
   return {
-    ms: Math.round(r.ms!),
+    ms: Math.round(r.wallMs!),
     maxRssMiB: Math.round(run.maxRssMiB * 10) / 10,
-    objects,
-    deletedObjects: r.deletedObjects,
+    vmHwmMiB: Math.round(r.vmHwmMiB! * 10) / 10,
+    objects: r.objects,
     liveObjects: r.liveObjects,
+    garbageObjects: r.garbageObjects,
+    deletedObjects: r.deletedObjects,
+    commitsRemoved: r.commitsRemoved,
     markMs: Math.round(r.markMs!),
     sweepMs: Math.round(r.sweepMs!),
     transactions: r.transactions,
-    generateMs: Math.round(generateMs),
+    generateMs: Math.round(m.generateMs!),
+    generateWriteMs: Math.round(m.writeMs!),
+    generateVerifyMs: Math.round(m.verifyMs!),
+    generatedReused: fx.reused,
+    verifyAfterMs: verifyMs,
+    loadStart: Math.round(load * 10) / 10,
+    loadEnd: Math.round(loadAfter * 10) / 10,
     beforeBytes: before,
     storeBytes: storeFiles(store).bytes,
   };

@@ -29,8 +29,9 @@ const family: Family = {
     'of the same Branches, then `git reflog expire --expire=now --all && git gc --prune=now` timed ("× git" = layerfs gc over ' +
     'that, goal ≤ 1×). no garbage: the tree fixture (100,000 files; 10,000 quick) imported, then `verify` and `db gc` ' +
     '(nothing to reclaim) timed; "× verify" is gc over verify (goal ≤ 0.5×). RSS: a generated Store of 10 million objects ' +
-    '(200,000 quick; cells/store_gc.ts, cell layerfs-gc-big: tiny unique chunks under extent trees, half of them in a deleted LayerStack), ' +
-    '`db gc` in a process of its own: "peak RSS" is that process\'s (goal ≤ 256 MiB).',
+    '(200,000 quick; fixtures/gc-store.ts: a Layer and 20 Branches × 10 Commits, each Commit adding a file of unique 16-byte chunks ' +
+    'under an extent tree, 10 Branches deleted; generated once, verified, cached), `db gc` of a copy in a process of its own: ' +
+    '"peak RSS" is that process\'s (goal ≤ 256 MiB); then every kept chunk must be there and every deleted one gone.',
   order: 56,
   peers: ['git'],
   tiers: (quick) => [
@@ -40,9 +41,9 @@ const family: Family = {
   ],
   run(tier, ctx) {
     if (tier.unit === 'objects') {
-      // Half live, half garbage: two LayerStacks of files × chunks chunks each, one deleted.
-      const [files, chunks] = ctx.quick ? ['10', '10000'] : ['50', '100000'];
-      return [ctx.runCell({ tier, cell: gcBig, args: { files, chunks } })];
+      // fixtures/gc-store.ts: half the objects in deleted Branches. The collected Store is
+      // verified whole at 200,000 objects; at 10 million its chunks are counted by kind.
+      return [ctx.runCell({ tier, cell: gcBig, args: { objects: String(tier.value), verify: ctx.quick ? '1' : '0' } })];
     }
     if (tier.unit === 'files') {
       const fx = useFixture(ctx, ensureTree(tier.value));

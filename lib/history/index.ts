@@ -13,6 +13,7 @@ export * from './rewind.js';
 export * from './git-patch.js';
 export * from './tombstones.js';
 export * from './retention.js';
+export { countUnreachableCommits, removeUnreachableCommits, unreachableCommits } from './commit-reclaim.js';
 export { reconcileStates, maxSerial, type ReconcileConflict, type ReconcileResult, type ConflictKind, type LineConflict, type ByteConflict } from './reconcile.js';
 export { publishReconciled, type Reconciliation, type ReconciledPublish } from './reconcile-publish.js';
 export * from './remote-rows.js';

@@ -181,7 +181,10 @@ export function listPins(store: Store): Pin[] {
 export function addPin(store: Store, state: string, rootId: Buffer): boolean {
   return store.writeSync(() => {
     // A pruned Commit may have lost part of its tree already (gc deletes in several transactions).
-    const pruned = state.startsWith('commit:') && store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(Buffer.from(state.slice(7), 'hex')) !== undefined;
+    // gc removes the rows of Commits nothing keeps (commit-reclaim.ts): such a Commit is gone too.
+    const commit = state.startsWith('commit:') ? Buffer.from(state.slice(7), 'hex') : null;
+    const pruned =
+      commit !== null && (store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(commit) !== undefined || store.db.prepare('SELECT 1 FROM commits WHERE id = ?').get(commit) === undefined);
     if (pruned || !store.objects.has(rootId)) {
       throw new LayerFsError('ERR_PRUNED', `the state ${state} was reclaimed by db gc`, { id: state, hint: 'pin states before deleting or pruning them' });
     }

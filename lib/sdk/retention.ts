@@ -6,6 +6,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import {
   addPin,
+  countUnreachableCommits,
   deleteBranchRow,
   deleteLayerStackRows,
   getBranch,
@@ -17,6 +18,7 @@ import {
   listTombstones,
   recordPruned,
   removePin,
+  removeUnreachableCommits,
   renameBranch,
   resolveBranch,
   resolveLayerStack,
@@ -151,6 +153,7 @@ export async function gc(ctx: RetentionContext, opts: { dryRun?: boolean; vacuum
   const r = await s.gc({
     roots: () => keptStates(s, workspaceRoots(s)),
     beforeSweep: (live) => recordPruned(s, live),
+    commits: { count: () => countUnreachableCommits(s), remove: (batch) => removeUnreachableCommits(s, batch) },
     dryRun: opts.dryRun,
     vacuum: opts.vacuum,
     batchObjects: opts.batchObjects,

@@ -19,8 +19,8 @@ import { mapSqliteError } from './sqlite-errors.js';
 export type { GcRoot };
 
 export interface GcProgress {
-  phase: 'mark' | 'sweep' | 'rewrite' | 'vacuum' | 'done';
-  /** Objects deleted so far, of the garbage mark found (sweep); rows rewritten (rewrite). */
+  phase: 'mark' | 'sweep' | 'commits' | 'rewrite' | 'vacuum' | 'done';
+  /** Objects deleted so far, of the garbage mark found (sweep); Commit rows removed (commits); rows rewritten (rewrite). */
   done: number;
   total: number;
   transactions: number;
@@ -45,6 +45,12 @@ export interface GcOptions {
    * caller records which states this gc reclaims (pruned Commits) in the same transaction.
    */
   beforeSweep?: (live: (id: Buffer) => boolean) => void;
+  /**
+   * The history rows nothing keeps (Commit rows of deleted Branches), removed after the sweep and
+   * before rewrite and vacuum: `remove(batch)` removes at most `batch` inside a write transaction
+   * gc opens for it, and returns how many (0: done); `count` answers a dry run.
+   */
+  commits?: { count(): number; remove(batch: number): number };
 }
 
 export interface GcStats {
@@ -61,6 +67,8 @@ export interface GcStats {
   garbageBytes: number;
   /** Objects kept because a state published while gc ran reached them. */
   rescued: number;
+  /** Commit rows nothing keeps: removed (a dry run: would be removed). */
+  commitsRemoved: number;
   /** Pack rows deleted whole (nothing live left in them). */
   rowsDeleted: number;
   /** Rows rewritten because most of them was garbage, and the rows that replaced them. */
@@ -119,7 +127,7 @@ export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promi
   if (!(Number.isInteger(batch) && batch > 0)) throw new LayerFsError('ERR_INVALID_ARGUMENT', `gc batchObjects must be a positive integer, got ${batch}`);
   const f0 = fileBytes(store);
   const stats: GcStats = {
-    dryRun: opts.dryRun ?? false, states: 0, objects: 0, liveObjects: 0, garbageObjects: 0, deletedObjects: 0, garbageBytes: 0, rescued: 0,
+    dryRun: opts.dryRun ?? false, states: 0, objects: 0, liveObjects: 0, garbageObjects: 0, deletedObjects: 0, garbageBytes: 0, rescued: 0, commitsRemoved: 0,
     rowsDeleted: 0, rowsRewritten: 0, rowsWritten: 0, storedBytesFreed: 0, garbageBytesKept: 0, transactions: 0,
     fileBytesBefore: f0.file, fileBytesAfter: f0.file, freeBytes: f0.free, markMs: 0, sweepMs: 0, rewriteMs: 0, vacuumMs: 0,
   };
@@ -150,6 +158,7 @@ export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promi
       for (const [, r] of rewrite) stats.storedBytesFreed += r.bytes - r.liveBytes;
       stats.rowsDeleted = [...rows.values()].filter((r) => r.liveBytes === 0 && r.bytes > 0).length;
       stats.rowsRewritten = rewrite.length;
+      stats.commitsRemoved = opts.commits?.count() ?? 0;
       return finish(store, stats, progress, report, false);
     }
     const t1 = performance.now();
@@ -160,6 +169,7 @@ export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promi
       progress.done += n;
       report();
     });
+    if (opts.commits) await removeCommits(store, opts.commits, batch, stats, progress, report);
     stats.sweepMs = performance.now() - t1;
     const t2 = performance.now();
     progress.phase = 'rewrite';
@@ -198,6 +208,34 @@ async function sweep(store: StoreAccess, marker: Marker, opts: GcOptions, batch:
     if (items.length > 0) cursor = items.at(-1)!.id;
     done(items.length);
     // Between transactions: let this process's other work (and other writers) in.
+    await new Promise((r) => setImmediate(r));
+  }
+}
+
+/** The history rows nothing keeps, a bounded transaction at a time (GcOptions.commits). */
+function removeBatch(store: StoreAccess, commits: NonNullable<GcOptions['commits']>, batch: number): number {
+  const db = store.db;
+  db.exec('BEGIN IMMEDIATE');
+  try {
+    const n = commits.remove(batch);
+    db.exec('COMMIT');
+    return n;
+  } catch (e) {
+    if (db.inTransaction) db.exec('ROLLBACK');
+    throw e;
+  }
+}
+
+async function removeCommits(store: StoreAccess, commits: NonNullable<GcOptions['commits']>, batch: number, stats: GcStats, progress: GcProgress, report: () => void): Promise<void> {
+  progress.phase = 'commits';
+  progress.done = 0;
+  progress.total = 0;
+  report();
+  for (let n = removeBatch(store, commits, batch); n > 0; n = removeBatch(store, commits, batch)) {
+    stats.commitsRemoved += n;
+    stats.transactions++;
+    progress.done += n;
+    report();
     await new Promise((r) => setImmediate(r));
   }
 }

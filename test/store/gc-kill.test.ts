@@ -1,8 +1,8 @@
 /**
- * SIGKILL during `db gc` at seeded points (inside a deleting transaction, between two, during
- * the rewrite of rows mostly garbage): the Store is valid after each kill, every kept state
- * exports as before, and a gc run afterwards finishes the work, leaving exactly the objects an
- * uninterrupted gc leaves.
+ * SIGKILL during `db gc` at seeded points (inside a deleting transaction, between two, while it
+ * removes Commit rows nothing keeps, during the rewrite of rows mostly garbage): the Store is
+ * valid after each kill, every kept state exports as before, and a gc run afterwards finishes the
+ * work, leaving exactly the objects and Commit rows an uninterrupted gc leaves.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -64,10 +64,10 @@ function keptTrees(store: string, dir: string): Map<string, WalkRecord[]> {
   return out;
 }
 
-function objectIds(store: string): string[] {
+function objectIds(store: string, table = 'objects'): string[] {
   const s = Store.open(store, { readonly: true });
   try {
-    return (s.db.prepare('SELECT id FROM objects ORDER BY id').pluck().all() as Buffer[]).map((b) => b.toString('hex'));
+    return (s.db.prepare(`SELECT id FROM ${table} ORDER BY id`).pluck().all() as Buffer[]).map((b) => b.toString('hex'));
   } finally {
     s.close();
   }
@@ -110,6 +110,8 @@ test(`SIGKILL mid-gc at seeded points: the Store stays valid, kept states read a
   ref.close();
   assert.ok(full.deletedObjects > 50 && full.rowsDeleted > 0, JSON.stringify(full));
   const expected = objectIds(reference);
+  const expectedCommits = objectIds(reference, 'commits');
+  assert.equal(full.commitsRemoved, 6);
 
   const next = rng(seed);
   let killedMidway = 0;
@@ -119,12 +121,13 @@ test(`SIGKILL mid-gc at seeded points: the Store stays valid, kept states read a
     // after one (usually inside a transaction).
     const trialStore = join(dir, `trial-${trial}.sqlite`);
     copyFileSync(store, trialStore);
-    const phase = trial % 3 === 2 ? 'rewrite' : 'sweep';
-    // The rewrite phase reports twice (start, end): only its first report is inside gc.
-    const after = phase === 'rewrite' ? 1 : 1 + Math.floor(next() * 5);
+    const phase = (['sweep', 'commits', 'rewrite'] as const)[trial % 3]!;
+    // The rewrite phase reports twice (start, end): only its first report is inside gc. The
+    // Commit rows (6) go in one or two transactions: a report at the start and after each.
+    const after = phase === 'rewrite' ? 1 : phase === 'commits' ? 1 + Math.floor(next() * 2) : 1 + Math.floor(next() * 5);
     const delay = Math.floor(next() * 4);
     let lines = 0;
-    const out = await runWorker(trialStore, 4 + Math.floor(next() * 12), trial % 2 === 0 ? `kill:${phase}:${after}` : 'once', (line, kill) => {
+    const out = await runWorker(trialStore, phase === 'commits' ? 4 : 4 + Math.floor(next() * 12), trial % 2 === 0 ? `kill:${phase}:${after}` : 'once', (line, kill) => {
       if (trial % 2 === 0 || !line.startsWith(`progress ${phase}`)) return;
       if (++lines === after) setTimeout(kill, delay);
     });
@@ -138,6 +141,7 @@ test(`SIGKILL mid-gc at seeded points: the Store stays valid, kept states read a
     assertIntact(c);
     c.close();
     assert.deepEqual(objectIds(trialStore), expected, `trial ${trial}`);
+    assert.deepEqual(objectIds(trialStore, 'commits'), expectedCommits, `trial ${trial}`);
   }
   assert.ok(killedMidway >= 4, `killed mid-gc in ${killedMidway} of 6 trials`);
   const c = Client.connect(store);

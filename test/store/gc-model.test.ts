@@ -3,7 +3,10 @@
  * changes and gc runs. The test keeps its own model of the history (Branches and their Commits,
  * fork bases, pins, the policy) and computes from it which states must stay and, by a walk of
  * its own over the format's decoders, which objects they reach (with delta bases). After every
- * gc the Store holds exactly that set; at the end every kept state exports as it was committed.
+ * gc the Store holds exactly that set, and exactly the Commit rows the model names (live Branches'
+ * histories, pins and their ancestors); at the end every kept state exports as it was committed,
+ * a pruned Commit whose row stays answers ERR_PRUNED, a removed one ERR_NOT_FOUND, and every
+ * deleted Branch's log still says when it was deleted.
  * Seed: LAYERFS_TEST_SEED (printed).
  */
 import { test } from 'node:test';
@@ -72,6 +75,15 @@ function reachable(path: string, roots: Buffer[]): Set<string> {
   }
 }
 
+function commitRows(path: string): string[] {
+  const s = Store.open(path, { readonly: true });
+  try {
+    return (s.db.prepare('SELECT id FROM commits').pluck().all() as Buffer[]).map((b) => b.toString('hex')).sort();
+  } finally {
+    s.close();
+  }
+}
+
 function storedIds(path: string): Set<string> {
   const s = Store.open(path, { readonly: true });
   try {
@@ -98,6 +110,9 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
   const pins = new Set<string>();
   /** Commits a gc reclaimed: pruned for good, whatever the policy says later. */
   const gone = new Set<string>();
+  /** Each Commit's parent: the model's own history links. */
+  const parentOf = new Map<string, string | null>();
+  const deletedNames: string[] = [];
   let policyN: number | null = null;
   let serial = 0;
   let gcs = 0;
@@ -114,6 +129,12 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
     }
     for (const id of gone) kept.delete(id);
     return kept;
+  };
+  /** The Commit rows gc must leave: every live Branch's history, and each pin with its ancestors. */
+  const modelRows = (): string[] => {
+    const rows = new Set(branches.flatMap((b) => b.commits));
+    for (const id of pins) for (let at: string | null | undefined = id; at; at = parentOf.get(at)) rows.add(at);
+    return [...rows].sort();
   };
 
   try {
@@ -147,6 +168,7 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
         const res = await c.commitWorkspace(at);
         assert.equal(res.outcome, 'Created');
         if (res.outcome === 'Created') {
+          parentOf.set(res.commit.id, b.commits[0] ?? null);
           b.commits.unshift(res.commit.id);
           trees.set(res.commit.id, tree);
           rootOf.set(res.commit.id, Buffer.from(res.commit.rootId, 'hex'));
@@ -156,6 +178,7 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
         const b = pick(branches);
         await c.deleteBranch(b.name);
         branches.splice(branches.indexOf(b), 1);
+        deletedNames.push(b.name);
       } else if (op < 0.77) {
         const all = [...modelKept()];
         if (all.length > 0) {
@@ -181,13 +204,23 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
         const actual = keptCommits(s);
         s.close();
         assert.deepEqual([...actual].sort(), [...kept].sort(), `kept Commits after step ${step}`);
+        assert.deepEqual(commitRows(path), modelRows(), `Commit rows after step ${step}`);
         const roots = [rootOf.get(`layer:${init.layer.id}`)!, ...[...kept, ...pins].map((id) => rootOf.get(id)!)];
         assert.deepEqual([...storedIds(path)].sort(), [...reachable(path, roots)].sort(), `objects after step ${step}`);
       }
     }
     await c.gc();
     const kept = new Set([...modelKept(), ...pins]);
-    for (const id of rootOf.keys()) if (!id.startsWith('layer:') && !kept.has(id)) assert.throws(() => c.ls(id), (e: unknown) => (e as { code?: string }).code === 'ERR_PRUNED', id);
+    const rows = new Set(modelRows());
+    assert.deepEqual(commitRows(path), [...rows].sort());
+    for (const id of rootOf.keys()) {
+      if (id.startsWith('layer:') || kept.has(id)) continue;
+      const code = rows.has(id) ? 'ERR_PRUNED' : 'ERR_NOT_FOUND';
+      assert.throws(() => c.ls(id), (e: unknown) => (e as { code?: string }).code === code, `${id}: ${code}`);
+    }
+    for (const name of deletedNames.filter((n) => !branches.some((b) => b.name === n))) {
+      assert.throws(() => c.log(name), (e: unknown) => (e as { code?: string; details?: { deletedAt?: string } }).code === 'ERR_DELETED', name);
+    }
     assert.deepEqual([...storedIds(path)].sort(), [...reachable(path, [rootOf.get(`layer:${init.layer.id}`)!, ...[...kept].map((id) => rootOf.get(id)!)])].sort());
     for (const id of kept) {
       const target = join(dir, `export-${id.slice(0, 12)}`);
@@ -195,7 +228,7 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
       assert.deepEqual(walkForCompare(target), trees.get(id), `state ${id}`);
     }
     assertIntact(c);
-    console.log(`gc model seed=${seed}: ${gcs + 1} gc runs, ${branches.length} Branches left, ${kept.size} kept Commits`);
+    console.log(`gc model seed=${seed}: ${gcs + 1} gc runs, ${branches.length} Branches left, ${kept.size} kept Commits, ${rows.size} Commit rows of ${parentOf.size}`);
   } finally {
     c.close();
   }

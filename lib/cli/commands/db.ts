@@ -88,7 +88,7 @@ function gcCommand(db: Command, run: Runner): void {
       run(async (out, g) => {
         const r = await withClient(g.store, (c) => c.gc({ dryRun: opts.dryRun, vacuum: opts.vacuum }), opts.dryRun);
         out.result(r, () => [
-          `${r.outcome === 'DryRun' ? 'would delete' : 'deleted'} ${r.outcome === 'DryRun' ? r.garbageObjects : r.deletedObjects} of ${r.objects} objects (${formatBytes(r.garbageBytes)} canonical) from ${r.states} kept states in ${(r.ms / 1000).toFixed(2)} s`,
+          `${r.outcome === 'DryRun' ? 'would delete' : 'deleted'} ${r.outcome === 'DryRun' ? r.garbageObjects : r.deletedObjects} of ${r.objects} objects (${formatBytes(r.garbageBytes)} canonical) from ${r.states} kept states in ${(r.ms / 1000).toFixed(2)} s; ${r.commitsRemoved} Commit rows nothing keeps ${r.outcome === 'DryRun' ? 'would be ' : ''}removed`,
           `  ${r.outcome === 'DryRun' ? 'would free' : 'freed'} ${formatBytes(r.storedBytesFreed)} stored: ${r.rowsDeleted} rows deleted, ${r.rowsRewritten} rewritten into ${r.rowsWritten}; ${formatBytes(r.garbageBytesKept)} of garbage left in rows mostly live`,
           `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${formatBytes(r.freeBytes)} free pages${r.vacuumMs ? `; vacuum ${(r.vacuumMs / 1000).toFixed(2)} s` : ', reused by later writes; --vacuum returns them'})`,
         ]);
