@@ -123,6 +123,37 @@ async function connectionAt(mountpoint: string): Promise<number | null> {
   return found;
 }
 
+/** No progress for this long: the serving thread is stuck, not slow. */
+const STALL_MS = 15_000;
+/** However busy the machine, a mount that takes longer than this has failed. */
+const MOUNT_LIMIT_MS = 300_000;
+/** CPU time the daemon must have used over a STALL_MS window to count as making progress. */
+const PROGRESS_CPU_US = 50_000;
+
+/**
+ * Resolves with a reason once the daemon stops making progress towards the mount: no CPU used
+ * by any of its threads over STALL_MS (a serving thread that loads its modules or opens the Store
+ * uses CPU all along; one stuck on a lock or a dead descriptor uses none), or MOUNT_LIMIT_MS in
+ * all. A fixed wall-time limit failed first mounts on a loaded machine, where loading the serving
+ * thread alone took longer than that limit.
+ */
+function untilStalled(): { done: Promise<string>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const start = Date.now();
+  const done = new Promise<string>((resolve) => {
+    let cpu = process.cpuUsage();
+    const check = (): void => {
+      const used = process.cpuUsage(cpu);
+      cpu = process.cpuUsage();
+      if (used.user + used.system < PROGRESS_CPU_US) return resolve(`no progress in ${STALL_MS / 1000} s`);
+      if (Date.now() - start >= MOUNT_LIMIT_MS) return resolve(`not ready after ${MOUNT_LIMIT_MS / 1000} s`);
+      timer = setTimeout(check, STALL_MS).unref();
+    };
+    timer = setTimeout(check, STALL_MS).unref();
+  });
+  return { done, cancel: () => clearTimeout(timer) };
+}
+
 /** The controller of one kernel-backend mount (lives on the daemon's thread). */
 export class KernelMount {
   private fd = -1;
@@ -169,13 +200,15 @@ export class KernelMount {
       this.finish();
     });
     w.on('exit', () => this.finish());
-    const timeout = new Promise<'timeout'>((res) => setTimeout(() => res('timeout'), 15_000).unref());
+    const stalled = untilStalled();
     try {
-      if ((await Promise.race([ready.then(() => 'ok' as const), timeout])) === 'timeout') throw new FsError('ETIMEDOUT', 'the mount did not come up');
+      if ((await Promise.race([ready.then(() => 'ok' as const), stalled.done])) !== 'ok') throw new FsError('ETIMEDOUT', `the mount did not come up: ${await stalled.done}`);
     } catch (e) {
       await detachFuse(this.mountpoint);
       void w.terminate();
       throw e;
+    } finally {
+      stalled.cancel();
     }
     // In the background: the mount is usable already, and a create should not wait for a read
     // of the mount table through the thread pool (tens of ms on a loaded machine).

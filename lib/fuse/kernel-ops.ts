@@ -62,6 +62,8 @@ export interface Conn {
   replyAttr(unique: number, a: Attr): void;
   forget(serial: number, n: number): void;
   killSuid(serial: number): void;
+  /** Makes the kernel drop its inode of `serial` once unused, so it loads the overlay's times again. */
+  reloadTimes(serial: number): void;
   openDir(serial: number): number;
   closeDir(fh: number): void;
   readdir(unique: number, fh: number, offset: number, size: number, plus: boolean): void;
@@ -146,6 +148,10 @@ function setattr(c: Conn, r: Request): void {
     const size = r64(b, p + 16);
     if (valid & FATTR_FH && fh) ov.ftruncate(fh, size);
     else ov.truncate(node, size);
+    // With the writeback cache the kernel owns a file's times and marks them on a size change
+    // only: a truncate(2) to the current size comes without FATTR_MTIME, and the time the overlay
+    // marks would never be shown (ftruncate sends the kernel's own time).
+    if (c.writebackCache && !(valid & FATTR_MTIME)) c.reloadTimes(node);
   }
   if (valid & FATTR_MODE) ov.chmod(node, b.readUInt32LE(p + 68));
   if (valid & (FATTR_UID | FATTR_GID)) ov.chown(node, valid & FATTR_UID ? b.readUInt32LE(p + 76) : -1, valid & FATTR_GID ? b.readUInt32LE(p + 80) : -1);

@@ -80,6 +80,15 @@ function startSpare(storePath: string): void {
 }
 
 /**
+ * Starts loading a serving thread for the Store at `storePath` now, before any mount asks for
+ * one: the daemon does this first thing, so the first mount's thread loads its modules and opens
+ * the Store while the daemon loads its own (the two overlap instead of adding up).
+ */
+export function prepareServingWorker(storePath: string): void {
+  startSpare(storePath);
+}
+
+/**
  * A serving thread for a mount of the Store at `storePath`, waiting for its `start` message: an
  * idle one when there is one (a loaded one first), else a new one; when none is left idle the
  * next is started in the background.

@@ -48,6 +48,9 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (n < 0 && n !== -E.ENOENT) log(`reply to /dev/fuse failed: ${errnoName(-n)}`);
   };
   proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
+  proto.forgetEntries = (notes) => {
+    if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
+  };
   const messages = (): void => {
     for (;;) {
       const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;

@@ -1,7 +1,7 @@
 /**
- * The FUSE kernel protocol spoken directly over /dev/fuse, inode by inode: the default backend
- * when this process may mount (root). Compared with fuse-native (libfuse 2, high-level,
- * path-based) it gives the overlay exactly what the kernel asks for:
+ * The FUSE kernel protocol spoken directly over /dev/fuse, inode by inode: how every mount is
+ * served. Unlike a high-level, path-based library (libfuse 2) it gives the overlay exactly what
+ * the kernel asks for:
  * - node ids are serials, so hard links are one kernel inode and attributes can be cached;
  * - times in nanoseconds, and a change of only mtime or only atime (tar, touch -m, cp -p);
  * - RENAME2 with RENAME_NOREPLACE / RENAME_EXCHANGE;
@@ -23,6 +23,7 @@
  */
 import { constants as fsc } from 'node:fs';
 import { E, FsError, negErrno } from './errno.js';
+import { invalEntry } from './kernel-notify.js';
 import { OPS, type Conn } from './kernel-ops.js';
 import { ATTR_SIZE, ENTRY_OUT, IN_HDR, MAX_WRITE, MUTATING, OUT_HDR, Op, REPLY_SCRATCH, WAKE_PREFIX, decodeHeader, r64, u64, writeAttr, writeHeader } from './kernel-wire.js';
 import type { Attr, Overlay } from './overlay.js';
@@ -67,6 +68,8 @@ export class KernelProtocol implements Conn {
   /** Set once INIT has been answered. */
   initialized = false;
   writebackCache = false;
+  /** Has a thread other than this one write these notifications (kernel-worker.ts). */
+  forgetEntries: ((notes: Buffer[]) => void) | null = null;
 
   constructor(
     readonly overlay: Overlay,
@@ -193,6 +196,17 @@ export class KernelProtocol implements Conn {
     if ((a.mode & fsc.S_IFMT) === fsc.S_IFDIR || (a.mode & 0o6000) === 0) return;
     const kill = 0o4000 | (a.mode & 0o010 ? 0o2000 : 0);
     if (a.mode & kill) this.overlay.chmod(serial, a.mode & 0o7777 & ~kill);
+  }
+
+  /**
+   * The kernel keeps the times of a regular file it caches writes for and takes none from
+   * replies; only a fresh kernel inode loads them. FUSE drops an inode with its last reference,
+   * so forgetting every name of it (FUSE_NOTIFY_INVAL_ENTRY, written by a reader thread: see
+   * kernel-notify.ts) makes the next lookup load the overlay's times, unless the file is open.
+   */
+  reloadTimes(serial: number): void {
+    const names = this.overlay.namesOf(serial);
+    if (names.length > 0) this.forgetEntries?.(names.map((n) => invalEntry(n.parent, n.name)));
   }
 
   // -------------------------------------------------------------------------------------------

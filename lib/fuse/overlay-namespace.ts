@@ -38,6 +38,15 @@ export abstract class OverlayNamespace extends OverlayContent {
     return this.children(d).get(key(name));
   }
 
+  /** Every (directory, name) that names `serial` (a scan of each parent directory: for rare callers). */
+  namesOf(serial: number): { parent: number; name: Buffer }[] {
+    const out: { parent: number; name: Buffer }[] = [];
+    for (const parent of new Set(this.node(serial).parents)) {
+      for (const [k, s] of this.children(this.dir(parent))) if (s === serial) out.push({ parent, name: Buffer.from(k, 'latin1') });
+    }
+    return out;
+  }
+
   /** Resolves name components from the root, without following symlinks. */
   resolve(parts: Buffer[]): number {
     let s = ROOT_SERIAL;

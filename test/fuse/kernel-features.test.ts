@@ -158,3 +158,36 @@ test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', 
     (e) => isLayerFsError(e, 'ERR_INVALID_ARGUMENT') && (e.details as { name?: string }).name === 'passthru' && /writeback/.test(String((e.details as { hint?: string }).hint)),
   );
 });
+
+test('writeback is on by default', () => {
+  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: true });
+});
+
+/** truncate(2) to the current size, then the mtime `stat` shows (python: ns). */
+const sameSizeTruncate = (file: string, keepOpen: boolean) => `
+import os, time
+f = ${JSON.stringify(file)}
+with open(f, "wb") as h: h.write(b"hello")
+fd = os.open(f, os.O_RDONLY) if ${keepOpen ? 'True' : 'False'} else None
+before = os.stat(f).st_mtime_ns
+time.sleep(0.05)
+os.truncate(f, 5)
+after = os.stat(f).st_mtime_ns
+print(after > before, os.stat(f).st_size)
+`;
+
+for (const spec of ['+writeback', '-writeback']) {
+  test(`kernel features ${spec}: truncate(2) to the current size marks mtime, as on a plain directory`, async () => {
+    await withFeatures(spec, async (s) => {
+      await withMount(s, async (m) => {
+        assert.equal((await ok('python3', ['-c', sameSizeTruncate(join(m.path, 'same'), false)])).trim(), 'True 5');
+        const writes = (await requests(s)).WRITE ?? 0;
+        assert.ok(writes >= 1);
+        const c = await commitFuse(s.storePath, m.workspaceId);
+        assert.equal(c.outcome, 'Created');
+        assert.equal(s.client.cat(s.client.branch('main').headCommitId!, 'same').toString(), 'hello');
+      });
+      assertIntact(s.client);
+    });
+  });
+}
