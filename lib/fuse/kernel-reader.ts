@@ -1,14 +1,14 @@
 /**
  * A reader thread of a kernel-backend mount (kernel-readers.ts says what it may answer and why
  * that is safe): takes READs of unchanged stored content from its ring, reads them through its
- * own Store connection and chunk cache (verifying every chunk), and writes the reply to
+ * own Store connection (verifying every chunk, kernel-reader-content.ts), and writes the reply to
  * /dev/fuse itself; it also writes the notification batches the serving thread gives it.
  */
 import { constants } from 'node:os';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { fdWrite } from '../native/index.js';
-import { ContentForm, Store } from '../store/index.js';
-import { ContentCache } from './content.js';
+import { Store } from '../store/index.js';
+import { StreamedContent } from './kernel-reader-content.js';
 import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';
 import { MAX_WRITE, OUT_HDR, writeHeader } from './kernel-wire.js';
 
@@ -19,7 +19,7 @@ const f64 = new Float64Array(data.slots);
 const bytes = new Uint8Array(data.slots);
 const out = Buffer.allocUnsafeSlow(OUT_HDR + MAX_WRITE);
 
-function answerRead(cache: ContentCache, at: number): void {
+function answerRead(content: StreamedContent, at: number): void {
   const unique = f64[at]!;
   const offset = f64[at + 1]!;
   const size = Math.min(f64[at + 2]!, MAX_WRITE);
@@ -29,7 +29,7 @@ function answerRead(cache: ContentCache, at: number): void {
   let len = OUT_HDR;
   try {
     const n = offset >= total ? 0 : Math.min(size, total - offset);
-    cache.read({ form: ContentForm.Extents, id, size: total }, offset, n, out, OUT_HDR);
+    content.read(id, offset, n, out, OUT_HDR);
     len += n;
     writeHeader(out, unique, len);
   } catch {
@@ -48,7 +48,7 @@ function sendNotes(at: number): void {
 }
 
 function serve(store: Store): void {
-  const cache = new ContentCache(store.objects);
+  const content = new StreamedContent(store);
   Atomics.store(ctl, STATE, SERVING);
   for (;;) {
     const head = Atomics.load(ctl, HEAD);
@@ -60,7 +60,7 @@ function serve(store: Store): void {
     }
     const at = ((head & (RING - 1)) * SLOT_BYTES) / 8;
     if (f64[at + 5] === KIND_NOTIFY) sendNotes(at);
-    else answerRead(cache, at);
+    else answerRead(content, at);
     Atomics.store(ctl, HEAD, (head + 1) | 0);
     Atomics.notify(ctl, HEAD);
   }

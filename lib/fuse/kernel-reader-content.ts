@@ -1,0 +1,35 @@
+/**
+ * How a reader thread reads stored content for a READ: the chunks the range covers are found in
+ * the extent tree (nodes cached), then read as one run (lib/store ChunkRunReader: one locator
+ * query, one row read per stretch of a pack, every chunk verified). Nothing of the content is
+ * cached: the kernel keeps what it reads in its page cache, and readahead asks for disjoint
+ * ranges, so a chunk cache here would only hold bytes nobody asks for again (and cost a map
+ * entry and garbage per chunk).
+ */
+import { ChunkRunReader, type ChunkRef } from '../store/chunk-run.js';
+import type { Store } from '../store/index.js';
+import { chunkAt, ExtentNodes } from './extents.js';
+
+export class StreamedContent {
+  private readonly nodes: ExtentNodes;
+  private readonly runs: ChunkRunReader;
+
+  constructor(store: Store) {
+    this.nodes = new ExtentNodes(store.objects, 4096);
+    this.runs = new ChunkRunReader(store.db, store.objects);
+  }
+
+  /** Copies bytes [pos, pos + len) of the extent tree `root` into dst at dstOff. */
+  read(root: Buffer, pos: number, len: number, dst: Buffer, dstOff: number): void {
+    if (len <= 0) return;
+    const run: ChunkRef[] = [];
+    let first = -1;
+    for (let x = pos; x < pos + len; ) {
+      const ch = chunkAt(this.nodes, root, x);
+      if (first < 0) first = ch.start;
+      run.push(ch);
+      x = ch.start + ch.length;
+    }
+    this.runs.read(run, pos - first, len, dst, dstOff);
+  }
+}
