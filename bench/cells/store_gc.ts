@@ -13,13 +13,12 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { storeFiles } from '../lib/measure.js';
 import { applyCommit, writeBase } from '../fixtures/gc-history.js';
-import { ensureGcStore, gcStoreParams } from '../fixtures/gc-store.js';
+import { chunkCount, ensureGcStore, gcStoreParams } from '../fixtures/gc-store.js';
 import { duBytes, timeExternal } from '../lib/cell.js';
 import { git, gitEnv, gitTimed } from '../lib/git.js';
 import { fileURLToPath } from 'node:url';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client } from '../../lib/sdk/index.js';
-import { ObjectKind, Store } from '../../lib/store/index.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const GC_OPTIONS = { mode: { type: 'string', default: 'history' }, branches: { type: 'string', default: '50' }, commits: { type: 'string', default: '20' }, keep: { type: 'string', default: '5' } } as const;
@@ -188,9 +187,7 @@ async function gcBigMeasure(a: Given<typeof GC_BIG_OPTIONS, never>, tier: string
   const run = timeExternal([process.execPath, ...nodeArgs(fileURLToPath(import.meta.url), '--cell', 'layerfs-gc-big', '--run', store, '--out', out, '--tier', tier)]);
   const loadAfter = os.loadavg()[0]!;
   const r = JSON.parse(fs.readFileSync(out, 'utf8')) as Record<string, number>;
-  const s = Store.open(store, { readonly: true });
-  const chunks = s.db.prepare(`SELECT count(*) FROM objects WHERE kind = ${ObjectKind.Chunk}`).pluck().get() as number;
-  s.close();
+  const chunks = chunkCount(store);
   const c = Client.connect(store, { readonly: true });
   const kept = (p.files + (p.branches - p.deleted) * p.commits) * p.chunks;
   if (chunks !== kept) throw new Error(`after gc the Store holds ${chunks} chunks; the kept states have ${kept}`);
