@@ -65,6 +65,14 @@ export default tseslint.config(
     rules: { 'no-restricted-imports': restrictionsFor(folder) },
   })),
   {
+    // The tiers above the tables' owners reach rows only through the owners' functions
+    // (scripts/lint-tables.mjs checks the SQL; this keeps them off the connection itself).
+    files: ['lib/fuse/**/*.ts', 'lib/sdk/**/*.ts', 'lib/cli/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': ['error', { selector: "MemberExpression[property.name='db']", message: 'no SQLite connection above lib/workspace: call a function of the folder that owns the table (docs/ARCHITECTURE.md).' }],
+    },
+  },
+  {
     // Tests and benchmarks may reach any tier, but never the foreign engines directly,
     // except where a test must corrupt a Store on purpose.
     files: ['test/**/*.ts', 'bench/**/*.ts'],

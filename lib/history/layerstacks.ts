@@ -98,7 +98,7 @@ export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
       .prepare(`SELECT ${LAYER_COLUMNS.replace(/(^|, )/g, '$1l.')} FROM layers l JOIN layer_stacks s ON s.id = l.layer_stack_id WHERE s.name = ? AND l.seq = ?`)
       .get(label[1], Number(label[2])) as LayerRow | undefined;
   }
-  const remote = resolveRemoteRef(store.db, ref, ['layerstack']);
+  const remote = resolveRemoteRef(store, ref, ['layerstack']);
   if (remote) return getLayer(store, remote.head!);
   const id = layerIdByPrefix(store, ref);
   if (id) return getLayer(store, id);

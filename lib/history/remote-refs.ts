@@ -6,7 +6,7 @@
  * stays lib/remote's own.
  */
 import { LayerFsError } from '../errors.js';
-import type { Db, Store } from '../store/index.js';
+import type { Store } from '../store/index.js';
 
 export interface RemoteRefRow {
   remote: string;
@@ -52,11 +52,11 @@ export interface RemoteRefTarget {
  * `REMOTE/NAME`: the head a remote had for a LayerStack or Branch of that name at the last fetch
  * or push (names cannot hold '/', so nothing else is read this way). LayerStacks come first.
  */
-export function resolveRemoteRef(db: Db, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
+export function resolveRemoteRef(store: Store, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
   const m = /^([^/]+)\/([^/]+)$/.exec(ref);
-  if (!m || !db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'remote_refs'`).get()) return undefined;
+  if (!m || !store.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'remote_refs'`).get()) return undefined;
   for (const kind of kinds) {
-    const rows = db.prepare('SELECT head, base_layer_id AS baseLayerId FROM remote_refs WHERE remote = ? AND kind = ? AND name = ?').all(m[1], kind, m[2]) as { head: Buffer | null; baseLayerId: Buffer | null }[];
+    const rows = store.db.prepare('SELECT head, base_layer_id AS baseLayerId FROM remote_refs WHERE remote = ? AND kind = ? AND name = ?').all(m[1], kind, m[2]) as { head: Buffer | null; baseLayerId: Buffer | null }[];
     if (rows.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks on ${m[1]} have a Branch named ${m[2]}`, { id: ref, hint: 'give the Commit id instead' });
     if (rows[0]) return { kind, ...rows[0] };
   }

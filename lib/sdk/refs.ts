@@ -181,7 +181,7 @@ export function resolveState(store: Store, ref: string): ResolvedState {
     if (l) return layerState(store, l.id);
     throw new LayerFsError('ERR_NOT_FOUND', `no Layer labelled ${JSON.stringify(ref)}`, { id: ref, hint: 'labels are LAYERSTACK#SEQ, as `layerfs query layers` prints them' });
   }
-  const remote = resolveRemoteRef(store.db, ref);
+  const remote = resolveRemoteRef(store, ref);
   if (remote?.kind === 'layerstack') return layerState(store, remote.head!);
   if (remote?.head) return { kind: 'commit', id: remote.head, rootId: getCommit(store, remote.head)!.rootId };
   if (remote?.baseLayerId) return layerState(store, remote.baseLayerId);

@@ -12,6 +12,7 @@ import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { FsView } from './tree/view.js';
+import type { ObjectKind } from './object-id.js';
 
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
@@ -67,6 +68,16 @@ export class Store implements StoreAccess {
   /** The objects stored (history's rows are counted by lib/history `historyCounts`). */
   counts(): { objects: number } {
     return this.db.prepare('SELECT count(*) AS objects FROM objects').get() as { objects: number };
+  }
+
+  /** How many objects of one kind are stored (a full scan of the index: for reports, not hot paths). */
+  countObjects(kind: ObjectKind): number {
+    return this.db.prepare('SELECT count(*) FROM objects WHERE kind = ?').pluck().get(kind) as number;
+  }
+
+  /** Whether any object is stored at all: an empty Store lacks everything (a clone into it fetches all). */
+  hasObjects(): boolean {
+    return this.db.prepare('SELECT 1 FROM objects LIMIT 1').get() !== undefined;
   }
 
   view(rootId: Buffer): FsView {

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { fuseAvailable, detachStale } from '../../lib/fuse/index.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { setupStore } from './helpers.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const skip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
 const worker = fileURLToPath(new URL('./many-dirty-worker.ts', import.meta.url));
@@ -22,7 +23,7 @@ test(`a FUSE Workspace commits ${FILES} dirty files with its daemon limited to $
   s.client.close();
   const at = join(s.dir, 'ws');
   try {
-    const r = spawnSync('prlimit', [`--nofile=${LIMIT}:${LIMIT}`, process.execPath, '--import', 'tsx', worker, s.storePath, at, String(FILES)], {
+    const r = spawnSync('prlimit', [`--nofile=${LIMIT}:${LIMIT}`, process.execPath, ...nodeArgs(worker, s.storePath, at, String(FILES))], {
       encoding: 'utf8',
       // Every written byte goes to a spool file: the case that used to hold one descriptor per file.
       env: { ...process.env, LAYERFS_SPOOL_MEMORY_MIB: '0' },

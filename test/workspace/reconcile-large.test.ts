@@ -16,6 +16,7 @@ import { Client, type RangeEdit } from '../../lib/sdk/index.js';
 import { detachStale, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 
 const MIB = 1024 * 1024;
 const SIZE = 80 * MIB;
@@ -118,7 +119,7 @@ test('the merge of an 80 MiB file edited on both sides holds far less than the f
       await client.endWorkspace(w.id);
     }
     client.close();
-    const out = execFileSync(process.execPath, ['--import', 'tsx', child, join(dir, 'store.sqlite')], { encoding: 'utf8' });
+    const out = execFileSync(process.execPath, nodeArgs(child, join(dir, 'store.sqlite')), { encoding: 'utf8' });
     const r = JSON.parse(out.trim().split('\n').pop()!) as { outcome: string; merged?: string[]; riseMiB: number; ms: number };
     console.log(`merge of an ${SIZE / MIB} MiB file edited on both sides: resident set rose ${r.riseMiB.toFixed(1)} MiB, ${r.ms.toFixed(0)} ms`);
     assert.equal(r.outcome, 'Merged');

@@ -16,6 +16,7 @@ import { Client, LayerFsError } from '../../lib/sdk/index.js';
 import { FORMAT_VERSION } from '../../lib/store/schema.js';
 import { asFormat } from '../helpers/formats.js';
 import { tempDir } from '../helpers/tmp.js';
+import { nodeArgs } from '../../lib/workspace/node-child.js';
 import { assertIntact } from '../helpers/integrity.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -351,7 +352,7 @@ test('an ordinary user gets ERR_SANDBOX_UNAVAILABLE naming the missing piece whe
   const store = join(dir, 's.sqlite');
   Client.create(store).close();
   for (const f of [store, `${store}.d`]) if (existsSync(f)) spawnSync('chown', ['-R', '65534:65534', f]);
-  const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, '--import', 'tsx', 'lib/cli/bin.ts', '--json', '--store', store, 'sandbox', 'create', 'mine', '--memory-mib', '64'], {
+  const r = spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', process.execPath, ...nodeArgs('lib/cli/bin.ts', '--json', '--store', store, 'sandbox', 'create', 'mine', '--memory-mib', '64')], {
     cwd: root,
     encoding: 'utf8',
     env: { ...process.env, HOME: dir, TSX_TSCONFIG_PATH: join(root, 'tsconfig.json') },
