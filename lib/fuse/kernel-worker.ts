@@ -15,6 +15,7 @@ import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
+import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
@@ -48,6 +49,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (n < 0 && n !== -E.ENOENT) log(`reply to /dev/fuse failed: ${errnoName(-n)}`);
   };
   proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
+  passthrough.attach(fd);
   const messages = (): void => {
     for (;;) {
       const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
@@ -102,6 +104,8 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   } finally {
     // Every READ handed out is answered before the daemon may close (and reuse) the descriptor.
     pool?.drain();
+    if (passthrough.stopped) log(passthrough.stopped);
+    passthrough.detach();
     overlay.dispose();
   }
 }
