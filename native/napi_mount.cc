@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <string>
 #include <sys/mount.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <cstring>
@@ -177,7 +178,45 @@ Napi::Value ReceiveFd(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+// FUSE passthrough (Linux 6.9+, uapi linux/fuse.h; older libc headers lack it): a file registered
+// on the /dev/fuse descriptor gets a backing id, which an OPEN reply names with
+// FOPEN_PASSTHROUGH so the kernel reads that file itself. The kernel takes its own reference to
+// the file, so the descriptor opened here is closed at once. Needs CAP_SYS_ADMIN (EPERM else).
+struct FuseBackingMap {
+  int32_t fd;
+  uint32_t flags;
+  uint64_t padding;
+};
+constexpr unsigned long kBackingOpen = _IOW(229, 1, FuseBackingMap);
+constexpr unsigned long kBackingClose = _IOW(229, 2, uint32_t);
+
+// fuseBackingOpen(devFd, path): the backing id (> 0) of the plain file at path, or -errno.
+Napi::Value FuseBackingOpen(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "devFd must be a number");
+  const int dev = info[0].As<Napi::Number>().Int32Value();
+  const std::string path = GetString(env, info[1], "path");
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0) return Napi::Number::New(env, -errno);
+  FuseBackingMap map{fd, 0, 0};
+  const int id = ioctl(dev, kBackingOpen, &map);
+  const int err = errno;
+  close(fd);
+  return Napi::Number::New(env, id < 0 ? -err : id);
+}
+
+// fuseBackingClose(devFd, id): 0, or -errno.
+Napi::Value FuseBackingClose(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber() || !info[1].IsNumber()) throw Napi::TypeError::New(env, "devFd and id must be numbers");
+  const int dev = info[0].As<Napi::Number>().Int32Value();
+  uint32_t id = info[1].As<Napi::Number>().Uint32Value();
+  return Napi::Number::New(env, ioctl(dev, kBackingClose, &id) < 0 ? -errno : 0);
+}
+
 void InitMount(Napi::Env env, Napi::Object exports) {
+  exports.Set("fuseBackingOpen", Napi::Function::New<FuseBackingOpen>(env, "fuseBackingOpen"));
+  exports.Set("fuseBackingClose", Napi::Function::New<FuseBackingClose>(env, "fuseBackingClose"));
   exports.Set("fuseMount", Napi::Function::New<FuseMount>(env, "fuseMount"));
   exports.Set("unmount", Napi::Function::New<Unmount>(env, "unmount"));
   exports.Set("socketPair", Napi::Function::New<SocketPair>(env, "socketPair"));

@@ -11,6 +11,10 @@
 //            the speedup this machine grants a second reader at this moment (load included)
 //   stat     median latency of lstat(2) of fresh names (each one a LOOKUP the kernel never
 //            cached), idle and while a cold `dd` of the file runs
+//   warm     a second `dd` of the stored file (page cache warm) against the plain file's, and of
+//            a file written in the mount (`w.bin`, spilled to a spool file) on the readers' mount
+//            and on a third Store's mount whose daemon has FUSE passthrough on (+passthrough):
+//            passthrough A/B, same run
 // Every access into a mount is a child process (python3, dd); this process only talks to the
 // daemons through the SDK.
 //   node --import tsx bench/cells/fuse_parallel.ts --cell layerfs-fuse-parallel --tmp SCRATCH --tier quick [--mib 64] [--rounds 3]
@@ -22,6 +26,7 @@ import { Client } from '../../lib/sdk/index.js';
 import { randomFile } from '../lib/file-ops.js';
 import { median } from '../lib/measure.js';
 import { fuseAvailable } from '../../lib/fuse/index.js';
+import { FEATURES_ENV } from '../../lib/fuse/kernel-features.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 
 const OPTIONS = {
@@ -54,6 +59,11 @@ if op == 'read':
     t = time.perf_counter()
     for c in [dd(p) for p in sys.argv[2:]]: c.wait()
     print(json.dumps({'s': time.perf_counter() - t}))
+elif op == 'warm':
+    for p in sys.argv[2:]: dd(p).wait()
+    t = time.perf_counter()
+    for p in sys.argv[2:]: dd(p).wait()
+    print(json.dumps({'s': time.perf_counter() - t}))
 elif op == 'cpu':
     t = time.perf_counter()
     for c in [subprocess.Popen(['sha256sum', p], stdout=subprocess.DEVNULL) for p in sys.argv[2:]]: c.wait()
@@ -84,11 +94,35 @@ interface Served {
   id: string;
 }
 
-/** Mounts `main` of the Store at `store`; its daemon starts with this process's environment. */
-async function mount(store: string, at: string): Promise<Served> {
-  const client = Client.connect(store);
-  const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
-  return { client, at, id: ws.id };
+/** Mounts `main` of the Store at `store`; its daemon starts with this process's environment and `env`. */
+async function mount(store: string, at: string, env: Record<string, string> = {}): Promise<Served> {
+  const before = Object.fromEntries(Object.keys(env).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, env);
+  try {
+    const client = Client.connect(store);
+    const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
+    return { client, at, id: ws.id };
+  } finally {
+    for (const [k, v] of Object.entries(before)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+/** Warm reads, median of --rounds: the stored file and a written one, against the plain file. */
+function warm(served: Served[], plainA: string, rounds: number) {
+  const [readers, , pass] = served;
+  const runs = { plain: [] as number[], stored: [] as number[], written: [] as number[], passthrough: [] as number[] };
+  for (const m of [readers!, pass!]) spawnSync('dd', [`if=${plainA}`, `of=${path.join(m.at, 'w.bin')}`, 'bs=1M', 'status=none']);
+  for (let r = 0; r < rounds; r++) {
+    runs.plain.push(py('warm', plainA).s as number);
+    runs.stored.push(py('warm', path.join(readers!.at, 'a.bin')).s as number);
+    runs.written.push(py('warm', path.join(readers!.at, 'w.bin')).s as number);
+    runs.passthrough.push(py('warm', path.join(pass!.at, 'w.bin')).s as number);
+  }
+  const plain = median(runs.plain);
+  return { storedRatio: plain / median(runs.stored), writtenRatio: plain / median(runs.written), passthroughRatio: plain / median(runs.passthrough) };
 }
 
 interface Figures {
@@ -135,24 +169,19 @@ async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult
   fs.mkdirSync(src, { recursive: true });
   randomFile(path.join(src, 'a.bin'), mib);
   randomFile(path.join(src, 'b.bin'), mib);
-  const stores = [path.join(a.tmp, 'readers.sqlite'), path.join(a.tmp, 'single.sqlite')] as const;
+  const stores = [path.join(a.tmp, 'readers.sqlite'), path.join(a.tmp, 'single.sqlite'), path.join(a.tmp, 'passthrough.sqlite')] as const;
   const init = Client.create(stores[0]);
   const layer = (await init.initLayerStack({ name: 'p', source: src })).layer.id;
   init.forkBranch({ name: 'main', layer });
   init.close();
   fs.copyFileSync(stores[0], stores[1]);
+  fs.copyFileSync(stores[0], stores[2]);
   const served: Served[] = [];
   try {
     served.push(await mount(stores[0], path.join(a.tmp, 'w-readers')));
-    const before = process.env.LAYERFS_FUSE_READERS;
-    process.env.LAYERFS_FUSE_READERS = '0';
-    try {
-      served.push(await mount(stores[1], path.join(a.tmp, 'w-single')));
-    } finally {
-      if (before === undefined) delete process.env.LAYERFS_FUSE_READERS;
-      else process.env.LAYERFS_FUSE_READERS = before;
-    }
-    const figs: Figures[] = served.map(() => ({ coldS: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
+    served.push(await mount(stores[1], path.join(a.tmp, 'w-single'), { LAYERFS_FUSE_READERS: '0' }));
+    served.push(await mount(stores[2], path.join(a.tmp, 'w-passthrough'), { [FEATURES_ENV]: '+passthrough' }));
+    const figs: Figures[] = served.slice(0, 2).map(() => ({ coldS: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
     const plain: number[] = [];
     const plainPair: number[] = [];
     const cpuOne: number[] = [];
@@ -168,14 +197,15 @@ async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult
       // two readers through one mount, whose serving is CPU work.
       cpuOne.push(py('cpu', pa).s as number);
       cpuPair.push(py('cpu', pa, pb).s as number);
-      served.forEach((m, i) => round(m, figs[i]!, `${i}-${r}`, 300));
+      served.slice(0, 2).forEach((m, i) => round(m, figs[i]!, `${i}-${r}`, 300));
     }
+    const warmFigs = warm(served, pa, rounds);
     const plainS = median(plain);
     const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
     const readers = summary(figs[0]!, mib, plainS);
     const single = summary(figs[1]!, mib, plainS);
     const bounds = { plainPairSpeedup: (2 * plainS) / median(plainPair), cpuPairSpeedup: (2 * median(cpuOne)) / median(cpuPair) };
-    return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, ...bounds, load: `${load0} → ${load1}` };
+    return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, ...bounds, warm: warmFigs, load: `${load0} → ${load1}` };
   } finally {
     for (const m of served) {
       await m.client.endWorkspace(m.id, { discard: true }).catch(() => {});

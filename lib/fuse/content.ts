@@ -14,6 +14,7 @@
  * write itself) and moves to a sparse file under the spool directory once the file holds more
  * than SPILL_FILE bytes there or the overlay's memory budget is used up.
  */
+import { statSync } from 'node:fs';
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
@@ -21,7 +22,7 @@ import { CowPages, CowSource } from '../native/index.js';
 import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
-import { MemoryBudget, MemSpool, PAGE, SPILL_FILE, type SpoolFactory, type SpoolLike } from './spool.js';
+import { MemoryBudget, MemSpool, PAGE, SPILL_FILE, Spool, type SpoolFactory, type SpoolLike } from './spool.js';
 
 /** Bytes fed to the chunker per read while re-chunking (a few average chunks). */
 const PIECE = 64 * 1024;
@@ -140,6 +141,20 @@ export class FileData {
   /** Bytes of `base` that still show through where no page is dirty (a prefix). */
   get validBase(): number {
     return this.pages.validBase;
+  }
+
+  /**
+   * The spool file that holds this content whole (no stored byte shows through, and the file is
+   * exactly as long as the content, so its holes are the content's zeros), or null: the kernel
+   * may then read that file itself (FUSE passthrough, kernel-passthrough.ts).
+   */
+  get wholeSpool(): string | null {
+    if (!(this.spool instanceof Spool) || this.size === 0 || this.pages.validBase > 0) return null;
+    try {
+      return statSync(this.spool.path).size === this.size ? this.spool.path : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Pages copied from stored content (a measure of copy-on-write work). */

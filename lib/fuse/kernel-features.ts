@@ -11,17 +11,20 @@
  *                cache and the kernel sends them later, in large WRITEs. The daemon then flushes
  *                the mount (syncfs) before a commit or a status, so both still see every byte a
  *                returned write(2) wrote (kernel-flush.ts)
+ *   passthrough  FUSE passthrough: the kernel reads a file whose content sits whole in a spool
+ *                file itself, for read-only opens (kernel-passthrough.ts; root daemons, Linux
+ *                6.9+, not with writeback). While such opens live, writers of that file get ETXTBSY
  */
 import { LayerFsError } from '../errors.js';
 
 export const FEATURES_ENV = 'LAYERFS_FUSE_FEATURES';
 
-export type KernelFeature = 'readdirplus' | 'maxpages' | 'writeback';
+export type KernelFeature = 'readdirplus' | 'maxpages' | 'writeback' | 'passthrough';
 
 export type KernelFeatures = Record<KernelFeature, boolean>;
 
 /** What the backend asks for when $LAYERFS_FUSE_FEATURES says nothing (docs/DECISIONS.md says why). */
-export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: true };
+export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: true, passthrough: false };
 
 /** The features asked for: the defaults, changed by `spec` (default $LAYERFS_FUSE_FEATURES). */
 export function kernelFeatures(spec: string | undefined = process.env[FEATURES_ENV]): KernelFeatures {

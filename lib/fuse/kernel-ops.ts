@@ -6,6 +6,7 @@
 import { constants as fsc } from 'node:fs';
 import { E, FsError } from './errno.js';
 import { kernelFeatures } from './kernel-features.js';
+import { passthrough } from './kernel-passthrough.js';
 import { NAME_MAX, RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay } from './overlay.js';
 import {
   ENTRY_OUT,
@@ -20,6 +21,9 @@ import {
   FATTR_SIZE,
   FATTR_UID,
   FOPEN_KEEP_CACHE,
+  FOPEN_PASSTHROUGH,
+  FUSE_INIT_EXT,
+  FUSE_PASSTHROUGH_FLAGS2,
   FUSE_GETATTR_FH,
   FUSE_OPEN_KILL_SUIDGID,
   FUSE_WRITE_KILL_SUIDGID,
@@ -94,6 +98,16 @@ function init(c: Conn, { b, p, unique }: Request): void {
   out.writeUInt32LE(1, 24);
   if (features.maxpages) out.writeUInt16LE(MAX_PAGES, 28);
   c.writebackCache = (granted & FUSE_WRITEBACK_CACHE) !== 0;
+  // Passthrough is in flags2; the kernel refuses it together with the writeback cache.
+  const flags2 = flags & FUSE_INIT_EXT ? b.readUInt32LE(p + 16) : 0;
+  const pass = features.passthrough && !c.writebackCache && (flags2 & FUSE_PASSTHROUGH_FLAGS2) !== 0;
+  if (pass) {
+    out.writeUInt32LE((granted | FUSE_INIT_EXT) >>> 0, 12);
+    out.writeUInt32LE(FUSE_PASSTHROUGH_FLAGS2, 32);
+    // max_stack_depth: backing files are spools on an ordinary file system.
+    out.writeUInt32LE(1, 36);
+  }
+  passthrough.negotiated(pass);
   c.ok(unique, out);
   c.initialized = true;
 }
@@ -145,6 +159,7 @@ function setattr(c: Conn, r: Request): void {
   const valid = b.readUInt32LE(p);
   const fh = r64(b, p + 8);
   if (valid & FATTR_SIZE) {
+    passthrough.admit(node, 0, true);
     const size = r64(b, p + 16);
     if (valid & FATTR_FH && fh) ov.ftruncate(fh, size);
     else ov.truncate(node, size);
@@ -208,12 +223,15 @@ function link(c: Conn, { b, p, len, node, unique }: Request): void {
 
 function open(c: Conn, { b, p, node, unique }: Request): void {
   const flags = b.readUInt32LE(p);
+  passthrough.admit(node, flags);
   if (b.readUInt32LE(p + 4) & FUSE_OPEN_KILL_SUIDGID) c.killSuid(node);
   const fh = c.overlay.open(node, openFlags(c, flags));
+  const backing = passthrough.forOpen(c.overlay, node, fh, flags);
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
-  out.writeUInt32LE(FOPEN_KEEP_CACHE, OUT_HDR + 8);
+  out.writeUInt32LE(backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE, OUT_HDR + 8);
+  out.writeInt32LE(backing, OUT_HDR + 12);
   c.okPayload(unique, OPEN_OUT);
 }
 
@@ -352,6 +370,7 @@ export const OPS: Partial<Record<Op, OpHandler>> = {
   [Op.WRITE]: write,
   [Op.STATFS]: statfs,
   [Op.RELEASE]: (c, r) => {
+    passthrough.released(r64(r.b, r.p));
     c.overlay.release(r64(r.b, r.p));
     c.ok(r.unique);
   },

@@ -121,6 +121,12 @@ export const FATTR_MTIME_NOW = 1 << 8;
 export const FATTR_KILL_SUIDGID = 1 << 11;
 export const FUSE_GETATTR_FH = 1;
 export const FOPEN_KEEP_CACHE = 1 << 1;
+/** The open's reads and writes go to the backing file the reply names (kernel-passthrough.ts). */
+export const FOPEN_PASSTHROUGH = 1 << 7;
+/** INIT: flags2 (the high 32 bits of the flags) is valid. */
+export const FUSE_INIT_EXT = 1 << 30;
+/** INIT flags2: FUSE_PASSTHROUGH (bit 37 of the 64-bit flags). */
+export const FUSE_PASSTHROUGH_FLAGS2 = 1 << (37 - 32);
 
 /** One decoded request header; the opcode's own arguments start at `p` in `b`. */
 export interface Request {

@@ -15,6 +15,7 @@ import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
+import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
@@ -51,6 +52,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   proto.forgetEntries = (notes) => {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };
+  passthrough.attach(fd);
   const messages = (): void => {
     for (;;) {
       const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
@@ -105,6 +107,8 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   } finally {
     // Every READ handed out is answered before the daemon may close (and reuse) the descriptor.
     pool?.drain();
+    if (passthrough.stopped) log(passthrough.stopped);
+    passthrough.detach();
     overlay.dispose();
   }
 }

@@ -140,6 +140,17 @@ export abstract class OverlayContent extends OverlayNodes {
     return d && !d.changed && d.base ? d.base : null;
   }
 
+  /** The spool file holding an open file's content whole (FileData.wholeSpool), or null. */
+  wholeSpool(fh: number): string | null {
+    const h = this.handles.get(fh);
+    return (h === undefined ? undefined : this.nodes.get(h.serial)?.data?.wholeSpool) ?? null;
+  }
+
+  /** Open handles of an inode. */
+  openCount(serial: number): number {
+    return this.nodes.get(serial)?.open ?? 0;
+  }
+
   write(fh: number, src: Buffer, pos: number): number {
     const { h, n } = this.handle(fh);
     if (n.kind !== InodeKind.File) fail('EISDIR');

@@ -182,6 +182,10 @@ export interface NativeBinding {
   socketPair(): [number, number];
   /** A descriptor received as SCM_RIGHTS (never blocks), or -errno. */
   receiveFd(socket: number): number;
+  /** FUSE_DEV_IOC_BACKING_OPEN of the plain file at path on a /dev/fuse descriptor: the backing id (> 0), or -errno. */
+  fuseBackingOpen(devFd: number, path: string): number;
+  /** FUSE_DEV_IOC_BACKING_CLOSE: 0, or -errno. */
+  fuseBackingClose(devFd: number, id: number): number;
   zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer;
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number;

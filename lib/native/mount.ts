@@ -82,3 +82,18 @@ export function receiveFd(socket: number): number | null {
   if (r === -11 || r === -42) return null; // EAGAIN, ENOMSG
   throw new LayerFsError('ERR_NATIVE_IO', `cannot receive a descriptor on socket ${socket}: ${errnoName(-r)}`, { errno: errnoName(-r), syscall: 'recvmsg' });
 }
+
+/**
+ * Registers the plain file at `path` as a FUSE passthrough backing file on the /dev/fuse
+ * descriptor `devFd` (Linux 6.9+, CAP_SYS_ADMIN): its backing id (> 0), or -errno (EPERM without
+ * the capability, ENOTTY or EOPNOTSUPP on a kernel without passthrough). Never throws for those:
+ * the caller serves the file itself instead.
+ */
+export function fuseBackingOpen(devFd: number, path: string): number {
+  return native.fuseBackingOpen(devFd, path);
+}
+
+/** Drops a backing id (the kernel keeps the file while opens that use it live): 0, or -errno. */
+export function fuseBackingClose(devFd: number, id: number): number {
+  return native.fuseBackingClose(devFd, id);
+}

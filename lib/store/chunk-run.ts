@@ -3,8 +3,8 @@
  * FUSE reader threads answer 1 MiB READs, ~64 chunks each). Reading chunk by chunk through the
  * ObjectReader costs a locator query per chunk, a copy of the whole pack row into a fresh buffer
  * (most of a cold read's page faults) and a cache entry per chunk; here a run takes one locator
- * query, one `substr` per stretch of neighbouring chunks in a pack (only the bytes wanted cross
- * into JavaScript), and nothing is kept. Every chunk is still re-hashed against its id before any
+ * query, and neighbouring chunks of a pack are cut from its row (the last two rows read are
+ * kept), and no chunk is kept. Every chunk is still re-hashed against its id before any
  * byte of it is copied out. Chunks stored in another form (zstd frames, deltas), missing,
  * moved by a repack meanwhile, or damaged go through the ObjectReader, which reads them (again)
  * or fails with its typed error.
@@ -31,7 +31,7 @@ const CHUNK_TAG = DOMAIN_TAGS[ObjectKind.Chunk];
 /** [kind, size, codec, pack, offset, length] of a located chunk. */
 type Row = [Buffer, number, number, number, number, number, number];
 
-/** A stretch of neighbouring raw chunks in one pack row, read with one `substr`. */
+/** A stretch of neighbouring raw chunks in one pack row. */
 interface Stretch {
   pack: number;
   offset: number;
@@ -43,13 +43,29 @@ interface Stretch {
 
 export class ChunkRunReader {
   private readonly locates = new Map<number, ReturnType<Db['prepare']>>();
-  private readonly readPart;
+  private readonly readPack;
+  private readonly packs: { id: number; data: Buffer }[] = [];
 
   constructor(
     private readonly db: Db,
     private readonly objects: ObjectReader,
   ) {
-    this.readPart = db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
+    this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
+  }
+
+  /**
+   * A whole pack row, from the last two read: SQLite assembles a row's whole overflow chain even
+   * for a substr(), and a READ that is not aligned with packs ends in the pack the next one
+   * starts in.
+   */
+  private pack(id: number): Buffer | undefined {
+    const hit = this.packs.find((p) => p.id === id);
+    if (hit) return hit.data;
+    const data = this.readPack.get(id) as Buffer | undefined;
+    if (!data) return undefined;
+    this.packs.unshift({ id, data });
+    this.packs.length = Math.min(this.packs.length, 2);
+    return data;
   }
 
   private locate(ids: Buffer[]): Map<string, Row> {
@@ -89,7 +105,8 @@ export class ChunkRunReader {
         i++;
         continue;
       }
-      const bytes = this.readPart.get(s.offset + 1, s.bytes, s.pack) as Buffer | null | undefined;
+      const row = this.pack(s.pack);
+      const bytes = row && s.offset + s.bytes <= row.length ? row.subarray(s.offset, s.offset + s.bytes) : undefined;
       for (let k = 0, at = 0; k < s.count && left > 0; k++) {
         const c = run[s.first + k]!;
         const data = bytes && bytes.length === s.bytes ? bytes.subarray(at, at + c.length) : undefined;

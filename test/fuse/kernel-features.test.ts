@@ -152,7 +152,7 @@ test('readdirplus on: a listing carries attributes (no LOOKUP per name); off: pl
 });
 
 test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', () => {
-  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true });
+  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true, passthrough: false });
   assert.throws(
     () => kernelFeatures('+passthru'),
     (e) => isLayerFsError(e, 'ERR_INVALID_ARGUMENT') && (e.details as { name?: string }).name === 'passthru' && /writeback/.test(String((e.details as { hint?: string }).hint)),
@@ -160,7 +160,7 @@ test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', 
 });
 
 test('writeback is on by default', () => {
-  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: true });
+  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: true, passthrough: false });
 });
 
 /** truncate(2) to the current size, then the mtime `stat` shows (python: ns). */
