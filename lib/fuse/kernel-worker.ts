@@ -29,6 +29,35 @@ const hex = (h: string) => Buffer.from(h, 'hex');
 const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
+/** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
+function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+  for (;;) {
+    const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
+    if (!m) return;
+    try {
+      let value: unknown;
+      if (m.type === 'commit') {
+        const a0 = store.meter.allocatedGrowth;
+        const from = overlay.rootId;
+        const out = overlay.commitSync(m.note, m.strict);
+        if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
+        value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
+      } else if (m.type === 'changes') {
+        value = wireChanges(overlay.changes());
+      } else {
+        const requests = proto.requestCounts();
+        requests.READ_ON_READER_THREADS = handed;
+        value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
+      }
+      post({ type: 'result', id: m.id, ok: true, value });
+    } catch (e) {
+      const err = e instanceof LayerFsError ? { code: e.code, message: e.message, details: e.toJSON() } : { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) };
+      if (!(e instanceof LayerFsError)) log(`${m.type} failed: ${(e as Error)?.stack ?? String(e)}`);
+      post({ type: 'result', id: m.id, ok: false, error: err });
+    }
+  }
+}
+
 function serve(store: Store, { fd, params }: StartWorker): void {
   let proto: KernelProtocol | null = null;
   const overlay = new Overlay(
@@ -53,33 +82,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };
   passthrough.attach(fd);
-  const messages = (): void => {
-    for (;;) {
-      const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
-      if (!m) return;
-      try {
-        let value: unknown;
-        if (m.type === 'commit') {
-          const a0 = store.meter.allocatedGrowth;
-          const from = overlay.rootId;
-          const out = overlay.commitSync(m.note, m.strict);
-          if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
-          value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
-        } else if (m.type === 'changes') {
-          value = wireChanges(overlay.changes());
-        } else {
-          const requests = proto!.requestCounts();
-          requests.READ_ON_READER_THREADS = handed;
-          value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
-        }
-        post({ type: 'result', id: m.id, ok: true, value });
-      } catch (e) {
-        const err = e instanceof LayerFsError ? { code: e.code, message: e.message, details: e.toJSON() } : { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) };
-        if (!(e instanceof LayerFsError)) log(`${m.type} failed: ${(e as Error)?.stack ?? String(e)}`);
-        post({ type: 'result', id: m.id, ok: false, error: err });
-      }
-    }
-  };
+  const messages = (): void => answerMessages(store, fd, overlay, proto!);
   const buf = Buffer.allocUnsafeSlow((1 << 20) + 8192);
   try {
     for (;;) {
