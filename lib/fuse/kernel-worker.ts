@@ -28,7 +28,7 @@ const hex = (h: string) => Buffer.from(h, 'hex');
 const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
-function serve(store: Store, { fd, params }: StartWorker): void {
+function serve(store: Store, { fd, params, writers }: StartWorker): void {
   let proto: KernelProtocol | null = null;
   const overlay = new Overlay(
     store,
@@ -48,6 +48,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (n < 0 && n !== -E.ENOENT) log(`reply to /dev/fuse failed: ${errnoName(-n)}`);
   };
   proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
+  proto.writers = new Int32Array(writers);
   proto.forgetEntries = (notes) => {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };
