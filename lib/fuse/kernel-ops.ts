@@ -64,7 +64,7 @@ export interface Conn {
   killSuid(serial: number): void;
   /** Makes the kernel drop its inode of `serial` once unused, so it loads the overlay's times again. */
   reloadTimes(serial: number): void;
-  /** A handle was opened (`writable`: for writing) or released: see KernelProtocol.writers. */
+  /** A handle was opened with these open flags, or released: see KernelProtocol.writers. */
   opened(fh: number, flags: number): void;
   released(fh: number): void;
   openDir(serial: number): number;
