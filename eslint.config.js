@@ -26,7 +26,6 @@ const tiers = ['native', 'store', 'history', 'remote', 'workspace', 'fuse', 'sdk
 const leaves = ['errors', 'format', 'monitor'];
 const engines = {
   'better-sqlite3': 'store',
-  'fuse-native': 'fuse',
   'node-gyp-build': 'native',
   pg: 'remote',
   pgpass: 'remote',

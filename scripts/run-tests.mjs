@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Runs every test file with node's built-in runner under tsx. Globs are expanded here because
 // Node 20's --test does not expand them itself; files run in separate child processes, which
-// FUSE suites need (fuse-native must not serve a mount in the process that reads it). The timeout
+// FUSE suites need (a mount must not be served by the process that reads it). The timeout
 // bounds every test file and test so nothing hangs CI; it is 15 minutes because the pack test
 // compiles the whole addon (zstd included) and took over 5 minutes on 2 loaded cores.
 import { spawnSync } from 'node:child_process';

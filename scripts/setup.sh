@@ -10,7 +10,6 @@ export DEBIAN_FRONTEND=noninteractive
 # Each line: a package, then what needs it.
 packages=(
   "fuse3        FUSE Workspaces as an ordinary user (fusermount3)"
-  "libfuse2     the fuse-native backend"
   "attr         getfattr/setfattr, for comparing xattrs with a peer tool"
   "cmake        building the addon where no prebuild loads"
   "g++          building the addon and better-sqlite3"

@@ -6,7 +6,7 @@
  * either file the client checks that it belongs to this user and is private, so another user
  * can neither drive the daemon nor impersonate it. (Node exposes no SO_PEERCRED.)
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { loaderFlags } from '../workspace/node-child.js';
 import { existsSync, closeSync, constants as fsc, lstatSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
@@ -248,20 +248,28 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
     throw new LayerFsError('ERR_UNSAFE_PATH', `${paths.dir} belongs to uid ${owner}; a mount daemon runs only in its owner's state directory`, { path: paths.dir, hint: 'mount Workspaces of this Store as its owner' });
   }
   const log = openPrivateFile(paths.log, fsc.O_WRONLY | fsc.O_APPEND | fsc.O_CREAT);
+  let child: ChildProcess;
   try {
     // Each kernel-backend mount keeps reads of /dev/fuse blocked on the thread pool.
     const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '64' };
-    const child = spawn(process.execPath, [...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
+    child = spawn(process.execPath, [...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
     child.on('error', () => {});
     child.unref();
   } finally {
     closeSync(log);
   }
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 20_000);
-  for (let wait = 20; Date.now() < deadline; wait = Math.min(wait * 2, 250)) {
+  // Waited for while it runs: a daemon loading its modules on a busy machine is slow, not failed
+  // (tens of seconds under tsx at load 40 on 2 cores). One that exited without answering (another
+  // daemon took the Store first: its answer comes next) is waited for a little longer only.
+  const started = child;
+  let exited = false;
+  started.once('exit', () => (exited = true));
+  const deadline = Date.now() + (opts.startTimeoutMs ?? 300_000);
+  for (let wait = 20, after = Infinity; Date.now() < Math.min(deadline, after); wait = Math.min(wait * 2, 250)) {
     await sleep(wait);
     const st = await daemonStatus(storePath).catch(() => null);
     if (st) return st;
+    if (exited && after === Infinity) after = Date.now() + 5_000;
   }
   throw new LayerFsError('ERR_NATIVE', `the mount daemon did not start in time`, { path: paths.log, hint: `see ${paths.log}` });
 }

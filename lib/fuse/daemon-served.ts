@@ -1,16 +1,13 @@
 /**
- * How the daemon serves one mounted Workspace: the overlay on the daemon's own thread
- * (fuse-native) or in the kernel backend's serving thread. The daemon keeps one Entry per mount.
+ * How the daemon serves one mounted Workspace: in the mount's serving thread (kernel-worker.ts).
+ * The daemon keeps one Entry per mount.
  */
 import type { CommitNote } from '../history/index.js';
-import type { Store } from '../store/index.js';
-import type { FuseMount } from './fuse.js';
 import type { KernelMount } from './kernel.js';
-import type { Overlay } from './overlay.js';
-import { wireChanges, wireOutcome, type ServedCommit, type ServedState } from './outcome.js';
+import type { ServedCommit, ServedState } from './outcome.js';
 import type { FuseChanges, MountRecord } from './protocol.js';
 
-/** One served Workspace, whatever the backend. */
+/** One served Workspace. */
 export interface WorkspaceServer {
   mount(): Promise<void>;
   unmount(): Promise<void>;
@@ -20,42 +17,7 @@ export interface WorkspaceServer {
   dispose(): void;
 }
 
-/** fuse-native: the overlay lives on this thread, beside libfuse's callbacks. */
-export class InProcessServer implements WorkspaceServer {
-  constructor(
-    private readonly store: Store,
-    private readonly overlay: Overlay,
-    private readonly fuse: FuseMount,
-  ) {}
-
-  mount(): Promise<void> {
-    return this.fuse.mount();
-  }
-
-  unmount(): Promise<void> {
-    return this.fuse.unmount();
-  }
-
-  async commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
-    const a0 = this.store.meter.allocatedGrowth;
-    const out = await this.overlay.commit(note, strict);
-    return { outcome: wireOutcome(out, this.store.meter.allocatedGrowth - a0), changed: this.overlay.changed };
-  }
-
-  async state(): Promise<ServedState> {
-    return { changed: this.overlay.changed, pending: this.overlay.pending(), openHandles: this.overlay.openHandles, committing: this.overlay.busy };
-  }
-
-  async changes(): Promise<FuseChanges> {
-    return wireChanges(this.overlay.changes());
-  }
-
-  dispose(): void {
-    this.overlay.dispose();
-  }
-}
-
-/** The kernel backend: the overlay lives in the mount's serving thread (kernel-worker.ts). */
+/** The overlay lives in the mount's serving thread (kernel-worker.ts). */
 export class WorkerServer implements WorkspaceServer {
   constructor(private readonly k: KernelMount) {}
 

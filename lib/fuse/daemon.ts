@@ -27,13 +27,11 @@ import { fdLock } from '../native/index.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
-import { ContentCache } from './content.js';
-import { InProcessServer, WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
+import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
 import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
-import { Overlay } from './overlay.js';
 import { type ServedCommit, type ServedState } from './outcome.js';
 import {
   daemonPaths,
@@ -56,6 +54,8 @@ import {
 
 /** A daemon started on demand exits if nothing gets mounted this soon. */
 const IDLE_MS = 30_000;
+/** Named a backend once; only `kernel` is left (fuse-native, its other value, is refused with a hint). */
+const BACKEND_ENV = 'LAYERFS_FUSE_BACKEND';
 
 function bad(message: string, details: Record<string, unknown> = {}): LayerFsError {
   return new LayerFsError('ERR_INVALID_ARGUMENT', message, details);
@@ -74,7 +74,6 @@ function within(path: string, dir: string): boolean {
 export class Daemon {
   private readonly paths: DaemonPaths;
   private store!: Store;
-  private cache!: ContentCache;
   private readonly mounts = new Map<string, Entry>();
   private server: Server | null = null;
   private lockFd: number | null = null;
@@ -109,7 +108,6 @@ export class Daemon {
     refuseHardLinkedStore(p.store);
     if (!(await this.takeLock())) return false;
     this.store = Store.open(p.store);
-    this.cache = new ContentCache(this.store.objects);
     await this.recover();
     await this.listen();
     this.idleTimer = setTimeout(() => {
@@ -323,20 +321,8 @@ export class Daemon {
         }
       };
       const mountOpts = { fsname: `layerfs:${workspaceId.slice(0, 12)}`, allowOther, log: (m: string) => this.log(`${workspaceId.slice(0, 8)}: ${m}`) };
-      if (backend === 'kernel') {
-        const params = { storePath: this.paths.store, spoolDir, rootId, branchId, expectedHead, expectedBase, workspaceId: hasRow ? workspaceId : null, protocol: {} };
-        server = new WorkerServer(new KernelMount(r.path, params, mountOpts, onChange));
-      } else {
-        const overlay = new Overlay(
-          this.store,
-          rootBuf,
-          { branchId: branchBuf, expectedHead: expectedHead ? Buffer.from(expectedHead, 'hex') : null, expectedBase: Buffer.from(expectedBase, 'hex'), workspaceId: hasRow ? wsBuf : null },
-          { spoolDir, cache: this.cache, onChange },
-        );
-        // Loaded on first use: fuse-native's binding needs libfuse 2, which the kernel backend does not.
-        const { FuseMount } = await import('./fuse.js');
-        server = new InProcessServer(this.store, overlay, new FuseMount(r.path, overlay, mountOpts));
-      }
+      const params = { storePath: this.paths.store, spoolDir, rootId, branchId, expectedHead, expectedBase, workspaceId: hasRow ? workspaceId : null, protocol: {} };
+      server = new WorkerServer(new KernelMount(r.path, params, mountOpts, onChange));
       entry.server = server;
       // Recorded before mounting, so a crash in between still gets cleaned up next start.
       this.mounts.set(workspaceId, entry);
@@ -365,11 +351,16 @@ export class Daemon {
   }
 
   private backendFor(asked: unknown): Backend {
-    const want = asked ?? process.env.LAYERFS_FUSE_BACKEND ?? 'auto';
-    if (want !== 'auto' && want !== 'kernel' && want !== 'fuse-native') throw bad(`backend must be 'kernel' or 'fuse-native'`);
-    // The kernel backend for every user (root: mount(2); others: fusermount3's descriptor);
-    // fuse-native only when asked for (docs/DECISIONS.md, "One FUSE backend").
-    if (want === 'fuse-native') return 'fuse-native';
+    const fromEnv = asked === undefined;
+    const want = asked ?? process.env[BACKEND_ENV] ?? 'auto';
+    if (want === 'fuse-native') {
+      throw new LayerFsError('ERR_INVALID_ARGUMENT', `the fuse-native backend was removed: every mount is served over /dev/fuse by the daemon itself`, {
+        name: fromEnv ? BACKEND_ENV : 'backend',
+        hint: fromEnv ? `unset ${BACKEND_ENV} (or set it to kernel) and restart the daemon` : `leave backend out, or ask for 'kernel'`,
+      });
+    }
+    if (want !== 'auto' && want !== 'kernel') throw bad(`backend must be 'kernel'`);
+    // root: mount(2) from the addon; an ordinary user: fusermount3's descriptor (attach.ts).
     if (kernelBackendUsable()) return 'kernel';
     throw new LayerFsError('ERR_INVALID_ARGUMENT', 'FUSE mounts need /dev/fuse, usable by this user, and (for an ordinary user) fusermount3', { hint: 'Debian: apt-get install fuse3; /dev/fuse is mode 0666 on most systems' });
   }
@@ -470,7 +461,7 @@ export class Daemon {
       /* closing anyway */
     }
     if (this.lockFd !== null) closeSync(this.lockFd);
-    // fuse-native keeps no handle open that would hold the loop, but be sure.
+    // Nothing should hold the loop any more, but be sure.
     setTimeout(() => process.exit(0), 50).unref();
   }
 }

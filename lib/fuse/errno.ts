@@ -1,6 +1,6 @@
 /**
  * POSIX errors of the overlay. Overlay operations throw FsError with a positive errno from
- * os.constants.errno; the FUSE layer answers with its negation (fuse-native's convention).
+ * os.constants.errno; the FUSE layer answers with its negation (the FUSE reply's convention).
  */
 import { constants } from 'node:os';
 import { LayerFsError } from '../errors.js';

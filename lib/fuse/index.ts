@@ -1,6 +1,6 @@
 /**
  * lib/fuse: live FUSE Workspaces. A daemon per Store serves every mounted Workspace (over
- * /dev/fuse, or through fuse-native); loading this folder registers the fuse Projection with the
+ * /dev/fuse, from a serving thread per mount); loading this folder registers the fuse Projection with the
  * Workspace seam (lib/workspace/projection.ts), which is how the SDK reaches it.
  */
 export { ensureDaemon, mountWorkspace, commitFuse, fuseChanges, unmountWorkspace, daemonStatus, stopDaemon, request, closeDaemonConnection, servedWorkspaces, type MountOptions, type RequestOptions } from './client.js';

@@ -24,7 +24,7 @@ export type KernelFeature = 'readdirplus' | 'maxpages' | 'writeback' | 'passthro
 export type KernelFeatures = Record<KernelFeature, boolean>;
 
 /** What the backend asks for when $LAYERFS_FUSE_FEATURES says nothing (docs/DECISIONS.md says why). */
-export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: true, passthrough: false };
+export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: false, passthrough: false };
 
 /** The features asked for: the defaults, changed by `spec` (default $LAYERFS_FUSE_FEATURES). */
 export function kernelFeatures(spec: string | undefined = process.env[FEATURES_ENV]): KernelFeatures {

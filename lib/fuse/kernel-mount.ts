@@ -82,6 +82,8 @@ export interface StartWorker {
   type: 'start';
   fd: number;
   params: KernelWorkerParams;
+  /** One Int32: how many handles are open for writing (KernelProtocol.writers). */
+  writers: SharedArrayBuffer;
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
@@ -172,6 +174,8 @@ export class KernelMount {
   private readonly fsname: string;
   /** The kernel caches writes: flushed before each message (kernel-flush.ts). */
   private readonly cachesWrites = mountsCacheWrites();
+  /** Handles open for writing, counted by the serving thread: none, nothing to flush. */
+  private readonly writers = new SharedArrayBuffer(4);
 
   constructor(
     readonly mountpoint: string,
@@ -192,7 +196,7 @@ export class KernelMount {
     const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
     const w = takeServingWorker(this.params.storePath);
     this.worker = w;
-    w.postMessage({ type: 'start', fd: this.fd, params: this.params } satisfies StartWorker);
+    w.postMessage({ type: 'start', fd: this.fd, params: this.params, writers: this.writers } satisfies StartWorker);
     w.on('message', (m: FromWorker) => this.message(m));
     w.on('error', (e) => {
       this.log(`serving thread failed: ${e.stack ?? e.message}`);
@@ -279,7 +283,7 @@ export class KernelMount {
 
   /** Sends one message to the serving thread and waits for its answer. */
   private async ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
-    if (this.cachesWrites && this.worker && !this.isEnded) await flushMount(this.mountpoint);
+    if (this.cachesWrites && this.worker && !this.isEnded && Atomics.load(new Int32Array(this.writers), 0) > 0) await flushMount(this.mountpoint);
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));

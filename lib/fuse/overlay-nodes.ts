@@ -96,7 +96,7 @@ export interface OverlayOptions {
   cache?: ContentCache;
   /** Bytes of written content kept in memory before spools move to files (default: spoolMemoryBudget(); 0: always files). */
   memoryBudget?: number;
-  /** Owner of new inodes (default: this process). fuse-native does not pass the caller's. */
+  /** Owner of new inodes (default: this process); each request passes its caller's. */
   uid?: number;
   gid?: number;
   /** Called once when the overlay goes from clean to changed (after mount or a commit). */

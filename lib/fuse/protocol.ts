@@ -84,8 +84,8 @@ export interface MountRequest {
   /** The state to mount (64 hex digits). */
   rootId: string;
   /**
-   * How the mount is served: 'kernel' speaks the FUSE protocol over /dev/fuse itself (root only;
-   * the default when usable), 'fuse-native' goes through libfuse 2. See docs/FUSE.md.
+   * How the mount is served: 'kernel' (the only one) speaks the FUSE protocol over /dev/fuse
+   * itself. 'fuse-native', removed, is refused with ERR_INVALID_ARGUMENT. See docs/FUSE.md.
    */
   backend?: Backend;
   /**
@@ -96,7 +96,7 @@ export interface MountRequest {
   allowOther?: boolean;
 }
 
-export type Backend = 'kernel' | 'fuse-native';
+export type Backend = 'kernel';
 
 export interface MountRecord extends MountRequest {
   backend: Backend;

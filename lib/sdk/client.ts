@@ -62,7 +62,7 @@ export class Client extends HistoryClient {
    */
   async createWorkspace(
     branch: string,
-    opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; sandbox?: string; onProgress?: (p: ExportProgress) => void },
+    opts: { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel'; sandbox?: string; onProgress?: (p: ExportProgress) => void },
   ): Promise<WorkspaceInfo> {
     return workspaces.createWorkspace(this.ctx, branch, opts);
   }

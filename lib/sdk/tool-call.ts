@@ -39,7 +39,7 @@ import { attachWorkspace, checkSandbox } from './sandbox.js';
 export interface ToolCallOptions {
   /** fuse, materialize or auto (default: $LAYERFS_PROJECTION, else auto: fuse where this machine can mount). */
   projection?: 'materialize' | 'fuse' | 'auto';
-  backend?: 'kernel' | 'fuse-native';
+  backend?: 'kernel';
   /** The Workspace directory (empty or absent); default a new one under `<store>.d/tool-calls/`. */
   at?: string;
   /** Aborting ends the call: running commands are stopped and the Workspace is discarded. */

@@ -37,7 +37,7 @@ export function workspaceInfoOf(store: Store, w: WorkspaceRow, state?: Workspace
   return sandbox === null ? info : { ...info, sandbox };
 }
 
-export type CreateWorkspaceOptions = { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel' | 'fuse-native'; sandbox?: string; onProgress?: (p: ExportProgress) => void };
+export type CreateWorkspaceOptions = { at: string; projection?: 'materialize' | 'fuse' | 'auto'; backend?: 'kernel'; sandbox?: string; onProgress?: (p: ExportProgress) => void };
 
 export async function createWorkspace(ctx: ClientContext, branch: string, opts: CreateWorkspaceOptions): Promise<WorkspaceInfo> {
   const t0 = performance.now();

@@ -22,7 +22,7 @@ export interface CreateRequest {
   /** The process a tool call's Workspace belongs to. */
   owner?: ProcessRef | null;
   /** fuse: the transport serving the mount. */
-  backend?: 'kernel' | 'fuse-native';
+  backend?: 'kernel';
   /** materialize: files written so far. */
   onProgress?: (p: ExportProgress) => void;
 }

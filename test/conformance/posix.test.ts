@@ -1,8 +1,8 @@
 // POSIX conformance of a FUSE Workspace against a plain directory (the control): posix.py
 // asserts what the specification says of chmod, chown, link, mkdir, mkfifo, mknod, open,
 // rename, rmdir, symlink, truncate, unlink and utimensat (40+ assertions each), once as root
-// and once as another uid with a supplementary group, on a plain directory and on a mount of
-// each backend. An assertion that passes on the plain directory and fails on the mount fails
+// and once as another uid with a supplementary group, on a plain directory and on a mount
+// (root's daemon, without and with the writeback cache, and an ordinary user's). An assertion that passes on the plain directory and fails on the mount fails
 // this test unless known.ts lists it with its reason (docs/FUSE.md, "POSIX conformance").
 // One python process per (directory, user) runs all assertions: ~2,500 in a few seconds each.
 import { test } from 'node:test';
@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commitFuse, type Backend } from '../../lib/fuse/index.js';
+import { FEATURES_ENV } from '../../lib/fuse/kernel-features.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { run, setupStore, withMount, type RunResult } from '../fuse/helpers.js';
@@ -34,13 +35,6 @@ const USERS: User[] = [
   { name: 'root', uid: 0, gid: 0, groups: [] },
   { name: 'uid 4242', uid: 4242, gid: 4242, groups: [4242, 4343] },
 ];
-
-/**
- * fuse-native passes no caller credentials to its handlers: what another uid creates belongs to
- * the daemon's user, so that user's run fails from its first fixture (docs/FUSE.md). It runs
- * and its rate is printed, and the limit itself is asserted, so that a fix shows up.
- */
-const CALLER_OWNS_NEW_INODES: Record<Backend, boolean> = { kernel: true, 'fuse-native': false };
 
 type Results = Map<string, { passed: boolean; got: string; want: string }>;
 
@@ -69,7 +63,7 @@ function openDir(path: string): string {
 const tempRoot = tempDir('layerfs-conformance-');
 const controls = new Map<string, Promise<Results>>();
 
-/** The plain directory's results for a user (run once, shared by both backends). */
+/** The plain directory's results for a user (run once, shared by every mount). */
 function control(user: User): Promise<Results> {
   if (!controls.has(user.name)) controls.set(user.name, assertions(openDir(join(tempRoot, `plain-${user.uid}`)), user));
   return controls.get(user.name)!;
@@ -100,34 +94,32 @@ function compare(backend: Backend, user: User, plain: Results, mount: Results, d
   return { rate, unexpected };
 }
 
-for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
-  test(`POSIX conformance: ${backend} mount equals a plain directory, as root and as another uid`, async () => {
+// Without the writeback cache (the default) and with it.
+for (const features of ['', '+writeback']) {
+  test(`POSIX conformance: a kernel mount${features ? ` (${features})` : ''} equals a plain directory, as root and as another uid`, async () => {
+    const before = process.env[FEATURES_ENV];
+    process.env[FEATURES_ENV] = features;
     const s = await setupStore(() => {}, 'layerfs-conf-');
     openDir(s.dir);
     const failures: string[] = [];
-    await withMount(
-      s,
-      async (m) => {
-        assert.equal(m.backend, backend);
+    try {
+      await withMount(s, async (m) => {
+        assert.equal(m.backend, 'kernel');
         for (const user of USERS) {
           const work = join(m.path, `u${user.uid}`);
           await mkdir(work);
           await chmod(work, 0o755);
           const [plain, mounted] = await Promise.all([control(user), assertions(work, user)]);
-          const { unexpected } = compare(backend, user, plain, mounted);
-          if (user.uid !== 0 && !CALLER_OWNS_NEW_INODES[backend]) {
-            const owner = await run(PYTHON, ['-c', `import os\nos.setgid(${user.gid})\nos.setuid(${user.uid})\nos.mkdir('${work}/mkdir/mine')\nprint(os.stat('${work}/mkdir/mine').st_uid)`]);
-            assert.equal(owner.stdout.trim(), '0', `${backend} now gives new inodes their caller's uid: compare this run per assertion`);
-            continue;
-          }
-          failures.push(...unexpected.map((u) => `${user.name}: ${u}`));
+          failures.push(...compare('kernel', user, plain, mounted, `root daemon${features ? `, ${features}` : ''}`).unexpected.map((u) => `${user.name}: ${u}`));
         }
         // What the assertions left (fifos, devices, sockets, long names, hard links) commits.
         const c = await commitFuse(s.storePath, m.workspaceId);
         assert.equal(c.outcome, 'Created');
-      },
-      { backend },
-    );
+      });
+    } finally {
+      if (before === undefined) delete process.env[FEATURES_ENV];
+      else process.env[FEATURES_ENV] = before;
+    }
     assertStoreIntact(s.storePath);
     assert.deepEqual(failures, [], `differences from the plain directory:\n${failures.join('\n')}`);
   });

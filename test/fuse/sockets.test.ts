@@ -1,7 +1,7 @@
 // Unix sockets in a FUSE Workspace are live inodes: a server binds one in the mount and a
 // client connects through that path; commits leave them out (as import does), over a stored
 // name too, and the socket stays usable after the commit. Directory link counts follow
-// subdirectories. Both backends.
+// subdirectories.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createConnection, createServer, type Server } from 'node:net';
@@ -30,7 +30,7 @@ function ask(path: string): Promise<string> {
   });
 }
 
-for (const backend of ['kernel', 'fuse-native'] as Backend[]) {
+for (const backend of ['kernel'] as Backend[]) {
   test(`${backend}: a socket bound in the mount serves connections; commits leave it out`, async () => {
     const s = await setupStore(fillBasic, 'layerfs-sock-');
     await withMount(

@@ -1,6 +1,6 @@
-// Ordinary programs in child processes against a mounted Workspace (default backend), compared
+// Ordinary programs in child processes against a mounted Workspace, compared
 // with the same steps on a plain directory: git, tar and sqlite3. Then commit, mount the Commit
-// afresh, compare again. (fuse-native.test.ts runs the same through the fuse-native backend.)
+// afresh, compare again.
 import { test } from 'node:test';
 import { gitScenario, sqliteScenario, tarScenario } from './scenarios.js';
 
