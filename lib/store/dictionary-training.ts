@@ -22,6 +22,8 @@ export interface HeldGroup {
  * of an import are 20–30 MB. Reached first (large small files), training starts early.
  */
 export const HOLD_BYTES = 32 * 1024 * 1024;
+/** Chunk rows of large files held meanwhile, at most (beyond it they are written without the dictionary). */
+export const HOLD_CHUNK_BYTES = 48 * 1024 * 1024;
 /** Small content objects an import holds back before it trains: enough for a representative sample. */
 export const HOLD_SEEN = 4000;
 /** Held objects are samples cut to this many bytes (4,000 of them: ~16 MB, about 1 s of training). */
@@ -31,10 +33,13 @@ const MIN_SAMPLE_BYTES = 256;
 /** The sampling (and, for an import, the holding back) of one transaction's small content. */
 export class DictionaryTraining {
   private readonly sampler = new DictionarySampler();
-  private holding = false;
+  holding = false;
   private heldBytes = 0;
   private seen = 0;
   readonly held: HeldGroup[] = [];
+  /** Writers of the chunk rows held back, in write order. */
+  readonly heldRows: (() => void)[] = [];
+  private heldChunkBytes = 0;
 
   /**
    * An import of `entries` walk entries: fewer than SAMPLER_MIN_SEEN cannot train (each entry is
@@ -58,6 +63,14 @@ export class DictionaryTraining {
     if (!this.holding) return false;
     this.held.push(group);
     this.heldBytes += group.data.length;
+    return true;
+  }
+
+  /** Takes the writer of a chunk row of `bytes` while holding; false when the row is to be written now. */
+  holdRow(bytes: number, write: () => void): boolean {
+    if (!this.holding || this.heldChunkBytes + bytes > HOLD_CHUNK_BYTES) return false;
+    this.heldRows.push(write);
+    this.heldChunkBytes += bytes;
     return true;
   }
 

@@ -65,6 +65,31 @@ test('a large first import trains the dictionary partway and stores all its smal
   assert.equal(dicts[0], dicts[1], 'the same tree trains the same dictionary');
 });
 
+test('large files written while an import holds back are stored with the dictionary too; repeated chunks are stored once', { timeout: 300_000 }, async () => {
+  const dir = tempDir('layerfs-dchunks-');
+  const src = join(dir, 'src');
+  textTree(src, 4200, 3);
+  const big = Buffer.concat(Array.from({ length: 12 }, (_, i) => readFileSync(join(src, `pkg${i % 20}`, `f${i}.js`))));
+  const large = Buffer.concat([big, big, big, big, big, big]);
+  mkdirSync(join(src, 'a-bundles'));
+  writeFileSync(join(src, 'a-bundles', 'one.js'), large);
+  writeFileSync(join(src, 'a-bundles', 'two.js'), large);
+  const path = join(dir, 's.layerfs');
+  const c = Client.create(path);
+  await c.initLayerStack({ name: 'r', source: src });
+  for (const f of ['one.js', 'two.js']) assert.ok(c.cat('r', `a-bundles/${f}`).equals(large));
+  assertIntact(c);
+  c.close();
+  const db = new Database(path, { readonly: true });
+  try {
+    const rows = db.prepare('SELECT codec, count(*) AS n FROM objects WHERE kind = ? GROUP BY codec').all(ObjectKind.Chunk) as { codec: number; n: number }[];
+    assert.ok(rows.length > 0);
+    assert.deepEqual(rows.map((r) => r.codec), [Codec.Dict], `chunk codecs ${JSON.stringify(rows)}`);
+  } finally {
+    db.close();
+  }
+});
+
 test('an import too small to train a dictionary samples nothing and stores none', { timeout: 120_000 }, async () => {
   const dir = tempDir('layerfs-dsmall-');
   textTree(join(dir, 'src'), 1500);
