@@ -5,7 +5,7 @@
  */
 import { zstdCompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
-import { CHUNK_DELTA_LEVEL, Codec, DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
+import { CHUNK_DELTA_LEVEL, Codec, COMMIT_DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';
 import type { ChainInfo, Pending } from './object-groups.js';
 
@@ -48,7 +48,7 @@ export class DeltaPlanner {
       if (!bytes) return undefined;
       parts.push(bytes);
     }
-    const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : DELTA_LEVEL;
+    const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : COMMIT_DELTA_LEVEL;
     const frame = zstdCompress(data, level, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
     if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA) && !this.smallerThanWhole(p, data, frame)) return undefined;
     return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
