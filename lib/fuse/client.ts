@@ -32,9 +32,16 @@ import {
 } from './protocol.js';
 
 export interface RequestOptions {
-  /** Give up waiting for the answer after this long (default 10 minutes: commits can be big). */
+  /**
+   * Give up waiting for the answer once the daemon has reported no progress for this long
+   * (default NO_PROGRESS_MS). The deadline runs from the last heartbeat, not from the request:
+   * a commit of any size that keeps storing files is waited for.
+   */
   timeoutMs?: number;
 }
+
+/** How long a request may go without an answer or a heartbeat (daemon-socket.ts) before the client gives up. */
+export const NO_PROGRESS_MS = 120_000;
 
 /** Tries of a request whose connection closed under it (spaced 50, 100, … ms: about half a second in all). */
 const STOPPING_RETRIES = 5;
@@ -82,6 +89,13 @@ interface Waiter {
   resolve: (r: Response) => void;
   reject: (e: unknown) => void;
   timer: NodeJS.Timeout;
+  /** Starts the deadline again (a heartbeat said the daemon progresses). */
+  rearm: () => void;
+}
+
+/** A heartbeat line of the daemon (daemon-socket.ts), not an answer: `{"progress":N}`. */
+function isHeartbeat(line: string): boolean {
+  return line.startsWith('{"progress":');
 }
 
 /**
@@ -129,6 +143,10 @@ class DaemonConnection {
       while ((nl = this.buf.indexOf('\n')) >= 0) {
         const line = this.buf.slice(0, nl);
         this.buf = this.buf.slice(nl + 1);
+        if (isHeartbeat(line)) {
+          for (const w of this.queue) w.rearm();
+          continue;
+        }
         const w = this.queue.shift();
         if (!w) continue;
         clearTimeout(w.timer);
@@ -153,9 +171,18 @@ class DaemonConnection {
     const { sock, token } = await this.open();
     const line = JSON.stringify({ ...req, token }) + '\n';
     return new Promise<Response>((resolve, reject) => {
-      const timer = setTimeout(() => this.drop(new LayerFsError('ERR_BUSY', `the mount daemon did not answer ${req.op} in time`, { path: this.paths.socket })), opts.timeoutMs ?? 600_000);
-      timer.unref();
-      this.queue.push({ resolve, reject, timer });
+      const ms = opts.timeoutMs ?? NO_PROGRESS_MS;
+      const expire = () => this.drop(new LayerFsError('ERR_BUSY', `the mount daemon did not answer ${req.op} and reported no progress for ${Math.round(ms / 1000)} s`, { path: this.paths.socket, hint: `see ${this.paths.log}` }));
+      const w: Waiter = {
+        resolve,
+        reject,
+        timer: setTimeout(expire, ms).unref(),
+        rearm: () => {
+          clearTimeout(w.timer);
+          w.timer = setTimeout(expire, ms).unref();
+        },
+      };
+      this.queue.push(w);
       sock.ref();
       sock.write(line);
     });

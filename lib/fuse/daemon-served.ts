@@ -11,7 +11,8 @@ import type { FuseChanges, MountRecord } from './protocol.js';
 export interface WorkspaceServer {
   mount(): Promise<void>;
   unmount(): Promise<void>;
-  commit(note: CommitNote, strict: boolean): Promise<ServedCommit>;
+  /** `cells`: shared control cells (overlay-commit.ts) through which the daemon aborts the commit or watches it progress. */
+  commit(note: CommitNote, strict: boolean, cells?: Int32Array): Promise<ServedCommit>;
   state(): Promise<ServedState>;
   changes(): Promise<FuseChanges>;
   dispose(): void;
@@ -29,8 +30,8 @@ export class WorkerServer implements WorkspaceServer {
     return this.k.unmount();
   }
 
-  commit(note: CommitNote, strict: boolean): Promise<ServedCommit> {
-    return this.k.commit(note, strict);
+  commit(note: CommitNote, strict: boolean, cells?: Int32Array): Promise<ServedCommit> {
+    return this.k.commit(note, strict, cells);
   }
 
   async state(): Promise<ServedState> {
@@ -51,4 +52,6 @@ export interface Entry {
   /** The real path of the mount point. */
   real: string;
   committing: Promise<unknown> | null;
+  /** The running commit's control cells (overlay-commit.ts): abort it, or see it progress. */
+  cells: Int32Array | null;
 }

@@ -13,6 +13,13 @@ const MAX_IN_FLIGHT = 32;
 /** Answer bytes a client may leave unread before the daemon stops reading its requests. */
 const MAX_UNREAD_ANSWERS = 1 << 20;
 
+/**
+ * How often a connection with requests in progress tells its client that the daemon moved on
+ * (a line `{"progress":N}`, N changing whenever a commit stores more): the client's deadline runs
+ * from the last such line, so a long commit that progresses is never given up on.
+ */
+export const HEARTBEAT_MS = 1000;
+
 /** Writes a new token and listens on the socket; a previous socket file is replaced. */
 export async function listenOnSocket(p: DaemonPaths, onConnection: (c: Socket) => void, log: (message: string) => void): Promise<{ server: Server; token: Buffer }> {
   if (Buffer.byteLength(p.socket) > 107) throw new LayerFsError('ERR_INVALID_ARGUMENT', `the daemon socket path is too long for a Unix socket: ${p.socket}`, { path: p.socket, hint: 'use a shorter Store path' });
@@ -52,11 +59,19 @@ export async function listenOnSocket(p: DaemonPaths, onConnection: (c: Socket) =
  * MAX_UNREAD_ANSWERS bytes, so a client that sends without reading holds a bounded amount of
  * the daemon's memory (its unread requests wait in the kernel's socket buffer).
  */
-export function serveConnection(c: Socket, answer: (line: string) => Promise<Response>, conns: Set<Socket>): void {
+export function serveConnection(c: Socket, answer: (line: string) => Promise<Response>, conns: Set<Socket>, progress: () => number = () => 0): void {
   let buf = '';
   let pending = 0;
   let ended = false;
   let chain: Promise<void> = Promise.resolve();
+  let told = progress();
+  const beat = setInterval(() => {
+    const now = progress();
+    if (pending === 0 || now === told || c.destroyed) return;
+    told = now;
+    c.write(`{"progress":${now}}\n`);
+  }, HEARTBEAT_MS);
+  beat.unref();
   const maybeEnd = () => {
     if (ended && pending === 0 && buf.indexOf('\n') < 0 && !c.destroyed) c.end();
   };
@@ -80,7 +95,10 @@ export function serveConnection(c: Socket, answer: (line: string) => Promise<Res
     else if (!ended) c.resume();
   };
   conns.add(c);
-  c.on('close', () => conns.delete(c));
+  c.on('close', () => {
+    conns.delete(c);
+    clearInterval(beat);
+  });
   c.on('drain', pump);
   c.setEncoding('utf8');
   c.on('error', () => {});

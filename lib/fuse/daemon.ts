@@ -27,12 +27,14 @@ import { fdLock } from '../native/index.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
+import { DaemonCommits } from './daemon-commits.js';
+import { removeSpoolDir } from './spool.js';
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
 import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
-import { type ServedCommit, type ServedState } from './outcome.js';
+import { type ServedState } from './outcome.js';
 import {
   daemonPaths,
   refuseHardLinkedStore,
@@ -80,8 +82,10 @@ export class Daemon {
   private token!: Buffer;
   private recovered: RecoveryReport | null = null;
   private readonly startedAt = new Date().toISOString();
-  /** Commits run one at a time: a Store handle holds one write transaction. */
-  private commitChain: Promise<unknown> = Promise.resolve();
+  private readonly commits = new DaemonCommits(
+    () => this.mounts.values(),
+    () => this.stopping,
+  );
   private idleTimer: NodeJS.Timeout | null = null;
   private stopping = false;
   /** Mount paths being set up (their records are not in `mounts` yet). */
@@ -184,7 +188,7 @@ export class Daemon {
   }
 
   private async listen(): Promise<void> {
-    const { server, token } = await listenOnSocket(this.paths, (c) => serveConnection(c, (line) => this.answer(line), this.conns), (m) => this.log(m));
+    const { server, token } = await listenOnSocket(this.paths, (c) => serveConnection(c, (line) => this.answer(line), this.conns, () => this.commits.progress()), (m) => this.log(m));
     this.token = token;
     this.server = server;
   }
@@ -313,7 +317,7 @@ export class Daemon {
       rmSync(spoolDir, { recursive: true, force: true });
       mkdirSync(spoolDir, { recursive: true, mode: 0o700 });
       const record: MountRecord = { workspaceId, branchId, path: r.path, expectedHead, expectedBase, rootId, backend, allowOther, mountedAt: new Date().toISOString(), dirty: false };
-      const entry: Entry = { record, server: null as unknown as WorkspaceServer, real, committing: null };
+      const entry: Entry = { record, server: null as unknown as WorkspaceServer, real, committing: null, cells: null };
       const onChange = () => {
         if (!entry.record.dirty) {
           entry.record.dirty = true;
@@ -374,15 +378,7 @@ export class Daemon {
   /** The note comes from a client: normalizeNote has checked it like any other argument. */
   private async commit(workspaceId: string, note: CommitNote, strict: boolean): Promise<FuseCommitOutcome> {
     const e = this.entry(workspaceId);
-    const run = this.commitChain.then(() => e.server.commit(note, strict));
-    this.commitChain = run.catch(() => {});
-    e.committing = run;
-    let served: ServedCommit;
-    try {
-      served = await run;
-    } finally {
-      e.committing = null;
-    }
+    const served = await this.commits.run(e, note, strict);
     const out = served.outcome;
     if (out.outcome === 'HeadMoved' || out.outcome === 'Conflicted') return out;
     e.record.expectedHead = out.outcome === 'Created' ? out.commitId : out.head;
@@ -399,7 +395,9 @@ export class Daemon {
 
   private async unmount(workspaceId: string, discard: boolean): Promise<UnmountOutcome> {
     const e = this.entry(workspaceId);
-    if (e.committing) await e.committing.catch(() => {});
+    // A running commit is not waited for: discarding aborts it, keeping answers Dirty now.
+    if (e.committing && !discard) return { outcome: 'Dirty', pending: { records: 0, deleted: 0, directories: 0 } };
+    if (e.committing) await this.commits.abort(e);
     const st = await this.stateOf(e);
     if (st.changed && !discard) return { outcome: 'Dirty', pending: st.pending };
     await this.detachEntry(e);
@@ -416,7 +414,7 @@ export class Daemon {
       await detach(e.record.path);
     }
     e.server.dispose();
-    rmSync(`${this.paths.spool}/${e.record.workspaceId}`, { recursive: true, force: true });
+    void removeSpoolDir(`${this.paths.spool}/${e.record.workspaceId}`, (d) => rmSync(d, { recursive: true, force: true }));
     this.mounts.delete(e.record.workspaceId);
     this.saveMounts();
     this.log(`unmounted ${e.record.workspaceId} from ${e.record.path}`);
@@ -425,8 +423,10 @@ export class Daemon {
   private async stop(discard: boolean): Promise<StopOutcome> {
     const dirty: string[] = [];
     for (const e of [...this.mounts.values()]) {
-      if (e.committing) await e.committing.catch(() => {});
-      if ((await this.stateOf(e)).changed) dirty.push(e.record.workspaceId);
+      // A Workspace being committed has changes not stored yet: discarding aborts its commit.
+      if (e.committing && !discard) dirty.push(e.record.workspaceId);
+      else if (e.committing) await this.commits.abort(e);
+      else if ((await this.stateOf(e)).changed) dirty.push(e.record.workspaceId);
     }
     if (dirty.length > 0 && !discard) return { outcome: 'Dirty', workspaces: dirty };
     const unmounted = [...this.mounts.keys()];
@@ -440,7 +440,9 @@ export class Daemon {
     this.log(`stopping: ${why}`);
     endSpareWorker();
     for (const e of [...this.mounts.values()]) {
-      if (e.committing) await e.committing.catch(() => {});
+      // A commit in progress stops at its next record and stores nothing: a stop never waits
+      // for a large commit to finish.
+      if (e.committing) await this.commits.abort(e);
       await this.detachEntry(e).catch((err) => this.log(`detach failed: ${(err as Error).message}`));
     }
     const p = this.paths;
@@ -454,7 +456,9 @@ export class Daemon {
         /* gone */
       }
     }
-    rmSync(p.spool, { recursive: true, force: true });
+    // The spools' removal gets a second; a larger one goes on after the daemon has exited.
+    const removed = removeSpoolDir(p.spool, (d) => rmSync(d, { recursive: true, force: true }));
+    await Promise.race([removed, new Promise((r) => setTimeout(r, 1000).unref())]);
     try {
       this.store?.close();
     } catch {

@@ -16,6 +16,7 @@ import { flushMount, mountsCacheWrites } from './kernel-flush.js';
 import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
+import { removeSpoolFiles } from './spool.js';
 import { wakeLookup } from './waker.js';
 import type { CommitNote } from '../history/index.js';
 
@@ -87,12 +88,13 @@ export interface StartWorker {
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean } | { id: number; type: 'state' } | { id: number; type: 'changes' };
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean; cells?: Int32Array } | { id: number; type: 'state' } | { id: number; type: 'changes' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'idle' }
   | { type: 'dirty' }
   | { type: 'log'; message: string }
+  | { type: 'discard'; paths: string[] }
   | { type: 'fatal'; message: string }
   | { type: 'ended' }
   | { type: 'result'; id: number; ok: true; value: unknown }
@@ -244,6 +246,9 @@ export class KernelMount {
       case 'log':
         this.log(m.message);
         return;
+      case 'discard':
+        void removeSpoolFiles(m.paths);
+        return;
       case 'fatal':
         this.log(`serving thread stopped: ${m.message}`);
         this.ready.reject(new FsError('EIO', m.message));
@@ -294,8 +299,9 @@ export class KernelMount {
     return p;
   }
 
-  commit(note: CommitNote, strict = false): Promise<{ outcome: FuseCommitOutcome; changed: boolean }> {
-    return this.ask({ type: 'commit', note, strict });
+  /** `cells`: the commit's shared control cells (overlay-commit.ts), to abort it or watch its progress. */
+  commit(note: CommitNote, strict = false, cells?: Int32Array): Promise<{ outcome: FuseCommitOutcome; changed: boolean }> {
+    return this.ask({ type: 'commit', note, strict, ...(cells ? { cells } : {}) });
   }
 
   state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {

@@ -21,6 +21,7 @@ import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { Overlay } from './overlay.js';
+import { deferSpoolRemoval, spoolTrashSize, takeSpoolTrash } from './spool.js';
 
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
@@ -31,6 +32,8 @@ const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0]
 
 /** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
 function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+  // Closed spool files are removed by the daemon's thread (spool.ts), a batch at a time.
+  if (spoolTrashSize() >= 256) post({ type: 'discard', paths: takeSpoolTrash() });
   for (;;) {
     const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
     if (!m) return;
@@ -39,7 +42,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
       if (m.type === 'commit') {
         const a0 = store.meter.allocatedGrowth;
         const from = overlay.rootId;
-        const out = overlay.commitSync(m.note, m.strict);
+        const out = overlay.commitSync(m.note, m.strict, m.cells);
         if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
       } else if (m.type === 'changes') {
@@ -50,6 +53,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
       }
       post({ type: 'result', id: m.id, ok: true, value });
+      if (spoolTrashSize() > 0) post({ type: 'discard', paths: takeSpoolTrash() });
     } catch (e) {
       const err = e instanceof LayerFsError ? { code: e.code, message: e.message, details: e.toJSON() } : { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) };
       if (!(e instanceof LayerFsError)) log(`${m.type} failed: ${(e as Error)?.stack ?? String(e)}`);
@@ -161,6 +165,7 @@ let pool: ReaderPool | null = null;
 /** READs handed to reader threads during this mount (diagnostics: the mount's state). */
 let handed = 0;
 const { handReads } = readerSetup();
+deferSpoolRemoval();
 // Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
 // the mount exists; each `start` message says which mount to serve, and after a clean end the
 // thread waits for the next one (kernel-spare.ts takes it back).

@@ -9,7 +9,7 @@
 import { LayerFsError } from '../errors.js';
 import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
-import { ContentForm, InodeKind, NamespaceEditor, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
+import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild, StoredContent } from './content.js';
 import type { CommitTarget, Node } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
@@ -26,6 +26,32 @@ export type OverlayCommitOutcome =
   | { outcome: 'UpToDate'; head: Buffer | null; rootId: Buffer; ms: number }
   | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null; ms: number }
   | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
+/**
+ * Shared with whoever waits for a commit running on another thread (the daemon, for a serving
+ * thread's commit): cell ABORT set asks the commit to stop at its next record (it stores nothing
+ * then: the transaction rolls back and the overlay keeps every change); cell DONE counts the
+ * records, deletions and directories written so far, so the waiter can tell a long commit that
+ * progresses from one that is stuck.
+ */
+export enum CommitCell {
+  Abort = 0,
+  Done = 1,
+}
+
+/** A commit's control cells (CommitCell), in memory shared between threads. */
+export function commitCells(): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** One more step of a commit done; throws ERR_ABORTED (rolling the transaction back) when an abort was asked. */
+function step(cells: Int32Array | undefined): void {
+  if (!cells) return;
+  Atomics.add(cells, CommitCell.Done, 1);
+  if (Atomics.load(cells, CommitCell.Abort) !== 0) {
+    throw new LayerFsError('ERR_ABORTED', 'the commit was aborted (the mount daemon is stopping); nothing was stored and the Workspace keeps its changes', { hint: 'commit again once the daemon runs' });
+  }
+}
 
 interface CommitWrite {
   published: Published;
@@ -105,8 +131,8 @@ export class Overlay extends OverlayStatus {
    * moves onto the merged state. HeadMoved and Conflicted store nothing and leave the overlay as
    * it was.
    */
-  commitSync(note: CommitNote = EMPTY_NOTE, strict = false): OverlayCommitOutcome {
-    return this.commitWith((fn) => this.store.writeSync(fn), note, strict);
+  commitSync(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note, strict, cells);
   }
 
   /** commitSync for callers that want a promise; mutations submitted through run() meanwhile wait. */
@@ -118,6 +144,7 @@ export class Overlay extends OverlayStatus {
     write: (fn: (w: ObjectWriter) => CommitWrite) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
     strict: boolean,
+    cells?: Int32Array,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
     const t0 = performance.now();
@@ -151,7 +178,7 @@ export class Overlay extends OverlayStatus {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => this.writeCommit(w, target, build, contents, note, strict));
+      r = write((w) => this.writeCommit(w, target, build, contents, note, strict, cells));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -167,17 +194,24 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, cells?: Int32Array): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
       if (!n || !this.alive(n) || n.socket) continue;
-      const hinted = n.kind === InodeKind.File && n.data!.offersDeltaBases;
+      // A new serial has no old version under it to offer as a delta base (a file it replaced is
+      // offered through `replaced`), so the editor is not asked to look for one: a miss costs a
+      // thrown error, tens of microseconds, and rsync makes every file a new serial.
+      const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases);
       editor.setInode(serial, this.record(n, w, build, contents), hinted);
       build.records++;
+      step(cells);
     }
-    for (const s of this.deleted) editor.deleteInode(s);
+    for (const s of this.deleted) {
+      editor.deleteInode(s);
+      step(cells);
+    }
     build.deleted = this.deleted.size;
     for (const [dir, m] of this.nameEdits) {
       const d = this.nodes.get(dir);
@@ -185,8 +219,10 @@ export class Overlay extends OverlayStatus {
       // A socket's name is left out (it may replace a stored name, which then goes).
       for (const { name, serial } of m.values()) editor.setName(dir, name, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
       build.names += m.size;
+      step(cells);
     }
     const own = editor.finish();
+    step(cells);
     const { published, head } = publishWorkspaceCommit(store, w, { ...target, baseRoot: this.rootId, workspaceId: target.workspaceId ?? null }, own, { note, strict });
     const root = published.root;
     return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };
@@ -203,14 +239,22 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  /** The committed state becomes the base: spools go, records and names are clean again. */
+  /**
+   * The committed state becomes the base: spools go, records and names are clean again. Nodes
+   * nothing holds open are let go (they load again from the new base on use, as after a
+   * reconciling commit), so a Workspace that committed a large change keeps no per-file memory
+   * for it; only their ctime and atime, which the state does not record, start again from mtime.
+   */
   protected rebase(root: Buffer, contents: Map<number, StoredContent>): void {
     for (const [serial, c] of contents) this.nodes.get(serial)?.data?.rebase(c);
     for (const serial of this.dirtyRecords) {
       const n = this.nodes.get(serial);
       if (n && this.alive(n) && !n.socket) n.inBase = true;
     }
-    for (const n of this.nodes.values()) if (!this.alive(n)) n.inBase = false;
+    for (const n of [...this.nodes.values()]) {
+      if (!this.alive(n)) n.inBase = false;
+      else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL) this.free(n);
+    }
     this.deleted.clear();
     this.dirtyRecords.clear();
     this.replaced.clear();

@@ -3,7 +3,9 @@
  * writes are), in a sparse file under the spool directory once large or once the overlay's memory
  * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
-import { closeSync, ftruncateSync, openSync, readSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, ftruncateSync, openSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 
@@ -151,12 +153,77 @@ export class Spool implements SpoolLike {
     if (this.closed) return;
     this.closed = true;
     openSpools.delete(this);
+    if (trash) {
+      trash.push(this.path);
+      return;
+    }
     try {
       unlinkSync(this.path);
     } catch {
       /* already gone */
     }
   }
+}
+
+/**
+ * Spool files closed but not yet removed, when this thread defers their removal (a serving
+ * thread: unlink(2) cost ~350 µs a file on this disk, 7 of the 19 s a 20,000-file commit took
+ * when it removed them itself, while the mount waited). Their names go to the daemon's thread,
+ * which removes them in the background (removeSpoolFiles).
+ */
+let trash: string[] | null = null;
+
+/** From now on this thread leaves closed spool files for takeSpoolTrash(). */
+export function deferSpoolRemoval(): void {
+  trash ??= [];
+}
+
+/** How many closed spool files wait for removal. */
+export function spoolTrashSize(): number {
+  return trash?.length ?? 0;
+}
+
+/** The closed spool files waiting for removal (the list starts empty again). */
+export function takeSpoolTrash(): string[] {
+  if (!trash || trash.length === 0) return [];
+  const out = trash;
+  trash = [];
+  return out;
+}
+
+/** Removes spool files one at a time off this thread's loop (a file already gone is fine). */
+export async function removeSpoolFiles(paths: string[]): Promise<void> {
+  for (const p of paths) await unlink(p).catch(() => {});
+}
+
+/**
+ * Removes a spool directory without waiting for it: renamed aside at once (a new mount of the
+ * Workspace gets a fresh one), then removed by a detached `rm -rf` that outlives the daemon, so
+ * ending a Workspace with 70,000 dirty files does not wait for 70,000 unlinks. A directory that
+ * cannot be renamed is removed here. Resolves when the removal is over.
+ */
+export function removeSpoolDir(dir: string, rmSyncFallback: (dir: string) => void): Promise<void> {
+  const aside = `${dir}.removing-${process.pid}-${(spoolCounter++).toString(36)}`;
+  try {
+    renameSync(dir, aside);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') rmSyncFallback(dir);
+    return Promise.resolve();
+  }
+  return new Promise<void>((resolve) => {
+    try {
+      const child = spawn('rm', ['-rf', '--', aside], { detached: true, stdio: 'ignore', cwd: '/' });
+      child.on('error', () => {
+        rmSyncFallback(aside);
+        resolve();
+      });
+      child.on('exit', () => resolve());
+      child.unref();
+    } catch {
+      rmSyncFallback(aside);
+      resolve();
+    }
+  });
 }
 
 /** How many spool descriptors this thread holds open (bounded by OPEN_SPOOLS). */

@@ -5,7 +5,7 @@
  */
 import { zstdCompress } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
-import { CHUNK_DELTA_LEVEL, Codec, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
+import { CHUNK_DELTA_LEVEL, Codec, COMMIT_DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';
 import type { ChainInfo, Pending } from './object-groups.js';
 
@@ -21,14 +21,6 @@ export interface DeltaContext {
   wholeCost?(data: Uint8Array): number;
 }
 
-/**
- * zstd level of the deltas a writer makes as it goes (a commit's changed files and pages; `db
- * repack` re-encodes at DELTA_LEVEL with its full search). Level 19 spent 47 of the 81 s of the
- * real tree's commit of release B; on the 530 changed small files of a 6,400-file slice of it,
- * level 10 made deltas 10 % larger (114 vs 104 KB, 0.07 % of the Store) in a tenth of the time
- * (0.5 vs 6.7 s), and the optimal-parse levels (16–19) cost most on the largest files.
- */
-export const COMMIT_DELTA_LEVEL = 10;
 
 /** Bytes of base objects a planner keeps: consecutive new chunks of a changed file share their old chunks as bases. */
 const BASE_CACHE_BYTES = 2 * 1024 * 1024;
