@@ -1,5 +1,6 @@
 // Cell: remotes on PostgreSQL. A throw-away PostgreSQL 15 cluster (test/helpers/postgres.ts,
-// fsync on, Unix socket) holds the remote. Untimed setup: import the fixture (initLayerStack),
+// fsync on, Unix socket) holds the remote: the run's (--pg-url, started once by the family; the
+// cell makes its own databases there and drops them), else one of the cell's own. Untimed setup: import the fixture (initLayerStack),
 // fork Branch work, remote add + remote init. Timed, each apart:
 //   push        push of the LayerStack to the empty remote              → ms (pushMs)
 //   clone       clone of the remote into a new Store (objects re-hashed) → cloneMs
@@ -20,6 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { TREE_EDIT_OPTIONS, treeEdits } from '../lib/args.js';
 import { duBytes, round1, timeExternal } from '../lib/cell.js';
 import { applyEdits } from '../fixtures/tree.js';
+import pg from 'pg';
 import { startCluster } from '../../test/helpers/postgres.js';
 import { GIT, gitEnv } from '../lib/git.js';
 import { copyTree } from '../fixtures/copy.js';
@@ -28,10 +30,54 @@ import { Client } from '../../lib/sdk/index.js';
 import { randomBytes } from 'node:crypto';
 import { race } from '../lib/remote-race.js';
 
+/** Where the cell's remotes live: databases of a cluster of its own, or of the run's (--pg-url). */
+interface Remotes {
+  /** A new, empty database: its URL. */
+  create(name: string): Promise<string>;
+  /** Bytes of the database behind `url`. */
+  size(url: string): Promise<number>;
+  stop(): Promise<void>;
+}
+
+async function admin<T>(url: string, sql: string): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url.replace(/\/[^/?]+\?/, '/postgres?') });
+  await c.connect();
+  try {
+    return (await c.query(sql)).rows as T[];
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * With `shared` (the URL of the run's cluster, started once by the family), the cell's
+ * databases are made there and dropped at the end; else a throw-away cluster of its own.
+ */
+async function remotes(shared: string | undefined): Promise<Remotes> {
+  const own = shared ? undefined : await startCluster({ durable: true });
+  const base = shared ?? own!.url;
+  const made: string[] = [];
+  return {
+    async create(name) {
+      const db = `lfb_${process.pid}_${name}`;
+      await admin(base, `CREATE DATABASE ${db}`);
+      made.push(db);
+      return base.replace(/\/[^/?]+\?/, `/${db}?`);
+    },
+    async size(url) {
+      const db = new URL(url).pathname.slice(1);
+      return Number((await admin<{ n: string }>(base, `SELECT pg_database_size('${db}') AS n`))[0]!.n);
+    },
+    async stop() {
+      if (own) return own.stop();
+      for (const db of made) await admin(base, `DROP DATABASE IF EXISTS ${db} WITH (FORCE)`).catch(() => {});
+    },
+  };
+}
+
 /** The same push and clone, encrypted: another database of the cluster, its own key. */
-async function sealedPushClone(c: Client, pg: Awaited<ReturnType<typeof startCluster>>, tmp: string, objects: number) {
-  pg.psql('CREATE DATABASE sealed');
-  const sealedUrl = pg.url.replace('/postgres?', '/sealed?');
+async function sealedPushClone(c: Client, rs: Remotes, tmp: string, objects: number) {
+  const sealedUrl = await rs.create('sealed');
   const keyFile = path.join(tmp, 'sealed.key');
   fs.writeFileSync(keyFile, randomBytes(32), { mode: 0o600 });
   c.remoteAdd('sealed', sealedUrl);
@@ -66,16 +112,17 @@ async function raceOnOneBranch(c: Client, url: string, tmp: string) {
 }
 
 /** `--lite`: push, clone and push10 only (the family's repeated runs, interleaved with git's). */
-const REMOTE_OPTIONS = { ...TREE_EDIT_OPTIONS, lite: { type: 'boolean', default: false } } as const;
+const REMOTE_OPTIONS = { ...TREE_EDIT_OPTIONS, lite: { type: 'boolean', default: false }, 'pg-url': { type: 'string' } } as const;
 
 async function layerfsRemote(a: Given<typeof REMOTE_OPTIONS, 'dir' | 'tmp' | 'files'>): Promise<CellResult> {
   const tmp = path.resolve(a.tmp);
-  const pg = await startCluster({ durable: true });
+  const rs = await remotes(a['pg-url']);
   try {
+    const url = await rs.create('origin');
     const c = Client.create(path.join(tmp, 'a.layerfs'));
     await c.initLayerStack({ name: 'bench', source: path.resolve(a.dir) });
     c.forkBranch({ name: 'work', layer: 'bench' });
-    c.remoteAdd('origin', pg.url);
+    c.remoteAdd('origin', url);
     await c.remoteInit();
 
     let t = performance.now();
@@ -83,7 +130,7 @@ async function layerfsRemote(a: Given<typeof REMOTE_OPTIONS, 'dir' | 'tmp' | 'fi
     const pushMs = performance.now() - t;
 
     t = performance.now();
-    const cloned = await Client.clone(pg.url, path.join(tmp, 'b.layerfs'));
+    const cloned = await Client.clone(url, path.join(tmp, 'b.layerfs'));
     const cloneMs = performance.now() - t;
     // What the LayerStack reaches (all sent to the empty remote); the Store may hold more (its
     // current zstd dictionary, kept as a root of the Store but part of no state).
@@ -103,8 +150,8 @@ async function layerfsRemote(a: Given<typeof REMOTE_OPTIONS, 'dir' | 'tmp' | 'fi
     t = performance.now();
     const push10 = await c.push('work');
     const push10Ms = performance.now() - t;
-    const sealed = a.lite ? {} : await sealedPushClone(c, pg, tmp, objects);
-    const races = a.lite ? {} : await raceOnOneBranch(c, pg.url, tmp);
+    const sealed = a.lite ? {} : await sealedPushClone(c, rs, tmp, objects);
+    const races = a.lite ? {} : await raceOnOneBranch(c, url, tmp);
     if (a.lite) c.close();
     return {
       ms: round1(pushMs),
@@ -124,10 +171,10 @@ async function layerfsRemote(a: Given<typeof REMOTE_OPTIONS, 'dir' | 'tmp' | 'fi
       push10Asked: push10.transfer.asked,
       changedBytes,
       commitBytesInserted: commit.bytesInserted,
-      remoteBytes: Number(pg.psql(`SELECT pg_database_size('postgres')`).trim()),
+      remoteBytes: await rs.size(url),
     };
   } finally {
-    pg.stop();
+    await rs.stop();
   }
 }
 

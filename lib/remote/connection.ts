@@ -8,6 +8,7 @@ import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
 import { LayerFsError } from '../errors.js';
 import type { FrameCipher } from './frame-cipher.js';
+import { CopyRowReader } from './copy-binary.js';
 import { clientConfig, displayUrl } from './url.js';
 
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ENOENT', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'ECONNRESET', 'EPIPE']);
@@ -99,6 +100,22 @@ export class RemoteConnection {
       throw mapPgError(e, this.name);
     }
     return Buffer.concat(parts);
+  }
+
+  /**
+   * The rows of `COPY (…) TO STDOUT (FORMAT binary)` as they arrive; the next chunk is read
+   * only when the consumer asks for more rows, so a slow consumer slows the server (the
+   * socket's backpressure) rather than filling memory. Stopping early ends the stream.
+   */
+  async *copyRows(sql: string): AsyncGenerator<(Buffer | null)[]> {
+    const reader = new CopyRowReader(this.name);
+    try {
+      const stream = this.client.query(copyTo(sql));
+      for await (const chunk of stream as AsyncIterable<Buffer>) yield* reader.push(chunk);
+      reader.end();
+    } catch (e) {
+      throw mapPgError(e, this.name);
+    }
   }
 
   /** Runs `fn` in one transaction (COMMIT, or ROLLBACK on any failure). */

@@ -49,3 +49,79 @@ export function int8Array(values: (string | number)[]): string {
   for (const v of values) if (!/^-?\d+$/.test(String(v))) throw new LayerFsError('ERR_REMOTE', `not an integer: ${String(v)}`);
   return `'{${values.join(',')}}'::int8[]`;
 }
+
+/**
+ * Rows of a binary COPY stream as they arrive, for reads too large to hold whole (a clone's
+ * pack rows): chunks are joined only once the row they end is complete, so each row is copied
+ * about once and the server keeps sending while earlier rows are processed.
+ */
+export class CopyRowReader {
+  private chunks: Buffer[] = [];
+  private have = 0;
+  /** Bytes the next parse needs at least (the header, then each row as far as it is known). */
+  private need = 19;
+  private started = false;
+  private ended = false;
+
+  constructor(private readonly remote: string) {}
+
+  /** Adds a chunk; returns the rows it completed. */
+  push(chunk: Buffer): (Buffer | null)[][] {
+    this.chunks.push(chunk);
+    this.have += chunk.length;
+    if (this.have < this.need || this.ended) return [];
+    const buf = this.chunks.length === 1 ? this.chunks[0]! : Buffer.concat(this.chunks, this.have);
+    const rows: (Buffer | null)[][] = [];
+    let at = 0;
+    if (!this.started) {
+      if (!buf.subarray(0, 11).equals(SIGNATURE)) throw truncated(this.remote);
+      at = 15;
+      at += 4 + buf.readUInt32BE(at);
+      this.started = true;
+    }
+    for (;;) {
+      const r = parseRow(buf, at);
+      if (r.row === undefined) {
+        this.need = r.need - at;
+        break;
+      }
+      at = r.next;
+      if (r.row === null) {
+        this.ended = true;
+        break;
+      }
+      rows.push(r.row);
+    }
+    const rest = buf.subarray(at);
+    this.chunks = rest.length ? [rest] : [];
+    this.have = rest.length;
+    return rows;
+  }
+
+  /** Throws unless the stream ended where a COPY ends. */
+  end(): void {
+    if (!this.ended) throw truncated(this.remote);
+  }
+}
+
+/** One row at `at`: the row (null at the end marker) and where the next starts, or how many bytes from the start of `buf` it needs. */
+function parseRow(buf: Buffer, at: number): { row: (Buffer | null)[] | null; next: number } | { row: undefined; need: number } {
+  if (at + 2 > buf.length) return { row: undefined, need: at + 2 };
+  const n = buf.readInt16BE(at);
+  let p = at + 2;
+  if (n === -1) return { row: null, next: p };
+  const row: (Buffer | null)[] = [];
+  for (let i = 0; i < n; i++) {
+    if (p + 4 > buf.length) return { row: undefined, need: p + 4 };
+    const len = buf.readInt32BE(p);
+    p += 4;
+    if (len === -1) {
+      row.push(null);
+      continue;
+    }
+    if (p + len > buf.length) return { row: undefined, need: p + len };
+    row.push(buf.subarray(p, p + len));
+    p += len;
+  }
+  return { row, next: p };
+}

@@ -28,6 +28,7 @@ import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
 import { setRemoteRef } from './remotes.js';
 import { remoteName, unsealSnapshot } from './row-cipher.js';
+import { fetchAllObjects } from './fetch-all.js';
 import { fetchObjects, type TransferOptions, type TransferStats } from './transfer.js';
 
 /**
@@ -178,7 +179,11 @@ export async function fetchRemote(store: Store, conn: RemoteConnection, opts: Tr
   checkIds(s, conn.name);
   const known = knownHistory(store);
   const roots = [...s.layers.filter((l) => !known.layer(l.id)).map((l) => l.rootId), ...s.commits.filter((c) => !known.commit(c.id)).map((c) => c.rootId)];
-  const transfer = await fetchObjects(store, new RemoteObjects(conn, store, true), roots, opts);
+  // A Store that holds nothing lacks everything: a whole-remote fetch into it (a clone) skips
+  // the negotiation and streams the remote's packs (fetch-all.ts).
+  const everything = !opts.layerStack && !store.hasObjects();
+  const remote = new RemoteObjects(conn, store, !everything);
+  const transfer = everything ? await fetchAllObjects(store, remote, conn.name, roots, opts) : await fetchObjects(store, remote, roots, opts);
   // The history rows are a small commit right after large ones: left to itself it would
   // checkpoint the whole WAL inline (with an fsync); the Store's background checkpointer, or
   // closing the Store, does it instead.

@@ -156,6 +156,41 @@ export class RemoteObjects implements Holder, TreeSource {
     return out;
   }
 
+  /**
+   * Every index row the remote holds, in the order pushes wrote them (pack, offset): one binary
+   * COPY, no ids sent. For a fetch that wants everything (a clone into an empty Store).
+   */
+  async index(): Promise<RemoteLocator[]> {
+    const rows = parseBinaryCopy(
+      await this.conn.copyOut('COPY (SELECT id, kind::int4, size, codec::int4, pack, "offset", length, at, base FROM layerfs.objects ORDER BY pack, "offset") TO STDOUT (FORMAT binary)'),
+      this.conn.name,
+    );
+    const out: RemoteLocator[] = [];
+    for (const row of rows) {
+      const l = locatorOf(row);
+      if (l) out.push(l);
+    }
+    return out;
+  }
+
+  /**
+   * The pack rows that index rows point into, in id order (the order pushes wrote them),
+   * streamed: [pack id, stored bytes].
+   */
+  async *packRows(): AsyncGenerator<[string, Buffer]> {
+    for await (const [id, data] of this.conn.copyRows('COPY (SELECT p.id, p.data FROM layerfs.packs p WHERE p.id IN (SELECT pack FROM layerfs.objects) ORDER BY p.id) TO STDOUT (FORMAT binary)')) {
+      if (!id || !data) continue;
+      this.bytesReceived += data.length;
+      yield [int8Text(id), data];
+    }
+  }
+
+  /** The frame `l` names in its pack row's bytes, opened (empty when out of the row: it then fails its re-hash). */
+  frameIn(packData: Buffer, l: RemoteLocator): Buffer {
+    if (l.offset < 0 || l.offset + l.length > packData.length) return Buffer.alloc(0);
+    return this.open(packData.subarray(l.offset, l.offset + l.length), l);
+  }
+
   /** A frame read: `keep` keeps it (by place) until forget(), so a read that names it again gets the same bytes. */
   private got(out: Map<string, Buffer>, l: RemoteLocator, data: Buffer, keep: boolean): void {
     out.set(placeKey(l), data);

@@ -31,6 +31,8 @@ export interface FrameWriterOptions {
   keep?: (id: Buffer) => boolean;
   /** Bytes of delta bases not decoded in this transaction: the Store's. */
   baseOf: (id: Buffer) => Buffer;
+  /** Called with each new object's canonical, re-hashed bytes (a receiver checking what trees refer to). */
+  onObject?: (m: ObjectForm, data: Buffer) => void;
 }
 
 export class FrameWriter {
@@ -64,6 +66,7 @@ export class FrameWriter {
     if (members.length === 0) return false;
     for (const [m, data] of checkFrame(f.data, members, this.baseOf, this.opts.expectedKind)) {
       if (this.opts.keep?.(m.id) ?? true) this.decoded.set(m.id.toString('latin1'), data);
+      this.opts.onObject?.(m, data);
       this.stats.bytesInserted += m.size;
     }
     this.stats.objectsInserted += members.length;
