@@ -13,6 +13,9 @@ import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.j
 /** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 
+/** Locators looked up in one statement by prefetch(). */
+const PREFETCH_BATCH = 64;
+
 /** A read follows at most this many delta links (writers make at most DELTA_MAX_DEPTH). */
 const MAX_READ_DEPTH = 2 * DELTA_MAX_DEPTH;
 
@@ -32,6 +35,9 @@ export class ObjectReader {
    */
   private readonly bases = new Map<string, Buffer>();
   private basesBytes = 0;
+  /** Locators of objects a caller is about to read (prefetch), taken once each by the read. */
+  private readonly ahead = new Map<string, Locator>();
+  private readonly locateBatch;
 
   constructor(
     db: Db,
@@ -42,6 +48,29 @@ export class ObjectReader {
     this.locate = db.prepare(`SELECT kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id = ?`);
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
     this.readPart = db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
+    const marks = Array.from({ length: PREFETCH_BATCH }, () => '?').join(', ');
+    this.locateBatch = db.prepare(`SELECT id, kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id IN (${marks})`);
+  }
+
+  /**
+   * Looks up the locators of objects about to be read (the chunks of a streamed file) in
+   * statements of PREFETCH_BATCH ids instead of one each; each is used by the next read of its
+   * object, and the read itself still authenticates the bytes.
+   */
+  prefetch(ids: readonly Buffer[]): void {
+    if (this.ahead.size > 4 * PREFETCH_BATCH) this.ahead.clear();
+    for (let i = 0; i < ids.length; i += PREFETCH_BATCH) {
+      const batch = ids.slice(i, i + PREFETCH_BATCH);
+      // Unused places repeat the first id: one statement of a fixed shape.
+      while (batch.length < PREFETCH_BATCH) batch.push(batch[0]!);
+      let rows: (Locator & { id: Buffer })[];
+      try {
+        rows = this.locateBatch.all(...batch) as (Locator & { id: Buffer })[];
+      } catch (e) {
+        throw mapSqliteError(e, this.path);
+      }
+      for (const r of rows) this.ahead.set(r.id.toString('latin1'), r);
+    }
   }
 
   has(id: Uint8Array): boolean {
@@ -76,6 +105,7 @@ export class ObjectReader {
 
   /** Forget cached packs (after a rollback removed some). */
   reset(): void {
+    this.ahead.clear();
     this.packs.clear();
     this.frames.clear();
     this.bases.clear();
@@ -123,7 +153,13 @@ export class ObjectReader {
    * leaves the locator as it is and still fails.
    */
   private read(id: Uint8Array, expected: ObjectKind | undefined, depth: number): Buffer {
-    let loc = this.locateNow(id);
+    let loc: Locator | undefined;
+    if (this.ahead.size > 0) {
+      const key = Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1');
+      loc = this.ahead.get(key);
+      if (loc) this.ahead.delete(key);
+    }
+    loc ??= this.locateNow(id);
     for (let attempt = 0; ; attempt++) {
       try {
         return this.readAt(id, loc, expected, depth);

@@ -107,7 +107,10 @@ export class FsView {
     }
     const objects = this.objects;
     // Iterative, one frame per level: a node's entries, each with its recorded length.
-    const stack: { node: ExtentNode; i: number }[] = [{ node: loadExtentNode(objects, file.content!, file.size, null), i: 0 }];
+    const root = loadExtentNode(objects, file.content!, file.size, null);
+    // A leaf's chunks are located in a few statements, not one each.
+    if (root.level === 0) objects.prefetch(root.ids);
+    const stack: { node: ExtentNode; i: number }[] = [{ node: root, i: 0 }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
       if (top.i >= top.node.ids.length) {
@@ -118,7 +121,11 @@ export class FsView {
       const id = top.node.ids[i]!;
       const len = top.node.lengths[i]!;
       if (top.node.level === 0) yield checkLength(objects.get(id, ObjectKind.Chunk), len, id, 'chunk');
-      else stack.push({ node: loadExtentNode(objects, id, len, top.node.level), i: 0 });
+      else {
+        const node = loadExtentNode(objects, id, len, top.node.level);
+        if (node.level === 0) objects.prefetch(node.ids);
+        stack.push({ node, i: 0 });
+      }
     }
   }
 
