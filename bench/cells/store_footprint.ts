@@ -15,6 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { r1, repackStore, semanticOf, storeFiles } from '../lib/measure.js';
 import { listFiles } from '../fixtures/edit-history.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
+import { GIT_INIT } from '../lib/import-tree-cell.js';
 import { Client } from '../../lib/sdk/index.js';
 import { Rng } from '../../test/helpers/random.js';
 
@@ -89,4 +90,7 @@ export const footprint = defineCell({
   run: layerfsFootprint,
 });
 
-runIfMain(import.meta.url, footprint);
+/** `git init && git add -A && git commit`, then `git gc` (--gc): the footprint's git peer. */
+export const gitInitCell = defineCell({ ...GIT_INIT, file: import.meta.url });
+
+runIfMain(import.meta.url, footprint, gitInitCell);

@@ -7,7 +7,7 @@ import { ensureCrossFileTree, XFILE_CASES } from '../fixtures/dedup.js';
 import { splitCases, type CampaignFamily } from '../lib/campaign-table.js';
 import { dedupCharts, dedupTable } from '../lib/dedup-table.js';
 import { useFixture } from '../lib/use-fixture.js';
-import { dedupTrees } from '../cells/dedup_cdc_locality.js';
+import { dedupCrossFile } from '../cells/dedup_cross_file.js';
 import { runWithPeers } from '../lib/run-cell.js';
 
 const family: CampaignFamily = {
@@ -32,7 +32,7 @@ const family: CampaignFamily = {
       warmCache(fx.dir);
       cases.push(`${c}=${fx.dir}`);
     }
-    return runWithPeers(ctx, { tier, cell: dedupTrees, args: { n: tier.value, case: cases } }).flatMap(splitCases);
+    return runWithPeers(ctx, { tier, cell: dedupCrossFile, args: { n: tier.value, case: cases } }).flatMap(splitCases);
   },
   table: (rows) => dedupTable(rows, XFILE_CASES, 'file'),
   chartDefs: dedupCharts('file'),

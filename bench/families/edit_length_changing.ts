@@ -5,9 +5,11 @@
 
 import { LENGTH_CHANGING_OPS } from '../lib/file-ops.js';
 import { editFamily } from '../lib/edit-family.js';
+import { lengthChangingEdits } from '../cells/edit_length_changing.js';
 
 export default editFamily({
   name: 'edit_length_changing',
+  cell: lengthChangingEdits,
   title: 'Change the length of a large file by 4 KiB, then commit',
   order: 42,
   ops: LENGTH_CHANGING_OPS,

@@ -3,9 +3,11 @@
 
 import { LENGTH_PRESERVING_OPS } from '../lib/file-ops.js';
 import { editFamily } from '../lib/edit-family.js';
+import { fileEdits } from '../cells/edit_length_preserving.js';
 
 export default editFamily({
   name: 'edit_length_preserving',
+  cell: fileEdits,
   title: 'Edit a large file in place (4 KiB overwrite), then commit',
   order: 41,
   ops: LENGTH_PRESERVING_OPS,

@@ -1,15 +1,15 @@
 // Family fuse_kernel_features: each optional FUSE INIT feature of the kernel backend
 // (lib/fuse/kernel-features.ts) on against off, in one cell run per pair
-// (bench/cells/fuse_mount.ts --ab FEATURE): two Stores, one daemon each with its own
+// (bench/cells/fuse_kernel_features.ts --ab FEATURE): two Stores, one daemon each with its own
 // LAYERFS_FUSE_FEATURES, the op alternated between them, each run with its own plain-directory run.
 
 import { DASH, fmtMs, fmtRatio } from '../lib/format.js';
 import { firstLine } from '../lib/table.js';
 import type { Family, Row, Table } from '../lib/types.js';
-import { fuseMountCell } from '../cells/fuse_mount.js';
+import { fuseKernelFeaturesCell } from '../cells/fuse_kernel_features.js';
 import type { CellArgs } from '../lib/define-cell.js';
 
-type Args = CellArgs<typeof fuseMountCell.args>;
+type Args = CellArgs<typeof fuseKernelFeaturesCell.args>;
 
 /** The pairs measured: op, feature, sizes (full; quick). */
 const PAIRS: { op: string; ab: string; full: Args; quick: Args }[] = [
@@ -49,7 +49,7 @@ const family: Family = {
   run(tier, ctx) {
     return PAIRS.map((p) => {
       const args: Args = { op: p.op, ab: p.ab, 'ab-rounds': ctx.quick ? 2 : 3, best: 1, ...(ctx.quick ? p.quick : p.full) };
-      const row = ctx.runCell({ tier, cell: fuseMountCell, args, scratch: true });
+      const row = ctx.runCell({ tier, cell: fuseKernelFeaturesCell, args, scratch: true });
       row.extra.op ??= p.op;
       row.extra.ab ??= p.ab;
       return row;
@@ -61,7 +61,9 @@ const family: Family = {
     const out = rows.map((r) => {
       const x = r.extra;
       const op = String(x.op ?? '?');
-      const size = x.files !== undefined ? `${x.files} files` : `${x.mib} MiB`;
+      // `files` is a Row field of its own (run-cell.ts lifts the known keys out of extra).
+      const files = r.files ?? x.files;
+      const size = files !== undefined ? `${String(files)} files` : x.mib !== undefined ? `${String(x.mib)} MiB` : DASH;
       if (r.status !== 'ok') {
         notes.push(`${op} / ${String(x.ab)} @ ${r.tier}: ${r.status}: ${firstLine(r.message)}`);
         return [r.tier, op, String(x.ab ?? DASH), DASH, `${r.status} [${notes.length}]`, DASH];

@@ -4,6 +4,7 @@
 import { ensureLargeFile } from '../fixtures/tree.js';
 import type { Family } from '../lib/types.js';
 import { IMPORT_PEERS, runImportCells } from '../lib/import-cells.js';
+import { importLargeCell } from '../cells/import_large.js';
 import { useFixture } from '../lib/use-fixture.js';
 
 const family: Family = {
@@ -18,7 +19,7 @@ const family: Family = {
   tiers: (quick) => [quick ? 16 : 1024].map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureLargeFile(tier.value));
-    return runImportCells(tier, ctx, fx);
+    return runImportCells(tier, ctx, fx, importLargeCell);
   },
 };
 

@@ -6,6 +6,7 @@ import { countLabel } from '../lib/format.js';
 import { ensureTree } from '../fixtures/tree.js';
 import type { Family } from '../lib/types.js';
 import { IMPORT_PEERS, runImportCells } from '../lib/import-cells.js';
+import { importTree } from '../cells/init_namespace.js';
 import { useFixture } from '../lib/use-fixture.js';
 
 const family: Family = {
@@ -23,7 +24,7 @@ const family: Family = {
     (quick ? [100, 1_000] : [100, 1_000, 10_000, 100_000]).map((n) => ({ label: countLabel(n), value: n, unit: 'files' })),
   run(tier, ctx) {
     const fx = useFixture(ctx, ensureTree(tier.value));
-    return runImportCells(tier, ctx, fx);
+    return runImportCells(tier, ctx, fx, importTree);
   },
 };
 

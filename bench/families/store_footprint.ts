@@ -9,7 +9,7 @@ import type { Row, Table } from '../lib/types.js';
 import { failedCells, fmtX, peerOf, ratio, x, type CampaignFamily } from '../lib/campaign-table.js';
 import { useFixture } from '../lib/use-fixture.js';
 import { footprint } from '../cells/store_footprint.js';
-import { gitInitCell } from '../cells/init_namespace.js';
+import { gitInitCell } from '../cells/store_footprint.js';
 
 const family: CampaignFamily = {
   name: 'store_footprint',

@@ -72,6 +72,15 @@ export interface CellSpec<O extends CellOptions, R extends CellResult> extends M
   peers?: Measure<O>[];
 }
 
+/**
+ * A measurement that several families run, kept in bench/lib: each family's own cell file binds
+ * it with `defineCell({ ...spec, file: import.meta.url })`, so a cell is always run from the file
+ * named after its family. The identity function only fixes the option and result types.
+ */
+export function cellSpec<O extends CellOptions = Record<never, never>, R extends CellResult = CellResult>(spec: Omit<CellSpec<O, R>, 'file'>): Omit<CellSpec<O, R>, 'file'> {
+  return spec;
+}
+
 export function defineCell<O extends CellOptions = Record<never, never>, R extends CellResult = CellResult>(spec: CellSpec<O, R>): Cell<O, R> {
   const args = spec.args ?? ({} as O);
   const required = spec.required ?? [];

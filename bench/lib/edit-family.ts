@@ -8,11 +8,14 @@ import { ensureLargeFile } from '../fixtures/tree.js';
 import type { Row, Table } from './types.js';
 import { failedCells, fmtSigned, fmtX, peerOf, ratio, splitCases, x, type CampaignFamily } from './campaign-table.js';
 import { useFixture } from './use-fixture.js';
-import { fileEdits } from '../cells/edit_length_preserving.js';
+import type { Cell } from './define-cell.js';
+import type { FILE_EDIT_OPTIONS } from './file-edits-cell.js';
 import { runWithPeers } from './run-cell.js';
 
 export interface EditFamilySpec {
   name: string;
+  /** The family's binding of lib/file-edits-cell.ts (its own cell file). */
+  cell: Cell<typeof FILE_EDIT_OPTIONS>;
   title: string;
   order: number;
   ops: readonly string[];
@@ -84,7 +87,7 @@ export function editFamily(spec: EditFamilySpec): CampaignFamily {
     run(tier, ctx) {
       const fx = useFixture(ctx, ensureLargeFile(tier.value));
       const args = { dir: fx.dir, ops: spec.ops.join(',') };
-      return runWithPeers(ctx, { tier, cell: fileEdits, args }, () => warmCache(fx.dir)).flatMap(splitCases);
+      return runWithPeers(ctx, { tier, cell: spec.cell, args }, () => warmCache(fx.dir)).flatMap(splitCases);
     },
     table(rows: Row[]): Table {
       const notes: string[] = [];

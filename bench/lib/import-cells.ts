@@ -4,14 +4,14 @@
 import { warmCache } from './warm.js';
 import type { CachedFixture } from '../fixtures/cache.js';
 import type { RunContext, Row, Tier } from './types.js';
-import { importTree } from '../cells/init_namespace.js';
+import type { Cell } from './define-cell.js';
 import { runWithPeers } from './run-cell.js';
 
 export const IMPORT_PEERS = ['git', 'tar'];
 
-/** One row per tool, each cell on a warm page cache. */
-export function runImportCells(tier: Tier, ctx: RunContext, fx: CachedFixture): Row[] {
-  const rows = runWithPeers(ctx, { tier, cell: importTree, args: { dir: fx.dir } }, () => warmCache(fx.dir));
+/** One row per tool, each cell on a warm page cache. `cell`: the family's binding of lib/import-tree-cell.ts. */
+export function runImportCells(tier: Tier, ctx: RunContext, fx: CachedFixture, cell: Cell): Row[] {
+  const rows = runWithPeers(ctx, { tier, cell, args: { dir: fx.dir } }, () => warmCache(fx.dir));
   for (const row of rows) {
     // Input size is a property of the fixture, not something each tool reports.
     row.files ??= fx.manifest.files;
