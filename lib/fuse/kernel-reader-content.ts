@@ -6,7 +6,7 @@
  * ranges, so a chunk cache here would only hold bytes nobody asks for again (and cost a map
  * entry and garbage per chunk).
  */
-import { ChunkRunReader, type ChunkRef } from '../store/chunk-run.js';
+import type { ChunkRef, ChunkRunReader } from '../store/chunk-run.js';
 import type { Store } from '../store/index.js';
 import { chunkAt, ExtentNodes } from './extents.js';
 
@@ -16,7 +16,7 @@ export class StreamedContent {
 
   constructor(store: Store) {
     this.nodes = new ExtentNodes(store.objects, 4096);
-    this.runs = new ChunkRunReader(store.db, store.objects);
+    this.runs = store.chunkRuns();
   }
 
   /** Copies bytes [pos, pos + len) of the extent tree `root` into dst at dstOff. */

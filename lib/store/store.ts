@@ -5,6 +5,7 @@
 import { LayerFsError } from '../errors.js';
 import type { StoreAccess } from './access.js';
 import { Checkpointer } from './checkpointer.js';
+import { ChunkRunReader } from './chunk-run.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
 import { collectGarbage, type GcOptions, type GcStats } from './gc.js';
@@ -78,6 +79,11 @@ export class Store implements StoreAccess {
   /** Whether any object is stored at all: an empty Store lacks everything (a clone into it fetches all). */
   hasObjects(): boolean {
     return this.db.prepare('SELECT 1 FROM objects LIMIT 1').get() !== undefined;
+  }
+
+  /** A reader of chunk runs on this Store's connection (a FUSE reader thread has a Store of its own). */
+  chunkRuns(): ChunkRunReader {
+    return new ChunkRunReader(this.db, this.objects);
   }
 
   view(rootId: Buffer): FsView {

@@ -6,18 +6,12 @@
 import fs from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimes, setXattr } from '../../lib/native/index.js';
+import { Rng } from '../helpers/random.js';
 
-/** xorshift32: one stream per Projection, from the printed seed. */
-export function prng(seed: number) {
-  let x = seed >>> 0 || 1;
-  return (n: number): number => {
-    x ^= x << 13;
-    x >>>= 0;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    x >>>= 0;
-    return x % n;
-  };
+/** One stream per Projection, from the printed seed: the tests' one generator (helpers/random.ts). */
+export function prng(seed: number): Pick {
+  const r = new Rng(seed);
+  return (n: number): number => r.below(n);
 }
 
 const NAMES = ['f', 'g', 'h', 'stdio.h', 'x.tmp', 'c', 'a', 'b'];
