@@ -28,7 +28,8 @@ import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from 
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
 import { DaemonCommits } from './daemon-commits.js';
-import { removeSpoolDir } from './spool.js';
+import { removeSpoolDir, spoolRemovalsDone } from './spool.js';
+
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
 import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
@@ -56,6 +57,8 @@ import {
 
 /** A daemon started on demand exits if nothing gets mounted this soon. */
 const IDLE_MS = 30_000;
+/** How long a stopping daemon waits for its spools' removal (a large one goes on after it). */
+const SPOOL_REMOVAL_WAIT_MS = 2_000;
 /** Named a backend once; only `kernel` is left (fuse-native, its other value, is refused with a hint). */
 const BACKEND_ENV = 'LAYERFS_FUSE_BACKEND';
 
@@ -456,9 +459,11 @@ export class Daemon {
         /* gone */
       }
     }
-    // The spools' removal gets a second; a larger one goes on after the daemon has exited.
-    const removed = removeSpoolDir(p.spool, (d) => rmSync(d, { recursive: true, force: true }));
-    await Promise.race([removed, new Promise((r) => setTimeout(r, 1000).unref())]);
+    // Every spool removal still running finishes before the daemon exits (so a caller that
+    // removes the Store's directory after a stop does not race it); only a very large one
+    // outlives the cap.
+    void removeSpoolDir(p.spool, (d) => rmSync(d, { recursive: true, force: true }));
+    await spoolRemovalsDone(SPOOL_REMOVAL_WAIT_MS);
     try {
       this.store?.close();
     } catch {

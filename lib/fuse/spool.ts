@@ -4,7 +4,7 @@
  * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, ftruncateSync, openSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
@@ -196,13 +196,31 @@ export async function removeSpoolFiles(paths: string[]): Promise<void> {
   for (const p of paths) await unlink(p).catch(() => {});
 }
 
+/** Directories with at most this many entries are removed at once, in this process. */
+const REMOVE_HERE_MAX = 64;
+/** Removals handed to `rm -rf` that have not finished: the daemon waits for them before it exits. */
+const pendingRemovals = new Set<Promise<void>>();
+
 /**
- * Removes a spool directory without waiting for it: renamed aside at once (a new mount of the
- * Workspace gets a fresh one), then removed by a detached `rm -rf` that outlives the daemon, so
- * ending a Workspace with 70,000 dirty files does not wait for 70,000 unlinks. A directory that
- * cannot be renamed is removed here. Resolves when the removal is over.
+ * Removes a spool directory. A small one (the usual case) is removed here and now. A large one
+ * is renamed aside at once (a new mount of the Workspace gets a fresh one) and removed by a
+ * detached `rm -rf`, so ending a Workspace with 70,000 dirty files does not wait for 70,000
+ * unlinks on the serving path; `spoolRemovalsDone` lets the daemon finish them before it exits,
+ * so nothing of the daemon's is still being deleted once it is gone. A directory that cannot be
+ * renamed is removed here. Resolves when the removal is over.
  */
 export function removeSpoolDir(dir: string, rmSyncFallback: (dir: string) => void): Promise<void> {
+  let entries: number;
+  try {
+    entries = readdirSync(dir).length;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') rmSyncFallback(dir);
+    return Promise.resolve();
+  }
+  if (entries <= REMOVE_HERE_MAX) {
+    rmSyncFallback(dir);
+    return Promise.resolve();
+  }
   const aside = `${dir}.removing-${process.pid}-${(spoolCounter++).toString(36)}`;
   try {
     renameSync(dir, aside);
@@ -210,7 +228,7 @@ export function removeSpoolDir(dir: string, rmSyncFallback: (dir: string) => voi
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') rmSyncFallback(dir);
     return Promise.resolve();
   }
-  return new Promise<void>((resolve) => {
+  const done = new Promise<void>((resolve) => {
     try {
       const child = spawn('rm', ['-rf', '--', aside], { detached: true, stdio: 'ignore', cwd: '/' });
       child.on('error', () => {
@@ -224,6 +242,18 @@ export function removeSpoolDir(dir: string, rmSyncFallback: (dir: string) => voi
       resolve();
     }
   });
+  pendingRemovals.add(done);
+  void done.then(() => pendingRemovals.delete(done));
+  return done;
+}
+
+/** Waits for every spool removal still running, at most `capMs` (a larger one goes on after). */
+export async function spoolRemovalsDone(capMs: number): Promise<void> {
+  const all = Promise.all([...pendingRemovals]);
+  let timer: NodeJS.Timeout | undefined;
+  const cap = new Promise<void>((r) => (timer = setTimeout(r, capMs)));
+  await Promise.race([all, cap]);
+  clearTimeout(timer);
 }
 
 /** How many spool descriptors this thread holds open (bounded by OPEN_SPOOLS). */
