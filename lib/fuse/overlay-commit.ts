@@ -251,9 +251,13 @@ export class Overlay extends OverlayStatus {
       const n = this.nodes.get(serial);
       if (n && this.alive(n) && !n.socket) n.inBase = true;
     }
+    // A directory holding a live socket keeps its node: the state does not record the socket, so
+    // a directory loaded again from it would lose the name.
+    const holdsSocket = new Set<number>();
+    for (const n of this.nodes.values()) if (n.socket && this.alive(n)) for (const d of n.parents) holdsSocket.add(d);
     for (const n of [...this.nodes.values()]) {
       if (!this.alive(n)) n.inBase = false;
-      else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL) this.free(n);
+      else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL && !holdsSocket.has(n.serial)) this.free(n);
     }
     this.deleted.clear();
     this.dirtyRecords.clear();

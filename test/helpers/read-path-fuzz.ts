@@ -100,7 +100,8 @@ async function baseState(work: string): Promise<{ rootId: Buffer; objects: Map<s
 /** The objects as a forger's Store: ids are not re-hashed, so mutated bytes keep their id. */
 class MemSource implements NamespaceSource {
   readonly pages: PageIO;
-  readonly objects: { get(id: Uint8Array, kind?: ObjectKind): Buffer };
+  /** `prefetch` is the reader's batching hint: everything is in memory here already. */
+  readonly objects: { get(id: Uint8Array, kind?: ObjectKind): Buffer; prefetch(ids: readonly Uint8Array[]): void };
 
   constructor(private readonly map: Map<string, Obj>) {
     const get = (id: Uint8Array, kind?: ObjectKind): Buffer => {
@@ -109,7 +110,7 @@ class MemSource implements NamespaceSource {
       if (kind !== undefined && o.kind !== kind) throw new LayerFsError('ERR_CORRUPT', `object has kind ${o.kind}, expected ${kind}`);
       return o.data;
     };
-    this.objects = { get };
+    this.objects = { get, prefetch: () => undefined };
     this.pages = {
       load: (kind: TreeKind, id: Buffer): TreeNode => decodeNode(kind, get(id, ObjectKind.Page), 'page'),
       save: () => {
