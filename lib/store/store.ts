@@ -96,57 +96,64 @@ export class Store implements StoreAccess {
    * visible at COMMIT, or nothing does.
    */
   async write<T>(fn: (w: ObjectWriter) => Promise<T> | T): Promise<T> {
-    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
-    this.writing = true;
-    const w = new ObjectWriter(this.db, this.path);
-    try {
-      this.exec('BEGIN IMMEDIATE');
-      const a0 = this.allocatedBytes();
-      this.pages.writer = w;
-      let result: T;
-      try {
-        result = await fn(w);
-        w.flush();
-        this.commit(w, a0);
-      } catch (e) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-        this.objects.reset();
-        throw e;
-      }
-      return result;
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    } finally {
-      this.pages.endWrite();
-      this.writing = false;
-    }
+    return this.transaction(fn, true);
   }
 
   /** Synchronous variant for short history updates. */
   writeSync<T>(fn: (w: ObjectWriter) => T): T {
+    return this.transaction(fn, false) as T;
+  }
+
+  /**
+   * The one frame of `write` and `writeSync`: this handle's one writer, BEGIN IMMEDIATE, the
+   * allocation baseline, then COMMIT after `fn` (after the promise it returns settles, when
+   * `awaitResult`), or ROLLBACK and the object cache dropped on any error.
+   */
+  private transaction<T>(fn: (w: ObjectWriter) => Promise<T> | T, awaitResult: boolean): Promise<T> | T {
     if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
     this.writing = true;
-    const w = new ObjectWriter(this.db, this.path);
+    let pending = false; // a returned promise ends the frame when it settles
     try {
+      const w = new ObjectWriter(this.db, this.path);
       this.exec('BEGIN IMMEDIATE');
       const a0 = this.allocatedBytes();
       this.pages.writer = w;
-      try {
-        const result = fn(w);
-        w.flush();
-        this.commit(w, a0);
-        return result;
-      } catch (e) {
-        if (this.db.inTransaction) this.db.exec('ROLLBACK');
-        this.objects.reset();
-        throw e;
-      }
+      const result = fn(w);
+      if (!awaitResult || !(result instanceof Promise)) return this.commitWrite(w, a0, result);
+      pending = true;
+      return result
+        .then((value) => this.commitWrite(w, a0, value))
+        .catch((e: unknown) => {
+          throw this.abortWrite(e);
+        })
+        .finally(() => this.endWrite());
     } catch (e) {
-      throw mapSqliteError(e, this.path);
+      throw this.abortWrite(e);
     } finally {
-      this.pages.endWrite();
-      this.writing = false;
+      if (!pending) this.endWrite();
     }
+  }
+
+  private commitWrite<R>(w: ObjectWriter, allocated0: number, result: R): R {
+    w.flush();
+    this.commit(w, allocated0);
+    return result;
+  }
+
+  /** Rolls back and drops the object cache; returns the error to throw (SQLite's mapped). */
+  private abortWrite(e: unknown): unknown {
+    try {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      this.objects.reset();
+    } catch (rollback) {
+      return mapSqliteError(rollback, this.path);
+    }
+    return mapSqliteError(e, this.path);
+  }
+
+  private endWrite(): void {
+    this.pages.endWrite();
+    this.writing = false;
   }
 
   /**
