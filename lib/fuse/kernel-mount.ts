@@ -83,8 +83,6 @@ export interface StartWorker {
   type: 'start';
   fd: number;
   params: KernelWorkerParams;
-  /** One Int32: how many handles are open for writing (KernelProtocol.writers). */
-  writers: SharedArrayBuffer;
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
@@ -176,8 +174,6 @@ export class KernelMount {
   private readonly fsname: string;
   /** The kernel caches writes: flushed before each message (kernel-flush.ts). */
   private readonly cachesWrites = mountsCacheWrites();
-  /** Handles open for writing, counted by the serving thread: none, nothing to flush. */
-  private readonly writers = new SharedArrayBuffer(4);
 
   constructor(
     readonly mountpoint: string,
@@ -198,7 +194,7 @@ export class KernelMount {
     const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
     const w = takeServingWorker(this.params.storePath);
     this.worker = w;
-    w.postMessage({ type: 'start', fd: this.fd, params: this.params, writers: this.writers } satisfies StartWorker);
+    w.postMessage({ type: 'start', fd: this.fd, params: this.params } satisfies StartWorker);
     w.on('message', (m: FromWorker) => this.message(m));
     w.on('error', (e) => {
       this.log(`serving thread failed: ${e.stack ?? e.message}`);
@@ -288,9 +284,9 @@ export class KernelMount {
 
   /** Sends one message to the serving thread and waits for its answer. */
   private async ask<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
-    // With the writeback cache every request is preceded by a flush. Skipping it while no
-    // handle was open for writing lost a shared mapping's writes made after its descriptor
-    // closed (the final fresh-clone CI run); the count of writers stays for that rework.
+    // With the writeback cache every request is preceded by a flush: a shared mapping's writes
+    // can still be in the kernel after its descriptor closed, so no count of handles open for
+    // writing tells when the flush could be skipped.
     if (this.cachesWrites && this.worker && !this.isEnded) await flushMount(this.mountpoint);
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;

@@ -68,9 +68,6 @@ export interface Conn {
   killSuid(serial: number): void;
   /** Makes the kernel drop its inode of `serial` once unused, so it loads the overlay's times again. */
   reloadTimes(serial: number): void;
-  /** A handle was opened with these open flags, or released: see KernelProtocol.writers. */
-  opened(fh: number, flags: number): void;
-  released(fh: number): void;
   openDir(serial: number): number;
   closeDir(fh: number): void;
   readdir(unique: number, fh: number, offset: number, size: number, plus: boolean): void;
@@ -230,7 +227,6 @@ function open(c: Conn, { b, p, node, unique }: Request): void {
   if (b.readUInt32LE(p + 4) & FUSE_OPEN_KILL_SUIDGID) c.killSuid(node);
   const fh = c.overlay.open(node, openFlags(c, flags));
   const backing = passthrough.forOpen(c.overlay, node, fh, flags);
-  c.opened(fh, flags);
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
@@ -244,7 +240,6 @@ function create(c: Conn, { b, p, len, node, unique, owner }: Request): void {
   const mode = b.readUInt32LE(p + 4);
   const name = cstr(b, p + 16, len).s;
   const r = c.overlay.create(node, Buffer.from(name), mode, openFlags(c, flags), (flags & fsc.O_EXCL) !== 0, owner);
-  c.opened(r.fh, flags);
   const out = c.payload(ENTRY_OUT + OPEN_OUT);
   c.fillEntry(out, OUT_HDR, r.serial);
   u64(out, OUT_HDR + ENTRY_OUT, r.fh);
@@ -376,7 +371,6 @@ export const OPS: Partial<Record<Op, OpHandler>> = {
   [Op.STATFS]: statfs,
   [Op.RELEASE]: (c, r) => {
     passthrough.released(r64(r.b, r.p));
-    c.released(r64(r.b, r.p));
     c.overlay.release(r64(r.b, r.p));
     c.ok(r.unique);
   },

@@ -62,7 +62,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
   }
 }
 
-function serve(store: Store, { fd, params, writers }: StartWorker): void {
+function serve(store: Store, { fd, params }: StartWorker): void {
   let proto: KernelProtocol | null = null;
   const overlay = new Overlay(
     store,
@@ -82,7 +82,6 @@ function serve(store: Store, { fd, params, writers }: StartWorker): void {
     if (n < 0 && n !== -E.ENOENT) log(`reply to /dev/fuse failed: ${errnoName(-n)}`);
   };
   proto = new KernelProtocol(overlay, send, { ...params.protocol, log });
-  proto.writers = new Int32Array(writers);
   proto.forgetEntries = (notes) => {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };

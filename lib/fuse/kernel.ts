@@ -68,15 +68,6 @@ export class KernelProtocol implements Conn {
   /** Set once INIT has been answered. */
   initialized = false;
   writebackCache = false;
-  /**
-   * Handles open for writing, their count shared with the daemon's thread (kernel-mount.ts): with
-   * the writeback cache the kernel holds dirty pages and times only while a file is open for
-   * writing (its flush at close, and at the unmapping of a shared mapping, which holds the file,
-   * writes them back before RELEASE), so with none open a commit needs no flush of the mount.
-   * The count is stored before the OPEN is answered, so it is set before any write(2) returns.
-   */
-  private readonly writable = new Set<number>();
-  writers: Int32Array | null = null;
   /** Has a thread other than this one write these notifications (kernel-worker.ts). */
   forgetEntries: ((notes: Buffer[]) => void) | null = null;
 
@@ -216,17 +207,6 @@ export class KernelProtocol implements Conn {
   reloadTimes(serial: number): void {
     const names = this.overlay.namesOf(serial);
     if (names.length > 0) this.forgetEntries?.(names.map((n) => invalEntry(n.parent, n.name)));
-  }
-
-  opened(fh: number, flags: number): void {
-    if ((flags & (fsc.O_WRONLY | fsc.O_RDWR)) === 0) return;
-    this.writable.add(fh);
-    if (this.writers) Atomics.store(this.writers, 0, this.writable.size);
-  }
-
-  released(fh: number): void {
-    if (!this.writable.delete(fh)) return;
-    if (this.writers) Atomics.store(this.writers, 0, this.writable.size);
   }
 
   // -------------------------------------------------------------------------------------------
