@@ -1,6 +1,6 @@
-// Helpers shared by the campaign families of issue 6 (not a family: files starting with "_" are
-// not discovered). Number accessors, formatting of signed sizes and ratios, error rows in custom
-// tables, and splitting one cell's `cases` array into one Row per case.
+// Table code shared by the campaign families (issue 6): number accessors, formatting of signed
+// sizes and ratios, error rows in custom tables, and splitting one cell's `cases` array into one
+// Row per case.
 
 import { DASH, fmtBytes } from './format.js';
 import { firstLine } from './table.js';
