@@ -5,8 +5,6 @@
  */
 export { ensureDaemon, mountWorkspace, commitFuse, fuseChanges, unmountWorkspace, daemonStatus, stopDaemon, request, closeDaemonConnection, servedWorkspaces, type MountOptions, type RequestOptions } from './client.js';
 export { daemonPaths, type Backend, type DaemonPaths, type DaemonStatus, type MountStatus, type MountRecord, type MountRequest, type FuseCommitOutcome, type FuseChanges, type UnmountOutcome, type StopOutcome, type RecoveryReport } from './protocol.js';
-export { Overlay, type OverlayCommitOutcome, type CommitTarget, type Attr } from './overlay.js';
-export { FsError } from './errno.js';
 export { detachStale } from './mounttab.js';
 
 /** Whether this machine can serve FUSE mounts at all (a cheap check before choosing the projection). */
