@@ -86,8 +86,12 @@ export class Store implements StoreAccess {
     return new ChunkRunReader(this.db, this.objects);
   }
 
+  /** The chunk-run reader of this Store's views (streamed reads of whole files). */
+  private runs: ChunkRunReader | undefined;
+
   view(rootId: Buffer): FsView {
-    return new FsView(rootId, this.objects, this.pages);
+    this.runs ??= this.chunkRuns();
+    return new FsView(rootId, this.objects, this.pages, this.runs);
   }
 
   /**
@@ -111,6 +115,7 @@ export class Store implements StoreAccess {
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         this.objects.reset();
+        this.runs?.reset();
         throw e;
       }
       return result;
@@ -139,6 +144,7 @@ export class Store implements StoreAccess {
       } catch (e) {
         if (this.db.inTransaction) this.db.exec('ROLLBACK');
         this.objects.reset();
+        this.runs?.reset();
         throw e;
       }
     } catch (e) {
@@ -173,6 +179,7 @@ export class Store implements StoreAccess {
       return await pass();
     } finally {
       this.objects.reset();
+        this.runs?.reset();
       this.writing = false;
     }
   }

@@ -1,0 +1,67 @@
+// decodeRun: the binding of run_decode.h (lib/native/run.ts checks the shapes first).
+#include <cmath>
+#include <vector>
+
+#include "napi_util.h"
+#include "run_decode.h"
+
+namespace layerfs {
+
+namespace {
+
+constexpr size_t kFields = 5;  // srcOff, srcLen, codec, at, size per chunk
+
+const double* GetF64(const Napi::Env& env, const Napi::Value& v, size_t* count) {
+  napi_typedarray_type type;
+  void* data;
+  bool is_typed = false;
+  if (napi_is_typedarray(env, v, &is_typed) != napi_ok || !is_typed ||
+      napi_get_typedarray_info(env, v, &type, count, &data, nullptr, nullptr) != napi_ok ||
+      type != napi_float64_array) {
+    throw Napi::TypeError::New(env, "spec must be a Float64Array");
+  }
+  return static_cast<const double*>(data);
+}
+
+uint64_t Field(const Napi::Env& env, double d) {
+  if (!(d >= 0 && d <= 9007199254740991.0) || std::floor(d) != d) {
+    throw Napi::RangeError::New(env, "spec fields must be non-negative integers");
+  }
+  return static_cast<uint64_t>(d);
+}
+
+// decodeRun(src, spec, ids, out | null, ok, threads)
+Napi::Value DecodeRunJs(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Bytes src = GetBytes(env, info[0], "src");
+  size_t count = 0;
+  const double* spec = GetF64(env, info[1], &count);
+  if (count % kFields != 0) throw Napi::RangeError::New(env, "spec must hold 5 numbers per chunk");
+  const size_t n = count / kFields;
+  const Bytes ids = GetBytes(env, info[2], "ids");
+  if (ids.size < 32 * n) throw Napi::RangeError::New(env, "ids must hold 32 bytes per chunk");
+  Bytes out{nullptr, 0};
+  if (!info[3].IsNull() && !info[3].IsUndefined()) out = GetBytes(env, info[3], "out");
+  const Bytes ok = GetBytes(env, info[4], "ok");
+  if (ok.size < n) throw Napi::RangeError::New(env, "ok must hold a byte per chunk");
+  if (!info[5].IsNumber()) throw Napi::TypeError::New(env, "threads must be a number");
+  const double threads = info[5].As<Napi::Number>().DoubleValue();
+  std::vector<RunChunk> chunks(n);
+  for (size_t i = 0; i < n; i++) {
+    const double* f = spec + kFields * i;
+    chunks[i] = RunChunk{Field(env, f[0]), Field(env, f[1]), static_cast<uint32_t>(Field(env, f[2])), Field(env, f[3]), Field(env, f[4])};
+    if (chunks[i].codec != kRunRaw && chunks[i].codec != kRunZstd) throw Napi::RangeError::New(env, "codec must be 0 (raw) or 1 (zstd)");
+    if (!out.data && chunks[i].codec != kRunRaw) throw Napi::RangeError::New(env, "zstd chunks need an output buffer");
+  }
+  DecodeRun(src.data, src.size, chunks.data(), n, ids.data, const_cast<uint8_t*>(out.data), out.size,
+            const_cast<uint8_t*>(ok.data), threads >= 1 && threads <= 16 ? static_cast<size_t>(threads) : 1);
+  return env.Undefined();
+}
+
+}  // namespace
+
+void InitRun(Napi::Env env, Napi::Object exports) {
+  exports.Set("decodeRun", Napi::Function::New(env, DecodeRunJs, "decodeRun"));
+}
+
+}  // namespace layerfs
