@@ -52,6 +52,7 @@ ThreadState& State() {
 }
 
 struct Job {
+  std::vector<RunChunk> own;  // a started task's copy of the chunks
   const uint8_t* src;
   size_t src_size;
   const RunChunk* chunks;
@@ -187,9 +188,10 @@ void Split(Job& j, size_t n, size_t threads) {
 
 }  // namespace
 
-void DecodeRun(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
-               const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads) {
-  if (n == 0) return;
+namespace {
+
+std::shared_ptr<Job> Prepare(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
+                             const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads) {
   auto j = std::make_shared<Job>();
   j->src = src;
   j->src_size = src_size;
@@ -200,19 +202,63 @@ void DecodeRun(const uint8_t* src, size_t src_size, const RunChunk* chunks, size
   j->ok = ok;
   j->dst.resize(n + 1);
   for (size_t i = 0; i < n; i++) j->dst[i + 1] = j->dst[i] + chunks[i].size;
-  if (out && j->dst[n] > out_size) {
-    std::memset(ok, 0, n);
-    return;
+  if (n == 0 || (out && j->dst[n] > out_size)) {
+    if (n > 0) std::memset(ok, 0, n);
+    j->bounds = {0, 0};  // one empty part
+    return j;
   }
   Split(*j, n, threads < 1 ? 1 : (threads > 16 ? 16 : threads));
-  const size_t parts = j->bounds.size() - 1;
-  // Helpers that start after every part is taken find nothing to do: the caller never waits
-  // for a pool thread that has not begun (the pool may be busy with other work).
-  for (size_t p = 1; p < parts; p++) Pool::Get().Submit([j] { Work(*j); });
-  if (parts > 1) Pool::Get().Ensure(parts - 1);
-  Work(*j);
-  std::unique_lock<std::mutex> lock(j->mu);
-  j->cv.wait(lock, [&] { return j->done == parts; });
+  return j;
+}
+
+// Hands `helpers` of the job's parts to pool threads. Helpers that start after every part is
+// taken find nothing to do: a waiter never waits for a pool thread that has not begun (the
+// pool may be busy with other work).
+void Hand(const std::shared_ptr<Job>& j, size_t helpers) {
+  if (helpers == 0) return;
+  Pool::Get().Ensure(helpers);
+  for (size_t p = 0; p < helpers; p++) Pool::Get().Submit([j] { Work(*j); });
+}
+
+void Finish(Job& j) {
+  Work(j);
+  const size_t parts = j.bounds.size() - 1;
+  std::unique_lock<std::mutex> lock(j.mu);
+  j.cv.wait(lock, [&] { return j.done >= parts; });
+}
+
+}  // namespace
+
+void DecodeRun(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
+               const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads) {
+  std::shared_ptr<Job> j = Prepare(src, src_size, chunks, n, ids, out, out_size, ok, threads);
+  Hand(j, j->bounds.size() - 2);
+  Finish(*j);
+}
+
+struct RunTask::State {
+  std::shared_ptr<Job> job;
+  bool waited = false;
+};
+
+RunTask::RunTask(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n, const uint8_t* ids,
+                 uint8_t* out, size_t out_size, uint8_t* ok, size_t threads)
+    : state_(new State()) {
+  std::vector<RunChunk> own(chunks, chunks + n);
+  state_->job = Prepare(src, src_size, own.data(), n, ids, out, out_size, ok, threads);
+  state_->job->own.swap(own);  // the vector's buffer moves with it: `chunks` stays valid
+  Hand(state_->job, state_->job->bounds.size() - 1);
+}
+
+RunTask::~RunTask() {
+  Wait();
+  delete state_;
+}
+
+void RunTask::Wait() {
+  if (state_->waited) return;
+  Finish(*state_->job);
+  state_->waited = true;
 }
 
 }  // namespace layerfs

@@ -33,4 +33,21 @@ constexpr size_t kRunMaxFrame = 64u << 20;
 void DecodeRun(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
                const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads);
 
+// The same work started on pool threads and waited for later, so a caller can fetch the next
+// run's stored bytes meanwhile. The buffers (and `chunks`, copied) must stay valid until Wait.
+class RunTask {
+ public:
+  RunTask(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n, const uint8_t* ids,
+          uint8_t* out, size_t out_size, uint8_t* ok, size_t threads);
+  ~RunTask();  // waits
+  RunTask(const RunTask&) = delete;
+  RunTask& operator=(const RunTask&) = delete;
+  // Runs parts no pool thread has taken yet on this thread, then waits for the rest; idempotent.
+  void Wait();
+
+ private:
+  struct State;
+  State* state_;
+};
+
 }  // namespace layerfs

@@ -23,8 +23,26 @@ export const RUN_FIELDS = 5;
  * With `out` null every chunk must be raw and is verified where it is in `src`.
  */
 export function decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads = 1): void {
+  native.decodeRun(src, spec, ids, out, ok, checkRun(spec, ids, ok, threads));
+}
+
+/** A decodeRun started on the addon's pool threads. */
+export interface RunTask {
+  /** Finishes the work (parts no pool thread took yet run on the calling thread); afterwards `out` and `ok` hold the result. */
+  wait(): void;
+}
+
+/**
+ * decodeRun's work, started on the addon's pool threads while the caller goes on (fetching the
+ * next run's row, say). The buffers are held by the task and must not be changed until wait().
+ */
+export function startRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads = 1): RunTask {
+  return new native.RunTask(src, spec, ids, out, ok, checkRun(spec, ids, ok, threads));
+}
+
+function checkRun(spec: Float64Array, ids: Uint8Array, ok: Uint8Array, threads: number): number {
   const n = spec.length / RUN_FIELDS;
   if (!Number.isInteger(n)) throw invalidArgument(`spec must hold ${RUN_FIELDS} numbers per chunk`, { argument: 'spec' });
   if (ids.length < 32 * n || ok.length < n) throw invalidArgument('ids must hold 32 bytes and ok one byte per chunk', { argument: 'ids' });
-  native.decodeRun(src, spec, ids, out, ok, Math.max(1, Math.min(16, Math.floor(threads))));
+  return Math.max(1, Math.min(16, Math.floor(threads)));
 }

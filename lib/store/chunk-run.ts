@@ -12,7 +12,7 @@
  * with its typed error: no byte is returned before its chunk was verified.
  */
 import { availableParallelism } from 'node:os';
-import { decodeRun, RUN_FIELDS, RunCodec } from '../native/index.js';
+import { RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
@@ -34,6 +34,16 @@ const MAX_STRETCH = 4 * 1024 * 1024;
 
 /** Threads a decode call shares its work with (the caller's included). */
 const THREADS = Math.min(2, Math.max(1, availableParallelism()));
+
+/** A stretch being decoded: its chunks, where its bytes go, and which of them verified. */
+interface Started {
+  chunks: readonly ChunkRef[];
+  out: Buffer;
+  ok: Uint8Array;
+  task: RunTask | null;
+  /** In place: `out` is a view of the row, copied before a chunk read another way is put in. */
+  inPlace: boolean;
+}
 
 /** [id, kind, size, codec, pack, offset, length, at] of a located chunk. */
 type Row = [Buffer, number, number, number, number, number, number, number];
@@ -101,7 +111,7 @@ export class ChunkRunReader {
     let o = dstOff;
     for (let i = 0; i < run.length && left > 0; ) {
       const count = this.stretch(run, rows, i);
-      const data = count > 0 ? this.decode(run, rows, i, count, true) : this.viaReader(run[i]!);
+      const data = count > 0 ? this.finish(this.start(run.slice(i, i + count), rows, true)) : this.viaReader(run[i]!);
       i += Math.max(1, count);
       const n = Math.min(data.length - skip, left);
       if (n > 0) data.copy(dst, o, skip, skip + n);
@@ -114,18 +124,23 @@ export class ChunkRunReader {
 
   /**
    * The verified bytes of `run`, in order, in pieces of one or more whole chunks; each piece is
-   * the caller's to keep (never reused).
+   * the caller's to keep (never reused). The next stretch's row is read (on this thread) while
+   * the addon decodes and verifies the current one.
    */
   *pieces(run: readonly ChunkRef[]): Generator<Buffer> {
+    let pending: Started | Buffer | null = null;
     for (let b = 0; b < run.length; b += BATCH) {
       const part = run.slice(b, b + BATCH);
       const rows = this.locate(part.map((c) => c.id));
       for (let i = 0; i < part.length; ) {
         const count = this.stretch(part, rows, i);
-        yield count > 0 ? this.decode(part, rows, i, count, false) : this.viaReader(part[i]!);
+        const next = count > 0 ? this.start(part.slice(i, i + count), rows, false) : this.viaReader(part[i]!);
+        if (pending) yield this.done(pending);
+        pending = next;
         i += Math.max(1, count);
       }
     }
+    if (pending) yield this.done(pending);
   }
 
   /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
@@ -148,19 +163,19 @@ export class ChunkRunReader {
   }
 
   /**
-   * The verified canonical bytes of run[first, first + count), all in one pack row. Raw chunks
-   * that lie in order in the row are verified in place and returned as a view of the row;
-   * anything else is decoded into a new buffer (or the reused scratch when `reuse`). A chunk the
-   * addon could not verify is read through the ObjectReader, which reads it again or throws.
+   * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
+   * order in the row are verified in place and will be returned as a view of the row; anything
+   * else is decoded into a new buffer (or the reused scratch when `reuse`).
    */
-  private decode(run: readonly ChunkRef[], rows: Map<string, Row>, first: number, count: number, reuse: boolean): Buffer {
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, reuse: boolean): Started {
+    const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
     let total = 0;
     let inPlace = true;
     let pack = -1;
     for (let k = 0; k < count; k++) {
-      const c = run[first + k]!;
+      const c = chunks[k]!;
       const r = rows.get(c.id.toString('latin1'))!;
       const f = k * RUN_FIELDS;
       spec[f] = r[5];
@@ -175,20 +190,25 @@ export class ChunkRunReader {
     }
     const row = this.pack(pack);
     const ok = new Uint8Array(count);
-    let out: Buffer;
-    if (!row) {
-      out = Buffer.allocUnsafe(total);
-    } else if (inPlace) {
-      decodeRun(row, spec, ids, null, ok, this.threads);
-      const start = spec[0]!;
-      out = start + total <= row.length ? row.subarray(start, start + total) : Buffer.allocUnsafe(total);
-      if (out.length === total && ok.includes(0)) out = Buffer.from(out);
-    } else {
-      out = reuse ? this.scratchOf(total) : Buffer.allocUnsafe(total);
-      decodeRun(row, spec, ids, out, ok, this.threads);
+    if (!row) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false };
+    if (inPlace && spec[0]! + total <= row.length) {
+      return { chunks, out: row.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(row, spec, ids, null, ok, this.threads), inPlace: true };
     }
-    for (let k = 0, at = 0; k < count; at += run[first + k]!.length, k++) {
-      if (!ok[k]) this.viaReader(run[first + k]!).copy(out, at);
+    const out = reuse ? this.scratchOf(total) : Buffer.allocUnsafe(total);
+    return { chunks, out, ok, task: startRun(row, spec, ids, out, ok, this.threads), inPlace: false };
+  }
+
+  private done(p: Started | Buffer): Buffer {
+    return Buffer.isBuffer(p) ? p : this.finish(p);
+  }
+
+  /** The verified bytes of a started stretch: a chunk the addon could not verify is read through the ObjectReader, which reads it again or throws. */
+  private finish(s: Started): Buffer {
+    s.task?.wait();
+    let out = s.out;
+    if (s.inPlace && s.ok.includes(0)) out = Buffer.from(out);
+    for (let k = 0, at = 0; k < s.chunks.length; at += s.chunks[k]!.length, k++) {
+      if (!s.ok[k]) this.viaReader(s.chunks[k]!).copy(out, at);
     }
     return out;
   }

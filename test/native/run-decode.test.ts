@@ -5,7 +5,7 @@
 // nothing else is. The seed is printed (LAYERFS_MODEL_SEED picks one).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeRun, DOMAIN, objectId, RUN_FIELDS, RunCodec, zstdCompress, zstdDecompress } from '../../lib/native/index.js';
+import { decodeRun, DOMAIN, objectId, RUN_FIELDS, RunCodec, startRun, zstdCompress, zstdDecompress } from '../../lib/native/index.js';
 import { rng, seededBytes } from '../helpers/random.js';
 
 interface ModelChunk {
@@ -76,7 +76,10 @@ test('decodeRun marks exactly the chunks whose stored bytes verify, and writes t
     if (run.length === 0) run = [all[0]!];
     if (next() < 0.1) run = run.sort(() => next() - 0.5);
     const damaged = Buffer.from(row);
-    if (next() < 0.3) damaged[Math.floor(next() * damaged.length)] ^= 1 + Math.floor(next() * 255);
+    if (next() < 0.3) {
+      const at = Math.floor(next() * damaged.length);
+      damaged[at] = damaged[at]! ^ (1 + Math.floor(next() * 255));
+    }
     if (next() < 0.1) run[Math.floor(next() * run.length)] = { ...run[0]!, srcOff: damaged.length - 3, srcLen: 100 };
     if (next() < 0.1) run[Math.floor(next() * run.length)] = { ...run[0]!, id: Buffer.alloc(32, 7) };
     const spec = new Float64Array(run.length * RUN_FIELDS);
@@ -121,4 +124,22 @@ test('decodeRun rejects bad shapes without touching memory it was not given', ()
   assert.ok(small.equals(Buffer.alloc(4, 1)));
   decodeRun(row, new Float64Array([0, 5, 0, 0, 5]), id, Buffer.alloc(5), ok);
   assert.equal(ok[0], 1);
+});
+
+test('a started run gives what decodeRun gives, and a task never waited for is finished when collected', () => {
+  const next = rng(77);
+  const { row, chunks } = makeRow(next, 77);
+  const spec = new Float64Array(chunks.length * RUN_FIELDS);
+  chunks.forEach((c, k) => spec.set([c.srcOff, c.srcLen, c.codec, c.at, c.bytes.length], k * RUN_FIELDS));
+  const ids = Buffer.concat(chunks.map((c) => c.id));
+  const total = chunks.reduce((s, c) => s + c.bytes.length, 0);
+  const out = Buffer.alloc(total);
+  const ok = new Uint8Array(chunks.length);
+  const task = startRun(row, spec, ids, out, ok, 2);
+  task.wait();
+  task.wait();
+  assert.ok(ok.every((v) => v === 1));
+  assert.ok(out.equals(Buffer.concat(chunks.map((c) => c.bytes))));
+  for (let i = 0; i < 50; i++) startRun(row, spec, ids, Buffer.alloc(total), new Uint8Array(chunks.length), 2);
+  (globalThis as { gc?: () => void }).gc?.();
 });
