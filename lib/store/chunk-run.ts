@@ -76,7 +76,7 @@ export class ChunkRunReader {
    * for a substr(), and a READ that is not aligned with packs ends in the pack the next one
    * starts in.
    */
-  private pack(id: number): Buffer | undefined {
+  pack(id: number): Buffer | undefined {
     const hit = this.packs.find((p) => p.id === id);
     if (hit) return hit.data;
     const data = this.readPack.get(id) as Buffer | undefined;
