@@ -54,8 +54,8 @@ export class ChunkRunReader {
   /** The `at` column (format 2 on; a format-1 Store opened read-only has only raw objects). */
   private readonly at: string;
   private packs: { id: number; data: Buffer }[] = [];
-  /** Reused output of read(): its bytes are copied out before the next call. */
-  private scratch = Buffer.alloc(0);
+  /** Reused outputs of read(), one per stretch of a READ: their bytes are copied out before the next call. */
+  private readonly scratch: Buffer[] = [];
 
   constructor(
     private readonly db: Db,
@@ -106,13 +106,20 @@ export class ChunkRunReader {
    */
   read(run: readonly ChunkRef[], from: number, len: number, dst: Buffer, dstOff: number): void {
     const rows = this.locate(run.map((c) => c.id));
+    // Every stretch is started before the first is finished: the addon decodes one row while the
+    // next is read out of SQLite, and a READ's rows are decoded in parallel.
+    const parts: (Started | Buffer)[] = [];
+    for (let i = 0, at = -from; i < run.length && at < len; ) {
+      const count = this.stretch(run, rows, i);
+      parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, parts.length) : this.viaReader(run[i]!));
+      for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
+      i += Math.max(1, count);
+    }
     let skip = from;
     let left = len;
     let o = dstOff;
-    for (let i = 0; i < run.length && left > 0; ) {
-      const count = this.stretch(run, rows, i);
-      const data = count > 0 ? this.finish(this.start(run.slice(i, i + count), rows, true)) : this.viaReader(run[i]!);
-      i += Math.max(1, count);
+    for (const part of parts) {
+      const data = this.done(part);
       const n = Math.min(data.length - skip, left);
       if (n > 0) data.copy(dst, o, skip, skip + n);
       o += Math.max(0, n);
@@ -134,7 +141,7 @@ export class ChunkRunReader {
       const rows = this.locate(part.map((c) => c.id));
       for (let i = 0; i < part.length; ) {
         const count = this.stretch(part, rows, i);
-        const next = count > 0 ? this.start(part.slice(i, i + count), rows, false) : this.viaReader(part[i]!);
+        const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
         if (pending) yield this.done(pending);
         pending = next;
         i += Math.max(1, count);
@@ -165,9 +172,10 @@ export class ChunkRunReader {
   /**
    * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
    * order in the row are verified in place and will be returned as a view of the row; anything
-   * else is decoded into a new buffer (or the reused scratch when `reuse`).
+   * else is decoded into a new buffer, or into reused scratch buffer number `scratch` (its bytes
+   * must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, reuse: boolean): Started {
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: number | null): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -194,7 +202,7 @@ export class ChunkRunReader {
     if (inPlace && spec[0]! + total <= row.length) {
       return { chunks, out: row.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(row, spec, ids, null, ok, this.threads), inPlace: true };
     }
-    const out = reuse ? this.scratchOf(total) : Buffer.allocUnsafe(total);
+    const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch, total);
     return { chunks, out, ok, task: startRun(row, spec, ids, out, ok, this.threads), inPlace: false };
   }
 
@@ -213,9 +221,12 @@ export class ChunkRunReader {
     return out;
   }
 
-  private scratchOf(bytes: number): Buffer {
-    if (this.scratch.length < bytes) this.scratch = Buffer.allocUnsafeSlow(Math.max(bytes, 2 * this.scratch.length));
-    return this.scratch.subarray(0, bytes);
+  private scratchOf(i: number, bytes: number): Buffer {
+    const have = this.scratch[i];
+    if (have && have.length >= bytes) return have.subarray(0, bytes);
+    const b = Buffer.allocUnsafeSlow(Math.max(bytes, 2 * (have?.length ?? 0)));
+    this.scratch[i] = b;
+    return b.subarray(0, bytes);
   }
 
   private viaReader(c: ChunkRef): Buffer {
