@@ -80,36 +80,44 @@ bool InSrc(const Job& j, const RunChunk& c) {
 bool DecodeRaw(Job& j, size_t i) {
   const RunChunk& c = j.chunks[i];
   if (!InSrc(j, c) || c.src_len != c.size || c.at != 0) return false;
-  if (j.out) std::memcpy(j.out + j.dst[i], j.src + c.src_off, c.size);
+  // An empty run may come with no buffers at all (null pointers): nothing to copy.
+  if (j.out && c.size > 0) std::memcpy(j.out + j.dst[i], j.src + c.src_off, c.size);
   return true;
 }
 
 // The frame of chunks [i, e) (one frame), decoded once: straight into out when its chunks are
-// exactly the whole frame in order, else into scratch and copied. False when it does not decode.
-bool DecodeFrame(Job& j, size_t i, size_t e, ThreadState& t) {
+// exactly the whole frame in order, else into scratch and each chunk that lies inside it copied.
+// Sets ok[k] for each chunk; all 0 when the frame does not decode.
+void DecodeFrame(Job& j, size_t i, size_t e, ThreadState& t) {
+  for (size_t k = i; k < e; k++) j.ok[k] = 0;
   const RunChunk& c = j.chunks[i];
-  if (!j.out || !t.dctx || !InSrc(j, c)) return false;
+  if (!j.out || !t.dctx || !InSrc(j, c)) return;
   ZSTD_frameHeader h;
   const uint8_t* p = j.src + c.src_off;
-  if (ZSTD_getFrameHeader_advanced(&h, p, c.src_len, ZSTD_f_zstd1_magicless) != 0) return false;
-  if (h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kRunMaxFrame) return false;
+  if (ZSTD_getFrameHeader_advanced(&h, p, c.src_len, ZSTD_f_zstd1_magicless) != 0) return;
+  if (h.frameContentSize == ZSTD_CONTENTSIZE_UNKNOWN || h.frameContentSize > kRunMaxFrame) return;
   const size_t fcs = static_cast<size_t>(h.frameContentSize);
   bool tiles = true;
   uint64_t expect = 0;
   for (size_t k = i; k < e; k++) {
-    if (j.chunks[k].at > fcs || j.chunks[k].size > fcs - j.chunks[k].at) return false;
-    tiles = tiles && j.chunks[k].at == expect;
+    tiles = tiles && j.chunks[k].at == expect && j.chunks[k].size <= fcs - expect;
+    if (!tiles) break;
     expect += j.chunks[k].size;
   }
   if (tiles && expect == fcs) {
     const size_t r = ZSTD_decompressDCtx(t.dctx, j.out + j.dst[i], fcs, p, c.src_len);
-    return !ZSTD_isError(r) && r == fcs;
+    if (!ZSTD_isError(r) && r == fcs) std::memset(j.ok + i, 1, e - i);
+    return;
   }
   t.scratch.resize(fcs);
   const size_t r = ZSTD_decompressDCtx(t.dctx, t.scratch.data(), fcs, p, c.src_len);
-  if (ZSTD_isError(r) || r != fcs) return false;
-  for (size_t k = i; k < e; k++) std::memcpy(j.out + j.dst[k], t.scratch.data() + j.chunks[k].at, j.chunks[k].size);
-  return true;
+  if (ZSTD_isError(r) || r != fcs) return;
+  for (size_t k = i; k < e; k++) {
+    const RunChunk& x = j.chunks[k];
+    if (x.at > fcs || x.size > fcs - x.at) continue;
+    if (x.size > 0) std::memcpy(j.out + j.dst[k], t.scratch.data() + x.at, x.size);
+    j.ok[k] = 1;
+  }
 }
 
 // Hashes the decoded chunks [b, e) (those with ok = 1) and keeps ok = 1 only where the id matches.
@@ -149,10 +157,12 @@ void RunPart(Job& j, size_t part) {
   for (size_t i = b; i < e;) {
     size_t f = i + 1;
     while (f < e && SameFrame(j.chunks[i], j.chunks[f])) f++;
-    bool good = false;
-    if (j.chunks[i].codec == kRunRaw) good = DecodeRaw(j, i), f = i + 1;
-    else if (j.chunks[i].codec == kRunZstd) good = DecodeFrame(j, i, f, t);
-    for (size_t k = i; k < f; k++) j.ok[k] = good ? 1 : 0;
+    if (j.chunks[i].codec == kRunZstd) {
+      DecodeFrame(j, i, f, t);
+    } else {
+      f = i + 1;
+      j.ok[i] = j.chunks[i].codec == kRunRaw && DecodeRaw(j, i) ? 1 : 0;
+    }
     i = f;
   }
   Verify(j, b, e, t);
