@@ -67,6 +67,14 @@ const HARNESSES = {
     maxLen: 4096,
     args: [],
   },
+  run_decode: {
+    sources: ['native/multihash.cc', 'native/run_decode.cc', 'native/pool.cc'],
+    // zstd's decoder (common/ and decompress/), compiled without coverage like BLAKE3.
+    zstd: true,
+    // Rows hold zstd frames of up to a few hundred KiB (seed corpus).
+    maxLen: 1 << 20,
+    args: [],
+  },
   xattr_list: {
     // The harness includes native/scan.cc itself (CollectXattrs is internal to it).
     sources: ['native/fastcdc.cc', 'native/multihash.cc', 'native/digest.cc'],
@@ -200,8 +208,60 @@ function multihashInput({ tag = 0, fill = 0, opts = 0, lengths = [] }, seed) {
   return Buffer.concat([h, seed]);
 }
 
+/**
+ * run_decode seeds: u8 count, u8 threads, u8 flags, then per chunk u16 src_off, u16 src_len,
+ * u8 codec (bit 0 zstd, bit 1 true id, bit 2 offsets and lengths / 8), u16 at, u16 size; then the
+ * row. Frames are made by the built addon's zstdCompress (magicless, as the Store writes them).
+ */
+function runDecodeSeeds() {
+  const addon = createRequire(import.meta.url)('../build/Release/layerfs_native.node');
+  const text = (n, salt) => Buffer.from(Array.from({ length: Math.ceil(n / 8) }, (_, i) => `line ${(i * 7 + salt) % 97} text\n`).join('')).subarray(0, n);
+  const input = (threads, flags, chunks, row) => {
+    const h = Buffer.alloc(3 + 9 * chunks.length);
+    h[0] = chunks.length - 1;
+    h[1] = threads - 1;
+    h[2] = flags;
+    chunks.forEach((c, k) => {
+      const q = c.scale ? 8 : 1;
+      const o = 3 + 9 * k;
+      h.writeUInt16LE(c.off / q, o);
+      h.writeUInt16LE(c.len / q, o + 2);
+      h[o + 4] = (c.zstd ? 1 : 0) | (c.wrong ? 0 : 2) | (c.scale ? 4 : 0);
+      h.writeUInt16LE(c.at / q, o + 5);
+      h.writeUInt16LE(c.size / q, o + 7);
+    });
+    return Buffer.concat([h, row]);
+  };
+  const seeds = {};
+  // One frame of four chunks, then two raw chunks: whole frame (decoded in place), raw copies.
+  {
+    const parts = [text(3000, 1), text(5000, 2), text(1200, 3), text(4000, 4)];
+    const frame = addon.zstdCompress(Buffer.concat(parts), 1);
+    const raw = [pattern(31, 700), pattern(32, 900)];
+    const row = Buffer.concat([frame, ...raw]);
+    let at = 0;
+    const z = parts.map((b) => ((at += b.length), { off: 0, len: frame.length, zstd: true, at: at - b.length, size: b.length }));
+    const r = [{ off: frame.length, len: 700, at: 0, size: 700 }, { off: frame.length + 700, len: 900, at: 0, size: 900 }];
+    seeds['frame-then-raw'] = input(2, 0, [...z, ...r], row);
+    seeds['frame-part-wrong-id'] = input(1, 0, [z[1], { ...z[3], wrong: true }, r[1]], row);
+    seeds['raw-in-place'] = input(2, 1, r, row);
+  }
+  // Six frames of 4 × 16 KiB (384 KiB in all): two parts for two or three threads.
+  {
+    const frames = [0, 1, 2, 3, 4, 5].map((f) => addon.zstdCompress(Buffer.concat([0, 1, 2, 3].map((i) => text(16384, 10 * f + i))), 1));
+    const chunks = [];
+    let off = 0;
+    for (const f of frames) {
+      for (let i = 0; i < 4; i++) chunks.push({ off, len: f.length, zstd: true, at: i * 16384, size: 16384 });
+      off += f.length;
+    }
+    seeds['six-frames-two-parts'] = input(3, 0, chunks, Buffer.concat(frames));
+  }
+  return seeds;
+}
+
 function seedCorpus() {
-  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {}, xattr_list: {}, cow_pages: {} };
+  const seeds = { chunker_stream: {}, multihash: {}, chunk_reader: {}, xattr_list: {}, cow_pages: {}, run_decode: runDecodeSeeds() };
   // Default parameters (8192 / 16384 / 32768): empty, 1 byte, min-1, min, avg, max, max+1.
   const sizes = { empty: 0, one: 1, 'min-1': 8191, min: 8192, avg: 16384, max: 32768, 'max+1': 32769 };
   let k = 0;
@@ -410,9 +470,15 @@ function compile(src, args) {
   return obj;
 }
 
+/** zstd's decoder sources (common/ and decompress/ .c files), from where the addon's build takes them. */
+const zstdDir = path.resolve(root, spawnSync('node', [path.join(root, 'scripts/c-sources.cjs'), 'dir', 'zstd'], { encoding: 'utf8' }).stdout.trim());
+function zstdDecoderSources() {
+  return ['common', 'decompress'].flatMap((d) => readdirSync(path.join(zstdDir, d)).filter((f) => f.endsWith('.c')).map((f) => path.join(zstdDir, d, f)));
+}
+
 function build(name) {
   const h = HARNESSES[name];
-  const inc = ['-I', path.join(root, 'native'), '-I', path.join(root, 'fuzz'), '-I', blake3Dir];
+  const inc = ['-I', path.join(root, 'native'), '-I', path.join(root, 'fuzz'), '-I', blake3Dir, '-I', zstdDir];
   const cxx = ['-std=c++17', '-Wall', '-Wextra', '-Wno-unused-parameter', ...SAN, ...defines, ...inc];
   const objs = [
     compile(path.join(root, 'fuzz', `${name}.cc`), cxx),
@@ -421,6 +487,7 @@ function build(name) {
       const src = path.join(blake3Dir, f);
       return f.endsWith('.S') ? compile(src, ['-g']) : compile(src, ['-std=c11', ...SAN, ...BLAKE3_COVERAGE, ...defines, ...extra, '-I', blake3Dir]);
     }),
+    ...(h.zstd ? zstdDecoderSources().map((src) => compile(src, ['-std=c11', ...SAN, ...BLAKE3_COVERAGE, '-DZSTD_DISABLE_ASM', '-DZSTD_TRACE=0', '-I', zstdDir])) : []),
   ];
   const exe = path.join(flavorDir, name);
   const newestObj = Math.max(...objs.map((o) => statSync(o).mtimeMs));

@@ -1,9 +1,10 @@
 /**
  * Reader threads of a kernel-backend mount: they answer READs of stored content that the
- * overlay shows unchanged, each with its own Store connection and chunk cache, so a large read
+ * overlay shows unchanged, each with its own Store connection (and the last pack rows it read),
+ * one file's READs on one reader while it can take them, so a large read
  * (row reads, decompression, the BLAKE3 re-hash of every chunk) never holds up the metadata
- * requests the serving thread answers meanwhile, and reads of several files (or readahead of
- * one) run on several cores.
+ * requests the serving thread answers meanwhile, and reads of several files run on several
+ * threads (a row's decoding and verification is shared with the addon's pool threads).
  *
  * Why this is safe without locks around the overlay: the serving thread (kernel-worker.ts)
  * stays the only one that reads /dev/fuse and the only one that touches the overlay. It hands a
@@ -37,6 +38,8 @@ export const STATE = 3;
 export const LOADING = 0;
 export const SERVING = 1;
 export const GONE = 2;
+/** Files whose reader is remembered (ReaderPool.home). */
+const HOMES = 256;
 /** Float64 fields of a slot, then the 32-byte content id. */
 export const SLOT_F64 = 6;
 export const SLOT_BYTES = SLOT_F64 * 8 + 32;
@@ -74,6 +77,9 @@ export function readerSetup(): { threads: number; handReads: boolean } {
 /** The reader threads of one serving thread (kept across its mounts of one Store). */
 export class ReaderPool {
   private readonly readers: Reader[] = [];
+  /** The reader each recently read file's READs go to (home()), by content id. */
+  private readonly homes = new Map<string, number>();
+  private nextHome = 0;
 
   constructor(
     readonly storePath: string,
@@ -115,6 +121,31 @@ export class ReaderPool {
     return best;
   }
 
+  /**
+   * The reader a file's READs go to while it can take them: consecutive READs of one file share
+   * pack rows (a 1 MiB READ ends in the row the next one starts in, and each reader keeps the
+   * last rows it read), so one file on one reader reads each row once, where spreading its READs
+   * over readers read most rows twice. Different files go to different readers; a row's
+   * decoding and verification is shared with the addon's pool threads either way.
+   */
+  private home(id: Buffer): Reader | undefined {
+    const key = id.toString('latin1');
+    let at = this.homes.get(key);
+    if (at === undefined) {
+      // New files take the readers in turn: two files read at once are read on two threads.
+      at = this.nextHome++ % this.readers.length;
+      this.homes.set(key, at);
+      if (this.homes.size > HOMES) this.homes.delete(this.homes.keys().next().value!);
+    }
+    const r = this.readers[at];
+    if (!r || Atomics.load(r.ctl, STATE) !== SERVING || this.load(r) >= RING) return undefined;
+    if (r.notifying) {
+      if (this.load(r) > 0) return undefined;
+      r.notifying = false;
+    }
+    return r;
+  }
+
   private push(r: Reader, fill: (f64: Float64Array, at: number) => void, kind: number): void {
     const tail = Atomics.load(r.ctl, TAIL);
     const slot = tail & (RING - 1);
@@ -130,7 +161,7 @@ export class ReaderPool {
    * no reader can take it now.
    */
   read(fd: number, unique: number, offset: number, size: number, content: StoredContent): boolean {
-    const r = this.pick();
+    const r = this.home(content.id!) ?? this.pick();
     if (!r) return false;
     this.push(
       r,

@@ -190,6 +190,10 @@ export interface NativeBinding {
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number;
   zstdCompressResult(job: number): Buffer;
+  /** native/run_decode.h: decodes and verifies a run of chunks of one pack row; see lib/native/run.ts. */
+  decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number): void;
+  /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
+  RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number) => { wait(): void };
   zstdVersion: string;
   defaultThreads: number;
   simd: string;

@@ -1,19 +1,22 @@
 /**
- * Authenticated reads of runs of consecutive chunks of a large file, for streaming readers (the
- * FUSE reader threads answer 1 MiB READs, ~64 chunks each). Reading chunk by chunk through the
- * ObjectReader costs a locator query per chunk, a copy of the whole pack row into a fresh buffer
- * (most of a cold read's page faults) and a cache entry per chunk; here a run takes one locator
- * query, and neighbouring chunks of a pack are cut from its row (the last two rows read are
- * kept), and no chunk is kept. Every chunk is still re-hashed against its id before any
- * byte of it is copied out. Chunks stored in another form (zstd frames, deltas), missing,
- * moved by a repack meanwhile, or damaged go through the ObjectReader, which reads them (again)
- * or fails with its typed error.
+ * Authenticated reads of runs of consecutive chunks of a large file, for streaming readers: the
+ * streamed read of a whole file (FsView.content: readFile, cat, export) and the FUSE reader
+ * threads' 1 MiB READs. Reading chunk by chunk through the ObjectReader costs a locator query, a
+ * decode call, a hash call and a Buffer per chunk; here a run takes one locator query per
+ * BATCH ids, and the chunks of a stretch in one pack row are decoded and verified in the addon
+ * in one call (lib/native decodeRun: each zstd frame decoded once, straight into the output
+ * where its chunks fill it, raw chunks verified where they lie in the row, every chunk re-hashed
+ * against its id many at a time, the work shared with a pool thread). The last two rows read
+ * are kept. Chunks stored in another form (deltas, dictionary frames), missing, moved by a
+ * repack meanwhile, or damaged go through the ObjectReader, which reads them (again) or fails
+ * with its typed error: no byte is returned before its chunk was verified.
  */
-import { objectId } from '../native/index.js';
+import { availableParallelism } from 'node:os';
+import { RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
-import { DOMAIN_TAGS, ObjectKind } from './object-id.js';
+import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Db } from './store-file.js';
 
@@ -26,31 +29,46 @@ export interface ChunkRef {
 /** Ids one locator query takes (well under SQLite's limit on bound parameters). */
 const BATCH = 256;
 
-const CHUNK_TAG = DOMAIN_TAGS[ObjectKind.Chunk];
+/** Canonical bytes one decode call takes at most (a chunk row decodes to about 1–1.5 MiB). */
+const MAX_STRETCH = 4 * 1024 * 1024;
 
-/** [kind, size, codec, pack, offset, length] of a located chunk. */
-type Row = [Buffer, number, number, number, number, number, number];
+/** Threads a decode call shares its work with (the caller's included). */
+const THREADS = Math.min(2, Math.max(1, availableParallelism()));
 
-/** A stretch of neighbouring raw chunks in one pack row. */
-interface Stretch {
-  pack: number;
-  offset: number;
-  bytes: number;
-  /** Indices into the run, in order. */
-  first: number;
-  count: number;
+/** A stretch being decoded: its chunks, where its bytes go, and which of them verified. */
+interface Started {
+  chunks: readonly ChunkRef[];
+  out: Buffer;
+  ok: Uint8Array;
+  task: RunTask | null;
+  /** In place: `out` is a view of the row, copied before a chunk read another way is put in. */
+  inPlace: boolean;
 }
+
+/** [id, kind, size, codec, pack, offset, length, at] of a located chunk. */
+type Row = [Buffer, number, number, number, number, number, number, number];
 
 export class ChunkRunReader {
   private readonly locates = new Map<number, ReturnType<Db['prepare']>>();
   private readonly readPack;
-  private readonly packs: { id: number; data: Buffer }[] = [];
+  /** The `at` column (format 2 on; a format-1 Store opened read-only has only raw objects). */
+  private readonly at: string;
+  private packs: { id: number; data: Buffer }[] = [];
+  /** Reused outputs of read(), one per stretch of a READ: their bytes are copied out before the next call. */
+  private readonly scratch: Buffer[] = [];
 
   constructor(
     private readonly db: Db,
     private readonly objects: ObjectReader,
+    private readonly threads = THREADS,
   ) {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
+    this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'at' : '0 AS at';
+  }
+
+  /** Forgets the rows kept (after a rollback removed some). */
+  reset(): void {
+    this.packs = [];
   }
 
   /**
@@ -58,7 +76,7 @@ export class ChunkRunReader {
    * for a substr(), and a READ that is not aligned with packs ends in the pack the next one
    * starts in.
    */
-  private pack(id: number): Buffer | undefined {
+  pack(id: number): Buffer | undefined {
     const hit = this.packs.find((p) => p.id === id);
     if (hit) return hit.data;
     const data = this.readPack.get(id) as Buffer | undefined;
@@ -68,13 +86,13 @@ export class ChunkRunReader {
     return data;
   }
 
-  private locate(ids: Buffer[]): Map<string, Row> {
+  private locate(ids: readonly Buffer[]): Map<string, Row> {
     const out = new Map<string, Row>();
     for (let i = 0; i < ids.length; i += BATCH) {
       const part = ids.slice(i, i + BATCH);
       let q = this.locates.get(part.length);
       if (!q) {
-        q = this.db.prepare(`SELECT id, kind, size, codec, pack, offset, length FROM objects WHERE id IN (${'?,'.repeat(part.length - 1)}?)`).raw();
+        q = this.db.prepare(`SELECT id, kind, size, codec, pack, offset, length, ${this.at} FROM objects WHERE id IN (${'?,'.repeat(part.length - 1)}?)`).raw();
         this.locates.set(part.length, q);
       }
       for (const row of q.all(part) as Row[]) out.set(row[0].toString('latin1'), row);
@@ -88,54 +106,127 @@ export class ChunkRunReader {
    */
   read(run: readonly ChunkRef[], from: number, len: number, dst: Buffer, dstOff: number): void {
     const rows = this.locate(run.map((c) => c.id));
+    // Every stretch is started before the first is finished: the addon decodes one row while the
+    // next is read out of SQLite, and a READ's rows are decoded in parallel.
+    const parts: (Started | Buffer)[] = [];
+    for (let i = 0, at = -from; i < run.length && at < len; ) {
+      const count = this.stretch(run, rows, i);
+      parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, parts.length) : this.viaReader(run[i]!));
+      for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
+      i += Math.max(1, count);
+    }
     let skip = from;
     let left = len;
     let o = dstOff;
-    const put = (data: Buffer) => {
+    for (const part of parts) {
+      const data = this.done(part);
       const n = Math.min(data.length - skip, left);
       if (n > 0) data.copy(dst, o, skip, skip + n);
       o += Math.max(0, n);
       left -= Math.max(0, n);
       skip = Math.max(0, skip - data.length);
-    };
-    for (let i = 0; i < run.length && left > 0; ) {
-      const s = this.stretch(run, rows, i);
-      if (!s) {
-        put(this.viaReader(run[i]!));
-        i++;
-        continue;
-      }
-      const row = this.pack(s.pack);
-      const bytes = row && s.offset + s.bytes <= row.length ? row.subarray(s.offset, s.offset + s.bytes) : undefined;
-      for (let k = 0, at = 0; k < s.count && left > 0; k++) {
-        const c = run[s.first + k]!;
-        const data = bytes && bytes.length === s.bytes ? bytes.subarray(at, at + c.length) : undefined;
-        at += c.length;
-        // A stretch that came back short, or a chunk that does not hash to its id (a repack
-        // moved it meanwhile, or damage): the ObjectReader looks again and decides.
-        put(data && objectId(CHUNK_TAG, data).equals(c.id) ? data : this.viaReader(c));
-      }
-      i = s.first + s.count;
     }
     if (left > 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the chunk run does not cover the range read');
   }
 
-  /** The stretch of raw chunks starting at run[i] (null when run[i] is not a located raw chunk). */
-  private stretch(run: readonly ChunkRef[], rows: Map<string, Row>, i: number): Stretch | null {
-    const raw = (c: ChunkRef): Row | undefined => {
-      const r = rows.get(c.id.toString('latin1'));
-      return r && r[1] === ObjectKind.Chunk && r[3] === Codec.Raw && r[2] === c.length && r[6] === c.length && r[5] >= 0 ? r : undefined;
-    };
-    const head = raw(run[i]!);
-    if (!head) return null;
-    const s: Stretch = { pack: head[4], offset: head[5], bytes: head[6], first: i, count: 1 };
-    for (let k = i + 1; k < run.length; k++) {
-      const r = raw(run[k]!);
-      if (!r || r[4] !== s.pack || r[5] !== s.offset + s.bytes) break;
-      s.bytes += r[6];
-      s.count++;
+  /**
+   * The verified bytes of `run`, in order, in pieces of one or more whole chunks; each piece is
+   * the caller's to keep (never reused). The next stretch's row is read (on this thread) while
+   * the addon decodes and verifies the current one.
+   */
+  *pieces(run: readonly ChunkRef[]): Generator<Buffer> {
+    let pending: Started | Buffer | null = null;
+    for (let b = 0; b < run.length; b += BATCH) {
+      const part = run.slice(b, b + BATCH);
+      const rows = this.locate(part.map((c) => c.id));
+      for (let i = 0; i < part.length; ) {
+        const count = this.stretch(part, rows, i);
+        const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
+        if (pending) yield this.done(pending);
+        pending = next;
+        i += Math.max(1, count);
+      }
     }
-    return s;
+    if (pending) yield this.done(pending);
+  }
+
+  /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
+  private stretch(run: readonly ChunkRef[], rows: Map<string, Row>, i: number): number {
+    const usable = (c: ChunkRef): Row | undefined => {
+      const r = rows.get(c.id.toString('latin1'));
+      if (!r || r[1] !== ObjectKind.Chunk || r[2] !== c.length || r[5] < 0 || r[6] < 0 || r[7] < 0) return undefined;
+      return (r[3] === Codec.Raw && r[6] === c.length) || r[3] === Codec.Zstd ? r : undefined;
+    };
+    const head = usable(run[i]!);
+    if (!head) return 0;
+    let bytes = head[2];
+    let k = i + 1;
+    for (; k < run.length; k++) {
+      const r = usable(run[k]!);
+      if (!r || r[4] !== head[4] || bytes + r[2] > MAX_STRETCH) break;
+      bytes += r[2];
+    }
+    return k - i;
+  }
+
+  /**
+   * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
+   * order in the row are verified in place and will be returned as a view of the row; anything
+   * else is decoded into a new buffer, or into reused scratch buffer number `scratch` (its bytes
+   * must be copied out before the next read()).
+   */
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: number | null): Started {
+    const count = chunks.length;
+    const spec = new Float64Array(count * RUN_FIELDS);
+    const ids = Buffer.allocUnsafe(count * 32);
+    let total = 0;
+    let inPlace = true;
+    let pack = -1;
+    for (let k = 0; k < count; k++) {
+      const c = chunks[k]!;
+      const r = rows.get(c.id.toString('latin1'))!;
+      const f = k * RUN_FIELDS;
+      spec[f] = r[5];
+      spec[f + 1] = r[6];
+      spec[f + 2] = r[3] === Codec.Raw ? RunCodec.Raw : RunCodec.Zstd;
+      spec[f + 3] = r[3] === Codec.Raw ? 0 : r[7];
+      spec[f + 4] = c.length;
+      c.id.copy(ids, k * 32);
+      inPlace &&= r[3] === Codec.Raw && (k === 0 || r[5] === spec[f - RUN_FIELDS]! + spec[f - RUN_FIELDS + 1]!);
+      total += c.length;
+      pack = r[4];
+    }
+    const row = this.pack(pack);
+    const ok = new Uint8Array(count);
+    if (!row) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false };
+    if (inPlace && spec[0]! + total <= row.length) {
+      return { chunks, out: row.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(row, spec, ids, null, ok, this.threads), inPlace: true };
+    }
+    const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch, total);
+    return { chunks, out, ok, task: startRun(row, spec, ids, out, ok, this.threads), inPlace: false };
+  }
+
+  private done(p: Started | Buffer): Buffer {
+    return Buffer.isBuffer(p) ? p : this.finish(p);
+  }
+
+  /** The verified bytes of a started stretch: a chunk the addon could not verify is read through the ObjectReader, which reads it again or throws. */
+  private finish(s: Started): Buffer {
+    s.task?.wait();
+    let out = s.out;
+    if (s.inPlace && s.ok.includes(0)) out = Buffer.from(out);
+    for (let k = 0, at = 0; k < s.chunks.length; at += s.chunks[k]!.length, k++) {
+      if (!s.ok[k]) this.viaReader(s.chunks[k]!).copy(out, at);
+    }
+    return out;
+  }
+
+  private scratchOf(i: number, bytes: number): Buffer {
+    const have = this.scratch[i];
+    if (have && have.length >= bytes) return have.subarray(0, bytes);
+    const b = Buffer.allocUnsafeSlow(Math.max(bytes, 2 * (have?.length ?? 0)));
+    this.scratch[i] = b;
+    return b.subarray(0, bytes);
   }
 
   private viaReader(c: ChunkRef): Buffer {

@@ -86,8 +86,12 @@ export class Store implements StoreAccess {
     return new ChunkRunReader(this.db, this.objects);
   }
 
+  /** The chunk-run reader of this Store's views (streamed reads of whole files). */
+  private runs: ChunkRunReader | undefined;
+
   view(rootId: Buffer): FsView {
-    return new FsView(rootId, this.objects, this.pages);
+    this.runs ??= this.chunkRuns();
+    return new FsView(rootId, this.objects, this.pages, this.runs);
   }
 
   /**
@@ -145,6 +149,7 @@ export class Store implements StoreAccess {
     try {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       this.objects.reset();
+      this.runs?.reset();
     } catch (rollback) {
       return mapSqliteError(rollback, this.path);
     }
@@ -180,6 +185,7 @@ export class Store implements StoreAccess {
       return await pass();
     } finally {
       this.objects.reset();
+      this.runs?.reset();
       this.writing = false;
     }
   }

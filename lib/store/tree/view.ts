@@ -3,6 +3,7 @@
  * and file content, all through authenticated object reads.
  */
 import { LayerFsError } from '../../errors.js';
+import type { ChunkRunReader } from '../chunk-run.js';
 import { ObjectKind, type ObjectReader } from '../objects.js';
 import { checkLength, loadExtentNode } from './extent-check.js';
 import type { ExtentNode } from './extents.js';
@@ -22,6 +23,7 @@ export class FsView {
     readonly rootId: Buffer,
     private readonly objects: ObjectReader,
     private readonly pages: PageIO,
+    private readonly runs?: ChunkRunReader,
   ) {
     this.inodesRoot = decodeRoot(objects.get(rootId, ObjectKind.Root), 'filesystem root').inodes;
   }
@@ -106,10 +108,11 @@ export class FsView {
       return;
     }
     const objects = this.objects;
-    // Iterative, one frame per level: a node's entries, each with its recorded length.
+    // Iterative, one frame per level: a node's entries, each with its recorded length. A leaf's
+    // chunks are read as one run (decoded and verified many at a time), or located in a few
+    // statements and read one by one without a run reader.
     const root = loadExtentNode(objects, file.content!, file.size, null);
-    // A leaf's chunks are located in a few statements, not one each.
-    if (root.level === 0) objects.prefetch(root.ids);
+    if (root.level === 0) return yield* this.leaf(root);
     const stack: { node: ExtentNode; i: number }[] = [{ node: root, i: 0 }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
@@ -118,15 +121,20 @@ export class FsView {
         continue;
       }
       const i = top.i++;
-      const id = top.node.ids[i]!;
-      const len = top.node.lengths[i]!;
-      if (top.node.level === 0) yield checkLength(objects.get(id, ObjectKind.Chunk), len, id, 'chunk');
-      else {
-        const node = loadExtentNode(objects, id, len, top.node.level);
-        if (node.level === 0) objects.prefetch(node.ids);
-        stack.push({ node, i: 0 });
-      }
+      const node = loadExtentNode(objects, top.node.ids[i]!, top.node.lengths[i]!, top.node.level);
+      if (node.level === 0) yield* this.leaf(node);
+      else stack.push({ node, i: 0 });
     }
+  }
+
+  /** The chunks of a leaf of an extent tree, verified, in order. */
+  private *leaf(node: ExtentNode): Generator<Buffer> {
+    if (this.runs) {
+      yield* this.runs.pieces(node.ids.map((id, i) => ({ id, length: node.lengths[i]! })));
+      return;
+    }
+    this.objects.prefetch(node.ids);
+    for (let i = 0; i < node.ids.length; i++) yield checkLength(this.objects.get(node.ids[i]!, ObjectKind.Chunk), node.lengths[i]!, node.ids[i]!, 'chunk');
   }
 
   readFile(file: Inode): Buffer {
