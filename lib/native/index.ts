@@ -28,3 +28,4 @@ export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type Rech
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';
 export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress } from './zstd-dict.js';
+export { BackgroundTraining } from './zstd-train-thread.js';
