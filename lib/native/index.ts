@@ -29,3 +29,4 @@ export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';
 export { decodeRun, startRun, RUN_FIELDS, RunCodec, type RunTask } from './run.js';
 export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress } from './zstd-dict.js';
+export { BackgroundTraining } from './zstd-train-thread.js';

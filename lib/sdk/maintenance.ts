@@ -71,6 +71,7 @@ export async function repack(ctx: ClientContext, opts: { level?: number; full?: 
     rowsBefore: r.rowsBefore,
     rowsAfter: r.rowsAfter,
     rowsSkipped: r.rowsSkipped,
+    rowsKept: r.rowsKept,
     objects: r.objects,
     storedBytesBefore: r.storedBytesBefore,
     storedBytesAfter: r.storedBytesAfter,

@@ -77,6 +77,8 @@ export interface RepackReceipt extends Receipt {
   rowsAfter: number;
   /** Rows an earlier repack wrote (at this level or higher), left as they are unless `full`. */
   rowsSkipped: number;
+  /** Rows kept as they were because rewritten they would have taken more bytes (a repack never grows them). */
+  rowsKept: number;
   /** Objects moved to new rows. */
   objects: number;
   /** Stored bytes of the old rows, and of the new ones. */

@@ -4,10 +4,15 @@
  * content groups back, uncompressed and bounded (HOLD_BYTES), until a sample of them trains a
  * dictionary; then the held groups and every later one are compressed with it. Without this, the
  * first import of a Store (most of its small files) was compressed without any dictionary.
+ * The training itself runs on a worker thread (BackgroundTraining) while the import goes on,
+ * holding what it writes meanwhile (bounded too: past HOLD_WHILE_TRAINING bytes, or a chunk row
+ * that no longer fits, it waits for the dictionary). The samples are the groups held when the
+ * hold was full, as before, so the same files in the same order train the same dictionary.
  * Everything stays inside the writer's transaction, so a SIGKILL loses the import and nothing
- * else; the same files in the same order train the same dictionary.
+ * else.
  */
-import { DictionarySampler, SAMPLER_MIN_SEEN, trainOn } from './dictionary.js';
+import type { BackgroundTraining } from '../native/index.js';
+import { DictionarySampler, SAMPLER_MIN_SEEN, trainInBackground, trainOn } from './dictionary.js';
 import type { Pending } from './object-groups.js';
 
 /** A sealed content group held back until the dictionary is trained. */
@@ -26,6 +31,8 @@ export const HOLD_BYTES = 32 * 1024 * 1024;
 export const HOLD_CHUNK_BYTES = 48 * 1024 * 1024;
 /** Small content objects an import holds back before it trains: enough for a representative sample. */
 export const HOLD_SEEN = 4000;
+/** Content held in all, at most, while the dictionary trains: beyond it the import waits for it. */
+export const HOLD_WHILE_TRAINING = 2 * HOLD_BYTES;
 /** Held objects are samples cut to this many bytes (4,000 of them: ~16 MB, about 1 s of training). */
 const HOLD_SAMPLE_BYTES = 16 * 1024;
 const MIN_SAMPLE_BYTES = 256;
@@ -40,6 +47,8 @@ export class DictionaryTraining {
   /** Writers of the chunk rows held back, in write order. */
   readonly heldRows: (() => void)[] = [];
   private heldChunkBytes = 0;
+  /** The training started on a worker thread (start), or null when the held samples train none. */
+  private job: BackgroundTraining | null | undefined;
 
   /**
    * An import of `entries` walk entries: fewer than SAMPLER_MIN_SEEN cannot train (each entry is
@@ -79,19 +88,44 @@ export class DictionaryTraining {
     return this.holding && (this.seen >= HOLD_SEEN || this.heldBytes >= HOLD_BYTES);
   }
 
+  /** Starts training on what is held now, on a worker thread (once). */
+  start(): void {
+    if (this.job === undefined) this.job = this.holding ? (trainInBackground(this.heldSamples()) ?? null) : null;
+  }
+
+  get started(): boolean {
+    return this.job !== undefined;
+  }
+
+  /**
+   * True once a started training has its dictionary, or when the writer must wait for it: the
+   * hold has reached HOLD_WHILE_TRAINING. Then train() returns at once or waits.
+   */
+  get due(): boolean {
+    if (this.job === undefined) return false;
+    return this.job === null || this.job.poll() !== undefined || this.heldBytes >= HOLD_WHILE_TRAINING;
+  }
+
   /**
    * The dictionary of what was offered, once enough was (DictionarySampler.train); a hold that
    * filled HOLD_BYTES with fewer, larger files trains on what it has.
    */
   train(): Buffer | undefined {
     if (!this.holding) return this.sampler.train();
+    // Started on a worker thread: its dictionary, waited for if need be.
+    if (this.job !== undefined) return this.job?.wait() ?? undefined;
     if (this.seen < SAMPLER_MIN_SEEN && this.heldBytes < HOLD_BYTES) return undefined;
+    return trainOn(this.heldSamples());
+  }
+
+  /** The held objects as samples, each cut to HOLD_SAMPLE_BYTES (views, no copies). */
+  private heldSamples(): Buffer[] {
     const samples: Buffer[] = [];
     for (const g of this.held) {
       g.live.forEach((p, i) => {
         if (p.length >= MIN_SAMPLE_BYTES) samples.push(g.data.subarray(g.at[i]!, g.at[i]! + Math.min(p.length, HOLD_SAMPLE_BYTES)));
       });
     }
-    return trainOn(samples);
+    return samples;
   }
 }

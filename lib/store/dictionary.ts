@@ -4,7 +4,7 @@
  * trains one from a sample of what it wrote (DictionarySampler) for the transactions after it;
  * `db repack` uses it too, or trains and records one.
  */
-import { zstdTrainDictionary } from '../native/index.js';
+import { BackgroundTraining, zstdTrainDictionary } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { looksRandom } from './codec.js';
 import { ObjectKind } from './object-id.js';
@@ -75,10 +75,21 @@ const MIN_DICTIONARY_BYTES = 4096;
 
 /** A dictionary trained on `samples`, or undefined (too few, or no ZDICT on this system). */
 export function trainOn(samples: Buffer[]): Buffer | undefined {
+  const input = trainingInput(samples);
+  return input ? (zstdTrainDictionary(input.data, input.sizes, input.capacity, SEGMENT) ?? undefined) : undefined;
+}
+
+/** trainOn(samples) on a worker thread (BackgroundTraining: the same dictionary), or undefined when `samples` train none. */
+export function trainInBackground(samples: Buffer[]): BackgroundTraining | undefined {
+  const input = trainingInput(samples);
+  return input ? new BackgroundTraining(input.data, input.sizes, input.capacity, SEGMENT) : undefined;
+}
+
+function trainingInput(samples: Buffer[]): { data: Buffer; sizes: Uint32Array; capacity: number } | undefined {
   const total = samples.reduce((n, s) => n + s.length, 0);
   const capacity = Math.min(DICTIONARY_BYTES, Math.floor(total / SAMPLE_RATIO));
   if (samples.length < MIN_SAMPLES || capacity < MIN_DICTIONARY_BYTES) return undefined;
-  return zstdTrainDictionary(Buffer.concat(samples, total), Uint32Array.from(samples.map((s) => s.length)), capacity, SEGMENT) ?? undefined;
+  return { data: Buffer.concat(samples, total), sizes: Uint32Array.from(samples.map((s) => s.length)), capacity };
 }
 
 /** Small content objects seen before a transaction trains (an import's first thousands of files would be one package). */

@@ -186,7 +186,9 @@ export class ObjectWriter {
       at = live.map((p) => (pos += p.length) - p.length);
     }
     if (c === GroupClass.Content && this.training?.hold({ live, at, data })) {
-      if (this.training.ready) this.trainDictionary();
+      // Trained on a worker thread while the import goes on holding (dictionary-training.ts).
+      if (this.training.ready) this.training.start();
+      if (this.training.due) this.trainDictionary();
       return;
     }
     this.assemble(c, g.compress, { live, at, data });
@@ -346,7 +348,12 @@ export class ObjectWriter {
       this.writeChunkRow(g.buf, moved, 0, moved.length);
       for (const c of moved) this.open.delete(c.id.toString('latin1'));
     };
-    if (!this.training.holdRow(g.buf.length, write)) return false;
+    if (!this.training.holdRow(g.buf.length, write)) {
+      // The hold of chunk rows is full: once training has started, the row waits for its
+      // dictionary rather than going without it (the same frames whatever the timing).
+      if (this.training.started) this.trainDictionary();
+      return false;
+    }
     for (const c of moved) this.open.set(c.id.toString('latin1'), c);
     return true;
   }
@@ -405,6 +412,9 @@ export class ObjectWriter {
 
   /** The Store's current dictionary, looked up once (inside the transaction, so gc cannot take it meanwhile). */
   private dictionary(): Dictionary | undefined {
+    // While the import's dictionary trains on its worker thread, whatever would use a dictionary
+    // waits for it: it is then written as if the dictionary had been trained at once.
+    if (this.training?.started) this.trainDictionary();
     if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id, kind)) ?? null;
     return this.dict ?? undefined;
   }

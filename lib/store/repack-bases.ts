@@ -122,11 +122,15 @@ export function selectBases(store: Store, items: SelectItem[], dict: Dictionary 
   for (const it of ranked) {
     const data = bytes.get(it.id);
     const key = it.id.toString('latin1');
-    if (!data || it.size < DELTA_MIN_SIZE || looksRandom(data)) {
+    if (!data || it.size < DELTA_MIN_SIZE) {
       forms.set(key, { base: null, limit: 0, depth: data ? 0 : SELECT_DEPTH });
       continue;
     }
-    const whole = estimate(data);
+    // Random bytes are stored raw and share nothing with other files' bytes, but an edited
+    // version shares almost all of them with its other versions: those (and its current base)
+    // are tried, the window is not.
+    const random = looksRandom(data);
+    const whole = random ? data.length : estimate(data);
     let best: { base: Buffer; size: number; depth: number } | undefined;
     const tried = new Set<string>([key]);
     const trial = (cand: Buffer, lenient: boolean): void => {
@@ -142,11 +146,12 @@ export function selectBases(store: Store, items: SelectItem[], dict: Dictionary 
     // The same path's other versions and the current base first, then the window.
     for (const v of names.versions.get(it.path) ?? []) trial(v, true);
     if (it.codec === Codec.Delta && it.base?.length === 32) trial(it.base, true);
-    for (let w = window.length - 1; w >= 0 && !(best && best.size <= whole * GOOD_ENOUGH); w--) trial(window[w]!.id, false);
+    for (let w = random ? -1 : window.length - 1; w >= 0 && !(best && best.size <= whole * GOOD_ENOUGH); w--) trial(window[w]!.id, false);
     if (best && best.size <= whole * PLAN_KEEP) {
       forms.set(key, { base: best.base, limit: whole, depth: best.depth });
       planned++;
     } else forms.set(key, { base: null, limit: 0, depth: 0 });
+    if (random) continue;
     window.push(it);
     if (window.length > SELECT_WINDOW) window.shift();
   }

@@ -39,6 +39,17 @@ export interface BatchStats {
   madeWhole: number;
   /** Small files written as deltas the selection planned (repack-bases.ts). */
   selected: number;
+  /** Old rows kept as they were because their rewrite came out larger (rewriteBatch), and their objects. */
+  rowsKept: number;
+  objectsKept: number;
+}
+
+function zeroStats(): BatchStats {
+  return { storedBytesBefore: 0, storedBytesAfter: 0, objects: 0, rowsAfter: 0, transactions: 0, skipped: 0, flattened: 0, madeWhole: 0, selected: 0, rowsKept: 0, objectsKept: 0 };
+}
+
+function addStats(into: BatchStats, from: BatchStats): void {
+  for (const k of Object.keys(from) as (keyof BatchStats)[]) into[k] += from[k];
 }
 
 /** The byte counters of RepackProgress a batch adds to. */
@@ -54,6 +65,8 @@ export interface BatchOptions {
   flatten: boolean;
   /** Planned forms of the small files (repack-bases.ts); without it they keep the rules above. */
   selection?: Selection;
+  /** Keep the old rows when the new ones would take more bytes (rewriteBatch). */
+  neverGrow: boolean;
 }
 
 /** What a batch collected from its old rows before laying them out. */
@@ -90,33 +103,68 @@ class Collected {
   }
 }
 
-/** Rewrites the objects of `packs` (old rows) into new rows in one transaction, then deletes the old rows. */
+/**
+ * Rewrites the objects of `packs` (old rows) into new rows in one transaction, then deletes the
+ * old rows. A rewrite whose rows (with a dictionary it stores) would take more bytes than the
+ * old rows is undone and the old rows are kept as they are (and recorded as repacked): a repack
+ * never makes a batch of the Store larger.
+ */
 export function rewriteBatch(store: Store, packs: [number, Planned[]][], opts: BatchOptions, stats: BatchStats, progress: BatchProgress, written: (ids: number[]) => void): void {
   const db = store.db;
   // A reader of its own: its frame cache must not outlive the rows this batch deletes.
   const reader = new ObjectReader(db, store.path);
+  const mine = zeroStats();
+  const moved: BatchProgress = { bytesBefore: 0, bytesAfter: 0 };
+  let got: Collected | undefined;
   db.exec('BEGIN IMMEDIATE');
   try {
+    db.exec('SAVEPOINT rewrite');
     const dictRow = opts.dict ? ensureDictionary(store, opts.dict) : undefined;
-    const got = collect(store, reader, packs, opts, stats, progress);
-    const ids = writeRows(store, layout(store, got, opts), stats, progress);
+    got = collect(store, reader, packs, opts, mine, moved);
+    const ids = writeRows(store, layout(store, got, opts), mine, moved);
     if (dictRow !== undefined) {
       // The dictionary's row is one the repack wrote, like the others.
       ids.push(dictRow);
-      stats.rowsAfter++;
+      mine.rowsAfter++;
+      mine.storedBytesAfter += rowBytes(db, dictRow);
     }
-    const deletePack = db.prepare('DELETE FROM packs WHERE id = ?');
-    // No writer adds objects to an existing row, so once its planned objects moved nothing
-    // points into an old row (checking that by query would scan the whole index per row).
-    for (const pack of got.oldPacks) if (!got.keep.has(pack)) deletePack.run(pack);
-    written(ids);
+    if (opts.neverGrow && mine.storedBytesAfter > mine.storedBytesBefore) {
+      db.exec('ROLLBACK TO rewrite');
+      got.selected?.discard();
+      keepOld(db, packs, mine, moved);
+      written(packs.map(([pack]) => pack));
+    } else {
+      const deletePack = db.prepare('DELETE FROM packs WHERE id = ?');
+      // No writer adds objects to an existing row, so once its planned objects moved nothing
+      // points into an old row (checking that by query would scan the whole index per row).
+      for (const pack of got.oldPacks) if (!got.keep.has(pack)) deletePack.run(pack);
+      written(ids);
+    }
+    db.exec('RELEASE rewrite');
     db.exec('COMMIT');
     got.selected?.committed();
-    stats.transactions++;
+    mine.transactions++;
+    addStats(stats, mine);
+    progress.bytesBefore += moved.bytesBefore;
+    progress.bytesAfter += moved.bytesAfter;
   } catch (e) {
     if (db.inTransaction) db.exec('ROLLBACK');
+    got?.selected?.discard();
     throw e;
   }
+}
+
+function rowBytes(db: Store['db'], pack: number): number {
+  return (db.prepare('SELECT length(data) FROM packs WHERE id = ?').pluck().get(pack) as number | undefined) ?? 0;
+}
+
+/** The counters of a batch whose old rows stay: nothing moved, every row as it was. */
+function keepOld(db: Store['db'], packs: [number, Planned[]][], mine: BatchStats, moved: BatchProgress): void {
+  const before = packs.reduce((n, [pack]) => n + rowBytes(db, pack), 0);
+  const objectsKept = packs.reduce((n, [, planned]) => n + planned.length, 0) - mine.skipped;
+  Object.assign(mine, zeroStats(), { storedBytesBefore: before, storedBytesAfter: before, rowsAfter: packs.length, rowsKept: packs.length, objectsKept, skipped: mine.skipped });
+  moved.bytesBefore = before;
+  moved.bytesAfter = before;
 }
 
 /** Reads the live objects of the old rows into groups, delta parts and chunk rows. */

@@ -64,6 +64,11 @@ export class SelectedWriter {
     } else this.sink.whole(p, data);
   }
 
+  /** Forgets this batch's forms when it was undone: its objects stay as they were. */
+  discard(): void {
+    this.pending.clear();
+  }
+
   /** Marks this batch's objects done once it committed: a later batch never moves them again. */
   committed(): void {
     for (const k of this.pending.keys()) this.sel.done.add(k);

@@ -60,6 +60,12 @@ export interface RepackOptions {
   /** Re-encode delta chains longer than one link against their full object (default true; repack-flatten.ts). */
   flatten?: boolean;
   /**
+   * Undo a transaction whose new rows would take more bytes than the old rows and keep those
+   * (default true: a repack never grows the Store). False lets flattening trade bytes for
+   * shorter chains even where the transaction grows.
+   */
+  neverGrow?: boolean;
+  /**
    * Choose delta bases for small files the way git's pack heuristics do: the same path's other
    * versions, then a window of files sorted by name and size (default true; repack-bases.ts).
    */
@@ -73,6 +79,9 @@ export interface RepackStats {
   rowsAfter: number;
   /** Rows an earlier repack wrote at this level or higher, left as they are. */
   rowsSkipped: number;
+  /** Rows kept as they were because their rewrite came out larger (repack-batch.ts), and their objects. */
+  rowsKept: number;
+  objectsKept: number;
   objects: number;
   /** Objects planned but moved by someone else (another repack) before their batch ran. */
   skipped: number;
@@ -124,7 +133,7 @@ function assertRepackable(store: Store): void {
 
 function emptyStats(level: number, fileBytesBefore: number): RepackStats {
   return {
-    level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
+    level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, rowsKept: 0, objectsKept: 0, objects: 0, skipped: 0, transactions: 0,
     storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0, planned: 0, selected: 0, selectMs: 0,
   };
 }
@@ -223,7 +232,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
       // rows are added to what is there (a concurrent repack's too).
       replaceRecord: !skip && record !== undefined,
       planObjects: opts.planObjects ?? REPACK_PLAN_OBJECTS,
-      batch: { level, dict, flatten: opts.flatten ?? true, selection },
+      batch: { level, dict, flatten: opts.flatten ?? true, selection, neverGrow: opts.neverGrow ?? true },
       onProgress: opts.onProgress,
     });
     store.objects.reset();
@@ -251,7 +260,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
  */
 export async function rewriteRows(store: Store, packs: number[], opts: { level: number; batchBytes?: number; planObjects?: number }): Promise<Pick<RepackStats, 'rowsBefore' | 'rowsAfter' | 'objects' | 'transactions' | 'storedBytesBefore' | 'storedBytesAfter'>> {
   const stats: RepackStats = {
-    level: opts.level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, objects: 0, skipped: 0, transactions: 0,
+    level: opts.level, rowsBefore: 0, rowsAfter: 0, rowsSkipped: 0, rowsKept: 0, objectsKept: 0, objects: 0, skipped: 0, transactions: 0,
     storedBytesBefore: 0, storedBytesAfter: 0, fileBytesBefore: 0, fileBytesAfter: 0, rewriteMs: 0, vacuumMs: 0, flattened: 0, madeWhole: 0, dictionaryBytes: 0,
     planned: 0, selected: 0, selectMs: 0,
   };
@@ -265,7 +274,7 @@ export async function rewriteRows(store: Store, packs: number[], opts: { level: 
       let j = i;
       let bytes = 0;
       while (j < plan.length && (j === i || bytes < batchBytes)) bytes += plan[j++]![1].reduce((n, p) => n + p.size, 0);
-      rewriteBatch(store, plan.slice(i, j), { level: opts.level, flatten: false }, stats, progress, () => {});
+      rewriteBatch(store, plan.slice(i, j), { level: opts.level, flatten: false, neverGrow: false }, stats, progress, () => {});
       stats.rowsBefore += j - i;
       i = j;
       await new Promise((r) => setImmediate(r));

@@ -81,8 +81,9 @@ test('db repack: human and --json, a bad level, content unchanged', () => {
   assert.equal(j.code, 0, j.stderr);
   assert.equal(j.json.outcome, 'Repacked');
   assert.equal(j.json.level, 19);
-  assert.ok(j.json.objects > 40);
-  assert.ok(j.json.fileBytesAfter > 0 && j.json.fileBytesBefore > 0);
+  // Every object moved, or its row was kept as it was (rewritten it would have been larger).
+  assert.ok(j.json.objects > 40 || j.json.rowsKept > 0, JSON.stringify(j.json));
+  assert.ok(j.json.fileBytesAfter > 0 && j.json.fileBytesAfter <= j.json.fileBytesBefore);
   const bad = cli(['--json', '--store', store, 'db', 'repack', '--level', 'x'], env);
   assert.equal(bad.code, 1);
   assert.equal(bad.json.error.code, 'ERR_INVALID_ARGUMENT');

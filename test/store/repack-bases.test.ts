@@ -157,3 +157,36 @@ test(`base selection: SIGKILL at seeded points of a repack leaves every object r
   c.close();
   assertSameContent(store, dir, before);
 });
+
+test(`base selection: edited random files stay deltas of their other versions; repack does not grow the Store (seed ${SEED})`, { timeout: 300_000 }, async () => {
+  const dir = tempDir('layerfs-select-random-');
+  const next = rng(SEED + 2);
+  const random = (n: number) => Buffer.from(Array.from({ length: n }, () => Math.floor(next() * 256)));
+  const a = join(dir, 'a');
+  const b = join(dir, 'b');
+  mkdirSync(a, { recursive: true });
+  mkdirSync(b, { recursive: true });
+  for (let i = 0; i < 40; i++) {
+    const bytes = random(2000 + Math.floor(next() * 6000));
+    writeFileSync(join(a, `r${i}.bin`), bytes);
+    // Release b: a 32-byte overwrite at a seeded offset.
+    random(32).copy(bytes, Math.floor(next() * (bytes.length - 32)));
+    writeFileSync(join(b, `r${i}.bin`), bytes);
+  }
+  const store = join(dir, 's.layerfs');
+  const c = Client.create(store);
+  await c.initLayerStack({ name: 'a', source: a });
+  await c.initLayerStack({ name: 'b', source: b });
+  c.close();
+  const before = contentOf(store, dir);
+  const s = Store.open(store);
+  const r = await s.repack();
+  const deltas = s.db.prepare('SELECT count(*) FROM objects WHERE kind = ? AND codec = ?').pluck().get(ObjectKind.Blob, Codec.Delta) as number;
+  s.close();
+  // One release of each pair is a delta of the other: random bytes share nothing with other
+  // files, but almost everything with their other version.
+  assert.ok(deltas >= 40, `${deltas} random files stored as deltas (repack: ${JSON.stringify(r)})`);
+  assert.ok(r.fileBytesAfter <= r.fileBytesBefore, `${r.fileBytesAfter} <= ${r.fileBytesBefore}`);
+  assertStoreIntact(store);
+  assertSameContent(store, dir, before);
+});

@@ -61,7 +61,8 @@ function repackCommand(db: Command, run: Runner): void {
           return [
             `repacked ${r.objects} objects in ${(r.ms / 1000).toFixed(2)} s (level ${r.level}; rewrite ${(r.rewriteMs / 1000).toFixed(2)} s, vacuum ${(r.vacuumMs / 1000).toFixed(2)} s)`,
             `  Store ${formatBytes(r.fileBytesBefore)} -> ${formatBytes(r.fileBytesAfter)} (${pct} % smaller); ${r.rowsBefore} pack rows -> ${r.rowsAfter}` +
-              (r.rowsSkipped ? `; ${r.rowsSkipped} rows of an earlier repack kept` : ''),
+              (r.rowsSkipped ? `; ${r.rowsSkipped} rows of an earlier repack kept` : '') +
+              (r.rowsKept ? `; ${r.rowsKept} rows kept as they were (rewritten they were larger)` : ''),
           ];
         });
       })(),
