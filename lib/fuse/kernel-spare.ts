@@ -17,21 +17,13 @@ export interface SpareData {
 }
 
 /**
- * The young generation of each serving and reader thread, MiB. V8's default lets each thread's
- * short-lived garbage (a request's buffers) grow to tens of MiB before a scavenge, once per
- * thread; the daemon runs several threads and must stay within 256 MiB whatever the change set.
- */
-const SERVING_YOUNG_MIB = 8;
-
-/**
  * Starts the serving-thread module `name` (kernel-worker, kernel-reader) beside this module:
  * `name`.js in dist/; from sources (under tsx) the thread registers tsx itself first, since
  * Node 20 workers do not inherit module hooks.
  */
 export function startServingModule(name: string, workerData: unknown, transferList: TransferListItem[] = []): Worker {
   const js = new URL(`./${name}.js`, import.meta.url);
-  const resourceLimits = { maxYoungGenerationSizeMb: SERVING_YOUNG_MIB };
-  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData, transferList, resourceLimits });
+  if (existsSync(fileURLToPath(js))) return new Worker(js, { workerData, transferList });
   const ts = new URL(`./${name}.ts`, import.meta.url);
   if (!existsSync(fileURLToPath(ts))) throw new LayerFsError('ERR_NOT_FOUND', `${name} is missing beside kernel.js`, { hint: 'reinstall layerfs' });
   let api: string;
@@ -41,7 +33,7 @@ export function startServingModule(name: string, workerData: unknown, transferLi
     throw new LayerFsError('ERR_NOT_FOUND', 'running from TypeScript sources needs tsx to start the serving thread');
   }
   const code = `import(${JSON.stringify(api)}).then((m) => { m.register(); return import(${JSON.stringify(ts.href)}); })`;
-  return new Worker(code, { eval: true, workerData, transferList, resourceLimits });
+  return new Worker(code, { eval: true, workerData, transferList });
 }
 
 function startWorker(workerData: SpareData): Worker {
