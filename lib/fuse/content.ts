@@ -157,6 +157,17 @@ export class FileData {
     }
   }
 
+  /**
+   * The spool file that holds every byte of the changed content (no stored byte shows through),
+   * or null: a commit may then read, chunk and hash that file on the addon's threads like an
+   * import reads a file (commit-content.ts). The file may be shorter than the content (a
+   * truncate that extended it); the reader checks the size it finds.
+   */
+  get spooledWhole(): string | null {
+    if (!this.changed || !(this.spool instanceof Spool) || this.pages.validBase > 0 || this.pages.size === 0) return null;
+    return this.spool.path;
+  }
+
   /** Pages copied from stored content (a measure of copy-on-write work). */
   get dirtyPages(): number {
     return this.pages.dirtyPages;
@@ -172,7 +183,12 @@ export class FileData {
     const mem = this.spool;
     if (!(mem instanceof MemSpool) || (mem.bytes <= SPILL_FILE && this.budget.used <= this.budget.limit)) return;
     const file = this.newSpool();
-    for (const [page, data] of mem.pages) file.write(data, page * PAGE);
+    // Only the content's bytes: a page past the end would leave the file longer than the content.
+    const size = this.pages.size;
+    for (const [page, data] of mem.pages) {
+      const n = Math.min(PAGE, size - page * PAGE);
+      if (n > 0) file.write(n === PAGE ? data : data.subarray(0, n), page * PAGE);
+    }
     mem.close();
     this.spool = file;
   }

@@ -11,6 +11,7 @@ import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, ty
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild, StoredContent } from './content.js';
+import { storeSpooled, type SpooledFile } from './commit-content.js';
 import type { CommitTarget, Node } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
 
@@ -94,8 +95,7 @@ export class Overlay extends OverlayStatus {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        const predecessor = n.inBase ? undefined : this.predecessor(n.serial);
-        const c = n.data!.store(w, build, predecessor);
+        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial));
         contents.set(n.serial, c);
         rec.size = c.size;
         rec.form = c.form;
@@ -135,16 +135,23 @@ export class Overlay extends OverlayStatus {
     return this.commitWith((fn) => this.store.writeSync(fn), note, strict, cells);
   }
 
-  /** commitSync for callers that want a promise; mutations submitted through run() meanwhile wait. */
-  async commit(note: CommitNote = EMPTY_NOTE, strict = false): Promise<OverlayCommitOutcome> {
-    return this.commitWith((fn) => this.store.write(fn), note, strict);
+  /**
+   * commitSync for callers that may wait: changed files held whole in spool files are read,
+   * chunked and hashed on the addon's threads ahead of the thread that stores them
+   * (commit-content.ts); the stored state is the same as commitSync's. Mutations submitted
+   * through run() meanwhile wait. The kernel backend's serving thread uses commitSync: there
+   * the pipeline measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
+   */
+  async commit(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): Promise<OverlayCommitOutcome> {
+    return this.commitWith((fn) => this.store.write(fn), note, strict, cells, true);
   }
 
   protected commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
-    write: (fn: (w: ObjectWriter) => CommitWrite) => CommitWrite | Promise<CommitWrite>,
+    write: (fn: (w: ObjectWriter) => CommitWrite | Promise<CommitWrite>) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
     strict: boolean,
     cells?: Int32Array,
+    ahead = false,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
     const t0 = performance.now();
@@ -178,7 +185,7 @@ export class Overlay extends OverlayStatus {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => this.writeCommit(w, target, build, contents, note, strict, cells));
+      r = write((w) => (ahead ? this.storeAhead(w, build, contents, cells).then(() => this.writeCommit(w, target, build, contents, note, strict, cells)) : this.writeCommit(w, target, build, contents, note, strict, cells)));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -193,6 +200,30 @@ export class Overlay extends OverlayStatus {
     }
   }
 
+  /** The stored file a changed file is a new version of: the file it was renamed over, else its own stored record. */
+  private versionOf(n: Node): Inode | undefined {
+    if (!n.inBase) return this.predecessor(n.serial);
+    try {
+      const old = this.view.inode(n.serial);
+      return old.kind === InodeKind.File ? old : undefined;
+    } catch (e) {
+      if (e instanceof LayerFsError) return undefined;
+      throw e;
+    }
+  }
+
+  /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, cells?: Int32Array): Promise<void> {
+    const files: SpooledFile[] = [];
+    for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
+      const n = this.nodes.get(serial);
+      if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n)) continue;
+      const path = n.data!.spooledWhole;
+      if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: this.versionOf(n) });
+    }
+    await storeSpooled(files, w, build, contents, () => step(cells));
+  }
+
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
   protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, cells?: Int32Array): CommitWrite {
     const store = this.store;
@@ -203,7 +234,8 @@ export class Overlay extends OverlayStatus {
       // A new serial has no old version under it to offer as a delta base (a file it replaced is
       // offered through `replaced`), so the editor is not asked to look for one: a miss costs a
       // thrown error, tens of microseconds, and rsync makes every file a new serial.
-      const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases);
+      // Content stored ahead was offered its previous version already.
+      const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases || contents.has(serial));
       editor.setInode(serial, this.record(n, w, build, contents), hinted);
       build.records++;
       step(cells);
@@ -221,7 +253,8 @@ export class Overlay extends OverlayStatus {
       build.names += m.size;
       step(cells);
     }
-    const own = editor.finish();
+    // Each directory written is a step: a client waiting for a large commit sees it progress.
+    const own = editor.finish(() => step(cells));
     step(cells);
     const { published, head } = publishWorkspaceCommit(store, w, { ...target, baseRoot: this.rootId, workspaceId: target.workspaceId ?? null }, own, { note, strict });
     const root = published.root;

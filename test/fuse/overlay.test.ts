@@ -318,3 +318,59 @@ test(`edits re-chunk only around dirty pages, and equal chunking the whole file 
     t.close();
   }
 });
+
+test('commit() reads spooled files through the pipelined content path and stores what commitSync stores', async () => {
+  const t = await setup((src) => {
+    writeFileSync(join(src, 'old-small.txt'), 'the stored version of a small file\n'.repeat(40));
+    writeFileSync(join(src, 'old-big.bin'), seededBytes(71, 600_000));
+  });
+  try {
+    const layer = t.client.branch('main').baseLayerId;
+    t.client.forkBranch({ name: 'other', layer });
+    // The same edits in two overlays, with every written byte in spool files (budget 0).
+    const edit = (ov: Overlay) => {
+      const serials: number[] = [];
+      const put = (name: string, data: Buffer, extendTo?: number) => {
+        const { serial, fh } = ov.create(1, b(`.${name}.tmp`), 0o644);
+        for (let o = 0; o < data.length; o += 100_000) ov.write(fh, data.subarray(o, Math.min(data.length, o + 100_000)), o);
+        if (extendTo !== undefined) ov.ftruncate(fh, extendTo);
+        ov.release(fh);
+        ov.utimens(serial, 1_700_000_000_000_000_000n, 1_700_000_000_000_000_000n);
+        ov.rename(1, b(`.${name}.tmp`), 1, b(name));
+        serials.push(serial);
+      };
+      // Replacements of stored files (rsync's way), new files small and large, one extended past what was written.
+      put('old-small.txt', Buffer.from('the stored version of a small file, edited\n'.repeat(40)));
+      put('old-big.bin', Buffer.concat([seededBytes(71, 300_000), seededBytes(72, 1000), seededBytes(71, 600_000).subarray(300_000)]));
+      put('new.txt', Buffer.from('new\n'));
+      put('new-big.bin', seededBytes(73, 2_500_000));
+      put('holes.bin', seededBytes(74, 5000), 200_000);
+      return serials;
+    };
+    const a = t.open('main', 0);
+    const sa = edit(a);
+    const ca = a.commitSync();
+    const bo = t.open('other', 0);
+    const sb = edit(bo);
+    const cb = await bo.commit();
+    assert.equal(ca.outcome, 'Created');
+    assert.equal(cb.outcome, 'Created');
+    if (ca.outcome !== 'Created' || cb.outcome !== 'Created') return;
+    assert.deepEqual(sa, sb);
+    const va = t.store.view(ca.rootId);
+    const vb = t.store.view(cb.rootId);
+    for (const s of sa) {
+      const x = va.inode(s);
+      const y = vb.inode(s);
+      assert.equal(y.size, x.size);
+      assert.equal(y.form, x.form);
+      assert.ok(y.content && x.content && y.content.equals(x.content), `serial ${s}: the same content id`);
+    }
+    assert.ok(readAll(bo, path(bo, 'holes.bin')).equals(Buffer.concat([seededBytes(74, 5000), Buffer.alloc(195_000)])));
+    assert.equal(t.client.verify().ok, true);
+    a.dispose();
+    bo.dispose();
+  } finally {
+    t.close();
+  }
+});

@@ -70,9 +70,14 @@ export class NamespaceEditor {
     return this.records.size > 0 || this.names.size > 0;
   }
 
-  /** Writes the touched pages and the new root object; returns the root id. */
-  finish(): Buffer {
+  /**
+   * Writes the touched pages and the new root object; returns the root id. `onStep` runs after
+   * each directory written and before the inode table (a long commit's progress; it may throw
+   * to abort, and the caller's transaction then rolls back).
+   */
+  finish(onStep?: () => void): Buffer {
     for (const [dir, m] of this.names) {
+      onStep?.();
       let rec = this.records.get(dir);
       if (rec === null) continue;
       if (rec === undefined) {
@@ -86,6 +91,7 @@ export class NamespaceEditor {
       rec.form = root ? ContentForm.Whole : ContentForm.None;
       rec.content = root;
     }
+    onStep?.();
     const muts: Mutation[] = [...this.records.entries()]
       .sort((a, b) => a[0] - b[0])
       .map(([serial, rec]) => ({ key: serialKey(serial), value: rec === null ? null : encodeInode(normalize(rec)) }));
