@@ -21,6 +21,7 @@ import {
   FATTR_SIZE,
   FATTR_UID,
   FOPEN_KEEP_CACHE,
+  FOPEN_NOFLUSH,
   FOPEN_PASSTHROUGH,
   FUSE_INIT_EXT,
   FUSE_PASSTHROUGH_FLAGS2,
@@ -234,7 +235,9 @@ function open(c: Conn, { b, p, node, unique }: Request): void {
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
-  out.writeUInt32LE(backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE, OUT_HDR + 8);
+  // A read-only open has no write whose failure its close could report: no FLUSH for it.
+  const noFlush = (flags & 3) === fsc.O_RDONLY ? FOPEN_NOFLUSH : 0;
+  out.writeUInt32LE((backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE) | noFlush, OUT_HDR + 8);
   out.writeInt32LE(backing, OUT_HDR + 12);
   c.okPayload(unique, OPEN_OUT);
 }
@@ -349,6 +352,14 @@ function fallocate(c: Conn, { b, p, unique }: Request): void {
 const answer = (c: Conn, r: Request) => c.ok(r.unique);
 /** Nothing is durable before a commit; ENOSYS makes the kernel stop asking (and succeed). */
 const notDurable = (c: Conn, r: Request) => c.error(r.unique, -E.ENOSYS);
+/**
+ * FLUSH (close) and FSYNC: nothing is durable before a commit, but a write written behind into
+ * the spool that failed (ENOSPC, EIO) is reported here, as kernel writeback reports one.
+ */
+const settle = (c: Conn, r: Request) => {
+  c.overlay.flush(r64(r.b, r.p));
+  c.ok(r.unique);
+};
 const noReply = () => {};
 
 export const OPS: Partial<Record<Op, OpHandler>> = {
@@ -380,8 +391,8 @@ export const OPS: Partial<Record<Op, OpHandler>> = {
     c.overlay.release(r64(r.b, r.p));
     c.ok(r.unique);
   },
-  [Op.FLUSH]: notDurable,
-  [Op.FSYNC]: notDurable,
+  [Op.FLUSH]: settle,
+  [Op.FSYNC]: settle,
   [Op.FSYNCDIR]: notDurable,
   [Op.SYNCFS]: answer,
   [Op.SETXATTR]: setxattr,
