@@ -6,6 +6,7 @@
 // failure of a background pwrite on a descriptor is kept and returned by its next hand-over or
 // drain, never dropped.
 #include <errno.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include <condition_variable>
@@ -86,6 +87,7 @@ class WriteBehind {
   }
 
   void Run() {
+    pthread_setname_np(pthread_self(), "layerfs-spoolwb");  // ps -L, /proc/<pid>/task/*/comm
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_.wait(lock, [&] { return !queue_.empty(); });

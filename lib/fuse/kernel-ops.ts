@@ -21,7 +21,6 @@ import {
   FATTR_SIZE,
   FATTR_UID,
   FOPEN_KEEP_CACHE,
-  FOPEN_NOFLUSH,
   FOPEN_PASSTHROUGH,
   FUSE_INIT_EXT,
   FUSE_PASSTHROUGH_FLAGS2,
@@ -235,9 +234,7 @@ function open(c: Conn, { b, p, node, unique }: Request): void {
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
-  // A read-only open has no write whose failure its close could report: no FLUSH for it.
-  const noFlush = (flags & 3) === fsc.O_RDONLY ? FOPEN_NOFLUSH : 0;
-  out.writeUInt32LE((backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE) | noFlush, OUT_HDR + 8);
+  out.writeUInt32LE(backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE, OUT_HDR + 8);
   out.writeInt32LE(backing, OUT_HDR + 12);
   c.okPayload(unique, OPEN_OUT);
 }
@@ -353,8 +350,10 @@ const answer = (c: Conn, r: Request) => c.ok(r.unique);
 /** Nothing is durable before a commit; ENOSYS makes the kernel stop asking (and succeed). */
 const notDurable = (c: Conn, r: Request) => c.error(r.unique, -E.ENOSYS);
 /**
- * FLUSH (close) and FSYNC: nothing is durable before a commit, but a write written behind into
- * the spool that failed (ENOSPC, EIO) is reported here, as kernel writeback reports one.
+ * FSYNC: nothing is durable before a commit, but a write written behind into the spool that
+ * failed (ENOSPC, EIO) is reported here, as fsync(2) reports a lost writeback. FLUSH stays
+ * ENOSYS: close(2) costs no round trip (an untar closes every file), and, as on a local file
+ * system, it does not wait for writes still queued.
  */
 const settle = (c: Conn, r: Request) => {
   c.overlay.flush(r64(r.b, r.p));
@@ -391,7 +390,7 @@ export const OPS: Partial<Record<Op, OpHandler>> = {
     c.overlay.release(r64(r.b, r.p));
     c.ok(r.unique);
   },
-  [Op.FLUSH]: settle,
+  [Op.FLUSH]: notDurable,
   [Op.FSYNC]: settle,
   [Op.FSYNCDIR]: notDurable,
   [Op.SYNCFS]: answer,

@@ -121,8 +121,6 @@ export const FATTR_MTIME_NOW = 1 << 8;
 export const FATTR_KILL_SUIDGID = 1 << 11;
 export const FUSE_GETATTR_FH = 1;
 export const FOPEN_KEEP_CACHE = 1 << 1;
-/** The kernel sends no FLUSH at close of this open (a read-only one: nothing to report). */
-export const FOPEN_NOFLUSH = 1 << 5;
 /** The open's reads and writes go to the backing file the reply names (kernel-passthrough.ts). */
 export const FOPEN_PASSTHROUGH = 1 << 7;
 /** INIT: flags2 (the high 32 bits of the flags) is valid. */

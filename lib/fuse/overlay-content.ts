@@ -164,7 +164,7 @@ export abstract class OverlayContent extends OverlayNodes {
   }
 
   /**
-   * FLUSH and FSYNC of a handle: waits until its file's writes reached the spool file, and throws
+   * FSYNC of a handle: waits until its file's writes reached the spool file, and throws
    * (EIO, ENOSPC) when one of them failed, as kernel writeback reports a lost write.
    */
   flush(fh: number): void {

@@ -4,7 +4,7 @@
  * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, ftruncateSync, openSync, readdirSync, readSync, renameSync, unlinkSync, constants as fsc } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
 import { join } from 'node:path';
@@ -127,6 +127,9 @@ function spoolFd(spool: Spool, flags: number): number {
   return opened;
 }
 
+/** Write-behind is on unless $LAYERFS_WRITE_BEHIND is 0 (then each write is written in place, for A/B runs). */
+const WRITE_BEHIND = process.env.LAYERFS_WRITE_BEHIND !== '0';
+
 const errnoNames = new Map<number, ErrnoName>(Object.entries(osc.errno).map(([k, v]) => [v, k as ErrnoName]));
 
 /**
@@ -190,6 +193,11 @@ export class Spool implements SpoolLike {
   }
 
   write(src: Buffer, pos: number): void {
+    if (!WRITE_BEHIND) {
+      let done = 0;
+      while (done < src.length) done += writeSync(this.fd, src, done, src.length - done, pos + done);
+      return;
+    }
     if (this.failure === null) this.noteDrain(writeBehind(this.fd, src, pos));
     if (this.failure !== null) this.settle();
   }
