@@ -166,8 +166,8 @@ export class FileData {
     if (this.spool instanceof Spool) this.spool.settle();
   }
 
-  /** Before a commit stores this content: a typed error (naming `path`) when a write of it was lost. */
-  check(path: string): void {
+  /** Before a commit stores this content: a typed error (naming `path()`) when a write of it was lost. */
+  check(path: () => string): void {
     if (this.changed && this.spool instanceof Spool) this.spool.check(path);
   }
 

@@ -173,7 +173,7 @@ export abstract class OverlayContent extends OverlayNodes {
 
   /** Before a commit: a typed error, nothing stored, when a write of a changed file was lost. */
   protected checkSpools(): void {
-    for (const serial of this.dirtyRecords) this.nodes.get(serial)?.data?.check(this.pathOf(serial));
+    for (const serial of this.dirtyRecords) this.nodes.get(serial)?.data?.check(() => this.pathOf(serial));
   }
 
   /** One path of a live inode (for messages), '(unlinked)' when it has none. */

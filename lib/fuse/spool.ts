@@ -167,10 +167,11 @@ export class Spool implements SpoolLike {
   }
 
   /** Throws a typed error when a write of this file was lost (for the commit: nothing is stored). */
-  check(file: string): void {
+  check(path: () => string): void {
     try {
       this.settle();
     } catch (e) {
+      const file = path();
       const code = this.failure === 'ENOSPC' ? 'ERR_NO_SPACE' : 'ERR_NATIVE_IO';
       throw new LayerFsError(code, `${file}: a write into the file was lost (${(e as FsError).code}); nothing was committed`, {
         path: file,
