@@ -16,6 +16,8 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "napi_util.h"
 
@@ -27,8 +29,13 @@ struct Job {
   int fd;
   int64_t pos;
   size_t len;
+  size_t capacity;
   std::unique_ptr<uint8_t[]> data;
 };
+
+// Buffers are kept for reuse (at most a quarter of the queue bound): a fresh 1 MiB allocation per
+// WRITE would be mmap'ed, faulted in and zeroed by the kernel each time, as costly as the copy.
+constexpr size_t kMinBuffer = 1u << 20;
 
 struct PerFd {
   size_t pending = 0;  // jobs queued or being written
@@ -46,8 +53,20 @@ class WriteBehind {
     if (int e = TakeError(fd)) return -e;
     space_.wait(lock, [&] { return bytes_ == 0 || bytes_ + len <= limit_; });
     if (int e = TakeError(fd)) return -e;
-    Job job{fd, pos, len, std::unique_ptr<uint8_t[]>(new uint8_t[len])};
+    Job job{fd, pos, len, 0, nullptr};
+    for (size_t i = spare_.size(); i-- > 0;) {
+      if (spare_[i].second < len) continue;
+      job.data = std::move(spare_[i].first);
+      job.capacity = spare_[i].second;
+      spare_bytes_ -= job.capacity;
+      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
     lock.unlock();
+    if (!job.data) {
+      job.capacity = len < kMinBuffer ? kMinBuffer : len;
+      job.data.reset(new uint8_t[job.capacity]);
+    }
     std::memcpy(job.data.get(), data, len);
     lock.lock();
     bytes_ += len;
@@ -108,8 +127,12 @@ class WriteBehind {
           done += static_cast<size_t>(n);
         }
       }
-      job.data.reset();
       lock.lock();
+      if (spare_bytes_ + job.capacity <= limit_ / 4) {
+        spare_bytes_ += job.capacity;
+        spare_.emplace_back(std::move(job.data), job.capacity);
+      }
+      job.data.reset();
       PerFd& f = fds_[job.fd];
       if (err != 0 && f.error == 0) f.error = err;
       f.pending--;
@@ -124,6 +147,8 @@ class WriteBehind {
   std::condition_variable work_, space_, done_;
   std::deque<Job> queue_;
   std::unordered_map<int, PerFd> fds_;
+  std::vector<std::pair<std::unique_ptr<uint8_t[]>, size_t>> spare_;
+  size_t spare_bytes_ = 0;
   size_t bytes_ = 0;
   bool started_ = false;
 };
