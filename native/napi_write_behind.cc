@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
@@ -155,8 +156,14 @@ class WriteBehind {
 
 // One per process (the addon is loaded once; every serving thread shares it), never destroyed:
 // its thread may still be writing while the process exits, which loses only spool bytes.
+// Bound of the queue: 32 MiB, or $LAYERFS_WRITE_BEHIND_QUEUE_MIB (1-1024), read once.
 WriteBehind& Instance() {
-  static WriteBehind* wb = new WriteBehind(32u << 20);
+  static WriteBehind* wb = [] {
+    const char* env = getenv("LAYERFS_WRITE_BEHIND_QUEUE_MIB");
+    long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
+    if (mib < 1 || mib > 1024) mib = 32;
+    return new WriteBehind(static_cast<size_t>(mib) << 20);
+  }();
   return *wb;
 }
 
