@@ -151,6 +151,7 @@ export class FileData {
   get wholeSpool(): string | null {
     if (!(this.spool instanceof Spool) || this.size === 0 || this.pages.validBase > 0) return null;
     try {
+      this.spool.settle();
       return statSync(this.spool.path).size === this.size ? this.spool.path : null;
     } catch {
       return null;
@@ -165,7 +166,21 @@ export class FileData {
    */
   get spooledWhole(): string | null {
     if (!this.changed || !(this.spool instanceof Spool) || this.pages.validBase > 0 || this.pages.size === 0) return null;
+    this.spool.settle(); // its writes are written behind (spool.ts): the reader must see them all
     return this.spool.path;
+  }
+
+  /**
+   * Waits until every write of this file reached its spool file (spool.ts: writes are written
+   * behind); throws the FsError of a write that failed (sticky until truncated to 0).
+   */
+  settle(): void {
+    if (this.spool instanceof Spool) this.spool.settle();
+  }
+
+  /** Before a commit stores this content: a typed error (naming `path()`) when a write of it was lost. */
+  check(path: () => string): void {
+    if (this.changed && this.spool instanceof Spool) this.spool.check(path);
   }
 
   /** Pages copied from stored content (a measure of copy-on-write work). */

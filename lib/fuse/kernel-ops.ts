@@ -344,6 +344,16 @@ function fallocate(c: Conn, { b, p, unique }: Request): void {
 const answer = (c: Conn, r: Request) => c.ok(r.unique);
 /** Nothing is durable before a commit; ENOSYS makes the kernel stop asking (and succeed). */
 const notDurable = (c: Conn, r: Request) => c.error(r.unique, -E.ENOSYS);
+/**
+ * FSYNC: nothing is durable before a commit, but a write written behind into the spool that
+ * failed (ENOSPC, EIO) is reported here, as fsync(2) reports a lost writeback. FLUSH stays
+ * ENOSYS: close(2) costs no round trip (an untar closes every file), and, as on a local file
+ * system, it does not wait for writes still queued.
+ */
+const settle = (c: Conn, r: Request) => {
+  c.overlay.flush(r64(r.b, r.p));
+  c.ok(r.unique);
+};
 const noReply = () => {};
 
 export const OPS: Partial<Record<Op, OpHandler>> = {
@@ -375,7 +385,7 @@ export const OPS: Partial<Record<Op, OpHandler>> = {
     c.ok(r.unique);
   },
   [Op.FLUSH]: notDurable,
-  [Op.FSYNC]: notDurable,
+  [Op.FSYNC]: settle,
   [Op.FSYNCDIR]: notDurable,
   [Op.SYNCFS]: answer,
   [Op.SETXATTR]: setxattr,

@@ -163,6 +163,7 @@ export class Overlay extends OverlayStatus {
       if (u.moveTo) this.moveOnto(u.moveTo.head, u.moveTo.root);
       return { outcome: 'UpToDate', head: u.head, rootId: this.rootId, ms: performance.now() - t0 } as R;
     }
+    this.checkSpools();
     this.committing = true;
     const contents = new Map<number, StoredContent>();
     const build = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0 };

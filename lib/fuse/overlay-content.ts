@@ -3,7 +3,7 @@
  * writes and truncation over the file content kept by content.ts.
  */
 import { constants as fsc } from 'node:fs';
-import { InodeKind } from '../store/index.js';
+import { InodeKind, ROOT_SERIAL } from '../store/index.js';
 import type { StoredContent } from './content.js';
 import { fail } from './errno.js';
 import { nowNs, OverlayNodes, type Attr, type Handle, type Node } from './overlay-nodes.js';
@@ -161,6 +161,33 @@ export abstract class OverlayContent extends OverlayNodes {
     n.mtimeNs = n.ctimeNs = nowNs();
     this.markDirty(n);
     return src.length;
+  }
+
+  /**
+   * FSYNC of a handle: waits until its file's writes reached the spool file, and throws
+   * (EIO, ENOSPC) when one of them failed, as kernel writeback reports a lost write.
+   */
+  flush(fh: number): void {
+    this.handle(fh).n.data?.settle();
+  }
+
+  /** Before a commit: a typed error, nothing stored, when a write of a changed file was lost. */
+  protected checkSpools(): void {
+    for (const serial of this.dirtyRecords) this.nodes.get(serial)?.data?.check(() => this.pathOf(serial));
+  }
+
+  /** One path of a live inode (for messages), '(unlinked)' when it has none. */
+  protected pathOf(serial: number): string {
+    const names: string[] = [];
+    for (let s = serial, depth = 0; s !== ROOT_SERIAL && depth < 4096; depth++) {
+      const parent = this.nodes.get(s)?.parents[0];
+      const dir = parent === undefined ? undefined : this.nodes.get(parent);
+      const entry = dir?.children ? [...dir.children].find(([, v]) => v === s) : undefined;
+      if (!entry) return '(unlinked)';
+      names.push(entry[0]);
+      s = parent!;
+    }
+    return '/' + names.reverse().map((n) => Buffer.from(n, 'latin1').toString()).join('/');
   }
 
   truncate(serial: number, size: number): void {

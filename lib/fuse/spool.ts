@@ -6,8 +6,12 @@
 import { spawn } from 'node:child_process';
 import { closeSync, ftruncateSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { unlink } from 'node:fs/promises';
+import { constants as osc } from 'node:os';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
+import { LayerFsError } from '../errors.js';
+import { writeBehind, writeBehindDrain } from '../native/index.js';
+import { FsError, type ErrnoName } from './errno.js';
 
 /** Copy-on-write granularity over stored content. */
 export const PAGE = 4096;
@@ -106,7 +110,14 @@ export class MemSpool implements SpoolLike {
  * per serving thread, and the least recently used is closed to make room.
  */
 const OPEN_SPOOLS = 128;
-const openSpools = new LRUCache<Spool, number>({ max: OPEN_SPOOLS, dispose: (fd) => closeSync(fd) });
+const openSpools = new LRUCache<Spool, number>({
+  max: OPEN_SPOOLS,
+  dispose: (fd, spool) => {
+    // Queued writes end before the descriptor does (a later one could reuse its number).
+    spool.noteDrain(writeBehindDrain(fd));
+    closeSync(fd);
+  },
+});
 
 function spoolFd(spool: Spool, flags: number): number {
   const fd = openSpools.get(spool);
@@ -116,9 +127,23 @@ function spoolFd(spool: Spool, flags: number): number {
   return opened;
 }
 
-/** A private sparse file holding written bytes at their own offsets. Never inside a mount. */
+/** Write-behind is on unless $LAYERFS_WRITE_BEHIND is 0 (then each write is written in place, for A/B runs). */
+const WRITE_BEHIND = process.env.LAYERFS_WRITE_BEHIND !== '0';
+
+const errnoNames = new Map<number, ErrnoName>(Object.entries(osc.errno).map(([k, v]) => [v, k as ErrnoName]));
+
+/**
+ * A private sparse file holding written bytes at their own offsets. Never inside a mount.
+ * Writes are written behind (native/napi_write_behind.cc): `write` queues a copy and returns,
+ * a background thread writes it into the file. Every read, truncate, close and `settle` first
+ * waits for this file's queued writes. A failed background write (ENOSPC, EIO) is sticky: every
+ * later write, read and settle throws it, and a commit refuses the file (`check`), until the
+ * file is truncated to 0 (its content is then known again) or dropped.
+ */
 export class Spool implements SpoolLike {
   private closed = false;
+  /** The first background write failure, sticky. */
+  private failure: ErrnoName | null = null;
 
   constructor(readonly path: string) {
     // Created now, exclusively and without following links; reopened later without O_CREAT.
@@ -129,8 +154,36 @@ export class Spool implements SpoolLike {
     return spoolFd(this, fsc.O_RDWR | fsc.O_NOFOLLOW);
   }
 
+  /** Records what a drain or queueing of this file's writes returned (-errno or 0). */
+  noteDrain(r: number): void {
+    if (r < 0 && this.failure === null) this.failure = errnoNames.get(-r) ?? 'EIO';
+  }
+
+  /** Waits for this file's queued writes; throws the sticky failure as an FsError. */
+  settle(): void {
+    const fd = openSpools.peek(this);
+    if (fd !== undefined) this.noteDrain(writeBehindDrain(fd));
+    if (this.failure !== null) throw new FsError(this.failure, `a write into the spool file ${this.path} failed (${this.failure})`);
+  }
+
+  /** Throws a typed error when a write of this file was lost (for the commit: nothing is stored). */
+  check(path: () => string): void {
+    try {
+      this.settle();
+    } catch (e) {
+      const file = path();
+      const code = this.failure === 'ENOSPC' ? 'ERR_NO_SPACE' : 'ERR_NATIVE_IO';
+      throw new LayerFsError(code, `${file}: a write into the file was lost (${(e as FsError).code}); nothing was committed`, {
+        path: file,
+        errno: this.failure ?? 'EIO',
+        hint: 'free space under the Store directory, then write the file again (or truncate or remove it) and commit',
+      });
+    }
+  }
+
   /** Fills dst[off, off + len) from the file at pos; bytes past its end read as zeros. */
   read(dst: Buffer, off: number, len: number, pos: number): void {
+    this.settle();
     let done = 0;
     while (done < len) {
       const n = readSync(this.fd, dst, off + done, len - done, pos + done);
@@ -141,12 +194,20 @@ export class Spool implements SpoolLike {
   }
 
   write(src: Buffer, pos: number): void {
-    let done = 0;
-    while (done < src.length) done += writeSync(this.fd, src, done, src.length - done, pos + done);
+    if (!WRITE_BEHIND) {
+      let done = 0;
+      while (done < src.length) done += writeSync(this.fd, src, done, src.length - done, pos + done);
+      return;
+    }
+    if (this.failure === null) this.noteDrain(writeBehind(this.fd, src, pos));
+    if (this.failure !== null) this.settle();
   }
 
   truncate(size: number): void {
-    ftruncateSync(this.fd, size);
+    const fd = this.fd;
+    this.noteDrain(writeBehindDrain(fd));
+    ftruncateSync(fd, size);
+    if (size === 0) this.failure = null;
   }
 
   close(): void {

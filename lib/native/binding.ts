@@ -170,6 +170,12 @@ export interface NativeBinding {
   fdRead(fd: number, buffer: Uint8Array): number;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
+  /** Queues a copy of `buffer` for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
+  writeBehind(fd: number, buffer: Uint8Array, position: number): number;
+  /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. */
+  writeBehindDrain(fd: number): number;
+  /** Bytes queued and not yet written (all descriptors). */
+  writeBehindPending(): number;
   /** flock(fd, LOCK_EX | LOCK_NB): 0, or -errno. */
   fdLock(fd: number): number;
   /** mknod(2) of a FIFO ('p') or device ('c', 'b') at raw path bytes: 0, or -errno. */

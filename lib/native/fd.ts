@@ -31,3 +31,22 @@ export function fdLock(fd: number): boolean {
 export function makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: number, major = 0, minor = 0): number {
   return native.makeNode(path, kind, permissions, major, minor);
 }
+
+/**
+ * Write-behind (native/napi_write_behind.cc): queues a copy of `buffer` to be written at
+ * `position` of `fd` by a background thread, waiting while 32 MiB are queued already. Returns 0,
+ * or -errno of an earlier background failure on `fd` (reported once; nothing is queued then).
+ */
+export function writeBehind(fd: number, buffer: Uint8Array, position: number): number {
+  return native.writeBehind(fd, buffer, position);
+}
+
+/** Waits until `fd` has no queued write: 0, or -errno of a background failure not reported yet. */
+export function writeBehindDrain(fd: number): number {
+  return native.writeBehindDrain(fd);
+}
+
+/** Bytes queued for write-behind and not yet written, over all descriptors. */
+export function writeBehindPending(): number {
+  return native.writeBehindPending();
+}

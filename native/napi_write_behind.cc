@@ -1,0 +1,208 @@
+// Write-behind for spool files: the FUSE serving thread hands a WRITE's payload over (one memcpy)
+// and replies at once, while a background thread does the pwrite(2) into the spool file (the
+// page-cache copy that made up most of a WRITE's round trip). Pending bytes are bounded: a
+// hand-over waits while the buffer is full. Anything that reads or changes the spool file other
+// than by writing first waits for that descriptor's pending writes (writeBehindDrain). The first
+// failure of a background pwrite on a descriptor is kept and returned by its next hand-over or
+// drain, never dropped.
+#include <errno.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "napi_util.h"
+
+namespace layerfs {
+
+namespace {
+
+struct Job {
+  int fd;
+  int64_t pos;
+  size_t len;
+  size_t capacity;
+  std::unique_ptr<uint8_t[]> data;
+};
+
+// Buffers are kept for reuse (at most a quarter of the queue bound): a fresh 1 MiB allocation per
+// WRITE would be mmap'ed, faulted in and zeroed by the kernel each time, as costly as the copy.
+constexpr size_t kMinBuffer = 1u << 20;
+
+struct PerFd {
+  size_t pending = 0;  // jobs queued or being written
+  int error = 0;       // first failure (errno) not yet reported
+};
+
+class WriteBehind {
+ public:
+  explicit WriteBehind(size_t limit) : limit_(limit) {}
+
+  // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
+  // on fd (then nothing is queued and the error is reported, once).
+  int Put(int fd, const uint8_t* data, size_t len, int64_t pos) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (int e = TakeError(fd)) return -e;
+    space_.wait(lock, [&] { return bytes_ == 0 || bytes_ + len <= limit_; });
+    if (int e = TakeError(fd)) return -e;
+    Job job{fd, pos, len, 0, nullptr};
+    for (size_t i = spare_.size(); i-- > 0;) {
+      if (spare_[i].second < len) continue;
+      job.data = std::move(spare_[i].first);
+      job.capacity = spare_[i].second;
+      spare_bytes_ -= job.capacity;
+      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(i));
+      break;
+    }
+    lock.unlock();
+    if (!job.data) {
+      job.capacity = len < kMinBuffer ? kMinBuffer : len;
+      job.data.reset(new uint8_t[job.capacity]);
+    }
+    std::memcpy(job.data.get(), data, len);
+    lock.lock();
+    bytes_ += len;
+    fds_[fd].pending++;
+    queue_.push_back(std::move(job));
+    if (!started_) {
+      started_ = true;
+      std::thread([this] { Run(); }).detach();
+    }
+    work_.notify_one();
+    return 0;
+  }
+
+  // Waits until every write handed over for fd is done; 0, or -errno of a failure (reported once).
+  int Drain(int fd) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return 0;
+    done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    const int e = TakeError(fd);
+    return -e;
+  }
+
+  size_t Pending() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return bytes_;
+  }
+
+ private:
+  int TakeError(int fd) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end()) return 0;
+    const int e = it->second.error;
+    it->second.error = 0;
+    if (it->second.pending == 0) fds_.erase(it);
+    return e;
+  }
+
+  void Run() {
+    pthread_setname_np(pthread_self(), "layerfs-spoolwb");  // ps -L, /proc/<pid>/task/*/comm
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      work_.wait(lock, [&] { return !queue_.empty(); });
+      Job job = std::move(queue_.front());
+      queue_.pop_front();
+      const bool failed_before = fds_[job.fd].error != 0;
+      lock.unlock();
+      int err = 0;
+      if (!failed_before) {
+        size_t done = 0;
+        while (done < job.len) {
+          const ssize_t n = pwrite(job.fd, job.data.get() + done, job.len - done, job.pos + static_cast<int64_t>(done));
+          if (n < 0 && errno == EINTR) continue;
+          if (n <= 0) {
+            err = n < 0 ? errno : EIO;
+            break;
+          }
+          done += static_cast<size_t>(n);
+        }
+      }
+      lock.lock();
+      if (spare_bytes_ + job.capacity <= limit_ / 4) {
+        spare_bytes_ += job.capacity;
+        spare_.emplace_back(std::move(job.data), job.capacity);
+      }
+      job.data.reset();
+      PerFd& f = fds_[job.fd];
+      if (err != 0 && f.error == 0) f.error = err;
+      f.pending--;
+      bytes_ -= job.len;
+      space_.notify_all();
+      if (f.pending == 0) done_.notify_all();
+    }
+  }
+
+  const size_t limit_;
+  std::mutex mu_;
+  std::condition_variable work_, space_, done_;
+  std::deque<Job> queue_;
+  std::unordered_map<int, PerFd> fds_;
+  std::vector<std::pair<std::unique_ptr<uint8_t[]>, size_t>> spare_;
+  size_t spare_bytes_ = 0;
+  size_t bytes_ = 0;
+  bool started_ = false;
+};
+
+// One per process (the addon is loaded once; every serving thread shares it), never destroyed:
+// its thread may still be writing while the process exits, which loses only spool bytes.
+// Bound of the queue: 32 MiB, or $LAYERFS_WRITE_BEHIND_QUEUE_MIB (1-1024), read once.
+WriteBehind& Instance() {
+  static WriteBehind* wb = [] {
+    const char* env = getenv("LAYERFS_WRITE_BEHIND_QUEUE_MIB");
+    long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
+    if (mib < 1 || mib > 1024) mib = 32;
+    return new WriteBehind(static_cast<size_t>(mib) << 20);
+  }();
+  return *wb;
+}
+
+int GetFd(const Napi::Env& env, const Napi::Value& v) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(env, "fd must be a number");
+  const int32_t fd = v.As<Napi::Number>().Int32Value();
+  if (fd < 0) throw Napi::RangeError::New(env, "fd must be >= 0");
+  return fd;
+}
+
+// writeBehind(fd, buffer, position) -> 0 once queued, or -errno of an earlier failure on fd.
+Napi::Value Put(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int fd = GetFd(env, info[0]);
+  Bytes b = GetBytes(env, info[1], "buffer");
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
+  const double pos = info[2].As<Napi::Number>().DoubleValue();
+  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  if (b.size == 0) return Napi::Number::New(env, 0);
+  return Napi::Number::New(env, Instance().Put(fd, b.data, b.size, static_cast<int64_t>(pos)));
+}
+
+// writeBehindDrain(fd) -> 0 once fd has no pending write, or -errno of a failure since the last report.
+Napi::Value Drain(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0])));
+}
+
+// writeBehindPending() -> bytes handed over and not yet written (all descriptors).
+Napi::Value Pending(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Instance().Pending()));
+}
+
+}  // namespace
+
+void InitWriteBehind(Napi::Env env, Napi::Object exports) {
+  exports.Set("writeBehind", Napi::Function::New<Put>(env, "writeBehind"));
+  exports.Set("writeBehindDrain", Napi::Function::New<Drain>(env, "writeBehindDrain"));
+  exports.Set("writeBehindPending", Napi::Function::New<Pending>(env, "writeBehindPending"));
+}
+
+}  // namespace layerfs
