@@ -257,12 +257,19 @@ export class RemoteObjects implements Holder, TreeSource {
     }
   }
 
+  /** Runs `fn` in one transaction on the remote. */
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    return this.conn.transaction(fn);
+  }
+
   /**
    * Writes one batch of frames: pack rows of about PACK_ROW_TARGET bytes and the index rows, in
-   * one transaction, so a batch lands whole or not at all. Objects another pusher stored
-   * meanwhile are left as they are.
+   * one transaction, so a batch lands whole or not at all; `finish` runs last in the same
+   * transaction (a push's head move after its last batch: one commit for both). Each pack row
+   * and its index rows are one statement. Objects another pusher stored meanwhile are left as
+   * they are.
    */
-  async writeBatch(frames: Frame[]): Promise<{ bytes: number; objects: number }> {
+  async writeBatch(frames: Frame[], finish?: () => Promise<void>): Promise<{ bytes: number; objects: number }> {
     let bytes = 0;
     let objects = 0;
     await this.conn.transaction(async () => {
@@ -273,22 +280,24 @@ export class RemoteObjects implements Holder, TreeSource {
         const cipher = this.conn.cipher;
         const sealed = cipher ? row.map((f) => cipher.seal(f.data)) : row.map((f) => f.data);
         const data = Buffer.concat(sealed);
-        const [p] = await this.conn.query<{ id: string }>('INSERT INTO layerfs.packs (data) VALUES ($1) RETURNING id::text AS id', [data]);
-        const cols: unknown[][] = [[], [], [], [], [], [], [], [], []];
+        const cols: unknown[][] = [[], [], [], [], [], [], [], []];
         let off = 0;
         row.forEach((f, i) => {
           const length = sealed[i]!.length;
           for (const m of f.members) {
-            const vals = [m.id, m.kind, m.size, m.codec, p!.id, off, length, m.at, m.base];
+            const vals = [m.id, m.kind, m.size, m.codec, off, length, m.at, m.base];
             vals.forEach((v, j) => cols[j]!.push(v));
             objects++;
           }
           off += length;
         });
         await this.conn.query(
-          `INSERT INTO layerfs.objects (id, kind, size, codec, pack, "offset", length, at, base)
-           SELECT * FROM unnest($1::bytea[], $2::int2[], $3::int4[], $4::int2[], $5::int8[], $6::int4[], $7::int4[], $8::int4[], $9::bytea[]) ON CONFLICT (id) DO NOTHING`,
-          cols,
+          `WITH p AS (INSERT INTO layerfs.packs (data) VALUES ($9) RETURNING id)
+           INSERT INTO layerfs.objects (id, kind, size, codec, pack, "offset", length, at, base)
+           SELECT u.id, u.kind, u.size, u.codec, p.id, u.off, u.length, u.at, u.base
+           FROM unnest($1::bytea[], $2::int2[], $3::int4[], $4::int2[], $5::int4[], $6::int4[], $7::int4[], $8::bytea[]) AS u(id, kind, size, codec, off, length, at, base), p
+           ON CONFLICT (id) DO NOTHING`,
+          [...cols, data],
         );
         bytes += data.length;
         row = [];
@@ -300,6 +309,7 @@ export class RemoteObjects implements Holder, TreeSource {
         if (rowBytes >= PACK_ROW_TARGET) await flush();
       }
       await flush();
+      await finish?.();
     });
     return { bytes, objects };
   }
