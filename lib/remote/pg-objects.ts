@@ -157,36 +157,24 @@ export class RemoteObjects implements Holder, TreeSource {
   }
 
   /**
-   * Every index row the remote holds, in the order pushes wrote them (pack, offset): one binary
-   * COPY, no ids sent. For a fetch that wants everything (a clone into an empty Store).
+   * Every pack row that index rows point into, in id order (the order pushes wrote them),
+   * streamed with its index rows: one binary COPY and no ids sent, for a fetch that wants
+   * everything (a clone into an empty Store). Each row's index rows come packed in one bytea
+   * (INDEX_RECORD), in offset order, so the stream starts without a round trip for the index
+   * and nothing is parsed per object but its record.
    */
-  async index(): Promise<RemoteLocator[]> {
-    const rows = parseBinaryCopy(
-      await this.conn.copyOut('COPY (SELECT id, kind::int4, size, codec::int4, pack, "offset", length, at, base FROM layerfs.objects ORDER BY pack, "offset") TO STDOUT (FORMAT binary)'),
-      this.conn.name,
-    );
-    const out: RemoteLocator[] = [];
-    for (const row of rows) {
-      const l = locatorOf(row);
-      if (l) out.push(l);
-    }
-    return out;
-  }
-
-  /**
-   * The pack rows that index rows point into, in id order (the order pushes wrote them),
-   * streamed: [pack id, stored bytes].
-   */
-  async *packRows(): AsyncGenerator<[string, Buffer]> {
-    for await (const [id, data] of this.conn.copyRows('COPY (SELECT p.id, p.data FROM layerfs.packs p WHERE p.id IN (SELECT pack FROM layerfs.objects) ORDER BY p.id) TO STDOUT (FORMAT binary)')) {
-      if (!id || !data) continue;
+  async *packRowsIndexed(): AsyncGenerator<[Buffer, Buffer]> {
+    const record = `o.id || int2send(o.kind) || int4send(o.size) || int2send(o.codec) || int4send(o."offset") || int4send(o.length) || int4send(o.at) || int2send(coalesce(octet_length(o.base), 0)::int2) || coalesce(o.base, ''::bytea)`;
+    const sql = `COPY (SELECT p.data, i.idx FROM layerfs.packs p JOIN (SELECT o.pack, string_agg(${record}, ''::bytea ORDER BY o."offset") AS idx FROM layerfs.objects o GROUP BY o.pack) i ON i.pack = p.id ORDER BY p.id) TO STDOUT (FORMAT binary)`;
+    for await (const [data, idx] of this.conn.copyRows(sql)) {
+      if (!data || !idx) continue;
       this.bytesReceived += data.length;
-      yield [int8Text(id), data];
+      yield [data, idx];
     }
   }
 
   /** The frame `l` names in its pack row's bytes, opened (empty when out of the row: it then fails its re-hash). */
-  frameIn(packData: Buffer, l: RemoteLocator): Buffer {
+  frameIn(packData: Buffer, l: Pick<RemoteLocator, 'id' | 'offset' | 'length'>): Buffer {
     if (l.offset < 0 || l.offset + l.length > packData.length) return Buffer.alloc(0);
     return this.open(packData.subarray(l.offset, l.offset + l.length), l);
   }
@@ -198,7 +186,7 @@ export class RemoteObjects implements Holder, TreeSource {
   }
 
   /** A frame as read from a pack: opened when the remote is encrypted. */
-  private open(stored: Buffer, l: RemoteLocator): Buffer {
+  private open(stored: Buffer, l: Pick<RemoteLocator, 'id'>): Buffer {
     return this.conn.cipher ? this.conn.cipher.open(stored, this.where(l.id)) : stored;
   }
 
