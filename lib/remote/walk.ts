@@ -119,7 +119,9 @@ export async function findMissingLocally(roots: Buffer[], known: Buffer[], sourc
   let old: ChildRef[] = [];
   for (const id of known) meetHeld({ id, kind: ObjectKind.Root }, old);
   let opened = 0;
-  while (frontier.length > 0 || old.length > 0) {
+  // The old side is walked only as far as the new side needs it: once no new object is left to
+  // classify, what remains below the known roots is not opened.
+  while (frontier.length > 0) {
     // The new side first: what the old side has met so far is held; the rest is opened.
     const trees = frontier.filter((n) => !held.has(n.key) && isTree(n.ref.kind));
     opened += trees.length;
