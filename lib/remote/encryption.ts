@@ -54,8 +54,9 @@ export function loadRemoteKey(remote: string, opts: KeyOptions = {}): Buffer | u
   return parseKey(raw, file);
 }
 
-async function meta(conn: RemoteConnection): Promise<{ encryption: string; check: string | null }> {
-  const rows = await conn.query<{ key: string; value: string }>(`SELECT key, value FROM layerfs.meta WHERE key IN ('encryption', 'key_check')`);
+/** The remote's encryption meta rows (`known`: as checkRemoteSchema read them, saving a query). */
+async function meta(conn: RemoteConnection, known?: Map<string, string>): Promise<{ encryption: string; check: string | null }> {
+  const rows = known ? [...known].map(([key, value]) => ({ key, value })) : await conn.query<{ key: string; value: string }>(`SELECT key, value FROM layerfs.meta WHERE key IN ('encryption', 'key_check')`);
   const get = (k: string) => rows.find((r) => r.key === k)?.value ?? null;
   return { encryption: get('encryption') ?? 'none', check: get('key_check') };
 }
@@ -64,8 +65,8 @@ async function meta(conn: RemoteConnection): Promise<{ encryption: string; check
  * Checks the key against the remote's: an encrypted remote needs the right key, a plain one
  * takes none. Sets the connection's cipher.
  */
-export async function useRemoteKey(conn: RemoteConnection, key: Buffer | undefined): Promise<void> {
-  const m = await meta(conn);
+export async function useRemoteKey(conn: RemoteConnection, key: Buffer | undefined, known?: Map<string, string>): Promise<void> {
+  const m = await meta(conn, known);
   if (m.encryption === 'none') {
     if (key) throw new LayerFsError('ERR_REMOTE_KEY', `the remote ${conn.name} is not encrypted, but a key was given`, { remote: conn.name, hint: 'leave out the key for this remote (its frames are stored in the clear; encryption is chosen at `remote init`)' });
     conn.cipher = null;

@@ -2,7 +2,7 @@
  * A fetch of everything a remote holds into a Store that holds no object yet (a clone of the
  * whole remote). There is nothing to negotiate: the receiver lacks every object. So instead of
  * walking the states level by level (a round trip per level, then one for the index rows, then
- * the frames), this reads the remote's object index in one COPY and streams its pack rows in
+ * the frames), this streams the remote's pack rows, each with its index rows, in one COPY, in
  * the order pushes wrote them, storing frames as they arrive while PostgreSQL keeps sending.
  *
  * What the walk guaranteed is checked on the way instead (docs/REMOTES.md "Clone"): every object
@@ -10,12 +10,13 @@
  * read from its re-hashed bytes and must name objects of the referred kind; a batch commits only
  * when every reference met so far is satisfied (so the Store holds an object only with everything
  * below it); at the end every root must be there. A delta whose base arrives later (a concurrent
- * push stored the base in a later pack row) waits for it in memory.
+ * push stored the base in a later pack row) waits for it in memory; a base stored already is read
+ * back from the Store.
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { baseIds, childrenOf, Codec, FrameWriter, ObjectKind, type Frame, type ObjectForm, type Store } from '../store/index.js';
-import type { RemoteLocator, RemoteObjects } from './pg-objects.js';
+import type { RemoteObjects } from './pg-objects.js';
 import { FETCH_BATCH_BYTES, type TransferOptions, type TransferStats } from './transfer.js';
 import { keyOf } from './walk.js';
 
@@ -68,17 +69,38 @@ class Closure {
   }
 }
 
-/** Frames of one pack row, by place (members of a group frame together). */
-function framesOf(remote: RemoteObjects, data: Buffer, locs: RemoteLocator[]): Frame[] {
+/** Bytes of one index record before its base ids (packRowsIndexed): id, kind, size, codec, offset, length, at, base length. */
+const RECORD_HEAD = 32 + 2 + 4 + 2 + 4 + 4 + 4 + 2;
+
+/**
+ * Frames of one pack row from its index records, by place (members of a group frame together).
+ * A record that does not parse ends the row: objects it would have named are then missing, and
+ * the closure names them.
+ */
+function framesOf(remote: RemoteObjects, data: Buffer, idx: Buffer): Frame[] {
   const out: Frame[] = [];
   let cur: Frame | undefined;
-  let place = '';
-  for (const l of locs) {
-    const p = `${l.offset}:${l.length}`;
-    if (!cur || p !== place) {
+  let place = -1;
+  let placeLength = -1;
+  for (let at = 0; at + RECORD_HEAD <= idx.length; ) {
+    const baseLength = idx.readUInt16BE(at + RECORD_HEAD - 2);
+    if (at + RECORD_HEAD + baseLength > idx.length) break;
+    const l = {
+      id: idx.subarray(at, at + 32),
+      kind: idx.readInt16BE(at + 32),
+      size: idx.readInt32BE(at + 34),
+      codec: idx.readInt16BE(at + 38),
+      offset: idx.readInt32BE(at + 40),
+      length: idx.readInt32BE(at + 44),
+      at: idx.readInt32BE(at + 48),
+      base: baseLength ? idx.subarray(at + RECORD_HEAD, at + RECORD_HEAD + baseLength) : null,
+    };
+    at += RECORD_HEAD + baseLength;
+    if (!cur || l.offset !== place || l.length !== placeLength) {
       cur = { data: remote.frameIn(data, l), members: [] };
       out.push(cur);
-      place = p;
+      place = l.offset;
+      placeLength = l.length;
     }
     cur.members.push({ id: l.id, kind: l.kind, size: l.size, codec: l.codec, at: l.at, base: l.base });
   }
@@ -140,27 +162,24 @@ function place(fw: FrameWriter, waiting: Waiting, first: Frame): void {
 
 /** Fetches every object of the remote into `store` (which holds none), checking `roots` are among them. */
 export async function fetchAllObjects(store: Store, remote: RemoteObjects, name: string, roots: Buffer[], opts: TransferOptions = {}): Promise<TransferStats> {
-  const index = await remote.index();
-  const byPack = new Map<string, RemoteLocator[]>();
-  const bases = new Set<string>();
-  for (const l of index) {
-    const list = byPack.get(l.pack);
-    if (list) list.push(l);
-    else byPack.set(l.pack, [l]);
-    if (l.codec === Codec.Delta || l.codec === Codec.Dict) for (const b of baseIds(l.base)) bases.add(keyOf(b));
-  }
-  const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: 0, queries: 2, batches: 0 };
-  const closure = new Closure(name, (id) => store.objects.has(id));
+  const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: 0, queries: 1, batches: 0 };
+  // The Store held nothing when this began (a clone): what it holds is what the closure stored,
+  // so neither the closure nor the writer asks SQLite per object.
+  const empty = !store.hasObjects();
+  const closure = new Closure(name, empty ? () => false : (id) => store.objects.has(id));
   const waiting = new Waiting(closure);
-  const rows = remote.packRows();
+  const rows = remote.packRowsIndexed();
   const limit = opts.batchBytes ?? FETCH_BATCH_BYTES;
   let done = false;
   try {
     while (!done) {
       const fresh = await store.write(async (w) => {
+        // Decoded bytes are not kept: a delta's base is read back from the Store (the writer
+        // writes its pending pack row first), since which objects are bases is not known ahead.
         const fw = new FrameWriter(store.db, w.stats, {
           expectedKind: (id) => closure.pending.get(keyOf(id))?.kind,
-          keep: (id) => bases.has(keyOf(id)),
+          keep: () => false,
+          held: empty ? (id) => closure.kinds.has(keyOf(id)) : undefined,
           baseOf: (id) => store.objects.get(id),
           onObject: (m, data) => closure.stored(m, data),
         });
@@ -172,8 +191,8 @@ export async function fetchAllObjects(store: Store, remote: RemoteObjects, name:
             done = true;
             break;
           }
-          const [pack, data] = r.value;
-          for (const f of framesOf(remote, data, byPack.get(pack) ?? [])) {
+          const [data, idx] = r.value;
+          for (const f of framesOf(remote, data, idx)) {
             place(fw, waiting, f);
             bytes += f.data.length;
             stats.bytes += f.data.length;

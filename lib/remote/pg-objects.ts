@@ -157,36 +157,24 @@ export class RemoteObjects implements Holder, TreeSource {
   }
 
   /**
-   * Every index row the remote holds, in the order pushes wrote them (pack, offset): one binary
-   * COPY, no ids sent. For a fetch that wants everything (a clone into an empty Store).
+   * Every pack row that index rows point into, in id order (the order pushes wrote them),
+   * streamed with its index rows: one binary COPY and no ids sent, for a fetch that wants
+   * everything (a clone into an empty Store). Each row's index rows come packed in one bytea
+   * (INDEX_RECORD), in offset order, so the stream starts without a round trip for the index
+   * and nothing is parsed per object but its record.
    */
-  async index(): Promise<RemoteLocator[]> {
-    const rows = parseBinaryCopy(
-      await this.conn.copyOut('COPY (SELECT id, kind::int4, size, codec::int4, pack, "offset", length, at, base FROM layerfs.objects ORDER BY pack, "offset") TO STDOUT (FORMAT binary)'),
-      this.conn.name,
-    );
-    const out: RemoteLocator[] = [];
-    for (const row of rows) {
-      const l = locatorOf(row);
-      if (l) out.push(l);
-    }
-    return out;
-  }
-
-  /**
-   * The pack rows that index rows point into, in id order (the order pushes wrote them),
-   * streamed: [pack id, stored bytes].
-   */
-  async *packRows(): AsyncGenerator<[string, Buffer]> {
-    for await (const [id, data] of this.conn.copyRows('COPY (SELECT p.id, p.data FROM layerfs.packs p WHERE p.id IN (SELECT pack FROM layerfs.objects) ORDER BY p.id) TO STDOUT (FORMAT binary)')) {
-      if (!id || !data) continue;
+  async *packRowsIndexed(): AsyncGenerator<[Buffer, Buffer]> {
+    const record = `o.id || int2send(o.kind) || int4send(o.size) || int2send(o.codec) || int4send(o."offset") || int4send(o.length) || int4send(o.at) || int2send(coalesce(octet_length(o.base), 0)::int2) || coalesce(o.base, ''::bytea)`;
+    const sql = `COPY (SELECT p.data, i.idx FROM layerfs.packs p JOIN (SELECT o.pack, string_agg(${record}, ''::bytea ORDER BY o."offset") AS idx FROM layerfs.objects o GROUP BY o.pack) i ON i.pack = p.id ORDER BY p.id) TO STDOUT (FORMAT binary)`;
+    for await (const [data, idx] of this.conn.copyRows(sql)) {
+      if (!data || !idx) continue;
       this.bytesReceived += data.length;
-      yield [int8Text(id), data];
+      yield [data, idx];
     }
   }
 
   /** The frame `l` names in its pack row's bytes, opened (empty when out of the row: it then fails its re-hash). */
-  frameIn(packData: Buffer, l: RemoteLocator): Buffer {
+  frameIn(packData: Buffer, l: Pick<RemoteLocator, 'id' | 'offset' | 'length'>): Buffer {
     if (l.offset < 0 || l.offset + l.length > packData.length) return Buffer.alloc(0);
     return this.open(packData.subarray(l.offset, l.offset + l.length), l);
   }
@@ -198,7 +186,7 @@ export class RemoteObjects implements Holder, TreeSource {
   }
 
   /** A frame as read from a pack: opened when the remote is encrypted. */
-  private open(stored: Buffer, l: RemoteLocator): Buffer {
+  private open(stored: Buffer, l: Pick<RemoteLocator, 'id'>): Buffer {
     return this.conn.cipher ? this.conn.cipher.open(stored, this.where(l.id)) : stored;
   }
 
@@ -257,12 +245,19 @@ export class RemoteObjects implements Holder, TreeSource {
     }
   }
 
+  /** Runs `fn` in one transaction on the remote. */
+  transaction<T>(fn: () => Promise<T>): Promise<T> {
+    return this.conn.transaction(fn);
+  }
+
   /**
    * Writes one batch of frames: pack rows of about PACK_ROW_TARGET bytes and the index rows, in
-   * one transaction, so a batch lands whole or not at all. Objects another pusher stored
-   * meanwhile are left as they are.
+   * one transaction, so a batch lands whole or not at all; `finish` runs last in the same
+   * transaction (a push's head move after its last batch: one commit for both). Each pack row
+   * and its index rows are one statement. Objects another pusher stored meanwhile are left as
+   * they are.
    */
-  async writeBatch(frames: Frame[]): Promise<{ bytes: number; objects: number }> {
+  async writeBatch(frames: Frame[], finish?: () => Promise<void>): Promise<{ bytes: number; objects: number }> {
     let bytes = 0;
     let objects = 0;
     await this.conn.transaction(async () => {
@@ -273,22 +268,24 @@ export class RemoteObjects implements Holder, TreeSource {
         const cipher = this.conn.cipher;
         const sealed = cipher ? row.map((f) => cipher.seal(f.data)) : row.map((f) => f.data);
         const data = Buffer.concat(sealed);
-        const [p] = await this.conn.query<{ id: string }>('INSERT INTO layerfs.packs (data) VALUES ($1) RETURNING id::text AS id', [data]);
-        const cols: unknown[][] = [[], [], [], [], [], [], [], [], []];
+        const cols: unknown[][] = [[], [], [], [], [], [], [], []];
         let off = 0;
         row.forEach((f, i) => {
           const length = sealed[i]!.length;
           for (const m of f.members) {
-            const vals = [m.id, m.kind, m.size, m.codec, p!.id, off, length, m.at, m.base];
+            const vals = [m.id, m.kind, m.size, m.codec, off, length, m.at, m.base];
             vals.forEach((v, j) => cols[j]!.push(v));
             objects++;
           }
           off += length;
         });
         await this.conn.query(
-          `INSERT INTO layerfs.objects (id, kind, size, codec, pack, "offset", length, at, base)
-           SELECT * FROM unnest($1::bytea[], $2::int2[], $3::int4[], $4::int2[], $5::int8[], $6::int4[], $7::int4[], $8::int4[], $9::bytea[]) ON CONFLICT (id) DO NOTHING`,
-          cols,
+          `WITH p AS (INSERT INTO layerfs.packs (data) VALUES ($9) RETURNING id)
+           INSERT INTO layerfs.objects (id, kind, size, codec, pack, "offset", length, at, base)
+           SELECT u.id, u.kind, u.size, u.codec, p.id, u.off, u.length, u.at, u.base
+           FROM unnest($1::bytea[], $2::int2[], $3::int4[], $4::int2[], $5::int4[], $6::int4[], $7::int4[], $8::bytea[]) AS u(id, kind, size, codec, off, length, at, base), p
+           ON CONFLICT (id) DO NOTHING`,
+          [...cols, data],
         );
         bytes += data.length;
         row = [];
@@ -300,6 +297,7 @@ export class RemoteObjects implements Holder, TreeSource {
         if (rowBytes >= PACK_ROW_TARGET) await flush();
       }
       await flush();
+      await finish?.();
     });
     return { bytes, objects };
   }

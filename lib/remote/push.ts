@@ -7,7 +7,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchLog, getLayerStack, layerStackByName, listLayers, resolveBranch, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
+import { branchLog, getCommit, getLayer, getLayerStack, layerStackByName, listLayers, resolveBranch, type BranchRow, type CommitRow, type LayerRow, type LayerStackRow } from '../history/index.js';
 import type { Store } from '../store/index.js';
 import type { RemoteConnection } from './connection.js';
 import { RemoteObjects } from './pg-objects.js';
@@ -64,17 +64,35 @@ interface StackPlan {
   send: LayerRow[];
 }
 
+/** The remote's rows a push plans from, read in one query. */
+interface RemoteRows {
+  stack?: { id: Buffer; head: Buffer };
+  /** Whether the remote holds the Layer the push goes up to. */
+  hasUpTo: boolean;
+  branch?: { id: Buffer; head: Buffer | null };
+}
+
+async function readRemoteRows(conn: RemoteConnection, stack: LayerStackRow, upTo: LayerRow, branch: BranchRow | undefined): Promise<RemoteRows> {
+  const rows = await conn.query<{ sid: Buffer | null; shead: Buffer | null; up: boolean; bid: Buffer | null; bhead: Buffer | null }>(
+    `SELECT s.id AS sid, s.head_layer_id AS shead, EXISTS (SELECT 1 FROM layerfs.layers WHERE id = $2) AS up, b.id AS bid, b.head_commit_id AS bhead
+     FROM (SELECT 1) AS one
+     LEFT JOIN layerfs.layer_stacks s ON s.name = $1
+     LEFT JOIN layerfs.branches b ON b.layer_stack_id = $3 AND b.name = $4::text`,
+    [remoteName(conn, 'layerstack', stack.name), upTo.id, stack.id, branch ? remoteName(conn, 'branch', branch.name) : null],
+  );
+  const r = rows[0]!;
+  return { stack: r.sid ? { id: r.sid, head: r.shead! } : undefined, hasUpTo: r.up, branch: r.bid ? { id: r.bid, head: r.bhead } : undefined };
+}
+
 /** What moving the remote LayerStack to `upTo` needs: nothing, a fast-forward, or HeadMoved. */
-async function planStack(conn: RemoteConnection, store: Store, stack: LayerStackRow, upTo: LayerRow): Promise<StackPlan> {
-  const rows = await conn.query<{ id: Buffer; head: Buffer }>('SELECT id, head_layer_id AS head FROM layerfs.layer_stacks WHERE name = $1', [remoteName(conn, 'layerstack', stack.name)]);
+function planStack(store: Store, stack: LayerStackRow, upTo: LayerRow, remote: RemoteRows): StackPlan {
   const chain = listLayers(store, stack.id).filter((l) => l.seq <= upTo.seq);
-  const r = rows[0];
+  const r = remote.stack;
   if (!r) return { stack, remoteHead: null, send: chain };
   if (!r.id.equals(stack.id)) {
     throw new LayerFsError('ERR_REMOTE_MISMATCH', `the remote's LayerStack ${stack.name} is another LayerStack (id ${toHex(r.id)}, here ${toHex(stack.id)})`, { name: stack.name, id: toHex(stack.id), hint: 'rename one of them' });
   }
-  const has = await conn.query('SELECT 1 FROM layerfs.layers WHERE id = $1', [upTo.id]);
-  if (has.length) return { stack, remoteHead: r.head, send: [] };
+  if (remote.hasUpTo) return { stack, remoteHead: r.head, send: [] };
   const at = chain.findIndex((l) => l.id.equals(r.head));
   if (at < 0) throw headMoved(`LayerStack ${stack.name}`, chain[chain.length - 1]?.id, r.head);
   return { stack, remoteHead: r.head, send: chain.slice(at + 1) };
@@ -87,10 +105,9 @@ interface BranchPlan {
   send: CommitRow[];
 }
 
-async function planBranch(conn: RemoteConnection, store: Store, b: BranchRow): Promise<BranchPlan> {
-  const rows = await conn.query<{ id: Buffer; head: Buffer | null }>('SELECT id, head_commit_id AS head FROM layerfs.branches WHERE layer_stack_id = $1 AND name = $2', [b.layerStackId, remoteName(conn, 'branch', b.name)]);
+function planBranch(store: Store, b: BranchRow, remote: RemoteRows): BranchPlan {
   const log = branchLog(store, b).reverse();
-  const r = rows[0];
+  const r = remote.branch;
   if (!r) return { branch: b, exists: false, remoteHead: null, send: log };
   if (!r.id.equals(b.id)) {
     throw new LayerFsError('ERR_REMOTE_MISMATCH', `the remote's Branch ${b.name} is another Branch (id ${toHex(r.id)}, here ${toHex(b.id)})`, { name: b.name, id: toHex(b.id), hint: 'fork under another name, or fetch and continue the remote Branch' });
@@ -99,6 +116,19 @@ async function planBranch(conn: RemoteConnection, store: Store, b: BranchRow): P
   const at = log.findIndex((c) => c.id.equals(r.head!));
   if (at < 0) throw headMoved(`Branch ${b.name}`, b.headCommitId, r.head);
   return { branch: b, exists: true, remoteHead: r.head, send: log.slice(at + 1) };
+}
+
+/**
+ * The root of a state the remote holds whole, held here too, closest to what this push sends:
+ * the remote Branch head, else the remote LayerStack head (or the Layer this push goes up to,
+ * when the remote has it). The negotiation starts from it (findMissingLocally).
+ */
+function knownRoots(store: Store, sp: StackPlan, upTo: LayerRow, bp: BranchPlan | undefined): Buffer[] {
+  const c = bp?.remoteHead ? getCommit(store, bp.remoteHead) : undefined;
+  if (c) return [c.rootId];
+  if (sp.remoteHead && sp.send.length === 0) return [upTo.rootId];
+  const head = sp.remoteHead ? getLayer(store, sp.remoteHead) : undefined;
+  return head ? [head.rootId] : [];
 }
 
 async function moveStack(conn: RemoteConnection, p: StackPlan): Promise<void> {
@@ -160,10 +190,13 @@ async function moveBranch(conn: RemoteConnection, p: BranchPlan): Promise<void> 
     if (ins.length === 0) throw headMoved(`Branch ${b.name}`, null, null);
     return;
   }
-  const cur = await conn.query<{ head: Buffer | null }>('SELECT head_commit_id AS head FROM layerfs.branches WHERE id = $1 FOR UPDATE', [b.id]);
-  const same = cur[0] && (cur[0].head === null ? p.remoteHead === null : p.remoteHead !== null && cur[0].head.equals(p.remoteHead));
-  if (!same) throw headMoved(`Branch ${b.name}`, p.remoteHead, cur[0]?.head);
-  await conn.query('UPDATE layerfs.branches SET head_commit_id = $1, base_layer_id = $2 WHERE id = $3', [b.headCommitId, b.baseLayerId, b.id]);
+  // Compare-and-swap in one statement: the UPDATE locks the row and re-checks the head on the
+  // version it locked (a concurrent move makes it match nothing).
+  const moved = await conn.query('UPDATE layerfs.branches SET head_commit_id = $1, base_layer_id = $2 WHERE id = $3 AND head_commit_id IS NOT DISTINCT FROM $4 RETURNING 1', [b.headCommitId, b.baseLayerId, b.id, p.remoteHead]);
+  if (moved.length === 0) {
+    const cur = await conn.query<{ head: Buffer | null }>('SELECT head_commit_id AS head FROM layerfs.branches WHERE id = $1', [b.id]);
+    throw headMoved(`Branch ${b.name}`, p.remoteHead, cur[0]?.head);
+  }
 }
 
 /** What REF names here: a LayerStack name, or a Branch (name or id). */
@@ -219,17 +252,23 @@ async function pushOnce(store: Store, conn: RemoteConnection, ref: string, opts:
   const t0 = Date.now();
   const { stack, branch } = store.read(() => resolvePushRef(store, ref));
   const upTo = store.read(() => listLayers(store, stack.id).find((l) => l.id.equals(branch ? branch.baseLayerId : stack.headLayerId))!);
-  const sp = await planStack(conn, store, stack, upTo);
-  const bp = branch ? await planBranch(conn, store, branch) : undefined;
+  const remote = await readRemoteRows(conn, stack, upTo, branch);
+  const { sp, bp, known } = store.read(() => {
+    const sp = planStack(store, stack, upTo, remote);
+    const bp = branch ? planBranch(store, branch, remote) : undefined;
+    return { sp, bp, known: knownRoots(store, sp, upTo, bp) };
+  });
   const roots = [...sp.send.map((l) => l.rootId), ...(bp?.send.map((c) => c.rootId) ?? [])];
-  const transfer = await pushObjects(store, new RemoteObjects(conn), roots, opts);
   const branchChanges = bp !== undefined && (!bp.exists || bp.send.length > 0 || !sameId(bp.remoteHead, bp.branch.headCommitId));
-  if (sp.send.length > 0 || branchChanges) {
-    await conn.transaction(async () => {
-      await moveStack(conn, sp);
-      if (bp && branchChanges) await moveBranch(conn, bp);
-    });
-  }
+  // The heads move in the transaction of the last batch of objects (one commit for both).
+  const finish =
+    sp.send.length > 0 || branchChanges
+      ? async () => {
+          await moveStack(conn, sp);
+          if (bp && branchChanges) await moveBranch(conn, bp);
+        }
+      : undefined;
+  const transfer = await pushObjects(store, new RemoteObjects(conn), roots, { ...opts, known, finish });
   const stackHead = sp.send.length ? sp.send[sp.send.length - 1]!.id : sp.remoteHead!;
   store.writeSync(() => {
     if (!branch || sp.send.length) setRemoteRef(store, { remote: conn.name, kind: 'layerstack', name: stack.name, layerStackId: stack.id, id: stack.id, head: stackHead, baseLayerId: null });

@@ -135,9 +135,17 @@ export async function initRemoteSchema(conn: RemoteConnection, key?: Buffer): Pr
   });
 }
 
-/** Refuses a remote without the schema, or with another version of it. */
-export async function checkRemoteSchema(conn: RemoteConnection): Promise<void> {
-  const v = await versionOf(conn);
+/**
+ * Refuses a remote without the schema, or with another version of it. One query reads every
+ * meta row a command needs (the version, and the encryption rows useRemoteKey checks next);
+ * returns them.
+ */
+export async function checkRemoteSchema(conn: RemoteConnection): Promise<Map<string, string>> {
+  // Without the schema the table is missing (42P01), which is ERR_REMOTE_SCHEMA already.
+  const rows = await conn.query<{ key: string; value: string }>(`SELECT key, value FROM layerfs.meta WHERE key IN ('schema_version', 'encryption', 'key_check')`);
+  const meta = new Map(rows.map((r) => [r.key, r.value]));
+  const v = meta.get('schema_version');
   if (v === undefined) throw new LayerFsError('ERR_REMOTE_SCHEMA', `the remote ${conn.name} has no layerfs schema`, { remote: conn.name, hint: 'run `layerfs remote init REMOTE` once' });
-  if (v !== REMOTE_SCHEMA_VERSION) throw otherVersion(conn, v);
+  if (Number(v) !== REMOTE_SCHEMA_VERSION) throw otherVersion(conn, Number(v));
+  return meta;
 }

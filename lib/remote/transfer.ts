@@ -8,7 +8,7 @@
  */
 import { baseIds, Codec, FrameSource, insertFrameStream, wholeFrame, type ChildRef, type Frame, type Store } from '../store/index.js';
 import type { RemoteObjects, RemoteLocator } from './pg-objects.js';
-import { findMissing, keyOf, NEGOTIATION_BATCH, type Holder, type TreeSource } from './walk.js';
+import { findMissing, findMissingLocally, keyOf, NEGOTIATION_BATCH, type Holder, type TreeSource } from './walk.js';
 
 export const BATCH_BYTES = 16 * 1024 * 1024;
 /**
@@ -56,12 +56,22 @@ function batches(order: ChildRef[], sizeOf: (r: ChildRef) => number, limit: numb
   return out;
 }
 
+export interface PushTransferOptions extends TransferOptions {
+  /**
+   * Roots of states the remote holds whole (its heads this push starts from, held here too):
+   * the negotiation then runs here, without a round trip per level (findMissingLocally).
+   */
+  known?: Buffer[];
+  /** Runs inside the last batch's transaction (or alone when nothing is sent): the head moves. */
+  finish?: () => Promise<void>;
+}
+
 /** Sends the objects of the states `roots` that the remote lacks. */
-export async function pushObjects(store: Store, remote: RemoteObjects, roots: Buffer[], opts: TransferOptions = {}): Promise<TransferStats> {
+export async function pushObjects(store: Store, remote: RemoteObjects, roots: Buffer[], opts: PushTransferOptions = {}): Promise<TransferStats> {
   const local: TreeSource = {
     trees: async (refs) => new Map(refs.map((r) => [keyOf(r.id), store.objects.get(r.id, r.kind)])),
   };
-  const m = await findMissing(roots, local, remote);
+  const m = (opts.known?.length ? await findMissingLocally(roots, opts.known, local) : undefined) ?? (await findMissing(roots, local, remote));
   const stats: TransferStats = { objects: 0, bytes: 0, whole: 0, asked: m.asked, queries: m.queries, batches: 0 };
   const src = new FrameSource(store);
   const pos = new Map(m.order.map((r, i) => [keyOf(r.id), i]));
@@ -81,14 +91,16 @@ export async function pushObjects(store: Store, remote: RemoteObjects, roots: Bu
     return stays;
   };
   const sizeOf = (r: ChildRef) => src.locator(r.id)?.length ?? 0;
-  for (const batch of batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES)) {
+  const all = batches(m.order, sizeOf, opts.batchBytes ?? BATCH_BYTES);
+  for (const [i, batch] of all.entries()) {
     const frames = store.read(() => src.frames(batch.map((r) => r.id), whole));
-    const w = await remote.writeBatch(frames);
+    const w = await remote.writeBatch(frames, i === all.length - 1 ? opts.finish : undefined);
     stats.objects += batch.length;
     stats.bytes += w.bytes;
     stats.batches++;
     opts.onBatch?.(stats);
   }
+  if (all.length === 0 && opts.finish) await remote.transaction(opts.finish);
   return stats;
 }
 

@@ -83,6 +83,65 @@ export async function findMissing(roots: Buffer[], source: TreeSource, holder: H
   return { order: postOrder(top), asked, present, queries };
 }
 
+/** Tree objects the local walk may open before it gives up (the remote walk takes over). */
+export const LOCAL_WALK_LIMIT = 8192;
+
+/**
+ * Negotiation without the receiver: `known` are roots of states the receiver holds whole (the
+ * remote heads this push starts from, which the Store holds too), so every object below them is
+ * there. Both sides are walked level by level from their roots, each opening only what the
+ * other side has not met: the new states' objects not met below `known` are the missing ones.
+ * An object met on both sides at different depths (a tree that grew or shrank a level) is at
+ * worst sent again (the receiver keeps its copy), never skipped wrongly: only objects met below
+ * `known` count as held. More than LOCAL_WALK_LIMIT trees opened: undefined (walk the remote).
+ */
+export async function findMissingLocally(roots: Buffer[], known: Buffer[], source: TreeSource): Promise<Missing | undefined> {
+  const seen = new Map<string, WalkNode>();
+  const held = new Set<string>();
+  const meet = (ref: ChildRef, into: WalkNode[]): WalkNode => {
+    const key = keyOf(ref.id);
+    let n = seen.get(key);
+    if (!n) {
+      n = { ref, key, missing: false };
+      seen.set(key, n);
+      into.push(n);
+    }
+    return n;
+  };
+  const meetHeld = (ref: ChildRef, into: ChildRef[]) => {
+    const key = keyOf(ref.id);
+    if (held.has(key)) return;
+    held.add(key);
+    into.push(ref);
+  };
+  let frontier: WalkNode[] = [];
+  const top = roots.map((id) => meet({ id, kind: ObjectKind.Root }, frontier));
+  let old: ChildRef[] = [];
+  for (const id of known) meetHeld({ id, kind: ObjectKind.Root }, old);
+  let opened = 0;
+  // The old side is walked only as far as the new side needs it: once no new object is left to
+  // classify, what remains below the known roots is not opened.
+  while (frontier.length > 0) {
+    // The new side first: what the old side has met so far is held; the rest is opened.
+    const trees = frontier.filter((n) => !held.has(n.key) && isTree(n.ref.kind));
+    opened += trees.length;
+    const next: WalkNode[] = [];
+    const newData = await source.trees(trees.map((n) => n.ref));
+    for (const n of trees) n.kids = childrenOf(n.ref.kind, newData.get(n.key)!, n.ref.id).map((k) => meet(k, next));
+    // Then the old side, which opens only what the new side has not met (down to this level's children).
+    const oldTrees = old.filter((r) => isTree(r.kind) && !seen.has(keyOf(r.id)));
+    opened += oldTrees.length;
+    if (opened > LOCAL_WALK_LIMIT) return undefined;
+    const oldNext: ChildRef[] = [];
+    const oldData = await source.trees(oldTrees);
+    for (const r of oldTrees) for (const k of childrenOf(r.kind, oldData.get(keyOf(r.id))!, r.id)) meetHeld(k, oldNext);
+    frontier = next;
+    old = oldNext;
+  }
+  for (const n of seen.values()) n.missing = !held.has(n.key);
+  return { order: postOrder(top), asked: 0, present: held, queries: 0 };
+}
+
 /** The missing objects, each after every missing object below it. */
 function postOrder(top: WalkNode[]): ChildRef[] {
   const out: ChildRef[] = [];

@@ -63,8 +63,8 @@ async function withRemote<T>(store: Store, name: string | undefined, fn: (c: Rem
   const conn = await RemoteConnection.open(r.name, r.url, opts.password);
   try {
     if (!opts.init) {
-      await checkRemoteSchema(conn);
-      await useRemoteKey(conn, key);
+      const meta = await checkRemoteSchema(conn);
+      await useRemoteKey(conn, key, meta);
     }
     return await fn(conn, key);
   } finally {

@@ -31,6 +31,11 @@ export interface FrameWriterOptions {
   keep?: (id: Buffer) => boolean;
   /** Bytes of delta bases not decoded in this transaction: the Store's. */
   baseOf: (id: Buffer) => Buffer;
+  /**
+   * Whether the Store holds an object already, where the caller knows it without a query (a
+   * clone into an empty Store: what this fetch stored); else each member is looked up.
+   */
+  held?: (id: Buffer) => boolean;
   /** Called with each new object's canonical, re-hashed bytes (a receiver checking what trees refer to). */
   onObject?: (m: ObjectForm, data: Buffer) => void;
 }
@@ -58,11 +63,21 @@ export class FrameWriter {
     this.insertObject = db.prepare('INSERT OR IGNORE INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
   }
 
-  private baseOf = (id: Buffer): Buffer => this.decoded.get(id.toString('latin1')) ?? this.opts.baseOf(id);
+  /**
+   * A delta base or dictionary: decoded here, else read from the Store (the pack row being
+   * filled is written first, so a base this writer placed but did not keep is found there).
+   */
+  private baseOf = (id: Buffer): Buffer => {
+    const hit = this.decoded.get(id.toString('latin1'));
+    if (hit) return hit;
+    if (this.row.length > 0) this.writeRow();
+    return this.opts.baseOf(id);
+  };
 
   /** Checks and queues one frame; returns true when a pack row is full and was written. */
   add(f: Frame): boolean {
-    const members = f.members.filter((m) => this.has.get(m.id) === undefined);
+    const held = this.opts.held ?? ((id: Buffer) => this.has.get(id) !== undefined);
+    const members = f.members.filter((m) => !held(m.id));
     if (members.length === 0) return false;
     for (const [m, data] of checkFrame(f.data, members, this.baseOf, this.opts.expectedKind)) {
       if (this.opts.keep?.(m.id) ?? true) this.decoded.set(m.id.toString('latin1'), data);

@@ -5,7 +5,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
@@ -106,6 +106,32 @@ test('an incremental push sends only the objects the new Commit added', async ()
   assert.ok(p.transfer.bytes < 8192, `${p.transfer.bytes} bytes`);
   // Far fewer ids asked about than the state holds: shared subtrees are skipped unopened.
   assert.ok(p.transfer.asked < before / 4, `asked about ${p.transfer.asked} ids`);
+  // The remote head is held here: the negotiation ran locally, with no presence query.
+  assert.equal(p.transfer.queries, 0);
+  a.close();
+});
+
+test('pushes whose page trees grow and shrink a level: the local negotiation sends all that is missing', async () => {
+  const dir = tempDir();
+  const url = await freshRemote();
+  const a = await seeded(dir, url);
+  a.forkBranch({ name: 'work', layer: 'demo' });
+  await a.push('work');
+  const ws = await a.createWorkspace('work', { at: join(dir, 'ws'), projection: 'materialize' });
+  mkdirSync(join(ws.path, 'many'));
+  for (let i = 0; i < 1500; i++) writeFileSync(join(ws.path, 'many', `file-with-a-longer-name-${i}.txt`), `body ${i}\n`);
+  assert.equal((await a.commitWorkspace(ws.id)).outcome, 'Created');
+  assert.equal((await a.push('work')).outcome, 'Pushed');
+  for (let i = 0; i < 1500; i++) if (i % 300 !== 0) rmSync(join(ws.path, 'many', `file-with-a-longer-name-${i}.txt`));
+  writeFileSync(join(ws.path, 'many', 'new.txt'), 'new\n');
+  assert.equal((await a.commitWorkspace(ws.id)).outcome, 'Created');
+  await a.endWorkspace(ws.id);
+  assert.equal((await a.push('work')).outcome, 'Pushed');
+  assert.equal((await a.remoteVerify()).ok, true);
+  const b = (await Client.clone(url, join(dir, 'b.sqlite'))).client;
+  assert.deepEqual(exported(b, 'work', join(dir, 'eb')), exported(a, 'work', join(dir, 'ea')));
+  assert.equal(b.verify().ok, true);
+  b.close();
   a.close();
 });
 
