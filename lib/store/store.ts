@@ -15,6 +15,8 @@ import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreIn
 import { FsView } from './tree/view.js';
 import type { ObjectKind } from './object-id.js';
 
+/** The longest pause between two tries for the write lock while another process holds it (Store.write). */
+const LOCK_POLL_MS = 4;
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
 
@@ -100,7 +102,7 @@ export class Store implements StoreAccess {
     this.writing = true;
     const w = new ObjectWriter(this.db, this.path);
     try {
-      this.exec('BEGIN IMMEDIATE');
+      await this.beginImmediate();
       const a0 = this.allocatedBytes();
       this.pages.writer = w;
       let result: T;
@@ -119,6 +121,32 @@ export class Store implements StoreAccess {
     } finally {
       this.pages.endWrite();
       this.writing = false;
+    }
+  }
+
+  /**
+   * BEGIN IMMEDIATE, waiting for another process's write lock in short steps (LOCK_POLL_MS) up
+   * to the connection's busy timeout. SQLite's own busy handler sleeps ever longer (up to 100 ms
+   * a try), so with several writers the lock often stood free while every waiter slept; and an
+   * async wait lets this process go on meanwhile. Past the timeout, ERR_BUSY as before.
+   */
+  private async beginImmediate(): Promise<void> {
+    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    this.db.pragma('busy_timeout = 0');
+    try {
+      const deadline = performance.now() + timeout;
+      for (let attempt = 0; ; attempt++) {
+        try {
+          this.exec('BEGIN IMMEDIATE');
+          return;
+        } catch (e) {
+          if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw e;
+        }
+        // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
+        await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));
+      }
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
     }
   }
 
