@@ -132,21 +132,21 @@ export class Store implements StoreAccess {
    */
   private async beginImmediate(): Promise<void> {
     const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
-    this.db.pragma('busy_timeout = 0');
-    try {
-      const deadline = performance.now() + timeout;
-      for (let attempt = 0; ; attempt++) {
-        try {
-          this.exec('BEGIN IMMEDIATE');
-          return;
-        } catch (e) {
-          if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw e;
-        }
-        // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
-        await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));
+    const deadline = performance.now() + timeout;
+    for (let attempt = 0; ; attempt++) {
+      // No busy handler for this one statement only: whatever else uses the connection while
+      // this waits keeps the usual timeout.
+      this.db.pragma('busy_timeout = 0');
+      try {
+        this.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (e) {
+        if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw e;
+      } finally {
+        this.db.pragma(`busy_timeout = ${timeout}`);
       }
-    } finally {
-      this.db.pragma(`busy_timeout = ${timeout}`);
+      // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
+      await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));
     }
   }
 
