@@ -19,6 +19,7 @@ export { encodeInode, decodeInode, keySerial } from './tree/inode.js';
 export { ROOT_SERIAL } from './tree/root.js';
 export { verifyStore, type VerifyReport, type VerifyProgress } from './verify.js';
 export { inodeFromScan, statSignature, SCAN_KINDS } from './import/entry.js';
+export { ScanAhead, type PathList } from './import/scan-ahead.js';
 export { analyzeDedup, type DedupReport, type StateUsage, type Contributor } from './analyze.js';
 export { REPACK_LEVEL, type RepackOptions, type RepackProgress, type RepackStats } from './repack.js';
 export { FrameSource, childrenOf, type ChildRef, decodeForm, wholeFrame, baseIds, type Frame, type ObjectForm } from './transfer.js';

@@ -77,10 +77,10 @@ export interface ChainInfo {
 
 /**
  * A part of the row being assembled: a sealed group (its plain bytes, the background
- * compression job of it, if any, and the id of the dictionary that job uses, if any) or one
- * delta frame.
+ * compression job of it or its frame compressed already, if any, and the id of the dictionary
+ * used, if any) or one delta frame.
  */
-export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; dict: Buffer | null } | { delta: Pending };
+export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Buffer | null } | { delta: Pending };
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 export const EXPECTED_RATIO = 0.4;

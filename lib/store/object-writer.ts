@@ -176,8 +176,8 @@ export class ObjectWriter {
     return (this.reader ??= new ObjectReader(this.db, this.path)).get(id);
   }
 
-  /** Seals the open group of class `c` into a frame of the row being assembled; opens a new one. */
-  private seal(c: number): void {
+  /** Seals the open group of class `c` into a frame of the row being assembled (compressed here if `inline`); opens a new one. */
+  private seal(c: number, inline = false): void {
     const g = this.groups[c]!;
     this.groups[c] = this.compress ? this.newGroup(c) : new Group(false, PACK_TARGET);
     g.sealed = true;
@@ -199,23 +199,29 @@ export class ObjectWriter {
       if (this.training.due) this.trainDictionary();
       return;
     }
-    this.assemble(c, g.compress, { live, at, data });
+    this.assemble(c, g.compress, { live, at, data }, inline);
   }
 
-  /** Adds a sealed group of class `c` (its live objects) to the row being assembled, compressed on the addon's thread if `compress`. */
-  private assemble(c: number, compress: boolean, { live, at, data }: HeldGroup): void {
+  /**
+   * Adds a sealed group of class `c` (its live objects) to the row being assembled, compressed
+   * on the addon's thread if `compress`, or here when `inline` (flush: the writer would only
+   * wait for the thread, and under load each hand-over costs a scheduling delay).
+   */
+  private assemble(c: number, compress: boolean, { live, at, data }: HeldGroup, inline = false): void {
     // Compressed on the addon's thread while this writer goes on; collected in writeParts().
     // An edit group holds whatever chunks an edit made: random ones are not worth a job.
     compress &&= !(c === GroupClass.Edit && looksRandom(data));
     const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
-    const job = compress ? zstdCompressStart(data, dict ? DICT_LEVEL : COMPRESSION_LEVEL, dict?.bytes) : undefined;
-    const part = { live, at, data, job, dict: dict?.id ?? null };
+    const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
+    const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict.bytes) : zstdCompress(data, level)) : undefined;
+    const job = compress && !inline ? zstdCompressStart(data, level, dict?.bytes) : undefined;
+    const part = { live, at, data, job, frame, dict: dict?.id ?? null };
     if (c === GroupClass.Tree && this.compress) {
       // Tree rows of their own, smaller: a cold page read loads its whole row (below).
       if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
       return;
     }
-    if (this.mixed.add(part, job === undefined ? data.length : data.length * EXPECTED_RATIO)) this.writeRow(this.mixed);
+    if (this.mixed.add(part, frame ? Math.min(frame.length, data.length) : job === undefined ? data.length : data.length * EXPECTED_RATIO)) this.writeRow(this.mixed);
   }
 
   /** Queues the row `a` has assembled, if any. */
@@ -247,10 +253,8 @@ export class ObjectWriter {
         continue;
       }
       let frame: Buffer | null = null;
-      if (part.job !== undefined) {
-        const z = zstdCompressResult(part.job);
-        if (z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
-      }
+      const z = part.frame ?? (part.job !== undefined ? zstdCompressResult(part.job) : undefined);
+      if (z && z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
       const codec = part.dict ? Codec.Dict : Codec.Zstd;
       part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, part.dict] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
       const bytes = frame ?? part.data;
@@ -471,7 +475,8 @@ export class ObjectWriter {
 
   /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
-    for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c);
+    // The last groups are compressed here: a job started now would only be waited for.
+    for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c, true);
     if (this.training) this.trainDictionary();
     // A small transaction (a commit) writes one row: another row would leave its own slack.
     if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);

@@ -15,6 +15,8 @@ import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreIn
 import { FsView } from './tree/view.js';
 import type { ObjectKind } from './object-id.js';
 
+/** The longest pause between two tries for the write lock while another process holds it (Store.write). */
+const LOCK_POLL_MS = 4;
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
 
@@ -100,7 +102,41 @@ export class Store implements StoreAccess {
    * visible at COMMIT, or nothing does.
    */
   async write<T>(fn: (w: ObjectWriter) => Promise<T> | T): Promise<T> {
-    return this.transaction(fn, true);
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true; // held while waiting for the lock, so no other write of this handle starts meanwhile
+    try {
+      await this.beginImmediate();
+    } catch (e) {
+      this.writing = false;
+      throw mapSqliteError(e, this.path);
+    }
+    return this.transaction(fn, true, true);
+  }
+
+  /**
+   * BEGIN IMMEDIATE, waiting for another process's write lock in short steps (LOCK_POLL_MS) up
+   * to the connection's busy timeout. SQLite's own busy handler sleeps ever longer (up to 100 ms
+   * a try), so with several writers the lock often stood free while every waiter slept; and an
+   * async wait lets this process go on meanwhile. Past the timeout, ERR_BUSY as before.
+   */
+  private async beginImmediate(): Promise<void> {
+    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
+    const deadline = performance.now() + timeout;
+    for (let attempt = 0; ; attempt++) {
+      // No busy handler for this one statement only: whatever else uses the connection while
+      // this waits keeps the usual timeout.
+      this.db.pragma('busy_timeout = 0');
+      try {
+        this.exec('BEGIN IMMEDIATE');
+        return;
+      } catch (e) {
+        if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw e;
+      } finally {
+        this.db.pragma(`busy_timeout = ${timeout}`);
+      }
+      // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
+      await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));
+    }
   }
 
   /** Synchronous variant for short history updates. */
@@ -109,17 +145,18 @@ export class Store implements StoreAccess {
   }
 
   /**
-   * The one frame of `write` and `writeSync`: this handle's one writer, BEGIN IMMEDIATE, the
+   * The one frame of `write` and `writeSync`: this handle's one writer, BEGIN IMMEDIATE (already
+   * taken by `write` when `begun`), the
    * allocation baseline, then COMMIT after `fn` (after the promise it returns settles, when
    * `awaitResult`), or ROLLBACK and the object cache dropped on any error.
    */
-  private transaction<T>(fn: (w: ObjectWriter) => Promise<T> | T, awaitResult: boolean): Promise<T> | T {
-    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+  private transaction<T>(fn: (w: ObjectWriter) => Promise<T> | T, awaitResult: boolean, begun = false): Promise<T> | T {
+    if (this.writing && !begun) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
     this.writing = true;
     let pending = false; // a returned promise ends the frame when it settles
     try {
       const w = new ObjectWriter(this.db, this.path);
-      this.exec('BEGIN IMMEDIATE');
+      if (!begun) this.exec('BEGIN IMMEDIATE');
       const a0 = this.allocatedBytes();
       this.pages.writer = w;
       const result = fn(w);

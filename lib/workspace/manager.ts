@@ -15,7 +15,7 @@ import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { recordChanges, type RecordClock } from './record.js';
+import { recordChanges, startReading, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
@@ -184,21 +184,26 @@ export async function commitWorkspace(
     if (u.moveTo) await store.write(() => moveOnto(store, ws, cache));
     return { outcome: 'UpToDate', head: u.head };
   }
+  // The racy tick and the first reads happen before the write lock is taken (record.ts).
+  t = performance.now();
+  const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
+  const reading = await startReading(cs, clock);
+  const readMs = performance.now() - t;
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {
       t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
-      await recordChanges(cs, base, editor, w, clock, (i) => {
+      await recordChanges(reading, base, editor, w, clock, (i) => {
         const j = cs.oldIndex[i]!;
         return j >= 0 ? cache.serial[j]! : 0;
       });
-      phases.chunkHash += clock.waitMs + clock.racyWaitMs;
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
-      phases.write = performance.now() - t - phases.chunkHash;
+      // chunkHash: the racy tick and the reads before the transaction, and the waits inside it.
+      phases.chunkHash = readMs + clock.waitMs;
+      phases.write = performance.now() - t - clock.waitMs;
       const target = { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, baseRoot: ws.baseRootId, workspaceId: ws.id };
       const { published, head } = publishWorkspaceCommit(store, w, target, root, { note, strict, resolved: resolvedPaths(store, ws.id) });
       const rec = published.reconciliation;
@@ -213,6 +218,8 @@ export async function commitWorkspace(
       return out;
     });
   } catch (e) {
+    // Reads still in flight (the transaction failed before storing them) settle first.
+    await reading.scans.settle();
     // Nothing was published; what overlapped is kept for `workspace conflicts` and `resolve`.
     return refused(store, ws.id, e);
   }

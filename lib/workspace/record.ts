@@ -1,8 +1,9 @@
 /**
  * Records what changed in a materialized Workspace as inode records, through the same content
- * path as import (store inodeFromScan → storeContent): small files are read and hashed a batch
- * at a time on the addon's pool, files over MAX_DATA_SIZE are streamed in pieces and never held
- * whole, so a commit's memory does not grow with the size of a changed file.
+ * path as import (store ScanAhead → inodeFromScan → storeContent): small files are read and
+ * hashed a few batches ahead on the addon's pool into reused arenas, files over MAX_DATA_SIZE
+ * are streamed in pieces and never held whole, so a commit's memory does not grow with the
+ * number or size of changed files.
  *
  * Racy edits: a stat cache entry is only trustworthy if any later write changes its stat. A
  * write in the same timestamp tick as the ctime the walk saw, with the same size, leaves
@@ -11,17 +12,10 @@
  * read only once the clock is a full tick past their ctime (racyWaitMs): every write after the
  * read then gets a later ctime and the next commit sees it.
  */
-import { scanPathsOrThrow, WalkKind, type ScanEntryOk } from '../native/index.js';
-import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, SMALL_FILE_THRESHOLD, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
+import { WalkKind, type ScanEntry, type ScanEntryOk } from '../native/index.js';
+import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
-
-/** Changed paths per scan batch. */
-const SCAN_BATCH = 256;
-/** Files larger than this are streamed (storeContent → readChunks) rather than read whole. */
-const MAX_DATA_SIZE = 1024 * 1024;
-/** The most file bytes one batch reads whole; files past it are streamed like large ones. */
-const MAX_BATCH_DATA = 8 * 1024 * 1024;
 
 /**
  * Longest timestamp tick assumed for filesystems with sub-second times: Linux stamps inodes
@@ -75,16 +69,6 @@ async function waitPastTick(cs: ChangeSet, clock: RecordClock): Promise<void> {
   }
 }
 
-function scanBatch(paths: Buffer[]): Promise<ScanEntryOk[]> {
-  return scanPathsOrThrow(paths, {
-    readData: true,
-    smallFileThreshold: SMALL_FILE_THRESHOLD,
-    maxDataSize: MAX_DATA_SIZE,
-    maxBatchData: MAX_BATCH_DATA,
-    digestOversize: false,
-  });
-}
-
 type View = ReturnType<Store['view']>;
 
 function safeInode(view: View, serial: number) {
@@ -109,63 +93,82 @@ function predecessor(base: View, serial: number, pathSerial: number | undefined)
   return undefined;
 }
 
+function checked(r: ScanEntry): ScanEntryOk {
+  if (!r.error) return r;
+  const details: { path: string; errno?: string } = { path: r.error.path };
+  if (r.error.errno !== undefined) details.errno = r.error.errno;
+  throw new LayerFsError(r.error.code, r.error.message, details);
+}
+
+/** The changed files of a change set being read ahead (startReading), stored by recordChanges. */
+export interface ChangeReading {
+  readonly changed: Changed[];
+  readonly scans: ScanAhead;
+}
+
 /**
- * Reads every changed serial of `cs` (the first changed path of each), stores its content and
- * sets its record in `editor`; a directory keeps its stored entries (names are edited apart).
- * The next batch is read while this one is stored. `oldSerialAt`: the serial the path of a
- * change-set entry had in the stored state (0 if none), for delta bases.
+ * Waits until the changed files of `cs` may be read (the racy tick) and starts reading them:
+ * the addon reads the first batches into reused arenas (ScanAhead, as import does). Called before
+ * the write transaction, so neither the wait nor the first reads hold the Store's write lock
+ * (a small commit's files are all read by then). The caller must pass the result to
+ * recordChanges, or `settle` it.
  */
-export async function recordChanges(cs: ChangeSet, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<ChangeReading> {
   await waitPastTick(cs, clock);
   const changed = [...cs.changedSerials];
-  const batches: { start: number; paths: Buffer[]; scanned: Promise<ScanEntryOk[]> }[] = [];
-  const start = (i: number) => {
-    if (i >= changed.length) return;
-    const paths = changed.slice(i, i + SCAN_BATCH).map(([, c]) => cs.absPath(c.index));
-    const scanned = scanBatch(paths);
-    // Settled later; an early failure must not surface as an unhandled rejection meanwhile.
-    scanned.catch(() => undefined);
-    batches.push({ start: i, paths, scanned });
-  };
-  start(0);
+  return { changed, scans: new ScanAhead({ count: changed.length, path: (i) => cs.absPath(changed[i]![1].index) }) };
+}
+
+/**
+ * Stores every changed serial `reading` reads (the first changed path of each) and sets its
+ * record in `editor`; a directory keeps its stored entries (names are edited apart). The next
+ * batches are read while this one is stored. `oldSerialAt`: the serial the path of a change-set
+ * entry had in the stored state (0 if none), for delta bases.
+ */
+export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+  const { changed, scans } = reading;
+  let at = 0;
   try {
-    for (let b = 0; b < batches.length; b++) {
-      const { start: i, paths, scanned } = batches[b]!;
-      const t = performance.now();
-      const entries = await scanned;
-      clock.waitMs += performance.now() - t;
-      start(i + SCAN_BATCH);
-      for (let j = 0; j < entries.length; j++) {
-        const [serial, { index, parents }] = changed[i + j]!;
-        const e = entries[j]!;
-        const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
-        // A changed large file's new chunks are offered the old version's chunks as delta bases.
-        w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
-        let inode;
-        try {
-          inode = await inodeFromScan(e, paths[j]!, w, clock);
-        } finally {
-          w.deltaSource = undefined;
-        }
-        // A changed small file: its blob is still the newest of its group.
-        if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.suggestBase(inode.content!, before.content!);
-        if (!inode) continue;
-        if (inode.kind === InodeKind.Dir) {
-          const old = safeInode(base, serial);
-          if (old && old.kind === InodeKind.Dir) {
-            inode.form = old.form;
-            inode.content = old.content;
-          } else {
-            inode.form = ContentForm.None;
-            inode.content = null;
-          }
-        }
-        inode.parents = parents;
-        // Bases were offered above (the path's previous file first): the editor need not again.
-        editor.setInode(serial, inode, before !== undefined);
-      }
+    while (!scans.done) {
+      const { results, paths, release } = await scans.next(clock);
+      for (let j = 0; j < results.length; j++) await recordOne(changed[at + j]!, checked(results[j]!), paths[j]!, base, editor, w, clock, oldSerialAt);
+      at += results.length;
+      // Everything of this batch is copied into packs now: its arena can take another batch.
+      release();
     }
-  } finally {
-    await Promise.allSettled(batches.map((b) => b.scanned));
+  } catch (e) {
+    await scans.settle();
+    throw e;
   }
+}
+
+type Changed = [serial: number, change: { index: number; parents: number[] }];
+
+/** Stores one scanned changed serial and sets its record in `editor`. */
+async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+  const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
+  // A changed large file's new chunks are offered the old version's chunks as delta bases.
+  w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
+  let inode;
+  try {
+    inode = await inodeFromScan(e, path, w, clock);
+  } finally {
+    w.deltaSource = undefined;
+  }
+  // A changed small file: its blob is still the newest of its group.
+  if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.suggestBase(inode.content!, before.content!);
+  if (!inode) return;
+  if (inode.kind === InodeKind.Dir) {
+    const old = safeInode(base, serial);
+    if (old && old.kind === InodeKind.Dir) {
+      inode.form = old.form;
+      inode.content = old.content;
+    } else {
+      inode.form = ContentForm.None;
+      inode.content = null;
+    }
+  }
+  inode.parents = parents;
+  // Bases were offered above (the path's previous file first): the editor need not again.
+  editor.setInode(serial, inode, before !== undefined);
 }

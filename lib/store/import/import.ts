@@ -2,35 +2,26 @@
  * Import of a directory tree as one complete filesystem state. Reading, chunking and hashing run
  * on the addon's thread pool a few batches ahead while this thread stores finished batches, so
  * the two overlap; a file over MAX_DATA_SIZE (or that no longer fits in its batch's arena) is
- * streamed the same way, a few pieces ahead. Memory is bounded by design: BATCHES_IN_FLIGHT + 1
- * arenas of file data, a few pieces of a large file, and a few dozen bytes per entry (walk
+ * streamed the same way, a few pieces ahead (scan-ahead.ts). Memory is bounded by design: a few
+ * reused arenas of file data, a few pieces of a large file, and a few dozen bytes per entry (walk
  * table, encoded inode records); directory trees are written as they complete.
  */
 import { realpathSync, statSync } from 'node:fs';
 import { inodeMetadata, SCAN_KINDS } from './entry.js';
 import { basename, dirname, join, sep } from 'node:path';
-import { scanPaths, type ScanEntry, type ScanEntryOk } from '../../native/index.js';
+import type { ScanEntry, ScanEntryOk } from '../../native/index.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
 import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode, type TreeCounts } from '../tree/inode.js';
 import { TreeBuilder, TreeKind } from '../tree/pages.js';
 import { encodeRoot, ROOT_SERIAL } from '../tree/root.js';
-import { SMALL_FILE_THRESHOLD, storeContent, storeInMemory } from './content.js';
+import { storeContent, storeInMemory } from './content.js';
 import { NamespaceBuilder } from './namespace.js';
+import { ScanAhead } from './scan-ahead.js';
 import { walkTable, type WalkTable } from './walk.js';
 
 export { SMALL_FILE_THRESHOLD, storeFileContent } from './content.js';
-
-/** Files larger than this are streamed one at a time instead of being read whole into a batch. */
-const MAX_DATA_SIZE = 1024 * 1024;
-/**
- * Each batch reads its files into an arena of this size, reused batch after batch, so file data
- * costs no allocation and leaves no garbage; files that do not fit are streamed like large ones.
- */
-const ARENA_BYTES = 6 * 1024 * 1024;
-const BATCH_ENTRIES = 512;
-const BATCHES_IN_FLIGHT = 3;
 
 export interface ImportProgress {
   files: number;
@@ -114,48 +105,6 @@ function scanError(e: ScanEntry & { error: NonNullable<ScanEntry['error']> }): L
   if (e.error.errno !== undefined) details.errno = e.error.errno;
   const hint = e.error.code === 'ERR_FILE_CHANGED' ? 'the file kept changing while it was read; retry when it is quiet' : 'fix the file or its permissions and retry; nothing was stored';
   return new LayerFsError(e.error.code, e.error.message, { ...details, hint });
-}
-
-/** Scans of the walk's entries on the addon's pool, BATCHES_IN_FLIGHT batches ahead of the one being stored. */
-class ScanAhead {
-  /** One arena per batch in flight, plus the one whose entries are being stored. */
-  private readonly arenas: Buffer[] = Array.from({ length: BATCHES_IN_FLIGHT + 1 }, () => Buffer.allocUnsafeSlow(ARENA_BYTES));
-  private readonly batches: { results: Promise<ScanEntry[]>; arena: Buffer }[] = [];
-  private launched = 0;
-
-  constructor(private readonly walk: WalkTable) {
-    for (let i = 0; i < BATCHES_IN_FLIGHT; i++) this.launch();
-  }
-
-  private launch(): void {
-    if (this.launched >= this.walk.count) return;
-    const end = Math.min(this.walk.count, this.launched + BATCH_ENTRIES);
-    const paths: Buffer[] = [];
-    for (let i = this.launched; i < end; i++) paths.push(this.walk.path(i));
-    const arena = this.arenas.pop()!;
-    // Files not read here (too large, or no room left in the arena) come back with metadata only.
-    this.batches.push({ arena, results: scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false }) });
-    this.launched = end;
-  }
-
-  get done(): boolean {
-    return this.batches.length === 0;
-  }
-
-  /** The next batch (the wait counted on `clock`); `release` once its entries are stored, which frees its arena. */
-  async next(clock: { waitMs: number }): Promise<{ results: ScanEntry[]; release: () => void }> {
-    const tw = performance.now();
-    const batch = this.batches.shift()!;
-    const results = await batch.results;
-    clock.waitMs += performance.now() - tw;
-    this.launch();
-    return { results, release: () => this.arenas.push(batch.arena) };
-  }
-
-  /** Lets in-flight batches settle so no worker writes into buffers about to be dropped. */
-  async settle(): Promise<void> {
-    await Promise.allSettled(this.batches.map((b) => b.results));
-  }
 }
 
 /** Stat identities of the Store's files, to refuse an import that contains the Store under another name. */
