@@ -40,10 +40,9 @@ interface WalkNode {
   kids?: WalkNode[];
 }
 
-export async function findMissing(roots: Buffer[], source: TreeSource, holder: Holder): Promise<Missing> {
-  const seen = new Map<string, WalkNode>();
-  const present = new Set<string>();
-  const meet = (ref: ChildRef, into: WalkNode[]): WalkNode => {
+/** A walk's `meet`: the node of `ref` (one per object), pushed onto `into` when first met. */
+function meeter(seen: Map<string, WalkNode>): (ref: ChildRef, into: WalkNode[]) => WalkNode {
+  return (ref, into) => {
     const key = keyOf(ref.id);
     let n = seen.get(key);
     if (!n) {
@@ -53,6 +52,12 @@ export async function findMissing(roots: Buffer[], source: TreeSource, holder: H
     }
     return n;
   };
+}
+
+export async function findMissing(roots: Buffer[], source: TreeSource, holder: Holder): Promise<Missing> {
+  const seen = new Map<string, WalkNode>();
+  const present = new Set<string>();
+  const meet = meeter(seen);
   let frontier: WalkNode[] = [];
   const top = roots.map((id) => meet({ id, kind: ObjectKind.Root }, frontier));
   let queries = 0;
@@ -98,16 +103,7 @@ export const LOCAL_WALK_LIMIT = 8192;
 export async function findMissingLocally(roots: Buffer[], known: Buffer[], source: TreeSource): Promise<Missing | undefined> {
   const seen = new Map<string, WalkNode>();
   const held = new Set<string>();
-  const meet = (ref: ChildRef, into: WalkNode[]): WalkNode => {
-    const key = keyOf(ref.id);
-    let n = seen.get(key);
-    if (!n) {
-      n = { ref, key, missing: false };
-      seen.set(key, n);
-      into.push(n);
-    }
-    return n;
-  };
+  const meet = meeter(seen);
   const meetHeld = (ref: ChildRef, into: ChildRef[]) => {
     const key = keyOf(ref.id);
     if (held.has(key)) return;
