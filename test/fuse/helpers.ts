@@ -7,7 +7,19 @@ import { lstat, readdir, readFile, readlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { mountWorkspace, stopDaemon, unmountWorkspace, type Backend } from '../../lib/fuse/index.js';
+import { FsError } from '../../lib/fuse/errno.js';
 import { tempDir } from '../helpers/tmp.js';
+
+/** The errno an overlay call fails with (FsError), 0 when it succeeds. */
+export function errnoOf(fn: () => unknown): number {
+  try {
+    fn();
+  } catch (e) {
+    if (e instanceof FsError) return e.errno;
+    throw e;
+  }
+  return 0;
+}
 
 export interface StoreSetup {
   dir: string;

@@ -11,29 +11,17 @@ import { constants as fsc, mkdirSync } from 'node:fs';
 import { open as openFile, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
-import { Client } from '../../lib/sdk/index.js';
 import { LayerFsError } from '../../lib/errors.js';
 import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
-import { FsError } from '../../lib/fuse/errno.js';
 import { Overlay } from '../../lib/fuse/overlay.js';
 import { commitFuse } from '../../lib/fuse/index.js';
 import { writeBehindPending } from '../../lib/native/index.js';
-import { seededBytes, tempDir } from '../helpers/tmp.js';
-import { setupStore, withMount } from './helpers.js';
+import { seededBytes } from '../helpers/tmp.js';
+import { errnoOf, setupStore, withMount } from './helpers.js';
 
 const E = constants.errno;
 const fromHex = (h: string) => Buffer.from(h, 'hex');
 const isRoot = process.getuid?.() === 0;
-
-function errnoOf(fn: () => unknown): number {
-  try {
-    fn();
-  } catch (e) {
-    if (e instanceof FsError) return e.errno;
-    throw e;
-  }
-  return 0;
-}
 
 test('read-after-write through a mount: pages still queued read back as written', async () => {
   const s = await setupStore(() => {});
@@ -76,13 +64,7 @@ test('read-after-write through a mount: pages still queued read back as written'
 });
 
 test('a failed background write is sticky: flush, write and read report it, the commit refuses the file', { skip: !isRoot && 'mounts a tmpfs (root)' }, async () => {
-  const dir = tempDir('layerfs-wb-');
-  const src = join(dir, 'src');
-  mkdirSync(src);
-  const storePath = join(dir, 'store.sqlite');
-  const client = Client.create(storePath);
-  const init = await client.initLayerStack({ name: 'proj', source: src });
-  client.forkBranch({ name: 'main', layer: init.layer.id });
+  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
   const spoolDir = join(dir, 'spool');
   mkdirSync(spoolDir);
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', spoolDir]);
@@ -128,13 +110,7 @@ test('a failed background write is sticky: flush, write and read report it, the 
 });
 
 test('flush of a read-only handle and of a file without spool answers at once', async () => {
-  const dir = tempDir('layerfs-wb-');
-  const src = join(dir, 'src');
-  mkdirSync(src);
-  const storePath = join(dir, 'store.sqlite');
-  const client = Client.create(storePath);
-  const init = await client.initLayerStack({ name: 'proj', source: src });
-  client.forkBranch({ name: 'main', layer: init.layer.id });
+  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
   mkdirSync(join(dir, 'spool'));
   const store = Store.open(storePath);
   try {
