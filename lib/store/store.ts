@@ -105,7 +105,9 @@ export class Store implements StoreAccess {
     if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
     this.writing = true; // held while waiting for the lock, so no other write of this handle starts meanwhile
     try {
-      await this.beginImmediate();
+      // The lock is usually free: taken at once, `fn` starts in this same turn of the event loop.
+      const busy = this.tryBeginImmediate();
+      if (busy !== undefined) await this.waitForWriteLock(busy);
     } catch (e) {
       this.writing = false;
       throw mapSqliteError(e, this.path);
@@ -114,29 +116,39 @@ export class Store implements StoreAccess {
   }
 
   /**
-   * BEGIN IMMEDIATE, waiting for another process's write lock in short steps (LOCK_POLL_MS) up
-   * to the connection's busy timeout. SQLite's own busy handler sleeps ever longer (up to 100 ms
-   * a try), so with several writers the lock often stood free while every waiter slept; and an
-   * async wait lets this process go on meanwhile. Past the timeout, ERR_BUSY as before.
+   * One try for the write lock, without SQLite's busy handler for this statement alone (whatever
+   * else uses the connection keeps the usual timeout): undefined once taken, else the SQLITE_BUSY
+   * error of another process holding it.
    */
-  private async beginImmediate(): Promise<void> {
+  private tryBeginImmediate(): unknown {
     const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
-    const deadline = performance.now() + timeout;
-    for (let attempt = 0; ; attempt++) {
-      // No busy handler for this one statement only: whatever else uses the connection while
-      // this waits keeps the usual timeout.
-      this.db.pragma('busy_timeout = 0');
-      try {
-        this.exec('BEGIN IMMEDIATE');
-        return;
-      } catch (e) {
-        if (!String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY') || performance.now() >= deadline) throw e;
-      } finally {
-        this.db.pragma(`busy_timeout = ${timeout}`);
-      }
+    this.db.pragma('busy_timeout = 0');
+    try {
+      this.exec('BEGIN IMMEDIATE');
+      return undefined;
+    } catch (e) {
+      if (String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return e;
+      throw e;
+    } finally {
+      this.db.pragma(`busy_timeout = ${timeout}`);
+    }
+  }
+
+  /**
+   * Waits for another process's write lock in short steps (LOCK_POLL_MS) up to the connection's
+   * busy timeout, then throws the last SQLITE_BUSY (ERR_BUSY, as before). SQLite's own busy
+   * handler sleeps ever longer (up to 100 ms a try), so with several writers the lock often stood
+   * free while every waiter slept; an async wait also lets this process go on meanwhile.
+   */
+  private async waitForWriteLock(busy: unknown): Promise<void> {
+    const deadline = performance.now() + (this.db.pragma('busy_timeout', { simple: true }) as number);
+    for (let attempt = 0; performance.now() < deadline; attempt++) {
       // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
       await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));
+      busy = this.tryBeginImmediate();
+      if (busy === undefined) return;
     }
+    throw busy;
   }
 
   /** Synchronous variant for short history updates. */
