@@ -87,7 +87,8 @@ for (const [label, budget] of [['spools in memory, spilling to files', undefined
           const size = c === 0 && r() < 0.3 ? 0 : c <= 1 ? model.length + pick(50_000) : c === 2 ? model.length - (model.length % 4096) : Math.max(0, model.length - pick(100_000));
           log.push(`truncate ${size}`);
           ov.ftruncate(fh, size);
-          dirty ||= size !== model.length;
+          // A truncate marks mtime and ctime even when the size stays, as truncate(2) does on Linux.
+          dirty = true;
           model = resize(model, size);
         } else if (op < 94) {
           const pos = pick(model.length + 100);
