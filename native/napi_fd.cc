@@ -15,13 +15,6 @@ namespace layerfs {
 
 namespace {
 
-int GetFd(const Napi::Env& env, const Napi::Value& v) {
-  if (!v.IsNumber()) throw Napi::TypeError::New(env, "fd must be a number");
-  const int32_t fd = v.As<Napi::Number>().Int32Value();
-  if (fd < 0) throw Napi::RangeError::New(env, "fd must be >= 0");
-  return fd;
-}
-
 // fdRead(fd, buffer) -> bytes read, or -errno
 Napi::Value FdRead(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -15,6 +15,14 @@ struct Bytes {
   size_t size;
 };
 
+// A file descriptor argument: a number >= 0, else a TypeError or RangeError.
+inline int GetFd(const Napi::Env& env, const Napi::Value& v) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(env, "fd must be a number");
+  const int32_t fd = v.As<Napi::Number>().Int32Value();
+  if (fd < 0) throw Napi::RangeError::New(env, "fd must be >= 0");
+  return fd;
+}
+
 inline Bytes GetBytes(const Napi::Env& env, const Napi::Value& v, const char* what) {
   napi_typedarray_type type;
   size_t length;

@@ -167,13 +167,6 @@ WriteBehind& Instance() {
   return *wb;
 }
 
-int GetFd(const Napi::Env& env, const Napi::Value& v) {
-  if (!v.IsNumber()) throw Napi::TypeError::New(env, "fd must be a number");
-  const int32_t fd = v.As<Napi::Number>().Int32Value();
-  if (fd < 0) throw Napi::RangeError::New(env, "fd must be >= 0");
-  return fd;
-}
-
 // writeBehind(fd, buffer, position) -> 0 once queued, or -errno of an earlier failure on fd.
 Napi::Value Put(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
