@@ -17,10 +17,10 @@
  * which a mount may never contain.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { closeSync, constants as fsc, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants as fsc, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { readdir, realpath, stat } from 'node:fs/promises';
 import { type Server, type Socket } from 'node:net';
-import { isAbsolute, sep } from 'node:path';
+import { isAbsolute, join, sep } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import { fdLock } from '../native/index.js';
@@ -37,6 +37,7 @@ import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { type ServedState } from './outcome.js';
 import {
+  changedMarker,
   daemonPaths,
   refuseHardLinkedStore,
   PROTOCOL_VERSION,
@@ -169,7 +170,7 @@ export class Daemon {
           else this.log(`could not detach the stale mount ${m.path}`);
         }
         report.ended.push({ workspaceId: m.workspaceId, path: m.path });
-        if (m.dirty) report.lostUncommitted.push({ workspaceId: m.workspaceId, path: m.path, branchId: m.branchId });
+        if (m.dirty || existsSync(changedMarker(join(p.spool, m.workspaceId)))) report.lostUncommitted.push({ workspaceId: m.workspaceId, path: m.path, branchId: m.branchId });
       }
       this.recovered = report;
       this.writeJson(p.recovery, report);

@@ -7,6 +7,7 @@
  * stored content go to reader threads (kernel-readers.ts), and so do the kernel notifications
  * after the overlay moved onto changes made elsewhere (kernel-notify.ts).
  */
+import { rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
@@ -20,6 +21,7 @@ import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
+import { changedMarker } from './protocol.js';
 import { Overlay } from './overlay.js';
 import { deferSpoolRemoval, spoolTrashSize, takeSpoolTrash } from './spool.js';
 
@@ -31,7 +33,7 @@ const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
 /** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
-function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string): void {
   // Closed spool files are removed by the daemon's thread (spool.ts), a batch at a time.
   if (spoolTrashSize() >= 256) post({ type: 'discard', paths: takeSpoolTrash() });
   for (;;) {
@@ -44,6 +46,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         const from = overlay.rootId;
         const out = overlay.commitSync(m.note, m.strict, m.cells);
         if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
+        if (!overlay.changed) rmSync(marker, { force: true });
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
       } else if (m.type === 'changes') {
         value = wireChanges(overlay.changes());
@@ -64,6 +67,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
 
 function serve(store: Store, { fd, params }: StartWorker): void {
   let proto: KernelProtocol | null = null;
+  const marker = changedMarker(params.spoolDir);
   const overlay = new Overlay(
     store,
     hex(params.rootId),
@@ -72,7 +76,14 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       spoolDir: params.spoolDir,
       cache: new ContentCache(store.objects),
       ...(params.memoryBudget === undefined ? {} : { memoryBudget: params.memoryBudget }),
-      onChange: () => post({ type: 'dirty' }),
+      onChange: () => {
+        try {
+          writeFileSync(marker, '');
+        } catch (e) {
+          log(`could not mark uncommitted changes: ${(e as Error).message}`);
+        }
+        post({ type: 'dirty' });
+      },
       retain: (serial) => proto?.retains(serial) ?? false,
     },
   );
@@ -86,7 +97,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };
   passthrough.attach(fd);
-  const messages = (): void => answerMessages(store, fd, overlay, proto!);
+  const messages = (): void => answerMessages(store, fd, overlay, proto!, marker);
   const buf = Buffer.allocUnsafeSlow((1 << 20) + 8192);
   try {
     for (;;) {

@@ -70,6 +70,15 @@ export function daemonPaths(storePath: string): DaemonPaths {
   };
 }
 
+/**
+ * A file in a mount's spool directory that exists while the Workspace has uncommitted changes.
+ * The serving thread writes it before it answers the first change, so a daemon killed at any
+ * point after that is reported as having lost work (mounts.json is saved a turn later).
+ */
+export function changedMarker(spoolDir: string): string {
+  return join(spoolDir, 'changed');
+}
+
 export interface MountRequest {
   /** 32 hex digits. */
   workspaceId: string;

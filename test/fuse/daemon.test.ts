@@ -3,13 +3,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { lstat, mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from '../../lib/sdk/index.js';
 import { commitFuse, daemonPaths, daemonStatus, ensureDaemon, mountWorkspace, stopDaemon, unmountWorkspace } from '../../lib/fuse/index.js';
+import { changedMarker } from '../../lib/fuse/protocol.js';
 import { mountBranch, setupStore } from './helpers.js';
 import { processAlive } from '../helpers/process-gone.js';
 
@@ -32,10 +33,16 @@ test('SIGKILL of the daemon: the Store stays intact, the next start cleans the s
   const s = await setupStore(fill, 'layerfs-crash-');
   const m = await mountBranch(s);
   try {
+    // The mark of uncommitted work is on disk before the change is answered, and gone after the
+    // Commit: a kill right after a write is still reported, a kill after a Commit is not.
+    const marker = changedMarker(join(daemonPaths(s.storePath).spool, m.workspaceId));
     await writeFile(join(m.path, 'committed.txt'), 'kept\n');
+    assert.equal(existsSync(marker), true);
     const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
+    assert.equal(existsSync(marker), false);
     await writeFile(join(m.path, 'uncommitted.txt'), 'lost\n');
+    assert.equal(existsSync(marker), true);
     const st = await daemonStatus(s.storePath);
     assert.equal(st?.mounts[0]?.dirty, true);
     process.kill(m.daemonPid, 'SIGKILL');
