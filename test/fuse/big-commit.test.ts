@@ -40,12 +40,13 @@ function vm(pid: number, field: 'VmHWM' | 'VmRSS'): number {
  * heartbeat, and returns every line the daemon sent (heartbeats, then the answer if any) with
  * the time the daemon took to exit after the signal.
  */
-async function commitAndTerm(storePath: string, workspaceId: string, pid: number): Promise<Record<string, unknown>[] & { exitMs: number }> {
+async function commitAndTerm(storePath: string, workspaceId: string, pid: number): Promise<Record<string, unknown>[] & { exitMs: number; answerMs: number | null }> {
   const paths = daemonPaths(storePath);
   const token = readFileSync(paths.token, 'utf8').trim();
   const sock = connect(paths.socket);
   const lines: Record<string, unknown>[] = [];
   let termAt = 0;
+  let answerAt = 0;
   let buf = '';
   const closed = new Promise<void>((resolve) => sock.on('close', () => resolve()));
   sock.on('error', () => {});
@@ -56,6 +57,7 @@ async function commitAndTerm(storePath: string, workspaceId: string, pid: number
       const l = JSON.parse(buf.slice(0, nl)) as Record<string, unknown>;
       buf = buf.slice(nl + 1);
       lines.push(l);
+      if ('ok' in l && answerAt === 0) answerAt = performance.now();
       if ('progress' in l && termAt === 0) {
         termAt = performance.now();
         process.kill(pid, 'SIGTERM');
@@ -66,7 +68,7 @@ async function commitAndTerm(storePath: string, workspaceId: string, pid: number
   await closed;
   assert.ok(termAt > 0, `no heartbeat came before the connection closed: ${JSON.stringify(lines)}`);
   while (processAlive(pid).alive && performance.now() - termAt < 15_000) await sleep(20);
-  return Object.assign(lines, { exitMs: Math.round(performance.now() - termAt) });
+  return Object.assign(lines, { exitMs: Math.round(performance.now() - termAt), answerMs: answerAt > 0 ? Math.round(answerAt - termAt) : null });
 }
 
 test(`a FUSE commit of ${FILES} new files: bounded daemon memory, heartbeats, then a stop mid-commit`, { skip, timeout: 900_000 }, async () => {
@@ -101,9 +103,14 @@ test(`a FUSE commit of ${FILES} new files: bounded daemon memory, heartbeats, th
     const lines = await commitAndTerm(s.storePath, ws.id, pid);
     const beats = lines.filter((l) => 'progress' in l).map((l) => l.progress as number);
     const answer = lines.find((l) => 'ok' in l);
-    process.stdout.write(`# SIGTERM mid-commit after ${beats.length} heartbeat(s) (${beats.join(', ')}): the daemon exited in ${lines.exitMs} ms; answer ${JSON.stringify(answer)}\n`);
+    process.stdout.write(`# SIGTERM mid-commit after ${beats.length} heartbeat(s) (${beats.join(', ')}): answered in ${lines.answerMs} ms, the daemon exited in ${lines.exitMs} ms; answer ${JSON.stringify(answer)}\n`);
     assert.ok(beats.length >= 1 && beats.every((b, i) => i === 0 || b !== beats[i - 1]), 'heartbeats carry changing progress');
-    assert.ok(lines.exitMs <= 5000, `the daemon took ${lines.exitMs} ms to exit`);
+    // The stop does not wait for the commit: its answer comes in a fraction of what the whole
+    // first commit took on this machine in the same minute (so a loaded runner scales both).
+    // The exit adds the unmount and at most 2 s of spool removal, bounded as liveness only.
+    const abortBound = Math.max(5000, ms / 2);
+    if (lines.answerMs !== null) assert.ok(lines.answerMs <= abortBound, `the abort was answered after ${lines.answerMs} ms (the whole first commit took ${ms.toFixed(0)} ms)`);
+    assert.ok(lines.exitMs <= abortBound + 5000, `the daemon took ${lines.exitMs} ms to exit (the whole first commit took ${ms.toFixed(0)} ms)`);
     // The commit was stopped, not finished: its answer (when the daemon could still send it) says so.
     if (answer) assert.equal((answer.error as { code?: string } | undefined)?.code, 'ERR_ABORTED');
     // Nothing half-published: the Branch is where the first commit left it, and the Store verifies.
