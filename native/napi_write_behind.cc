@@ -5,16 +5,25 @@
 // than by writing first waits for that descriptor's pending writes (writeBehindDrain). The first
 // failure of a background pwrite on a descriptor is kept and returned by its next hand-over or
 // drain, never dropped.
+//
+// Large aligned pieces are written with O_DIRECT (through a second descriptor on the same file),
+// so a spool file's bytes do not also fill the page cache: on a VM whose host takes back free guest
+// memory (virtio-balloon free page reporting), every page-cache page the spool takes is a page the
+// host must fault in again, which made this copy cost 5x what the same pwrite(2)s cost into
+// recycled pages (docs/BENCHMARKS.md). $LAYERFS_SPOOL_DIRECT=0 turns it off.
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -26,13 +35,43 @@ namespace layerfs {
 
 namespace {
 
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
 struct Job {
   int fd;
   int64_t pos;
   size_t len;
   size_t capacity;
-  std::unique_ptr<uint8_t[]> data;
+  Buffer data;
 };
+
+// Pieces written with O_DIRECT: page-aligned offset and length, at least this long (smaller
+// writes wait for the disk each time; they stay buffered).
+constexpr size_t kDirectAlign = 4096;
+constexpr size_t kDirectMin = 128u << 10;
+
+// A buffer for a piece of len bytes: page-aligned (O_DIRECT needs it), its capacity rounded up.
+Buffer NewBuffer(size_t len, size_t* capacity) {
+  *capacity = (len + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, *capacity));
+  if (p == nullptr) throw std::bad_alloc();
+  return Buffer(p);
+}
+
+// Writes all of [data, data + len) at pos; 0 or errno. On a direct descriptor, EINVAL (an
+// alignment the file system refuses) returns at once with *done telling how much was written.
+int WriteAll(int fd, const uint8_t* data, size_t len, int64_t pos, size_t* done) {
+  while (*done < len) {
+    const ssize_t n = pwrite(fd, data + *done, len - *done, pos + static_cast<int64_t>(*done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    *done += static_cast<size_t>(n);
+  }
+  return 0;
+}
 
 // Buffers are kept for reuse (at most a quarter of the queue bound): a fresh 1 MiB allocation per
 // WRITE would be mmap'ed, faulted in and zeroed by the kernel each time, as costly as the copy.
@@ -45,7 +84,7 @@ struct PerFd {
 
 class WriteBehind {
  public:
-  explicit WriteBehind(size_t limit) : limit_(limit) {}
+  WriteBehind(size_t limit, bool direct) : limit_(limit), direct_(direct) {}
 
   // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
   // on fd (then nothing is queued and the error is reported, once).
@@ -64,10 +103,7 @@ class WriteBehind {
       break;
     }
     lock.unlock();
-    if (!job.data) {
-      job.capacity = len < kMinBuffer ? kMinBuffer : len;
-      job.data.reset(new uint8_t[job.capacity]);
-    }
+    if (!job.data) job.data = NewBuffer(len < kMinBuffer ? kMinBuffer : len, &job.capacity);
     std::memcpy(job.data.get(), data, len);
     lock.lock();
     bytes_ += len;
@@ -82,11 +118,19 @@ class WriteBehind {
   }
 
   // Waits until every write handed over for fd is done; 0, or -errno of a failure (reported once).
-  int Drain(int fd) {
+  // With release, also closes the direct descriptor opened for fd (fd is about to be closed).
+  int Drain(int fd, bool release) {
     std::unique_lock<std::mutex> lock(mu_);
     auto it = fds_.find(fd);
+    if (it != fds_.end()) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    if (release) {
+      auto d = direct_fds_.find(fd);
+      if (d != direct_fds_.end()) {
+        if (d->second >= 0) close(d->second);
+        direct_fds_.erase(d);
+      }
+    }
     if (it == fds_.end()) return 0;
-    done_.wait(lock, [&] { return fds_[fd].pending == 0; });
     const int e = TakeError(fd);
     return -e;
   }
@@ -106,6 +150,32 @@ class WriteBehind {
     return e;
   }
 
+  // The O_DIRECT descriptor for fd's file (opened once, through the /proc/self/fd link, which
+  // must be followed), or -1 when the
+  // piece stays buffered: too small or unaligned, direct writes off, or the file refuses O_DIRECT.
+  // Called with mu_ held; only this thread uses the result, and only while fd has a job pending
+  // (so Drain(fd, true) cannot close it meanwhile).
+  int DirectFor(const Job& job) {
+    if (!direct_ || job.len < kDirectMin || job.len % kDirectAlign != 0 || job.pos % kDirectAlign != 0) return -1;
+    auto it = direct_fds_.find(job.fd);
+    if (it != direct_fds_.end()) return it->second;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", job.fd);
+    const int d = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    direct_fds_[job.fd] = d < 0 ? -1 : d;
+    return d < 0 ? -1 : d;
+  }
+
+  // The direct descriptor of fd refused a write (EINVAL: alignment): fd's pieces stay buffered.
+  void NoDirect(int fd, int d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = direct_fds_.find(fd);
+    if (it != direct_fds_.end() && it->second == d) {
+      close(d);
+      it->second = -1;
+    }
+  }
+
   void Run() {
     pthread_setname_np(pthread_self(), "layerfs-spoolwb");  // ps -L, /proc/<pid>/task/*/comm
     std::unique_lock<std::mutex> lock(mu_);
@@ -114,19 +184,13 @@ class WriteBehind {
       Job job = std::move(queue_.front());
       queue_.pop_front();
       const bool failed_before = fds_[job.fd].error != 0;
+      const int direct = failed_before ? -1 : DirectFor(job);
       lock.unlock();
       int err = 0;
       if (!failed_before) {
         size_t done = 0;
-        while (done < job.len) {
-          const ssize_t n = pwrite(job.fd, job.data.get() + done, job.len - done, job.pos + static_cast<int64_t>(done));
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) {
-            err = n < 0 ? errno : EIO;
-            break;
-          }
-          done += static_cast<size_t>(n);
-        }
+        if (direct >= 0 && WriteAll(direct, job.data.get(), job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
+        if (done < job.len) err = WriteAll(job.fd, job.data.get(), job.len, job.pos, &done);
       }
       lock.lock();
       if (spare_bytes_ + job.capacity <= limit_ / 4) {
@@ -148,7 +212,9 @@ class WriteBehind {
   std::condition_variable work_, space_, done_;
   std::deque<Job> queue_;
   std::unordered_map<int, PerFd> fds_;
-  std::vector<std::pair<std::unique_ptr<uint8_t[]>, size_t>> spare_;
+  std::vector<std::pair<Buffer, size_t>> spare_;
+  const bool direct_;
+  std::unordered_map<int, int> direct_fds_;  // fd -> its O_DIRECT descriptor, -1 when none
   size_t spare_bytes_ = 0;
   size_t bytes_ = 0;
   bool started_ = false;
@@ -162,7 +228,8 @@ WriteBehind& Instance() {
     const char* env = getenv("LAYERFS_WRITE_BEHIND_QUEUE_MIB");
     long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
     if (mib < 1 || mib > 1024) mib = 32;
-    return new WriteBehind(static_cast<size_t>(mib) << 20);
+    const char* direct = getenv("LAYERFS_SPOOL_DIRECT");
+    return new WriteBehind(static_cast<size_t>(mib) << 20, direct == nullptr || std::strcmp(direct, "0") != 0);
   }();
   return *wb;
 }
@@ -179,10 +246,12 @@ Napi::Value Put(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, Instance().Put(fd, b.data, b.size, static_cast<int64_t>(pos)));
 }
 
-// writeBehindDrain(fd) -> 0 once fd has no pending write, or -errno of a failure since the last report.
+// writeBehindDrain(fd, release?) -> 0 once fd has no pending write, or -errno of a failure since
+// the last report. release: fd is about to be closed (its direct descriptor is closed now).
 Napi::Value Drain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0])));
+  const bool release = info.Length() > 1 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
+  return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0]), release));
 }
 
 // writeBehindPending() -> bytes handed over and not yet written (all descriptors).

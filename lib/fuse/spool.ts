@@ -114,7 +114,7 @@ const openSpools = new LRUCache<Spool, number>({
   max: OPEN_SPOOLS,
   dispose: (fd, spool) => {
     // Queued writes end before the descriptor does (a later one could reuse its number).
-    spool.noteDrain(writeBehindDrain(fd));
+    spool.noteDrain(writeBehindDrain(fd, true));
     closeSync(fd);
   },
 });

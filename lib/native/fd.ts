@@ -41,9 +41,13 @@ export function writeBehind(fd: number, buffer: Uint8Array, position: number): n
   return native.writeBehind(fd, buffer, position);
 }
 
-/** Waits until `fd` has no queued write: 0, or -errno of a background failure not reported yet. */
-export function writeBehindDrain(fd: number): number {
-  return native.writeBehindDrain(fd);
+/**
+ * Waits until `fd` has no queued write: 0, or -errno of a background failure not reported yet.
+ * `release`: `fd` is about to be closed, so the O_DIRECT descriptor opened for it is closed too
+ * (every descriptor given to writeBehind is released this way before it is closed).
+ */
+export function writeBehindDrain(fd: number, release = false): number {
+  return native.writeBehindDrain(fd, release);
 }
 
 /** Bytes queued for write-behind and not yet written, over all descriptors. */
