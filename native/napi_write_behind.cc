@@ -14,8 +14,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -29,6 +31,7 @@
 #include <utility>
 #include <vector>
 
+#include "direct_files.h"
 #include "napi_util.h"
 
 namespace layerfs {
@@ -89,6 +92,7 @@ class WriteBehind {
   // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
   // on fd (then nothing is queued and the error is reported, once).
   int Put(int fd, const uint8_t* data, size_t len, int64_t pos) {
+    Changed();
     std::unique_lock<std::mutex> lock(mu_);
     if (int e = TakeError(fd)) return -e;
     space_.wait(lock, [&] { return bytes_ == 0 || bytes_ + len <= limit_; });
@@ -126,7 +130,7 @@ class WriteBehind {
     if (release) {
       auto d = direct_fds_.find(fd);
       if (d != direct_fds_.end()) {
-        if (d->second >= 0) close(d->second);
+        if (d->second >= 0) CloseDirect(d->second);
         direct_fds_.erase(d);
       }
     }
@@ -135,6 +139,95 @@ class WriteBehind {
     return -e;
   }
 
+  // pread(2) of [pos, pos + len) of fd into dst, the caller having drained fd's writes. A file
+  // written with O_DIRECT is read with O_DIRECT too, so its bytes do not fill the page cache:
+  // through a window of kWindow bytes per thread (readers ask for 64 KiB pieces at any offset,
+  // each its own O_DIRECT read would wait for the disk), valid until the next write or truncate
+  // of any file (generation_). Bytes read (fewer only at the end of the file), or -errno.
+  ssize_t Read(int fd, uint8_t* dst, size_t len, int64_t pos) {
+    size_t got = 0;
+    struct stat st;
+    // By file, not by descriptor: the reader (a commit) may have opened the spool file itself.
+    if (direct_ && fstat(fd, &st) == 0 && DirectFiles::Get().Has(st.st_dev, st.st_ino)) {
+      const int r = ReadWindowed(fd, st, dst, len, pos, &got);
+      if (r > 0) return static_cast<ssize_t>(got);  // the end of the file
+    }
+    while (got < len) {
+      const ssize_t n = pread(fd, dst + got, len - got, pos + static_cast<int64_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return -errno;
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(got);
+  }
+
+  // A write or truncate of a spool file is coming: every read window is stale.
+  void Changed() { generation_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kWindow = 1u << 20;
+  struct Window {
+    uint64_t dev = 0, ino = 0, generation = 0;
+    int64_t off = -1;
+    size_t len = 0;
+    Buffer data;
+  };
+
+  // Fills dst from the thread's window over fd's file, refilling it with O_DIRECT reads; 1 at
+  // the end of the file, 0 when the rest (from *got on) is left to a buffered read (a failure,
+  // which that read reports, or O_DIRECT refused).
+  int ReadWindowed(int fd, const struct stat& st, uint8_t* dst, size_t len, int64_t pos, size_t* got) {
+    thread_local Window w;
+    const uint64_t gen = generation_.load(std::memory_order_relaxed);
+    if (w.dev != static_cast<uint64_t>(st.st_dev) || w.ino != static_cast<uint64_t>(st.st_ino) || w.generation != gen) w.off = -1;
+    int direct = -1;
+    int result = 0;
+    while (*got < len) {
+      const int64_t cur = pos + static_cast<int64_t>(*got);
+      if (w.off < 0 || cur < w.off || cur >= w.off + static_cast<int64_t>(w.len)) {
+        if (w.off >= 0 && w.len < kWindow && cur >= w.off + static_cast<int64_t>(w.len) && cur < w.off + static_cast<int64_t>(kWindow)) {
+          result = 1;  // the window ended short: the file ends before cur
+          break;
+        }
+        if (direct < 0) {
+          char path[64];
+          snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+          direct = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+          if (direct < 0) break;
+        }
+        if (!w.data) {
+          size_t cap = 0;
+          w.data = NewBuffer(kWindow, &cap);
+        }
+        const int64_t at = cur / static_cast<int64_t>(kDirectAlign) * static_cast<int64_t>(kDirectAlign);
+        ssize_t n;
+        do n = pread(direct, w.data.get(), kWindow, at);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+          w.off = -1;
+          break;
+        }
+        w.dev = st.st_dev;
+        w.ino = st.st_ino;
+        w.generation = gen;
+        w.off = at;
+        w.len = static_cast<size_t>(n);
+        if (cur >= at + n) {
+          result = 1;
+          break;
+        }
+      }
+      const size_t in = static_cast<size_t>(cur - w.off);
+      const size_t n = w.len - in < len - *got ? w.len - in : len - *got;
+      std::memcpy(dst + *got, w.data.get() + in, n);
+      *got += n;
+    }
+    if (direct >= 0) close(direct);
+    return result;
+  }
+
+ public:
   size_t Pending() {
     std::lock_guard<std::mutex> lock(mu_);
     return bytes_;
@@ -161,9 +254,22 @@ class WriteBehind {
     if (it != direct_fds_.end()) return it->second;
     char path[64];
     snprintf(path, sizeof path, "/proc/self/fd/%d", job.fd);
-    const int d = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
-    direct_fds_[job.fd] = d < 0 ? -1 : d;
-    return d < 0 ? -1 : d;
+    int d = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    struct stat st;
+    if (d >= 0 && fstat(d, &st) != 0) {
+      close(d);
+      d = -1;
+    }
+    if (d >= 0) DirectFiles::Get().Add(st.st_dev, st.st_ino);
+    direct_fds_[job.fd] = d;
+    return d;
+  }
+
+  // Closes fd's direct descriptor; its file is read through the page cache again.
+  static void CloseDirect(int d) {
+    struct stat st;
+    if (fstat(d, &st) == 0) DirectFiles::Get().Remove(st.st_dev, st.st_ino);
+    close(d);
   }
 
   // The direct descriptor of fd refused a write (EINVAL: alignment): fd's pieces stay buffered.
@@ -171,7 +277,7 @@ class WriteBehind {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = direct_fds_.find(fd);
     if (it != direct_fds_.end() && it->second == d) {
-      close(d);
+      CloseDirect(d);
       it->second = -1;
     }
   }
@@ -218,6 +324,7 @@ class WriteBehind {
   size_t spare_bytes_ = 0;
   size_t bytes_ = 0;
   bool started_ = false;
+  std::atomic<uint64_t> generation_{0};
 };
 
 // One per process (the addon is loaded once; every serving thread shares it), never destroyed:
@@ -254,6 +361,25 @@ Napi::Value Drain(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0]), release));
 }
 
+// writeBehindRead(fd, buffer, position) -> bytes read into buffer (fewer at the end of the file), or -errno.
+Napi::Value Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int fd = GetFd(env, info[0]);
+  Bytes b = GetBytes(env, info[1], "buffer");
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
+  const double pos = info[2].As<Napi::Number>().DoubleValue();
+  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  uint8_t* dst = const_cast<uint8_t*>(b.data);
+  return Napi::Number::New(env, static_cast<double>(Instance().Read(fd, dst, b.size, static_cast<int64_t>(pos))));
+}
+
+// writeBehindChanged() -> undefined: a spool file is about to change other than by writeBehind
+// (a truncate); windows read ahead by writeBehindRead are dropped.
+Napi::Value Changed(const Napi::CallbackInfo& info) {
+  Instance().Changed();
+  return info.Env().Undefined();
+}
+
 // writeBehindPending() -> bytes handed over and not yet written (all descriptors).
 Napi::Value Pending(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Instance().Pending()));
@@ -264,6 +390,8 @@ Napi::Value Pending(const Napi::CallbackInfo& info) {
 void InitWriteBehind(Napi::Env env, Napi::Object exports) {
   exports.Set("writeBehind", Napi::Function::New<Put>(env, "writeBehind"));
   exports.Set("writeBehindDrain", Napi::Function::New<Drain>(env, "writeBehindDrain"));
+  exports.Set("writeBehindRead", Napi::Function::New<Read>(env, "writeBehindRead"));
+  exports.Set("writeBehindChanged", Napi::Function::New<Changed>(env, "writeBehindChanged"));
   exports.Set("writeBehindPending", Napi::Function::New<Pending>(env, "writeBehindPending"));
 }
 

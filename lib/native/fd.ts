@@ -50,6 +50,21 @@ export function writeBehindDrain(fd: number, release = false): number {
   return native.writeBehindDrain(fd, release);
 }
 
+/**
+ * pread(2) of `fd` into `buffer` at `position` once its queued writes are done (the caller
+ * drains first): bytes read (fewer only at the end of the file), or -errno. A file whose pieces
+ * were written with O_DIRECT is read with O_DIRECT too (no page-cache fill), 1 MiB at a time
+ * into a per-thread window that the next writeBehind or writeBehindChanged drops.
+ */
+export function writeBehindRead(fd: number, buffer: Uint8Array, position: number): number {
+  return native.writeBehindRead(fd, buffer, position);
+}
+
+/** Call before a file given to writeBehind changes other than through it (ftruncate): writeBehindRead's read-ahead windows are dropped. */
+export function writeBehindChanged(): void {
+  native.writeBehindChanged();
+}
+
 /** Bytes queued for write-behind and not yet written, over all descriptors. */
 export function writeBehindPending(): number {
   return native.writeBehindPending();
