@@ -125,8 +125,8 @@ class WriteBehind {
   // With release, also closes the direct descriptor opened for fd (fd is about to be closed).
   int Drain(int fd, bool release) {
     std::unique_lock<std::mutex> lock(mu_);
-    auto it = fds_.find(fd);
-    if (it != fds_.end()) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    const bool known = fds_.count(fd) != 0;
+    if (known) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
     if (release) {
       auto d = direct_fds_.find(fd);
       if (d != direct_fds_.end()) {
@@ -134,7 +134,7 @@ class WriteBehind {
         direct_fds_.erase(d);
       }
     }
-    if (it == fds_.end()) return 0;
+    if (!known) return 0;
     const int e = TakeError(fd);
     return -e;
   }
@@ -297,6 +297,8 @@ class WriteBehind {
         size_t done = 0;
         if (direct >= 0 && WriteAll(direct, job.data.get(), job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
         if (done < job.len) err = WriteAll(job.fd, job.data.get(), job.len, job.pos, &done);
+        // Again once the bytes are in the file: a window read meanwhile may hold the old ones.
+        Changed();
       }
       lock.lock();
       if (spare_bytes_ + job.capacity <= limit_ / 4) {
