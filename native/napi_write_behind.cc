@@ -5,34 +5,76 @@
 // than by writing first waits for that descriptor's pending writes (writeBehindDrain). The first
 // failure of a background pwrite on a descriptor is kept and returned by its next hand-over or
 // drain, never dropped.
+//
+// Large aligned pieces are written with O_DIRECT (through a second descriptor on the same file),
+// so a spool file's bytes do not also fill the page cache: on a VM whose host takes back free guest
+// memory (virtio-balloon free page reporting), every page-cache page the spool takes is a page the
+// host must fault in again, which made this copy cost 5x what the same pwrite(2)s cost into
+// recycled pages (docs/BENCHMARKS.md). $LAYERFS_SPOOL_DIRECT=0 turns it off.
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <thread>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "direct_files.h"
 #include "napi_util.h"
 
 namespace layerfs {
 
 namespace {
 
+struct FreeDeleter {
+  void operator()(uint8_t* p) const { std::free(p); }
+};
+using Buffer = std::unique_ptr<uint8_t, FreeDeleter>;
+
 struct Job {
   int fd;
   int64_t pos;
   size_t len;
   size_t capacity;
-  std::unique_ptr<uint8_t[]> data;
+  Buffer data;
 };
+
+// Pieces written with O_DIRECT: page-aligned offset and length, at least this long (smaller
+// writes wait for the disk each time; they stay buffered).
+constexpr size_t kDirectAlign = 4096;
+constexpr size_t kDirectMin = 128u << 10;
+
+// A buffer for a piece of len bytes: page-aligned (O_DIRECT needs it), its capacity rounded up.
+Buffer NewBuffer(size_t len, size_t* capacity) {
+  *capacity = (len + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, *capacity));
+  if (p == nullptr) throw std::bad_alloc();
+  return Buffer(p);
+}
+
+// Writes all of [data, data + len) at pos; 0 or errno. On a direct descriptor, EINVAL (an
+// alignment the file system refuses) returns at once with *done telling how much was written.
+int WriteAll(int fd, const uint8_t* data, size_t len, int64_t pos, size_t* done) {
+  while (*done < len) {
+    const ssize_t n = pwrite(fd, data + *done, len - *done, pos + static_cast<int64_t>(*done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n < 0 ? errno : EIO;
+    *done += static_cast<size_t>(n);
+  }
+  return 0;
+}
 
 // Buffers are kept for reuse (at most a quarter of the queue bound): a fresh 1 MiB allocation per
 // WRITE would be mmap'ed, faulted in and zeroed by the kernel each time, as costly as the copy.
@@ -45,11 +87,12 @@ struct PerFd {
 
 class WriteBehind {
  public:
-  explicit WriteBehind(size_t limit) : limit_(limit) {}
+  WriteBehind(size_t limit, bool direct) : limit_(limit), direct_(direct) {}
 
   // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
   // on fd (then nothing is queued and the error is reported, once).
   int Put(int fd, const uint8_t* data, size_t len, int64_t pos) {
+    Changed();
     std::unique_lock<std::mutex> lock(mu_);
     if (int e = TakeError(fd)) return -e;
     space_.wait(lock, [&] { return bytes_ == 0 || bytes_ + len <= limit_; });
@@ -64,10 +107,7 @@ class WriteBehind {
       break;
     }
     lock.unlock();
-    if (!job.data) {
-      job.capacity = len < kMinBuffer ? kMinBuffer : len;
-      job.data.reset(new uint8_t[job.capacity]);
-    }
+    if (!job.data) job.data = NewBuffer(len < kMinBuffer ? kMinBuffer : len, &job.capacity);
     std::memcpy(job.data.get(), data, len);
     lock.lock();
     bytes_ += len;
@@ -82,15 +122,112 @@ class WriteBehind {
   }
 
   // Waits until every write handed over for fd is done; 0, or -errno of a failure (reported once).
-  int Drain(int fd) {
+  // With release, also closes the direct descriptor opened for fd (fd is about to be closed).
+  int Drain(int fd, bool release) {
     std::unique_lock<std::mutex> lock(mu_);
-    auto it = fds_.find(fd);
-    if (it == fds_.end()) return 0;
-    done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    const bool known = fds_.count(fd) != 0;
+    if (known) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    if (release) {
+      auto d = direct_fds_.find(fd);
+      if (d != direct_fds_.end()) {
+        if (d->second >= 0) CloseDirect(d->second);
+        direct_fds_.erase(d);
+      }
+    }
+    if (!known) return 0;
     const int e = TakeError(fd);
     return -e;
   }
 
+  // pread(2) of [pos, pos + len) of fd into dst, the caller having drained fd's writes. A file
+  // written with O_DIRECT is read with O_DIRECT too, so its bytes do not fill the page cache:
+  // through a window of kWindow bytes per thread (readers ask for 64 KiB pieces at any offset,
+  // each its own O_DIRECT read would wait for the disk), valid until the next write or truncate
+  // of any file (generation_). Bytes read (fewer only at the end of the file), or -errno.
+  ssize_t Read(int fd, uint8_t* dst, size_t len, int64_t pos) {
+    size_t got = 0;
+    struct stat st;
+    // By file, not by descriptor: the reader (a commit) may have opened the spool file itself.
+    if (direct_ && fstat(fd, &st) == 0 && DirectFiles::Get().Has(st.st_dev, st.st_ino)) {
+      const int r = ReadWindowed(fd, st, dst, len, pos, &got);
+      if (r > 0) return static_cast<ssize_t>(got);  // the end of the file
+    }
+    while (got < len) {
+      const ssize_t n = pread(fd, dst + got, len - got, pos + static_cast<int64_t>(got));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return -errno;
+      if (n == 0) break;
+      got += static_cast<size_t>(n);
+    }
+    return static_cast<ssize_t>(got);
+  }
+
+  // A write or truncate of a spool file is coming: every read window is stale.
+  void Changed() { generation_.fetch_add(1, std::memory_order_relaxed); }
+
+ private:
+  static constexpr size_t kWindow = 1u << 20;
+  struct Window {
+    uint64_t dev = 0, ino = 0, generation = 0;
+    int64_t off = -1;
+    size_t len = 0;
+    Buffer data;
+  };
+
+  // Fills dst from the thread's window over fd's file, refilling it with O_DIRECT reads; 1 at
+  // the end of the file, 0 when the rest (from *got on) is left to a buffered read (a failure,
+  // which that read reports, or O_DIRECT refused).
+  int ReadWindowed(int fd, const struct stat& st, uint8_t* dst, size_t len, int64_t pos, size_t* got) {
+    thread_local Window w;
+    const uint64_t gen = generation_.load(std::memory_order_relaxed);
+    if (w.dev != static_cast<uint64_t>(st.st_dev) || w.ino != static_cast<uint64_t>(st.st_ino) || w.generation != gen) w.off = -1;
+    int direct = -1;
+    int result = 0;
+    while (*got < len) {
+      const int64_t cur = pos + static_cast<int64_t>(*got);
+      if (w.off < 0 || cur < w.off || cur >= w.off + static_cast<int64_t>(w.len)) {
+        if (w.off >= 0 && w.len < kWindow && cur >= w.off + static_cast<int64_t>(w.len) && cur < w.off + static_cast<int64_t>(kWindow)) {
+          result = 1;  // the window ended short: the file ends before cur
+          break;
+        }
+        if (direct < 0) {
+          char path[64];
+          snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+          direct = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+          if (direct < 0) break;
+        }
+        if (!w.data) {
+          size_t cap = 0;
+          w.data = NewBuffer(kWindow, &cap);
+        }
+        const int64_t at = cur / static_cast<int64_t>(kDirectAlign) * static_cast<int64_t>(kDirectAlign);
+        ssize_t n;
+        do n = pread(direct, w.data.get(), kWindow, at);
+        while (n < 0 && errno == EINTR);
+        if (n < 0) {
+          w.off = -1;
+          break;
+        }
+        w.dev = st.st_dev;
+        w.ino = st.st_ino;
+        w.generation = gen;
+        w.off = at;
+        w.len = static_cast<size_t>(n);
+        if (cur >= at + n) {
+          result = 1;
+          break;
+        }
+      }
+      const size_t in = static_cast<size_t>(cur - w.off);
+      const size_t n = w.len - in < len - *got ? w.len - in : len - *got;
+      std::memcpy(dst + *got, w.data.get() + in, n);
+      *got += n;
+    }
+    if (direct >= 0) close(direct);
+    return result;
+  }
+
+ public:
   size_t Pending() {
     std::lock_guard<std::mutex> lock(mu_);
     return bytes_;
@@ -106,6 +243,45 @@ class WriteBehind {
     return e;
   }
 
+  // The O_DIRECT descriptor for fd's file (opened once, through the /proc/self/fd link, which
+  // must be followed), or -1 when the
+  // piece stays buffered: too small or unaligned, direct writes off, or the file refuses O_DIRECT.
+  // Called with mu_ held; only this thread uses the result, and only while fd has a job pending
+  // (so Drain(fd, true) cannot close it meanwhile).
+  int DirectFor(const Job& job) {
+    if (!direct_ || job.len < kDirectMin || job.len % kDirectAlign != 0 || job.pos % kDirectAlign != 0) return -1;
+    auto it = direct_fds_.find(job.fd);
+    if (it != direct_fds_.end()) return it->second;
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", job.fd);
+    int d = open(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    struct stat st;
+    if (d >= 0 && fstat(d, &st) != 0) {
+      close(d);
+      d = -1;
+    }
+    if (d >= 0) DirectFiles::Get().Add(st.st_dev, st.st_ino);
+    direct_fds_[job.fd] = d;
+    return d;
+  }
+
+  // Closes fd's direct descriptor; its file is read through the page cache again.
+  static void CloseDirect(int d) {
+    struct stat st;
+    if (fstat(d, &st) == 0) DirectFiles::Get().Remove(st.st_dev, st.st_ino);
+    close(d);
+  }
+
+  // The direct descriptor of fd refused a write (EINVAL: alignment): fd's pieces stay buffered.
+  void NoDirect(int fd, int d) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = direct_fds_.find(fd);
+    if (it != direct_fds_.end() && it->second == d) {
+      CloseDirect(d);
+      it->second = -1;
+    }
+  }
+
   void Run() {
     pthread_setname_np(pthread_self(), "layerfs-spoolwb");  // ps -L, /proc/<pid>/task/*/comm
     std::unique_lock<std::mutex> lock(mu_);
@@ -114,19 +290,15 @@ class WriteBehind {
       Job job = std::move(queue_.front());
       queue_.pop_front();
       const bool failed_before = fds_[job.fd].error != 0;
+      const int direct = failed_before ? -1 : DirectFor(job);
       lock.unlock();
       int err = 0;
       if (!failed_before) {
         size_t done = 0;
-        while (done < job.len) {
-          const ssize_t n = pwrite(job.fd, job.data.get() + done, job.len - done, job.pos + static_cast<int64_t>(done));
-          if (n < 0 && errno == EINTR) continue;
-          if (n <= 0) {
-            err = n < 0 ? errno : EIO;
-            break;
-          }
-          done += static_cast<size_t>(n);
-        }
+        if (direct >= 0 && WriteAll(direct, job.data.get(), job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
+        if (done < job.len) err = WriteAll(job.fd, job.data.get(), job.len, job.pos, &done);
+        // Again once the bytes are in the file: a window read meanwhile may hold the old ones.
+        Changed();
       }
       lock.lock();
       if (spare_bytes_ + job.capacity <= limit_ / 4) {
@@ -148,10 +320,13 @@ class WriteBehind {
   std::condition_variable work_, space_, done_;
   std::deque<Job> queue_;
   std::unordered_map<int, PerFd> fds_;
-  std::vector<std::pair<std::unique_ptr<uint8_t[]>, size_t>> spare_;
+  std::vector<std::pair<Buffer, size_t>> spare_;
+  const bool direct_;
+  std::unordered_map<int, int> direct_fds_;  // fd -> its O_DIRECT descriptor, -1 when none
   size_t spare_bytes_ = 0;
   size_t bytes_ = 0;
   bool started_ = false;
+  std::atomic<uint64_t> generation_{0};
 };
 
 // One per process (the addon is loaded once; every serving thread shares it), never destroyed:
@@ -162,7 +337,8 @@ WriteBehind& Instance() {
     const char* env = getenv("LAYERFS_WRITE_BEHIND_QUEUE_MIB");
     long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
     if (mib < 1 || mib > 1024) mib = 32;
-    return new WriteBehind(static_cast<size_t>(mib) << 20);
+    const char* direct = getenv("LAYERFS_SPOOL_DIRECT");
+    return new WriteBehind(static_cast<size_t>(mib) << 20, direct == nullptr || std::strcmp(direct, "0") != 0);
   }();
   return *wb;
 }
@@ -179,10 +355,31 @@ Napi::Value Put(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, Instance().Put(fd, b.data, b.size, static_cast<int64_t>(pos)));
 }
 
-// writeBehindDrain(fd) -> 0 once fd has no pending write, or -errno of a failure since the last report.
+// writeBehindDrain(fd, release?) -> 0 once fd has no pending write, or -errno of a failure since
+// the last report. release: fd is about to be closed (its direct descriptor is closed now).
 Napi::Value Drain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0])));
+  const bool release = info.Length() > 1 && info[1].IsBoolean() && info[1].As<Napi::Boolean>().Value();
+  return Napi::Number::New(env, Instance().Drain(GetFd(env, info[0]), release));
+}
+
+// writeBehindRead(fd, buffer, position) -> bytes read into buffer (fewer at the end of the file), or -errno.
+Napi::Value Read(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int fd = GetFd(env, info[0]);
+  Bytes b = GetBytes(env, info[1], "buffer");
+  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
+  const double pos = info[2].As<Napi::Number>().DoubleValue();
+  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  uint8_t* dst = const_cast<uint8_t*>(b.data);
+  return Napi::Number::New(env, static_cast<double>(Instance().Read(fd, dst, b.size, static_cast<int64_t>(pos))));
+}
+
+// writeBehindChanged() -> undefined: a spool file is about to change other than by writeBehind
+// (a truncate); windows read ahead by writeBehindRead are dropped.
+Napi::Value Changed(const Napi::CallbackInfo& info) {
+  Instance().Changed();
+  return info.Env().Undefined();
 }
 
 // writeBehindPending() -> bytes handed over and not yet written (all descriptors).
@@ -195,6 +392,8 @@ Napi::Value Pending(const Napi::CallbackInfo& info) {
 void InitWriteBehind(Napi::Env env, Napi::Object exports) {
   exports.Set("writeBehind", Napi::Function::New<Put>(env, "writeBehind"));
   exports.Set("writeBehindDrain", Napi::Function::New<Drain>(env, "writeBehindDrain"));
+  exports.Set("writeBehindRead", Napi::Function::New<Read>(env, "writeBehindRead"));
+  exports.Set("writeBehindChanged", Napi::Function::New<Changed>(env, "writeBehindChanged"));
   exports.Set("writeBehindPending", Napi::Function::New<Pending>(env, "writeBehindPending"));
 }
 

@@ -4,13 +4,13 @@
  * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, ftruncateSync, openSync, readdirSync, readSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { closeSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
-import { writeBehind, writeBehindDrain } from '../native/index.js';
+import { writeBehind, writeBehindChanged, writeBehindDrain, writeBehindRead } from '../native/index.js';
 import { FsError, type ErrnoName } from './errno.js';
 
 /** Copy-on-write granularity over stored content. */
@@ -114,7 +114,7 @@ const openSpools = new LRUCache<Spool, number>({
   max: OPEN_SPOOLS,
   dispose: (fd, spool) => {
     // Queued writes end before the descriptor does (a later one could reuse its number).
-    spool.noteDrain(writeBehindDrain(fd));
+    spool.noteDrain(writeBehindDrain(fd, true));
     closeSync(fd);
   },
 });
@@ -184,13 +184,9 @@ export class Spool implements SpoolLike {
   /** Fills dst[off, off + len) from the file at pos; bytes past its end read as zeros. */
   read(dst: Buffer, off: number, len: number, pos: number): void {
     this.settle();
-    let done = 0;
-    while (done < len) {
-      const n = readSync(this.fd, dst, off + done, len - done, pos + done);
-      if (n === 0) break;
-      done += n;
-    }
-    if (done < len) dst.fill(0, off + done, off + len);
+    const n = len === 0 ? 0 : writeBehindRead(this.fd, dst.subarray(off, off + len), pos);
+    if (n < 0) throw new FsError(errnoNames.get(-n) ?? 'EIO', `reading the spool file ${this.path} failed`);
+    if (n < len) dst.fill(0, off + n, off + len);
   }
 
   write(src: Buffer, pos: number): void {
@@ -206,6 +202,7 @@ export class Spool implements SpoolLike {
   truncate(size: number): void {
     const fd = this.fd;
     this.noteDrain(writeBehindDrain(fd));
+    writeBehindChanged();
     ftruncateSync(fd, size);
     if (size === 0) this.failure = null;
   }

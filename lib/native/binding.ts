@@ -172,8 +172,12 @@ export interface NativeBinding {
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
   /** Queues a copy of `buffer` for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
   writeBehind(fd: number, buffer: Uint8Array, position: number): number;
-  /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. */
-  writeBehindDrain(fd: number): number;
+  /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. `release`: fd is about to be closed. */
+  writeBehindDrain(fd: number, release?: boolean): number;
+  /** pread(2) into `buffer` at `position` (O_DIRECT for a file written so): bytes read, or -errno. */
+  writeBehindRead(fd: number, buffer: Uint8Array, position: number): number;
+  /** A spool file changes other than by writeBehind (truncate): read windows are dropped. */
+  writeBehindChanged(): void;
   /** Bytes queued and not yet written (all descriptors). */
   writeBehindPending(): number;
   /** flock(fd, LOCK_EX | LOCK_NB): 0, or -errno. */

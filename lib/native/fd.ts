@@ -41,9 +41,28 @@ export function writeBehind(fd: number, buffer: Uint8Array, position: number): n
   return native.writeBehind(fd, buffer, position);
 }
 
-/** Waits until `fd` has no queued write: 0, or -errno of a background failure not reported yet. */
-export function writeBehindDrain(fd: number): number {
-  return native.writeBehindDrain(fd);
+/**
+ * Waits until `fd` has no queued write: 0, or -errno of a background failure not reported yet.
+ * `release`: `fd` is about to be closed, so the O_DIRECT descriptor opened for it is closed too
+ * (every descriptor given to writeBehind is released this way before it is closed).
+ */
+export function writeBehindDrain(fd: number, release = false): number {
+  return native.writeBehindDrain(fd, release);
+}
+
+/**
+ * pread(2) of `fd` into `buffer` at `position` once its queued writes are done (the caller
+ * drains first): bytes read (fewer only at the end of the file), or -errno. A file whose pieces
+ * were written with O_DIRECT is read with O_DIRECT too (no page-cache fill), 1 MiB at a time
+ * into a per-thread window that the next writeBehind or writeBehindChanged drops.
+ */
+export function writeBehindRead(fd: number, buffer: Uint8Array, position: number): number {
+  return native.writeBehindRead(fd, buffer, position);
+}
+
+/** Call before a file given to writeBehind changes other than through it (ftruncate): writeBehindRead's read-ahead windows are dropped. */
+export function writeBehindChanged(): void {
+  native.writeBehindChanged();
 }
 
 /** Bytes queued for write-behind and not yet written, over all descriptors. */

@@ -73,7 +73,8 @@ for (const [label, budget] of [['spools in memory, spilling to files', undefined
           let len = 1 + pick(r() < 0.3 ? 64 : r() < 0.8 ? 12_000 : 300_000);
           if (r() < 0.2) {
             pos -= pos % 4096;
-            len = 4096 * (1 + pick(4));
+            // Pieces of 128 KiB and more go to a spool file with O_DIRECT (napi_write_behind.cc).
+            len = 4096 * (r() < 0.5 ? 1 + pick(4) : 32 + pick(96));
           }
           const data = seededBytes(SEED + step, len);
           log.push(`write ${pos}+${len}`);

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { constants as fsc, mkdirSync } from 'node:fs';
+import { constants as fsc, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { open as openFile, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
@@ -123,6 +123,68 @@ test('flush of a read-only handle and of a file without spool answers at once', 
     ov.flush(ro);
     ov.release(ro);
     ov.release(fh);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
+
+/** Descriptors of this process open with O_DIRECT on a file under `dir` (from /proc/self/fdinfo). */
+function directDescriptors(dir: string): string[] {
+  const out: string[] = [];
+  for (const fd of readdirSync('/proc/self/fd')) {
+    try {
+      const target = readlinkSync(`/proc/self/fd/${fd}`);
+      const flags = /flags:\s+([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
+      if (target.startsWith(dir) && flags !== undefined && (parseInt(flags, 8) & O_DIRECT) !== 0) out.push(target);
+    } catch {
+      /* closed meanwhile */
+    }
+  }
+  return out;
+}
+const O_DIRECT = 0o40000;
+
+test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffered ones; the direct descriptor closes with the spool', async () => {
+  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
+  const spoolDir = join(dir, 'spool');
+  mkdirSync(spoolDir);
+  const store = Store.open(storePath);
+  try {
+    const info = client.branch('main');
+    const head = info.headCommitId;
+    const ov = new Overlay(store, fromHex(info.rootId), { branchId: fromHex(info.id), expectedHead: head ? fromHex(head) : null, expectedBase: fromHex(info.baseLayerId) }, { spoolDir, memoryBudget: 0 });
+    const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
+    const size = 6 << 20;
+    const model = seededBytes(31, size);
+    for (let pos = 0; pos < size; pos += 1 << 20) ov.write(fh, model.subarray(pos, pos + (1 << 20)), pos);
+    ov.flush(fh);
+    assert.equal(directDescriptors(spoolDir).length, 1, 'one O_DIRECT descriptor on the spool file');
+    // Buffered pieces (small or unaligned) over direct ones, direct ones over buffered ones.
+    const edits: [number, number][] = [[5, 3000], [1_048_570, 20], [(1 << 20) + 4096, 128 << 10], [3 << 20, 100], [(3 << 20) - 4096, 256 << 10], [size - 7, 7]];
+    edits.forEach(([pos, len], i) => {
+      const piece = seededBytes(40 + i, len);
+      ov.write(fh, piece, pos);
+      piece.copy(model, pos);
+    });
+    // Past the end, aligned: the file grows by a direct write after a hole.
+    const tail = seededBytes(50, 512 << 10);
+    ov.write(fh, tail, size + (1 << 20));
+    const want = Buffer.concat([model, Buffer.alloc(1 << 20), tail]);
+    const back = Buffer.alloc(want.length);
+    assert.equal(ov.read(fh, back, want.length, 0), want.length);
+    assert.ok(back.equals(want), 'read back as written');
+    ov.release(fh);
+    const c = ov.commitSync();
+    assert.equal(c.outcome, 'Created');
+    assert.equal(ov.getattr(serial).size, want.length);
+    const ro = ov.open(serial, fsc.O_RDONLY);
+    const stored = Buffer.alloc(want.length);
+    assert.equal(ov.read(ro, stored, want.length, 0), want.length);
+    ov.release(ro);
+    assert.ok(stored.equals(want), 'committed content as written');
+    assert.deepEqual(directDescriptors(spoolDir), [], 'no O_DIRECT descriptor left once the spool is gone');
+    assert.equal(client.verify().ok, true);
   } finally {
     store.close();
     client.close();
