@@ -148,7 +148,7 @@ class TreeImport {
   private checked(r: ScanEntry, i: number): InodeKind | undefined {
     if (r.error) throw scanError(r as ScanEntry & { error: NonNullable<ScanEntry['error']> });
     const e = r as ScanEntryOk;
-    if (this.forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
+    if (this.isForbidden(e)) {
       throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: this.walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
     }
     const kind = SCAN_KINDS[e.kind];
@@ -159,6 +159,12 @@ class TreeImport {
       throw new LayerFsError('ERR_FILE_CHANGED', `${this.walk.path(parent).toString()} changed while it was read`, { path: this.walk.path(parent).toString(), hint: 'retry when the tree is quiet' });
     }
     return kind;
+  }
+
+  /** Whether `e` is one of the Store's files (a loop: a closure per entry costs an allocation each). */
+  private isForbidden(e: ScanEntryOk): boolean {
+    for (let k = 0; k < this.forbiddenIds.length; k++) if (this.forbiddenIds[k]!.ino === e.ino && this.forbiddenIds[k]!.dev === e.dev) return true;
+    return false;
   }
 
   /**
