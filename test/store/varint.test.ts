@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ByteReader, ByteWriter } from '../../lib/format/bytes.js';
+import { keySerial, serialKey } from '../../lib/store/tree/inode.js';
 import { Rng } from '../helpers/random.js';
 
 /** The definition: zig-zag, then 7 bits at a time, low first, in bigint arithmetic. */
@@ -30,5 +31,14 @@ test('sv64 writes the bytes of its definition, at the 32- and 64-bit edges and f
     const bytes = new ByteWriter(4).sv64(v).finish();
     assert.deepEqual(bytes, sv64Bytes(v), `sv64(${v}), seed ${seed}`);
     if (v >= -(2n ** 63n) && v < 2n ** 63n) assert.equal(new ByteReader(bytes, 'value').sv64(), v, `round trip of ${v}, seed ${seed}`);
+  }
+});
+
+test('serialKey is the 8-byte big-endian serial, across the 32-bit edge and up to 2^53 - 1', () => {
+  for (const s of [0, 1, 255, 2 ** 31, 2 ** 32 - 1, 2 ** 32, 2 ** 32 + 5, 2 ** 40 + 12_345, 2 ** 53 - 1]) {
+    const expected = Buffer.alloc(8);
+    expected.writeBigUInt64BE(BigInt(s));
+    assert.deepEqual(serialKey(s), expected, `serial ${s}`);
+    assert.equal(keySerial(serialKey(s)), s);
   }
 });

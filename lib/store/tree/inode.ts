@@ -137,7 +137,9 @@ export function decodeInode(data: Buffer, serial: number): Inode {
 
 export function serialKey(serial: number): Buffer {
   const k = Buffer.allocUnsafe(8);
-  k.writeBigUInt64BE(BigInt(serial));
+  // Two 32-bit halves: the bytes of writeBigUInt64BE(BigInt(serial)) without its bigints.
+  k.writeUInt32BE(Math.floor(serial / 0x100000000), 0);
+  k.writeUInt32BE(serial >>> 0, 4);
   return k;
 }
 
