@@ -265,9 +265,9 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
   let index = 0;
   try {
     while (!scans.done) {
-      const { results, release } = await scans.next(run.clock);
-      for (const r of results) {
-        const pending = run.add(r, index++);
+      const { batch, release } = await scans.next(run.clock);
+      for (let j = 0; j < batch.count; j++) {
+        const pending = run.add(batch.entry(j)!, index++);
         if (pending) await pending;
       }
       // Everything of this batch is copied into packs now: its arena can take another batch.
