@@ -43,6 +43,19 @@ export class ByteWriter {
   sv64(v: bigint): this {
     let z = v >= 0n ? v << 1n : ((-v) << 1n) - 1n;
     this.ensure(11);
+    if (z <= 0xffffffffffffffffn) {
+      // Up to 64 bits (every time value): the same bytes from two 32-bit halves held as numbers,
+      // without the bigints each step of the loop below allocates (an import encodes one per entry).
+      let lo = Number(z & 0xffffffffn);
+      let hi = Number(z >> 32n);
+      while (hi !== 0 || lo >= 0x80) {
+        this.buf[this.pos++] = (lo & 0x7f) | 0x80;
+        lo = ((lo >>> 7) | ((hi & 0x7f) << 25)) >>> 0;
+        hi >>>= 7;
+      }
+      this.buf[this.pos++] = lo;
+      return this;
+    }
     while (z >= 0x80n) {
       this.buf[this.pos++] = Number(z & 0x7fn) | 0x80;
       z >>= 7n;

@@ -11,7 +11,9 @@ export {
 export { hashBuffers, MAX_THREADS, type BatchOptions, type ContentDigest, type DigestResult } from './batch.js';
 export {
   scanPaths,
+  scanBatch,
   scanPathsOrThrow,
+  type ScanBatch,
   type ScanOptions,
   type ScanEntry,
   type ScanEntryOk,

@@ -105,6 +105,15 @@ export type { ChunkRef };
 const KINDS: FileKind[] = ['unknown', 'file', 'dir', 'symlink', 'fifo', 'chardev', 'blockdev', 'socket', 'unknown'];
 
 export async function scanPaths(paths: (string | Buffer)[], opts?: ScanOptions): Promise<ScanEntry[]> {
+  return (await scanBatch(paths, opts)).entries();
+}
+
+/**
+ * scanPaths without building every entry at once: the batch keeps the addon's columns and builds
+ * entry i when asked. A caller that stores entries one by one (an import) then holds one entry's
+ * objects at a time instead of a whole batch's, scanned ahead of use.
+ */
+export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions): Promise<ScanBatch> {
   if (!Array.isArray(paths)) throw invalidArgument('paths must be an array of strings or Buffers', { argument: 'paths' });
   const buffers = paths.map((p, i) => toPathBuffer(p, `paths[${i}]`));
   const o = (opts ?? {}) as ScanOptions;
@@ -115,15 +124,57 @@ export async function scanPaths(paths: (string | Buffer)[], opts?: ScanOptions):
   } catch (e) {
     throw fromNative(e);
   }
-  return toEntries(paths, b, o.dataArena);
+  return new ScanBatch(paths, b, o.dataArena);
 }
 
-function toEntries(paths: (string | Buffer)[], b: RawScanBatch, arena: Buffer | undefined): ScanEntry[] {
-  const out = new Array<ScanEntry>(paths.length);
-  let chunkAt = 0;
-  for (let i = 0; i < paths.length; i++) {
-    const path = paths[i]!;
-    if (b.kind[i] === 0) continue;
+/** Indexes `k` of `index` grouped by the entry they belong to (few: xattrs, symlinks). */
+function byEntry(index: Uint32Array): Map<number, number[]> {
+  const m = new Map<number, number[]>();
+  for (let k = 0; k < index.length; k++) {
+    const list = m.get(index[k]!);
+    if (list) list.push(k);
+    else m.set(index[k]!, [k]);
+  }
+  return m;
+}
+
+/** One scanned batch: `count` entries, entry i built from the addon's columns on demand. */
+export class ScanBatch {
+  readonly count: number;
+  /** Where entry i's chunks start in chunkLengths (and, times 32, in chunkIds). */
+  private readonly chunkStart: Uint32Array;
+  private readonly xattrs: Map<number, number[]>;
+  private readonly links: Map<number, number[]>;
+  private readonly errors: Map<number, [number, string, string | undefined, string]>;
+
+  constructor(
+    private readonly paths: (string | Buffer)[],
+    private readonly b: RawScanBatch,
+    private readonly arena: Buffer | undefined,
+  ) {
+    this.count = paths.length;
+    this.chunkStart = new Uint32Array(this.count);
+    for (let i = 0, at = 0; i < this.count; i++) {
+      this.chunkStart[i] = at;
+      if (b.digestKind[i] !== 0) at += b.chunkCounts[i]!;
+    }
+    this.xattrs = byEntry(b.xattrIndex);
+    this.links = byEntry(b.linkIndex);
+    this.errors = new Map(b.errors.map((e) => [e[0], e]));
+  }
+
+  /** Entry i, a new object each call (undefined only for a slot the addon left empty). */
+  entry(i: number): ScanEntry | undefined {
+    const b = this.b;
+    const path = this.paths[i]!;
+    const failed = this.errors.get(i);
+    if (failed) {
+      const [, code, errno, message] = failed;
+      const error: ScanError = { code: code as ScanError['code'], path: displayPath(path), message: `${displayPath(path)}: ${message}` };
+      if (errno !== undefined) error.errno = errno;
+      return { path, error };
+    }
+    if (b.kind[i] === 0) return undefined;
     const e: ScanEntryOk = {
       path,
       kind: KINDS[b.kind[i]!]!,
@@ -142,32 +193,31 @@ function toEntries(paths: (string | Buffer)[], b: RawScanBatch, arena: Buffer | 
     const dk = b.digestKind[i]!;
     if (dk !== 0) {
       const n = b.chunkCounts[i]!;
-      const chunks = n === 0 ? [] : toChunkRefs(b.chunkLengths.subarray(chunkAt, chunkAt + n), b.chunkIds.subarray(chunkAt * 32, (chunkAt + n) * 32));
-      chunkAt += n;
+      const at = this.chunkStart[i]!;
+      const chunks = n === 0 ? [] : toChunkRefs(b.chunkLengths.subarray(at, at + n), b.chunkIds.subarray(at * 32, (at + n) * 32));
       e.digest = { chunked: dk === 2, contentId: b.contentIds.subarray(i * 32, i * 32 + 32), chunks };
     }
     const at = b.arenaOffset[i]!;
-    const data = at >= 0 ? arena!.subarray(at, at + e.size) : b.data[i];
+    const data = at >= 0 ? this.arena!.subarray(at, at + e.size) : b.data[i];
     if (data) e.data = data;
-    out[i] = e;
+    for (const k of this.xattrs.get(i) ?? []) e.xattrs.push({ name: b.xattrNames[k]!, value: b.xattrValues.subarray(k === 0 ? 0 : b.xattrEnds[k - 1]!, b.xattrEnds[k]!) });
+    const link = this.links.get(i);
+    if (link) {
+      const k = link[link.length - 1]!;
+      e.linkTarget = b.linkTargets.subarray(k === 0 ? 0 : b.linkEnds[k - 1]!, b.linkEnds[k]!);
+    }
+    return e;
   }
-  for (let k = 0, start = 0; k < b.xattrIndex.length; k++) {
-    const end = b.xattrEnds[k]!;
-    (out[b.xattrIndex[k]!] as ScanEntryOk).xattrs.push({ name: b.xattrNames[k]!, value: b.xattrValues.subarray(start, end) });
-    start = end;
+
+  /** Every entry, as scanPaths returns them. */
+  entries(): ScanEntry[] {
+    const out = new Array<ScanEntry>(this.count);
+    for (let i = 0; i < this.count; i++) {
+      const e = this.entry(i);
+      if (e !== undefined) out[i] = e;
+    }
+    return out;
   }
-  for (let k = 0, start = 0; k < b.linkIndex.length; k++) {
-    const end = b.linkEnds[k]!;
-    (out[b.linkIndex[k]!] as ScanEntryOk).linkTarget = b.linkTargets.subarray(start, end);
-    start = end;
-  }
-  for (const [i, code, errno, message] of b.errors) {
-    const path = paths[i]!;
-    const error: ScanError = { code: code as ScanError['code'], path: displayPath(path), message: `${displayPath(path)}: ${message}` };
-    if (errno !== undefined) error.errno = errno;
-    out[i] = { path, error };
-  }
-  return out;
 }
 
 /** Like scanPaths, but throws a LayerFsError (code of the entry, with path and errno) for the first failed entry. */

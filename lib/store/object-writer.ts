@@ -265,11 +265,16 @@ export class ObjectWriter {
     try {
       // SQLite copies the bound bytes.
       const pack = Number(this.insertPack.run(row).lastInsertRowid);
-      for (const [p, codec, offset, length, at, base] of entries) this.insertObject.run(p.id, p.kind, p.length, codec, pack, offset, length, at, base);
+      // Indexed, not destructured: a destructured tuple costs an iterator and a result per field
+      // until the function is optimized, and an import runs this for every object.
+      for (let k = 0; k < entries.length; k++) {
+        const e = entries[k]!;
+        this.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[5]);
+      }
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
-    for (const [p] of entries) this.open.delete(p.id.toString('latin1'));
+    for (let k = 0; k < entries.length; k++) this.open.delete(entries[k]![0].id.toString('latin1'));
   }
 
   /**
@@ -406,7 +411,10 @@ export class ObjectWriter {
     const row = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rowBytes);
     try {
       const pack = Number(this.insertPack.run(row).lastInsertRowid);
-      for (const [c, codec, off, len, at] of entries) this.insertObject.run(c.id, c.kind, c.length, codec, pack, off, len, at, codec === Codec.Dict ? dict!.id : null);
+      for (let k = 0; k < entries.length; k++) {
+        const e = entries[k]!;
+        this.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[1] === Codec.Dict ? dict!.id : null);
+      }
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }

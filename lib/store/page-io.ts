@@ -23,7 +23,10 @@ export class PageStore implements PageIO {
     private readonly reader: ObjectReader,
     limit = 8192,
   ) {
-    this.cache = new LRUCache({ max: limit });
+    // Bounded by a count through maxSize (each page counts 1), not `max`: with `max` lru-cache
+    // allocates its index for all `limit` entries up front (two arrays of `limit` slots)
+    // at every Store open, which a short-lived process (one import) never fills.
+    this.cache = new LRUCache({ maxSize: limit, sizeCalculation: () => 1 });
   }
 
   load(kind: TreeKind, id: Buffer): TreeNode {

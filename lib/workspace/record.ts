@@ -130,9 +130,9 @@ export async function recordChanges(reading: ChangeReading, base: View, editor: 
   let at = 0;
   try {
     while (!scans.done) {
-      const { results, paths, release } = await scans.next(clock);
-      for (let j = 0; j < results.length; j++) await recordOne(changed[at + j]!, checked(results[j]!), paths[j]!, base, editor, w, clock, oldSerialAt);
-      at += results.length;
+      const { batch, paths, release } = await scans.next(clock);
+      for (let j = 0; j < batch.count; j++) await recordOne(changed[at + j]!, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt);
+      at += batch.count;
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
     }

@@ -17,9 +17,12 @@ export const SCAN_KINDS: Record<string, InodeKind | undefined> = {
   blockdev: InodeKind.BlockDev,
 };
 
-/** The record of a scanned path before its content, target or device number is filled in. */
-export function inodeMetadata(e: ScanEntryOk, kind: InodeKind): Inode {
-  return {
+/**
+ * The record of a scanned path before its content, target or device number is filled in;
+ * `parents` when the caller knows them (an import: one object per entry, no copy).
+ */
+export function inodeMetadata(e: ScanEntryOk, kind: InodeKind, parents?: number[]): Inode {
+  const inode: Inode = {
     kind,
     mode: e.mode,
     uid: e.uid,
@@ -29,8 +32,10 @@ export function inodeMetadata(e: ScanEntryOk, kind: InodeKind): Inode {
     nlink: 1,
     form: ContentForm.None,
     content: null,
-    xattrs: e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
+    xattrs: e.xattrs.length === 0 ? [] : e.xattrs.map((x) => ({ name: Buffer.from(x.name), value: x.value })),
   };
+  if (parents !== undefined) inode.parents = parents;
+  return inode;
 }
 
 /**

@@ -16,7 +16,7 @@ import type { PageStore } from '../page-io.js';
 import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode, type TreeCounts } from '../tree/inode.js';
 import { TreeBuilder, TreeKind } from '../tree/pages.js';
 import { encodeRoot, ROOT_SERIAL } from '../tree/root.js';
-import { storeContent, storeInMemory } from './content.js';
+import { storeContent, storeInMemory, type StoredContent } from './content.js';
 import { NamespaceBuilder } from './namespace.js';
 import { ScanAhead } from './scan-ahead.js';
 import { walkTable, type WalkTable } from './walk.js';
@@ -144,11 +144,11 @@ class TreeImport {
     this.ns = new NamespaceBuilder(w, pages);
   }
 
-  /** The kind of scanned entry i, after the checks that refuse the whole import. */
-  private checked(r: ScanEntry, i: number): { e: ScanEntryOk; kind: InodeKind | undefined } {
+  /** The kind of scanned entry i (undefined: a socket, left out), after the checks that refuse the whole import. */
+  private checked(r: ScanEntry, i: number): InodeKind | undefined {
     if (r.error) throw scanError(r as ScanEntry & { error: NonNullable<ScanEntry['error']> });
     const e = r as ScanEntryOk;
-    if (this.forbiddenIds.some((f) => f.ino === e.ino && f.dev === e.dev)) {
+    if (this.isForbidden(e)) {
       throw new LayerFsError('ERR_STORE_INSIDE_SOURCE', `the Store is inside the directory being imported`, { path: this.walk.path(i).toString(), hint: 'keep the Store outside the imported tree' });
     }
     const kind = SCAN_KINDS[e.kind];
@@ -158,24 +158,49 @@ class TreeImport {
       // Listed as a directory by the walk, something else when scanned.
       throw new LayerFsError('ERR_FILE_CHANGED', `${this.walk.path(parent).toString()} changed while it was read`, { path: this.walk.path(parent).toString(), hint: 'retry when the tree is quiet' });
     }
-    return { e, kind };
+    return kind;
   }
 
-  /** Stores scanned entry i of the walk. */
-  async add(r: ScanEntry, i: number): Promise<void> {
-    const { e, kind } = this.checked(r, i);
+  /** Whether `e` is one of the Store's files (a loop: a closure per entry costs an allocation each). */
+  private isForbidden(e: ScanEntryOk): boolean {
+    for (let k = 0; k < this.forbiddenIds.length; k++) if (this.forbiddenIds[k]!.ino === e.ino && this.forbiddenIds[k]!.dev === e.dev) return true;
+    return false;
+  }
+
+  /**
+   * Stores scanned entry i of the walk. Synchronous for everything the scan returned whole: a
+   * promise only for a file whose content is streamed from disk (over MAX_DATA_SIZE, or left
+   * out of its batch's arena), so the thousands of small entries of a tree cost no promise,
+   * async frame or microtask each.
+   */
+  add(r: ScanEntry, i: number): Promise<void> | undefined {
+    const kind = this.checked(r, i);
     if (kind === undefined) {
       this.stats.skipped.push(this.walk.path(i).toString());
-      return;
+      return undefined;
     }
+    const e = r as ScanEntryOk;
     const parentSerial = i > 0 ? this.serialOf[this.walk.parent(i)]! : 0;
-    if (kind === InodeKind.File && e.nlink > 1 && this.linkedName(e, i, parentSerial)) return;
+    if (kind === InodeKind.File && e.nlink > 1 && this.linkedName(e, i, parentSerial)) return undefined;
     const serial = this.nextSerial++;
     this.serialOf[i] = serial;
     if (i > 0) this.ns.addName(parentSerial, this.walk.name(i), serial);
-    const inode: Inode = { ...inodeMetadata(e, kind), parents: i > 0 ? [parentSerial] : [] };
-    await this.fill(inode, kind, e, i);
-    // Directories get their content, and files with other names more parents, later.
+    const inode = inodeMetadata(e, kind, i > 0 ? [parentSerial] : []);
+    if (kind === InodeKind.File && !e.data && e.size !== 0) return this.streamed(inode, serial, e, i);
+    if (kind === InodeKind.File) this.setContent(inode, e, storeInMemory(e, this.w));
+    else this.fill(inode, kind, e, i);
+    this.place(serial, inode, kind, e);
+    return undefined;
+  }
+
+  /** A file the scan did not read: its content streamed from disk, then its record. */
+  private async streamed(inode: Inode, serial: number, e: ScanEntryOk, i: number): Promise<void> {
+    this.setContent(inode, e, await storeContent(e, this.walk.path(i), this.w, this.clock));
+    this.place(serial, inode, InodeKind.File, e);
+  }
+
+  /** Directories get their content, and files with other names more parents, later. */
+  private place(serial: number, inode: Inode, kind: InodeKind, e: ScanEntryOk): void {
     if (kind === InodeKind.Dir || (kind === InodeKind.File && e.nlink > 1)) this.ns.setOpen(serial, inode);
     else this.ns.setFinal(serial, inode);
   }
@@ -195,19 +220,18 @@ class TreeImport {
     return true;
   }
 
-  /** The kind-specific part of the inode: content, target or device. */
-  private async fill(inode: Inode, kind: InodeKind, e: ScanEntryOk, i: number): Promise<void> {
+  private setContent(inode: Inode, e: ScanEntryOk, c: StoredContent): void {
+    inode.size = e.size;
+    inode.form = c.form;
+    inode.content = c.content;
+    this.stats.files++;
+    this.stats.bytes += e.size;
+  }
+
+  /** The kind-specific part of a record other than a file's: a directory, a target or a device. */
+  private fill(inode: Inode, kind: InodeKind, e: ScanEntryOk, i: number): void {
     const stats = this.stats;
     switch (kind) {
-      case InodeKind.File: {
-        const c = e.data || e.size === 0 ? storeInMemory(e, this.w) : await storeContent(e, this.walk.path(i), this.w, this.clock);
-        inode.size = e.size;
-        inode.form = c.form;
-        inode.content = c.content;
-        stats.files++;
-        stats.bytes += e.size;
-        break;
-      }
       case InodeKind.Dir:
         this.isDir[i] = 1;
         stats.directories++;
@@ -241,8 +265,11 @@ export async function importTree(source: string, w: ObjectWriter, pages: PageSto
   let index = 0;
   try {
     while (!scans.done) {
-      const { results, release } = await scans.next(run.clock);
-      for (const r of results) await run.add(r, index++);
+      const { batch, release } = await scans.next(run.clock);
+      for (let j = 0; j < batch.count; j++) {
+        const pending = run.add(batch.entry(j)!, index++);
+        if (pending) await pending;
+      }
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
       opts.onProgress?.({ files: index, totalEntries: walk.count, bytes: stats.bytes });

@@ -6,7 +6,7 @@
  * MAX_DATA_SIZE, or no room left in the arena) come back with metadata only and are streamed by
  * storeContent. Import and the commits of materialized Workspaces both read through it.
  */
-import { scanPaths, type ScanEntry } from '../../native/index.js';
+import { scanBatch, type ScanBatch } from '../../native/index.js';
 import { SMALL_FILE_THRESHOLD } from '../tree/inode.js';
 
 /** Files larger than this are streamed one at a time instead of being read whole into a batch. */
@@ -30,7 +30,7 @@ export interface ScanAheadOptions {
 export class ScanAhead {
   /** Arenas free for the next batch; one is made only when a batch needs it (a small commit makes one). */
   private readonly arenas: Buffer[] = [];
-  private readonly batches: { results: Promise<ScanEntry[]>; arena: Buffer; paths: Buffer[] }[] = [];
+  private readonly batches: { results: Promise<ScanBatch>; arena: Buffer; paths: Buffer[] }[] = [];
   private launched = 0;
 
   constructor(
@@ -46,7 +46,7 @@ export class ScanAhead {
     const paths: Buffer[] = [];
     for (let i = this.launched; i < end; i++) paths.push(this.list.path(i));
     const arena = this.arenas.pop() ?? Buffer.allocUnsafeSlow(ARENA_BYTES);
-    const results = scanPaths(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false, xattrs: this.opts.xattrs ?? true });
+    const results = scanBatch(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false, xattrs: this.opts.xattrs ?? true });
     // Settled later (next or settle); an early failure must not surface as an unhandled rejection meanwhile.
     results.catch(() => undefined);
     this.batches.push({ arena, results, paths });
@@ -59,15 +59,17 @@ export class ScanAhead {
 
   /**
    * The next batch (the wait counted on `clock`) with the paths it scanned; `release` once its
-   * entries are stored (nothing may refer to their `data` after), which frees its arena.
+   * entries are stored (nothing may refer to their `data` after), which frees its arena. Its
+   * entries are built one at a time (`batch.entry(i)`), so the batches scanned ahead hold the
+   * addon's columns rather than an object per entry.
    */
-  async next(clock: { waitMs: number }): Promise<{ results: ScanEntry[]; paths: Buffer[]; release: () => void }> {
+  async next(clock: { waitMs: number }): Promise<{ batch: ScanBatch; paths: Buffer[]; release: () => void }> {
     const tw = performance.now();
     const batch = this.batches.shift()!;
     const results = await batch.results;
     clock.waitMs += performance.now() - tw;
     this.launch();
-    return { results, paths: batch.paths, release: () => this.arenas.push(batch.arena) };
+    return { batch: results, paths: batch.paths, release: () => this.arenas.push(batch.arena) };
   }
 
   /** Lets in-flight batches settle so no worker writes into buffers about to be dropped. */

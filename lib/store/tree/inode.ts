@@ -84,21 +84,22 @@ export function encodeInode(n: Inode): Buffer {
   const w = new ByteWriter(64 + (n.target?.length ?? 0));
   w.u8(n.kind).uv(n.mode).uv(n.uid).uv(n.gid).sv64(n.mtimeNs).uv(n.size);
   // Parents as ascending deltas: canonical, and short for the usual single parent.
-  const parents = [...(n.parents ?? [])].sort((a, b) => a - b);
+  // (A copy to sort only when there are two or more: the usual record has one parent, no xattrs.)
+  const parents = n.parents === undefined ? [] : n.parents.length < 2 ? n.parents : [...n.parents].sort((a, b) => a - b);
   w.uv(parents.length);
   let prev = 0;
-  for (const p of parents) {
-    w.uv(p - prev);
-    prev = p;
+  for (let k = 0; k < parents.length; k++) {
+    w.uv(parents[k]! - prev);
+    prev = parents[k]!;
   }
   w.u8(n.form);
   if (n.form !== ContentForm.None) w.bytes(n.content!);
   if (n.kind === InodeKind.Symlink) w.lbytes(n.target!);
   if (n.kind === InodeKind.CharDev || n.kind === InodeKind.BlockDev) w.uv(n.rdev ?? 0);
   // Canonical: xattrs sorted by name bytes, no duplicates.
-  const xs = [...n.xattrs].sort((a, b) => Buffer.compare(a.name, b.name));
+  const xs = n.xattrs.length < 2 ? n.xattrs : [...n.xattrs].sort((a, b) => Buffer.compare(a.name, b.name));
   w.uv(xs.length);
-  for (const x of xs) w.lbytes(x.name).lbytes(x.value);
+  for (let k = 0; k < xs.length; k++) w.lbytes(xs[k]!.name).lbytes(xs[k]!.value);
   return w.finish();
 }
 
@@ -136,7 +137,9 @@ export function decodeInode(data: Buffer, serial: number): Inode {
 
 export function serialKey(serial: number): Buffer {
   const k = Buffer.allocUnsafe(8);
-  k.writeBigUInt64BE(BigInt(serial));
+  // Two 32-bit halves: the bytes of writeBigUInt64BE(BigInt(serial)) without its bigints.
+  k.writeUInt32BE(Math.floor(serial / 0x100000000), 0);
+  k.writeUInt32BE(serial >>> 0, 4);
   return k;
 }
 
