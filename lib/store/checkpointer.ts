@@ -13,7 +13,8 @@
  *   once IDLE_POLLS looks found no new commit it copies what is left;
  * - after a checkpoint that copied everything, a WAL file larger than WAL_BYTES_LIMIT (the WAL is
  *   reused from its start, never shrunk, so one large commit would keep it large) is truncated
- *   by a TRUNCATE checkpoint that waits at most TRUNCATE_WAIT_MS for the write lock and readers.
+ *   by a TRUNCATE checkpoint that waits at most TRUNCATE_WAIT_MS for the write lock and readers
+ *   (tried again once quiet, when readers kept it from it).
  * Readers and the next writer go on meanwhile (WAL mode allows one checkpointer beside them),
  * and close() waits for a requested checkpoint.
  *
@@ -119,9 +120,10 @@ try {
       quiet = 0;
       if (uncopied() >= workerData.framesLimit) checkpoint();
     } else if (quiet >= 0 && ++quiet >= workerData.idlePolls) {
-      // Quiet for a while: copy what is left, so the next burst of commits starts with none.
+      // Quiet for a while: copy what is left, so the next burst of commits starts with none
+      // (and try again to truncate a large WAL file: readers may have kept it from it before).
       quiet = -1;
-      if (uncopied() > 0) checkpoint();
+      if (uncopied() > 0 || walBytes() > workerData.walBytesLimit) checkpoint();
       continue;
     }
     if (quiet >= 0) {
