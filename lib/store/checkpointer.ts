@@ -98,8 +98,9 @@ function checkpoint() {
     // Busy or read-only: the next checkpoint (or the last close) copies these frames.
   }
 }
-const Database = require(workerData.sqlite);
+let Database = null;
 try {
+  Database = require(workerData.sqlite);
   let seen = 0; // the counter starts at 0 with the Checkpointer: commits made while this thread started count
   let quiet = -1; // polls without a commit since the last one (-1: nothing left to copy)
   for (;;) {
@@ -207,6 +208,11 @@ export class Checkpointer {
     this.worker.on('error', () => undefined);
     // However it ended, close() must not wait for it.
     this.worker.on('exit', () => Atomics.store(this.ctl, CLOSED, 1));
+  }
+
+  /** False once the worker has ended without being asked to (it failed to start or to open the Store). */
+  get alive(): boolean {
+    return Atomics.load(this.ctl, CLOSED) === 0 || Atomics.load(this.ctl, CLOSE) !== 0;
   }
 
   /** Whether every requested checkpoint has finished. */

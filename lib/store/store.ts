@@ -19,6 +19,8 @@ import type { ObjectKind } from './object-id.js';
 const LOCK_POLL_MS = 4;
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
+/** SQLite's automatic checkpoint limit (its default), for a connection whose checkpointer has gone. */
+const AUTO_CHECKPOINT_FRAMES = 1000;
 
 export class Store implements StoreAccess {
   readonly objects: ObjectReader;
@@ -293,6 +295,11 @@ export class Store implements StoreAccess {
   }
 
   private commitSql(w: ObjectWriter): void {
+    if (this.background && !this.checkpointer!.alive) {
+      // Its worker is gone: this connection checkpoints for itself again.
+      this.background = false;
+      this.db.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_FRAMES}`);
+    }
     if (this.background) {
       // The automatic checkpoint is off on this connection: COMMIT only appends to the WAL.
       this.exec('COMMIT');

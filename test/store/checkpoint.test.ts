@@ -6,6 +6,7 @@ import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importTree, Store } from '../../lib/store/index.js';
+import { Checkpointer } from '../../lib/store/checkpointer.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { loaderFlags } from '../../lib/workspace/node-child.js';
 
@@ -123,4 +124,17 @@ test('a handle that checkpoints in the background never checkpoints inside COMMI
   } finally {
     again.close();
   }
+});
+
+test('a background checkpointer that cannot open its Store says so (its handle then checkpoints for itself)', async () => {
+  const dir = tempDir();
+  const c = new Checkpointer(join(dir, 'missing.db'), { pollMs: 10 });
+  try {
+    assert.equal(c.alive, true);
+    c.committed();
+    await until('the worker gone', () => !c.alive);
+  } finally {
+    c.close();
+  }
+  assert.equal(c.alive, true, 'a closed checkpointer is not a failed one');
 });
