@@ -25,7 +25,7 @@ import path from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { Client } from '../../lib/sdk/index.js';
 import { randomFile } from './file-ops.js';
-import { median } from './measure.js';
+import { median, percentile } from './measure.js';
 import { fuseAvailable } from '../../lib/fuse/index.js';
 import { FEATURES_ENV } from '../../lib/fuse/kernel-features.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
@@ -74,11 +74,16 @@ async function setup(tmp: string, fill: (src: string) => void): Promise<Setup> {
   const src = path.join(tmp, 'src');
   fs.mkdirSync(src, { recursive: true });
   fill(src);
-  const client = Client.create(path.join(tmp, 'store.sqlite'));
+  const storePath = path.join(tmp, 'store.sqlite');
+  const importer = Client.create(storePath);
   const t0 = performance.now();
-  const init = await client.initLayerStack({ name: 'm', source: src });
+  const init = await importer.initLayerStack({ name: 'm', source: src });
   const importMs = performance.now() - t0;
-  client.forkBranch({ name: 'main', layer: init.layer.id });
+  importer.forkBranch({ name: 'main', layer: init.layer.id });
+  // Closed and opened again, as after `layerfs layerstack init`: the import's WAL is copied into
+  // the Store file now, not by a checkpoint running beside the measured operations.
+  importer.close();
+  const client = Client.connect(storePath);
   let n = 0;
   return {
     client,
@@ -169,11 +174,14 @@ async function commitOp(s: Setup, m: Mount, mib: number, rounds: number) {
     ms: median(ms),
     maxMs: Math.max(...ms),
     daemonMedianMs: median(daemonMs),
+    daemonP90Ms: percentile(daemonMs, 90),
+    daemonMaxMs: Math.max(...daemonMs),
+    daemonMsEach: daemonMs.map((x) => Math.round(x * 10) / 10),
     allocatedGrowthMedian: median(growth),
     allocatedGrowthMax: Math.max(...growth),
     bytesInsertedMedian: median(inserted),
     rounds,
-    goal: 'commit ≤ 20 ms, growth ≤ 64 KiB',
+    goal: 'daemon median ≤ 10 ms, growth ≤ 64 KiB',
   };
 }
 

@@ -201,6 +201,8 @@ port.on('message', (m: StartWorker | ToWorker) => {
       pool = null;
     }
     handed = 0;
+    // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground).
+    store.checkpointInBackground();
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
@@ -212,3 +214,4 @@ port.on('message', (m: StartWorker | ToWorker) => {
   post({ type: 'ended' });
 });
 post({ type: 'idle' });
+

@@ -8,6 +8,7 @@ import { BackgroundTraining, zstdTrainDictionary } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { looksRandom } from './codec.js';
 import { ObjectKind } from './object-id.js';
+import type { Statement } from 'better-sqlite3';
 import type { Db } from './store-file.js';
 
 /** A zstd dictionary object: its id and canonical bytes (the dictionary itself). */
@@ -20,12 +21,23 @@ const KEY = 'dictionary';
 /** Dictionaries read per connection: one read (and re-hash) per connection and dictionary. */
 const loaded = new WeakMap<Db, Dictionary>();
 
+/** The meta lookup, prepared once per connection: every write transaction asks it. */
+const META_VALUE = new WeakMap<Db, Statement>();
+function metaValue(db: Db): Statement {
+  let st = META_VALUE.get(db);
+  if (!st) {
+    st = db.prepare('SELECT value FROM meta WHERE key = ?').pluck();
+    META_VALUE.set(db, st);
+  }
+  return st;
+}
+
 /**
  * The Store's current dictionary, if it has one and the object is there (gc removes one no
  * frame uses). Call inside the transaction that will write frames made with it.
  */
 export function currentDictionary(db: Db, read: (id: Buffer, kind: ObjectKind) => Buffer): Dictionary | undefined {
-  const hex = db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined;
+  const hex = metaValue(db).get(KEY) as string | undefined;
   if (!hex) return undefined;
   const id = Buffer.from(hex, 'hex');
   if (db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck().get(id) === undefined) return undefined;
@@ -44,7 +56,7 @@ export function currentDictionary(db: Db, read: (id: Buffer, kind: ObjectKind) =
 
 /** Whether the Store names a current dictionary. */
 export function hasDictionary(db: Db): boolean {
-  return db.prepare('SELECT 1 FROM meta WHERE key = ?').pluck().get(KEY) !== undefined;
+  return metaValue(db).get(KEY) !== undefined;
 }
 
 /** Makes `id` (a Dictionary object stored in this transaction or before) the Store's current one. */

@@ -16,6 +16,7 @@ import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
+import { INLINE_SEAL_BYTES, writerStatements, type WriterStatements } from './writer-statements.js';
 
 /** The group of an object stored as a delta: none (sealed, empty). */
 const DETACHED = new Group(false, 0);
@@ -32,10 +33,10 @@ DETACHED.sealed = true;
  * CHUNK_FRAME_TARGET bytes (putChunks), so a random read decodes one frame.
  */
 export class ObjectWriter {
-  private readonly exists;
-  private readonly locate;
-  private readonly insertPack;
-  private readonly insertObject;
+  private readonly exists: WriterStatements['exists'];
+  private readonly locate: WriterStatements['locate'];
+  private readonly insertPack: WriterStatements['insertPack'];
+  private readonly insertObject: WriterStatements['insertObject'];
   private readonly compress = compressionEnabled();
   private readonly groups: Group[];
   /**
@@ -50,6 +51,8 @@ export class ObjectWriter {
   /** Complete rows not written yet (queueRow). */
   private readonly ready: RowPart[][] = [];
   private reader: ObjectReader | undefined;
+  /** Canonical bytes of the groups sealed so far (the first INLINE_SEAL_BYTES are compressed inline). */
+  private sealedBytes = 0;
   private readonly planner: DeltaPlanner;
   /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
   private dict: Dictionary | null | undefined;
@@ -62,14 +65,14 @@ export class ObjectWriter {
    */
   deltaSource: ChunkDeltaSource | undefined;
 
+  /** `reader`: the Store handle's (a small commit's delta bases are the rows it just read to re-cut them). */
   constructor(
     private readonly db: Db,
     private readonly path: string,
+    reader?: ObjectReader,
   ) {
-    this.exists = db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck();
-    this.locate = db.prepare('SELECT size, codec, base FROM objects WHERE id = ?');
-    this.insertPack = db.prepare('INSERT INTO packs (data) VALUES (?)');
-    this.insertObject = db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)');
+    this.reader = reader;
+    ({ exists: this.exists, locate: this.locate, insertPack: this.insertPack, insertObject: this.insertObject } = writerStatements(db));
     // Uncompressed, a group is a row of its own (format 1's mixed rows).
     this.groups = this.compress
       ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
@@ -79,12 +82,16 @@ export class ObjectWriter {
     this.planner = new DeltaPlanner({
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
-      read: (id) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id),
+      read: (id) => this.objectReader().get(id),
       wholeCost: (data) => {
         const dict = this.dictionary();
         return (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length;
       },
     });
+  }
+
+  private objectReader(): ObjectReader {
+    return (this.reader ??= new ObjectReader(this.db, this.path));
   }
 
   /** The delta of `p` if it pays and its chain stays bounded (DeltaPlanner); never without compression. */
@@ -173,7 +180,7 @@ export class ObjectWriter {
   read(id: Buffer): Buffer {
     const own = this.unflushed(id);
     if (own) return own;
-    return (this.reader ??= new ObjectReader(this.db, this.path)).get(id);
+    return this.objectReader().get(id);
   }
 
   /** Seals the open group of class `c` into a frame of the row being assembled (compressed here if `inline`); opens a new one. */
@@ -199,7 +206,9 @@ export class ObjectWriter {
       if (this.training.due) this.trainDictionary();
       return;
     }
-    this.assemble(c, g.compress, { live, at, data }, inline);
+    // A transaction's first groups are compressed here (INLINE_SEAL_BYTES).
+    this.sealedBytes += data.length;
+    this.assemble(c, g.compress, { live, at, data }, inline || this.sealedBytes <= INLINE_SEAL_BYTES);
   }
 
   /**
@@ -435,7 +444,7 @@ export class ObjectWriter {
     // While the import's dictionary trains on its worker thread, whatever would use a dictionary
     // waits for it: it is then written as if the dictionary had been trained at once.
     if (this.training?.started) this.trainDictionary();
-    if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => (this.reader ??= new ObjectReader(this.db, this.path)).get(id, kind)) ?? null;
+    if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => this.objectReader().get(id, kind)) ?? null;
     return this.dict ?? undefined;
   }
 

@@ -4,7 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import type { StoreAccess } from './access.js';
-import { Checkpointer } from './checkpointer.js';
+import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
 import { ChunkRunReader } from './chunk-run.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
@@ -19,6 +19,8 @@ import type { ObjectKind } from './object-id.js';
 const LOCK_POLL_MS = 4;
 /** Transactions that stored at least this much leave their checkpoint to the background. */
 const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
+/** SQLite's automatic checkpoint limit (its default), for a connection whose checkpointer has gone. */
+const AUTO_CHECKPOINT_FRAMES = 1000;
 
 export class Store implements StoreAccess {
   readonly objects: ObjectReader;
@@ -26,6 +28,8 @@ export class Store implements StoreAccess {
   private writing = false;
   private closed = false;
   private checkpointer: Checkpointer | undefined;
+  /** Commits leave every checkpoint to the checkpointer (checkpointInBackground). */
+  private background = false;
   /**
    * Sums over this handle's write transactions, so a receipt can take differences. Allocated
    * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
@@ -167,7 +171,7 @@ export class Store implements StoreAccess {
     this.writing = true;
     let pending = false; // a returned promise ends the frame when it settles
     try {
-      const w = new ObjectWriter(this.db, this.path);
+      const w = new ObjectWriter(this.db, this.path, this.objects);
       if (!begun) this.exec('BEGIN IMMEDIATE');
       const a0 = this.allocatedBytes();
       this.pages.writer = w;
@@ -291,6 +295,17 @@ export class Store implements StoreAccess {
   }
 
   private commitSql(w: ObjectWriter): void {
+    if (this.background && !this.checkpointer!.alive) {
+      // Its worker is gone: this connection checkpoints for itself again.
+      this.background = false;
+      this.db.pragma(`wal_autocheckpoint = ${AUTO_CHECKPOINT_FRAMES}`);
+    }
+    if (this.background) {
+      // The automatic checkpoint is off on this connection: COMMIT only appends to the WAL.
+      this.exec('COMMIT');
+      this.afterCommit(w.stats.bytesInserted >= BACKGROUND_CHECKPOINT_BYTES);
+      return;
+    }
     if (w.stats.bytesInserted < BACKGROUND_CHECKPOINT_BYTES) {
       this.exec('COMMIT');
       return;
@@ -302,12 +317,35 @@ export class Store implements StoreAccess {
     } finally {
       this.db.pragma(`wal_autocheckpoint = ${pages}`);
     }
+    this.afterCommit(true);
+  }
+
+  /** The background checkpointer hears of a commit (`now`: checkpoint at once, a large one). */
+  private afterCommit(now: boolean): void {
     try {
-      (this.checkpointer ??= new Checkpointer(this.path)).request();
+      this.checkpointer ??= new Checkpointer(this.path);
+      if (now) this.checkpointer.request();
+      else this.checkpointer.committed();
     } catch {
       // No worker (out of threads or memory): the commit stands; checkpoint here instead.
       this.db.pragma('wal_checkpoint(PASSIVE)');
     }
+  }
+
+  /**
+   * For a long-lived handle whose commits are latency-bound (the mount daemon's): its connection
+   * never checkpoints inside COMMIT; a worker thread of its own does, off the commit's path, once
+   * the WAL holds enough frames or the handle goes quiet, and truncates a WAL file one large
+   * commit left large (checkpointer.ts, docs/DECISIONS.md "Small commits checkpoint off their
+   * path too"). The worker starts now, so the first commit does not pay for its start.
+   */
+  checkpointInBackground(limits?: CheckpointLimits): void {
+    if (this.background) return;
+    this.db.pragma('wal_autocheckpoint = 0');
+    this.background = true;
+    this.checkpointer?.close();
+    this.checkpointer = new Checkpointer(this.path, limits);
+    this.checkpointer.start();
   }
 
   close(): void {

@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importTree, Store } from '../../lib/store/index.js';
+import { Checkpointer } from '../../lib/store/checkpointer.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { loaderFlags } from '../../lib/workspace/node-child.js';
 
@@ -70,4 +72,69 @@ test('a process that exits without closing after a large commit loses nothing', 
   } finally {
     store.close();
   }
+});
+
+/** WAL frames and frames already copied into the database, from the wal-index header (docs: sqlite.org/walformat.html). */
+function walFrames(path: string): { max: number; backfilled: number } {
+  const b = readFileSync(`${path}-shm`).subarray(0, 100);
+  return { max: b.readUInt32LE(16), backfilled: b.readUInt32LE(96) };
+}
+
+async function until(what: string, ok: () => boolean, ms = 20_000): Promise<void> {
+  const t0 = Date.now();
+  while (!ok()) {
+    if (Date.now() - t0 > ms) assert.fail(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+test('a handle that checkpoints in the background never checkpoints inside COMMIT; its worker copies past the frame limit and when quiet, and truncates a large WAL', { skip: endianness() !== 'LE' }, async () => {
+  const dir = tempDir();
+  const path = join(dir, 's.db');
+  const store = Store.create(path);
+  let n = 0;
+  try {
+    store.checkpointInBackground({ framesLimit: 40, pollMs: 20, idlePolls: 3, walBytesLimit: 1024 * 1024 });
+    assert.equal(store.db.pragma('wal_autocheckpoint', { simple: true }), 0);
+    // Small commits: the worker copies once 40 frames are waiting (it checks every 20 ms).
+    const commit = (bytes: number) => store.writeSync((w) => w.put(2, Buffer.from(String(n).padStart(32, '0')), seededBytes(n++, bytes)));
+    for (let i = 0; i < 30; i++) commit(3000);
+    await until('a checkpoint past the frame limit, or when quiet', () => walFrames(path).backfilled > 0);
+    // Quiet: everything is copied without another commit.
+    await until('the quiet checkpoint', () => walFrames(path).max === walFrames(path).backfilled);
+    // A commit larger than the WAL limit leaves a large WAL file: it is truncated once copied.
+    commit(3 * 1024 * 1024);
+    assert.ok(walBytes(path) > 1024 * 1024);
+    await until('the WAL truncated', () => walBytes(path) <= 1024 * 1024);
+    // Another connection sees every commit, and nothing is lost.
+    const other = Store.open(path);
+    try {
+      assert.equal(other.counts().objects, n);
+    } finally {
+      other.close();
+    }
+  } finally {
+    store.close();
+  }
+  assert.equal(existsSync(`${path}-wal`), false, 'the last close checkpoints and removes the WAL');
+  const again = Store.open(path);
+  try {
+    assert.equal(again.db.pragma('quick_check', { simple: true }), 'ok');
+    assert.equal(again.counts().objects, n);
+  } finally {
+    again.close();
+  }
+});
+
+test('a background checkpointer that cannot open its Store says so (its handle then checkpoints for itself)', async () => {
+  const dir = tempDir();
+  const c = new Checkpointer(join(dir, 'missing.db'), { pollMs: 10 });
+  try {
+    assert.equal(c.alive, true);
+    c.committed();
+    await until('the worker gone', () => !c.alive);
+  } finally {
+    c.close();
+  }
+  assert.equal(c.alive, true, 'a closed checkpointer is not a failed one');
 });

@@ -1,0 +1,43 @@
+/**
+ * What every ObjectWriter of a connection shares: its statements, prepared once per connection
+ * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
+ * and how much of a transaction is compressed on the writer's own thread.
+ */
+import type { Statement } from 'better-sqlite3';
+import type { Db } from './store-file.js';
+
+/**
+ * Groups sealed while a transaction has sealed at most this many bytes are compressed on the
+ * writer's thread: a commit of a small change seals a few tree groups, and handing each to the
+ * addon's thread only to wait for it cost more than the compression (on a busy machine each
+ * hand-over is a scheduling delay).
+ */
+export const INLINE_SEAL_BYTES = 256 * 1024;
+
+export interface WriterStatements {
+  exists: Statement;
+  locate: Statement;
+  insertPack: Statement;
+  insertObject: Statement;
+}
+
+function prepare(db: Db): WriterStatements {
+  return {
+    exists: db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck(),
+    locate: db.prepare('SELECT size, codec, base FROM objects WHERE id = ?'),
+    insertPack: db.prepare('INSERT INTO packs (data) VALUES (?)'),
+    insertObject: db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+  };
+}
+
+const STATEMENTS = new WeakMap<Db, WriterStatements>();
+
+/** The writer statements of connection `db` (prepared at the first call). */
+export function writerStatements(db: Db): WriterStatements {
+  let st = STATEMENTS.get(db);
+  if (!st) {
+    st = prepare(db);
+    STATEMENTS.set(db, st);
+  }
+  return st;
+}
