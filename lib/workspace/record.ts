@@ -102,7 +102,8 @@ function checked(r: ScanEntry): ScanEntryOk {
 
 /** The changed files of a change set being read ahead (startReading), stored by recordChanges. */
 export interface ChangeReading {
-  readonly changed: Changed[];
+  /** The changed serials in the order they are read (the change set's own order, not copied). */
+  readonly changed: Iterator<Changed>;
   readonly scans: ScanAhead;
 }
 
@@ -115,8 +116,11 @@ export interface ChangeReading {
  */
 export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<ChangeReading> {
   await waitPastTick(cs, clock);
-  const changed = [...cs.changedSerials];
-  return { changed, scans: new ScanAhead({ count: changed.length, path: (i) => cs.absPath(changed[i]![1].index) }) };
+  // Two cursors over the change set: the scans' runs ahead of the records'. ScanAhead asks for
+  // paths in order, each once.
+  const ahead = cs.changedSerials.values();
+  const path = (): Buffer => cs.absPath(ahead.next().value!.index);
+  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count: cs.changedSerials.size, path }) };
 }
 
 /**
@@ -127,12 +131,10 @@ export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<C
  */
 export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
   const { changed, scans } = reading;
-  let at = 0;
   try {
     while (!scans.done) {
       const { results, paths, release } = await scans.next(clock);
-      for (let j = 0; j < results.length; j++) await recordOne(changed[at + j]!, checked(results[j]!), paths[j]!, base, editor, w, clock, oldSerialAt);
-      at += results.length;
+      for (let j = 0; j < results.length; j++) await recordOne(changed.next().value!, checked(results[j]!), paths[j]!, base, editor, w, clock, oldSerialAt);
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
     }
