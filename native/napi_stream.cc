@@ -102,6 +102,7 @@ class Stream : public Cancellable, public std::enable_shared_from_this<Stream> {
       dropped.swap(ready_);
     }
     for (auto& p : dropped) blocks_->Put(p->data);
+    blocks_->Close();
   }
 
   // JS thread: a Buffer this stream handed out goes back to the pool at once, and is detached so

@@ -207,6 +207,7 @@ export interface NativeBinding {
   zstdVersion: string;
   defaultThreads: number;
   simd: string;
+  mallocTrim(): boolean;
   version: string;
   blake3Version: string;
 }

@@ -14,3 +14,11 @@ export interface NativeInfo {
 export function nativeInfo(): NativeInfo {
   return { simd: native.simd, threads: native.defaultThreads, version: native.version, blake3Version: native.blake3Version };
 }
+
+/**
+ * Gives the C heap's free memory back to the system (glibc malloc_trim; false elsewhere or when
+ * nothing was released). Long writes call it now and then: freed Buffers otherwise stay resident.
+ */
+export function mallocTrim(): boolean {
+  return native.mallocTrim();
+}

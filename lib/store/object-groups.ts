@@ -129,3 +129,20 @@ export function slice(data: Buffer, chunks: Pending[], from: number, to: number,
     bytes,
   );
 }
+
+/**
+ * A pack row's parts back to back, in a buffer reused row after row (SQLite copies bound bytes):
+ * a new Buffer per row left a transaction's whole output behind as garbage, which V8 collects
+ * only after tens of MiB of it.
+ */
+export class RowBuffer {
+  private buf = Buffer.alloc(0);
+
+  join(parts: Buffer[], bytes: number): Buffer {
+    if (parts.length === 1) return parts[0]!;
+    if (this.buf.length < bytes) this.buf = Buffer.allocUnsafeSlow(Math.max(bytes, 2 * this.buf.length));
+    let off = 0;
+    for (const p of parts) off += p.copy(this.buf, off);
+    return this.buf.subarray(0, bytes);
+  }
+}

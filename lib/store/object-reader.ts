@@ -6,7 +6,7 @@ import { objectId, zstdDecompress, zstdDictDecompress } from '../native/index.js
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';
-import type { Db } from './store-file.js';
+import { prepared, type Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
 
@@ -55,16 +55,17 @@ export class ObjectReader {
   ) {
     // A format-1 Store opened read-only is not upgraded: its objects are all raw.
     const v2 = (db.pragma('user_version', { simple: true }) as number) >= 2;
-    this.locate = db.prepare(`SELECT kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id = ?`);
-    this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
-    this.readPart = db.prepare('SELECT substr(data, ?, ?) FROM packs WHERE id = ?').pluck();
+    this.locate = prepared(db, `SELECT kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id = ?`);
+    this.readPack = prepared(db, 'SELECT data FROM packs WHERE id = ?', 'pluck');
+    this.readPart = prepared(db, 'SELECT substr(data, ?, ?) FROM packs WHERE id = ?', 'pluck');
     const marks = Array.from({ length: PREFETCH_BATCH }, () => '?').join(', ');
-    this.locateBatch = db.prepare(`SELECT id, kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id IN (${marks})`);
+    this.locateBatch = prepared(db, `SELECT id, kind, size, codec, pack, offset, length, ${v2 ? 'at, base' : '0 AS at, NULL AS base'} FROM objects WHERE id IN (${marks})`);
     // From a delta base, its own single-base links down to the object stored whole, each with
     // its stored bytes (a chunk's are left to the row cache): the links of a cold chain in one
     // statement instead of two per link.
     this.locateChain = v2
-      ? db.prepare(
+      ? prepared(
+          db,
           `WITH RECURSIVE c(id, kind, size, codec, pack, offset, length, at, base, d) AS (
              SELECT id, kind, size, codec, pack, offset, length, at, base, 0 FROM objects WHERE id = ?
              UNION ALL

@@ -11,7 +11,7 @@ import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
-import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
@@ -53,6 +53,7 @@ export class ObjectWriter {
   private reader: ObjectReader | undefined;
   /** Canonical bytes of the groups sealed so far (the first INLINE_SEAL_BYTES are compressed inline). */
   private sealedBytes = 0;
+  private readonly rows = new RowBuffer();
   private readonly planner: DeltaPlanner;
   /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
   private dict: Dictionary | null | undefined;
@@ -270,7 +271,7 @@ export class ObjectWriter {
       bufs.push(bytes);
       off += bytes.length;
     }
-    const row = bufs.length === 1 ? bufs[0]! : Buffer.concat(bufs, off);
+    const row = this.rows.join(bufs, off);
     try {
       // SQLite copies the bound bytes.
       const pack = Number(this.insertPack.run(row).lastInsertRowid);
@@ -417,7 +418,7 @@ export class ObjectWriter {
       plainBytes += bytes;
       i = j;
     }
-    const row = parts.length === 1 ? parts[0]! : Buffer.concat(parts, rowBytes);
+    const row = this.rows.join(parts, rowBytes);
     try {
       const pack = Number(this.insertPack.run(row).lastInsertRowid);
       for (let k = 0; k < entries.length; k++) {

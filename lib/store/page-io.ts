@@ -9,6 +9,17 @@ import { toHex } from '../format/hex.js';
 import { idOf, ObjectKind, type ObjectReader, type ObjectWriter } from './objects.js';
 import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pages.js';
 
+/** Heap a decoded page's entry costs beside its bytes: two Buffer views and their array slots. */
+const PAGE_ENTRY_HEAP = 200;
+/** Heap the cache of decoded pages may take. */
+const PAGE_CACHE_HEAP = 12 * 1024 * 1024;
+
+function pageHeap(n: TreeNode): number {
+  let bytes = 64;
+  for (let i = 0; i < n.keys.length; i++) bytes += PAGE_ENTRY_HEAP + n.keys[i]!.length + n.vals[i]!.length;
+  return bytes;
+}
+
 export class PageStore implements PageIO {
   private readonly cache: LRUCache<string, TreeNode>;
   /**
@@ -23,10 +34,13 @@ export class PageStore implements PageIO {
     private readonly reader: ObjectReader,
     limit = 8192,
   ) {
-    // Bounded by a count through maxSize (each page counts 1), not `max`: with `max` lru-cache
-    // allocates its index for all `limit` entries up front (two arrays of `limit` slots)
-    // at every Store open, which a short-lived process (one import) never fills.
-    this.cache = new LRUCache({ maxSize: limit, sizeCalculation: () => 1 });
+    // Bounded by heap: a decoded page costs its bytes plus about PAGE_ENTRY_HEAP per entry (a key
+    // and a value Buffer), so a commit that reads every page of a large inode table keeps at most
+    // PAGE_CACHE_HEAP of them. Each page counts at least 1/limit of that, which bounds the count
+    // too without `max`: with `max`, lru-cache allocates its index for all `limit` entries at
+    // every Store open, which a short-lived process (one import) never fills.
+    const least = Math.ceil(PAGE_CACHE_HEAP / limit);
+    this.cache = new LRUCache({ maxSize: PAGE_CACHE_HEAP, sizeCalculation: (n) => Math.max(least, pageHeap(n)) });
   }
 
   load(kind: TreeKind, id: Buffer): TreeNode {

@@ -11,6 +11,27 @@ import { mapSqliteError } from './sqlite-errors.js';
 
 export type Db = Database.Database;
 
+const statements = new WeakMap<Db, Map<string, Database.Statement>>();
+
+/**
+ * `sql` prepared once per connection and kept: a commit's many short statements cost a
+ * preparation each time otherwise (preparing was about a third of a small commit's CPU in a
+ * profile of 20 ten-file commits on a 1,000-file tree). Only for get, all and run (an iterate() in progress would make the one statement
+ * busy); `mode` is set on every call, since callers share the statement.
+ */
+export function prepared(db: Db, sql: string, mode?: 'pluck' | 'raw'): Database.Statement {
+  let m = statements.get(db);
+  if (!m) statements.set(db, (m = new Map()));
+  let s = m.get(sql);
+  if (!s) m.set(sql, (s = db.prepare(sql)));
+  if (s.reader) {
+    if (mode === 'pluck') s.pluck();
+    else if (mode === 'raw') s.raw();
+    else s.pluck(false).raw(false);
+  }
+  return s;
+}
+
 const SQLITE_MAGIC = Buffer.from('SQLite format 3\0', 'latin1');
 
 export interface StoreInfo {

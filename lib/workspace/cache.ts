@@ -9,7 +9,7 @@
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
 import { objectId, WalkKind, zstdCompress, zstdDecompress, type WalkResult } from '../native/index.js';
-import type { Store } from '../store/index.js';
+import { prepared, type Store } from '../store/index.js';
 import { allocWalk } from './walk-match.js';
 
 /** A walk (lib/native walkTree: same order, same arrays) plus the serial of every entry. */
@@ -255,13 +255,13 @@ export function forgetRecentCaches(): void {
 
 export function loadCache(store: Store, workspaceId: Buffer): StatCache {
   return store.read(() => {
-    const head = store.db.prepare('SELECT count, max_serial AS maxSerial, segments FROM workspace_caches WHERE workspace_id = ?').get(workspaceId) as
+    const head = prepared(store.db, 'SELECT count, max_serial AS maxSerial, segments FROM workspace_caches WHERE workspace_id = ?').get(workspaceId) as
       | { count: number; maxSerial: number; segments: Buffer }
       | undefined;
     if (!head || head.segments.length % 16 !== 0) throw corrupt('no segment list');
     const known = recent.get(`${store.path}\0${workspaceId.toString('hex')}`);
     if (known && known.count === head.count && known.maxSerial === head.maxSerial && known.segments.equals(head.segments)) return known.cache;
-    const rows = store.db.prepare('SELECT id, data FROM workspace_entries WHERE workspace_id = ?').raw().all(workspaceId) as [Buffer, Buffer][];
+    const rows = prepared(store.db, 'SELECT id, data FROM workspace_entries WHERE workspace_id = ?', 'raw').all(workspaceId) as [Buffer, Buffer][];
     const byId = new Map<string, Buffer>();
     for (const [id, data] of rows) byId.set(id.toString('latin1'), data);
     const segments: Buffer[] = [];
@@ -313,14 +313,14 @@ function segmentStarts(ends: number[]): Map<number, number> {
  * yet (`fresh`: id → its bytes, or the entry range to encode them from); returns rows written.
  */
 function writeSegmentRows(store: Store, workspaceId: Buffer, c: StatCache, children: Uint32Array, fresh: Map<string, Buffer | [number, number]>): number {
-  const stored = store.db.prepare('SELECT id FROM workspace_entries WHERE workspace_id = ?').pluck().all(workspaceId) as Buffer[];
-  const del = store.db.prepare('DELETE FROM workspace_entries WHERE workspace_id = ? AND id = ?');
+  const stored = prepared(store.db, 'SELECT id FROM workspace_entries WHERE workspace_id = ?', 'pluck').all(workspaceId) as Buffer[];
+  const del = prepared(store.db, 'DELETE FROM workspace_entries WHERE workspace_id = ? AND id = ?');
   for (const id of stored) {
     const key = id.toString('latin1');
     if (fresh.has(key)) fresh.delete(key);
     else del.run(workspaceId, id);
   }
-  const put = store.db.prepare('INSERT INTO workspace_entries (workspace_id, id, data) VALUES (?, ?, ?)');
+  const put = prepared(store.db, 'INSERT INTO workspace_entries (workspace_id, id, data) VALUES (?, ?, ?)');
   let written = 0;
   for (const [key, v] of fresh) {
     // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.

@@ -8,7 +8,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { branchRoot, getBranch, type ReconcileConflict } from '../history/index.js';
-import { exportEntry, type FsView, type Store } from '../store/index.js';
+import { exportEntry, prepared, type FsView, type Store } from '../store/index.js';
 import type { WorkspaceRow } from './rows.js';
 
 export type Resolution = 'branch' | 'layer' | 'working-tree';
@@ -58,12 +58,12 @@ export function listConflicts(store: Store, workspaceId: Buffer): ConflictRecord
 
 /** Paths whose conflict was resolved: the next reconciling commit takes the Workspace's version there. */
 export function resolvedPaths(store: Store, workspaceId: Buffer): Set<string> {
-  const rows = store.db.prepare('SELECT path FROM workspace_conflicts WHERE workspace_id = ? AND resolution IS NOT NULL').all(workspaceId) as { path: string }[];
+  const rows = prepared(store.db, 'SELECT path FROM workspace_conflicts WHERE workspace_id = ? AND resolution IS NOT NULL').all(workspaceId) as { path: string }[];
   return new Set(rows.map((r) => r.path));
 }
 
 export function clearConflicts(store: Store, workspaceId: Buffer): void {
-  store.db.prepare('DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(workspaceId);
+  prepared(store.db, 'DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(workspaceId);
 }
 
 function pathParts(path: string): Buffer[] {

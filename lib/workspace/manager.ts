@@ -198,6 +198,9 @@ export async function commitWorkspace(
         const j = cs.oldIndex[i]!;
         return j >= 0 ? cache.serial[j]! : 0;
       });
+      // Every changed serial's record is in the editor now: its list (a few hundred bytes of
+      // heap per changed path) goes before the trees are written, the commit's largest step.
+      cs.changedSerials.clear();
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();

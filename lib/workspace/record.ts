@@ -12,7 +12,7 @@
  * read only once the clock is a full tick past their ctime (racyWaitMs): every write after the
  * read then gets a later ctime and the next commit sees it.
  */
-import { WalkKind, type ScanEntry, type ScanEntryOk } from '../native/index.js';
+import { mallocTrim, WalkKind, type ScanEntry, type ScanEntryOk } from '../native/index.js';
 import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
@@ -100,9 +100,13 @@ function checked(r: ScanEntry): ScanEntryOk {
   throw new LayerFsError(r.error.code, r.error.message, details);
 }
 
+/** Batches of changed files (512 each) between two mallocTrim calls of a commit. */
+const TRIM_EVERY_BATCHES = 4;
+
 /** The changed files of a change set being read ahead (startReading), stored by recordChanges. */
 export interface ChangeReading {
-  readonly changed: Changed[];
+  /** The changed serials in the order they are read (the change set's own order, not copied). */
+  readonly changed: Iterator<Changed>;
   readonly scans: ScanAhead;
 }
 
@@ -115,8 +119,11 @@ export interface ChangeReading {
  */
 export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<ChangeReading> {
   await waitPastTick(cs, clock);
-  const changed = [...cs.changedSerials];
-  return { changed, scans: new ScanAhead({ count: changed.length, path: (i) => cs.absPath(changed[i]![1].index) }) };
+  // Two cursors over the change set: the scans' runs ahead of the records'. ScanAhead asks for
+  // paths in order, each once.
+  const ahead = cs.changedSerials.values();
+  const path = (): Buffer => cs.absPath(ahead.next().value!.index);
+  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count: cs.changedSerials.size, path }) };
 }
 
 /**
@@ -127,14 +134,16 @@ export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<C
  */
 export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
   const { changed, scans } = reading;
-  let at = 0;
+  let batches = 0;
   try {
     while (!scans.done) {
       const { batch, paths, release } = await scans.next(clock);
-      for (let j = 0; j < batch.count; j++) await recordOne(changed[at + j]!, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt);
-      at += batch.count;
+      for (let j = 0; j < batch.count; j++) await recordOne(changed.next().value!, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt);
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
+      // A long commit gives freed memory back now and then (native mallocTrim): resident memory
+      // then follows what is live, not what the C heap kept of collected Buffers.
+      if (++batches % TRIM_EVERY_BATCHES === 0) mallocTrim();
     }
   } catch (e) {
     await scans.settle();

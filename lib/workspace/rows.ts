@@ -1,7 +1,7 @@
 /** Workspace rows: the Store records every Workspace so any process can commit or end it. */
 import { LayerFsError } from '../errors.js';
 import { uniqueByPrefix, type WorkspaceRoot } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import { prepared, type Store } from '../store/index.js';
 import { existsSync, readdirSync, realpathSync } from 'node:fs';
 import { resolve, sep } from 'node:path';
 import { dropCache } from './cache.js';
@@ -26,7 +26,7 @@ export const WORKSPACE_COLUMNS =
   'id, branch_id AS branchId, path, projection, base_root_id AS baseRootId, expected_head_id AS expectedHeadId, expected_base_id AS expectedBaseId, state, created_ms AS createdMs';
 
 export function getWorkspace(store: Store, id: Buffer): WorkspaceRow | undefined {
-  return store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE id = ?`).get(id) as WorkspaceRow | undefined;
+  return prepared(store.db, `SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE id = ?`).get(id) as WorkspaceRow | undefined;
 }
 
 export function listWorkspaces(store: Store, branchId?: Buffer): WorkspaceRow[] {
@@ -51,7 +51,7 @@ export function openWorkspacesOn(store: Store, branchIds: readonly Buffer[]): st
 /** A Workspace by id (or unambiguous prefix) or by its directory. */
 export function resolveWorkspace(store: Store, ref: string): WorkspaceRow {
   const dir = resolve(ref);
-  const byPath = store.db.prepare(`SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(dir) as WorkspaceRow | undefined;
+  const byPath = prepared(store.db, `SELECT ${WORKSPACE_COLUMNS} FROM workspaces WHERE path = ?`).get(dir) as WorkspaceRow | undefined;
   if (byPath) return byPath;
   const id = /^[0-9a-fA-F]+$/.test(ref) ? uniqueByPrefix(ref, 16, 'Workspace', (lo, hi, limit) => store.db.prepare('SELECT id FROM workspaces WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]) : undefined;
   const row = (id && getWorkspace(store, id)) || (existsSync(dir) ? workspaceContaining(store, dir) : undefined);
@@ -119,7 +119,7 @@ export function insertWorkspace(store: Store, row: Omit<WorkspaceRow, 'state' | 
  * the head it expects; `expectedBase` too when it moved onto another base Layer.
  */
 export function setWorkspaceBase(store: Store, id: Buffer, rootId: Buffer, expectedHead: Buffer | null, expectedBase?: Buffer): void {
-  store.db.prepare('UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = coalesce(?, expected_base_id) WHERE id = ?').run(rootId, expectedHead, expectedBase ?? null, id);
+  prepared(store.db, 'UPDATE workspaces SET base_root_id = ?, expected_head_id = ?, expected_base_id = coalesce(?, expected_base_id) WHERE id = ?').run(rootId, expectedHead, expectedBase ?? null, id);
 }
 
 /** Removes the row and its stat cache, inside the caller's write transaction (conflicts and the Sandbox link go by cascade). */

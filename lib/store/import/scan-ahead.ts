@@ -69,7 +69,8 @@ export class ScanAhead {
     const results = await batch.results;
     clock.waitMs += performance.now() - tw;
     this.launch();
-    return { batch: results, paths: batch.paths, release: () => this.arenas.push(batch.arena) };
+    // The last batches' arenas are let go: nothing more is read into them.
+    return { batch: results, paths: batch.paths, release: () => this.launched < this.list.count && this.arenas.push(batch.arena) };
   }
 
   /** Lets in-flight batches settle so no worker writes into buffers about to be dropped. */

@@ -7,13 +7,51 @@ import { DELTA_MAX_BASES } from '../codec.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
 import { replacedChunks } from './extents.js';
-import { ContentForm, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
+import { ContentForm, decodeInode, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
 import { TreeKind, updateTree, type Mutation } from './pages.js';
 import { encodeRoot } from './root.js';
 import type { FsView } from './view.js';
 
+/** Bytes of one block of encoded records (a record longer than this gets a block of its own). */
+const RECORD_BLOCK = 1024 * 1024;
+
+/**
+ * Encoded inode records back to back in large blocks, addressed by a number: a changed file's
+ * record costs its encoded bytes (tens of bytes), not a decoded Inode with its buffers and
+ * arrays (about half a KiB of heap), however many files a commit changes.
+ */
+class RecordBlocks {
+  private readonly blocks: Buffer[] = [];
+  private used = RECORD_BLOCK;
+  /** Per record: its block, offset and length. */
+  private readonly block: number[] = [];
+  private readonly offset: number[] = [];
+  private readonly length: number[] = [];
+
+  /** Stores `rec` and returns its number. */
+  add(rec: Buffer): number {
+    if (this.used + rec.length > RECORD_BLOCK) {
+      this.blocks.push(Buffer.allocUnsafeSlow(Math.max(RECORD_BLOCK, rec.length)));
+      this.used = 0;
+    }
+    rec.copy(this.blocks[this.blocks.length - 1]!, this.used);
+    this.block.push(this.blocks.length - 1);
+    this.offset.push(this.used);
+    this.length.push(rec.length);
+    this.used += rec.length;
+    return this.length.length - 1;
+  }
+
+  get(n: number): Buffer {
+    const off = this.offset[n]!;
+    return this.blocks[this.block[n]!]!.subarray(off, off + this.length[n]!);
+  }
+}
+
 export class NamespaceEditor {
-  private readonly records = new Map<number, Inode | null>();
+  /** Changed records: a directory's decoded (finish() edits its entries), any other kind encoded (its RecordBlocks number), null if deleted. */
+  private readonly records = new Map<number, Inode | number | null>();
+  private readonly encoded = new RecordBlocks();
   private readonly names = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
 
   constructor(
@@ -27,7 +65,8 @@ export class NamespaceEditor {
    * each re-chunked piece its predecessor as it writes it), so the old tree is not walked again.
    */
   setInode(serial: number, inode: Inode, hinted = false): void {
-    this.records.set(serial, inode);
+    const rec = inode.kind === InodeKind.Dir ? inode : this.encoded.add(encodeInode(normalize(inode)));
+    this.records.set(serial, rec);
     if (!hinted && inode.kind === InodeKind.File && inode.form !== ContentForm.None && this.base) this.suggestDelta(serial, inode);
   }
 
@@ -80,6 +119,10 @@ export class NamespaceEditor {
       onStep?.();
       let rec = this.records.get(dir);
       if (rec === null) continue;
+      if (typeof rec === 'number') {
+        rec = decodeInode(this.encoded.get(rec), dir);
+        this.records.set(dir, rec);
+      }
       if (rec === undefined) {
         rec = { ...this.base!.inode(dir) };
         this.records.set(dir, rec);
@@ -92,9 +135,12 @@ export class NamespaceEditor {
       rec.content = root;
     }
     onStep?.();
-    const muts: Mutation[] = [...this.records.entries()]
-      .sort((a, b) => a[0] - b[0])
-      .map(([serial, rec]) => ({ key: serialKey(serial), value: rec === null ? null : encodeInode(normalize(rec)) }));
+    const muts: Mutation[] = [...this.records.keys()]
+      .sort((a, b) => a - b)
+      .map((serial) => {
+        const rec = this.records.get(serial) ?? null;
+        return { key: serialKey(serial), value: rec === null ? null : typeof rec === 'number' ? this.encoded.get(rec) : encodeInode(normalize(rec)) };
+      });
     const table = updateTree(TreeKind.Inodes, this.pages, this.base ? this.base.inodesRoot : null, muts);
     return this.w.add(ObjectKind.Root, encodeRoot({ inodes: table! }));
   }
