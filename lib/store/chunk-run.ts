@@ -91,8 +91,8 @@ function packRowsHandle(db: Db): number {
   }
 }
 
-/** [index in the ids located, kind, size, codec, pack, offset, length, at] of a located chunk. */
-type Row = [number, number, number, number, number, number, number, number];
+/** [id, kind, size, codec, pack, offset, length, at] of a located chunk. */
+type Row = [Buffer, number, number, number, number, number, number, number];
 
 export class ChunkRunReader {
   private readonly locates = new Map<number, ReturnType<Db['prepare']>>();
@@ -146,21 +146,16 @@ export class ChunkRunReader {
     return data;
   }
 
-  /**
-   * The locators of `ids`, in their order (undefined: not in the Store). Each row comes back with
-   * its index in the statement, not its id: no Buffer per row, no map of ids.
-   */
-  private locate(ids: readonly Buffer[]): (Row | undefined)[] {
-    const out = new Array<Row | undefined>(ids.length);
+  private locate(ids: readonly Buffer[]): Map<string, Row> {
+    const out = new Map<string, Row>();
     for (let i = 0; i < ids.length; i += BATCH) {
       const part = ids.slice(i, i + BATCH);
       let q = this.locates.get(part.length);
       if (!q) {
-        const values = Array.from({ length: part.length }, (_, k) => `(${k}, ?)`).join(', ');
-        q = this.db.prepare(`WITH q(i, id) AS (VALUES ${values}) SELECT q.i, o.kind, o.size, o.codec, o.pack, o.offset, o.length, ${this.at === 'at' ? 'o.at' : '0'} FROM q JOIN objects o ON o.id = q.id`).raw();
+        q = this.db.prepare(`SELECT id, kind, size, codec, pack, offset, length, ${this.at} FROM objects WHERE id IN (${'?,'.repeat(part.length - 1)}?)`).raw();
         this.locates.set(part.length, q);
       }
-      for (const row of q.all(part) as Row[]) out[i + row[0]] = row;
+      for (const row of q.all(part) as Row[]) out.set(row[0].toString('latin1'), row);
     }
     return out;
   }
@@ -176,7 +171,7 @@ export class ChunkRunReader {
     const parts: (Started | Buffer)[] = [];
     for (let i = 0, at = -from; i < run.length && at < len; ) {
       const count = this.stretch(run, rows, i);
-      parts.push(count > 0 ? this.start(run.slice(i, i + count), rows.slice(i, i + count), parts.length) : this.viaReader(run[i]!));
+      parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, parts.length) : this.viaReader(run[i]!));
       for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
       i += Math.max(1, count);
     }
@@ -207,7 +202,7 @@ export class ChunkRunReader {
         const rows = this.locate(part.map((c) => c.id));
         for (let i = 0; i < part.length; ) {
           const count = this.stretch(part, rows, i);
-          const next = count > 0 ? this.start(part.slice(i, i + count), rows.slice(i, i + count), null) : this.viaReader(part[i]!);
+          const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
           const p = pending;
           pending = next;
           if (p) yield this.done(p);
@@ -224,19 +219,18 @@ export class ChunkRunReader {
   }
 
   /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
-  private stretch(run: readonly ChunkRef[], rows: readonly (Row | undefined)[], i: number): number {
-    const usable = (k: number): Row | undefined => {
-      const c = run[k]!;
-      const r = rows[k];
+  private stretch(run: readonly ChunkRef[], rows: Map<string, Row>, i: number): number {
+    const usable = (c: ChunkRef): Row | undefined => {
+      const r = rows.get(c.id.toString('latin1'));
       if (!r || r[1] !== ObjectKind.Chunk || r[2] !== c.length || r[5] < 0 || r[6] < 0 || r[7] < 0) return undefined;
       return (r[3] === Codec.Raw && r[6] === c.length) || r[3] === Codec.Zstd ? r : undefined;
     };
-    const head = usable(i);
+    const head = usable(run[i]!);
     if (!head) return 0;
     let bytes = head[2];
     let k = i + 1;
     for (; k < run.length; k++) {
-      const r = usable(k);
+      const r = usable(run[k]!);
       if (!r || r[4] !== head[4] || bytes + r[2] > MAX_STRETCH) break;
       bytes += r[2];
     }
@@ -244,13 +238,13 @@ export class ChunkRunReader {
   }
 
   /**
-   * Starts decoding `chunks` (all in one pack row, located in `rows`, in the same order). Raw chunks that lie in
+   * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
    * order in the row are verified in place: for pieces() (`scratch` null) read straight into the
    * Buffer that is handed out, for read() in the row's reused buffer. Anything else is decoded
    * into a new buffer (pieces()), or into reused scratch buffer number `scratch` (read(): its
    * bytes must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: readonly (Row | undefined)[], scratch: number | null): Started {
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: number | null): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -259,7 +253,7 @@ export class ChunkRunReader {
     let pack = -1;
     for (let k = 0; k < count; k++) {
       const c = chunks[k]!;
-      const r = rows[k]!;
+      const r = rows.get(c.id.toString('latin1'))!;
       const f = k * RUN_FIELDS;
       spec[f] = r[5];
       spec[f + 1] = r[6];
