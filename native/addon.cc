@@ -40,7 +40,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitCow(env, exports);
   InitMount(env, exports);
   InitRun(env, exports);
-  InitPackRows(env, exports);
+  InitBlobs(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());

@@ -200,7 +200,7 @@ export interface NativeBinding {
   decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
   RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number) => { wait(): void };
-  packRead(handle: number, rowid: number, offset: number, length: number, out: Uint8Array, outOffset: number): number;
+  blobRead(handle: number, table: string, column: string, rowid: number, offset: number, length: number, out: Uint8Array, outOffset: number): number;
   addonPath: string;
   zstdVersion: string;
   defaultThreads: number;

@@ -28,6 +28,6 @@ export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type Rech
 export { nativeInfo, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, ZSTD_VERSION } from './zstd.js';
 export { decodeRun, startRun, RUN_FIELDS, RunCodec, type RunTask } from './run.js';
-export { ADDON_PATH, PACK_ROWS_ENTRY, PackRead, packRead } from './pack-rows.js';
+export { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead } from './blobs.js';
 export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress } from './zstd-dict.js';
 export { BackgroundTraining } from './zstd-train-thread.js';

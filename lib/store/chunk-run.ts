@@ -11,14 +11,14 @@
  * repack meanwhile, or damaged go through the ObjectReader, which reads them (again) or fails
  * with its typed error: no byte is returned before its chunk was verified.
  *
- * Rows are read through the connection's own SQLite by the addon (lib/native packRead, loaded
+ * Rows are read through the connection's own SQLite by the addon (lib/native blobRead, loaded
  * into the connection as a SQLite extension) into buffers reused from call to call, and a
  * streamed piece of raw chunks is read straight into the Buffer handed out: no row assembled by
  * SQLite, no Buffer made per row and dropped (the garbage a large read made). Without the
  * extension (another SQLite library in the process) rows are read with SELECT, as before.
  */
 import { availableParallelism } from 'node:os';
-import { ADDON_PATH, PACK_ROWS_ENTRY, PackRead, packRead, RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
+import { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead, RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
@@ -71,7 +71,7 @@ const IDLE_ROWS = 3;
 /** LAYERFS_PACK_ROWS=0: rows are always read with SELECT (a fallback switch, and the A/B of the benchmarks). */
 export const PACK_ROWS_ENV = 'LAYERFS_PACK_ROWS';
 
-/** Per connection: the handle packRead reads its rows with (0: none, rows are read with SELECT). */
+/** Per connection: the handle blobRead reads its rows with (0: none, rows are read with SELECT). */
 const handles = new WeakMap<Db, number>();
 
 function packRowsHandle(db: Db): number {
@@ -80,8 +80,8 @@ function packRowsHandle(db: Db): number {
   if (!ADDON_PATH || process.env[PACK_ROWS_ENV] === '0') return 0;
   try {
     // better-sqlite3 takes the entry point as a second argument; its types do not say so.
-    (db as unknown as { loadExtension(file: string, entryPoint: string): void }).loadExtension(ADDON_PATH, PACK_ROWS_ENTRY);
-    const h = Number(db.prepare('SELECT layerfs_pack_rows()').pluck().get());
+    (db as unknown as { loadExtension(file: string, entryPoint: string): void }).loadExtension(ADDON_PATH, BLOB_ENTRY);
+    const h = Number(db.prepare(BLOB_HANDLE_SQL).pluck().get());
     handles.set(db, h);
     return h;
   } catch {
@@ -102,7 +102,7 @@ export class ChunkRunReader {
   private packs: { id: number; data: Buffer }[] = [];
   /** Reused outputs of read(), one per stretch of a READ: their bytes are copied out before the next call. */
   private readonly scratch: Buffer[] = [];
-  /** packRead's handle of the connection (0: rows are read with SELECT). */
+  /** blobRead's handle of the connection (0: rows are read with SELECT). */
   private readonly handle: number;
   /** Reused row buffers, most recently used first. */
   private rows: RowBuffer[] = [];
@@ -286,12 +286,12 @@ export class ChunkRunReader {
     return { chunks, out, ok, task: startRun(out, spec, ids, null, ok, this.threads), inPlace: true, row: null };
   }
 
-  /** packRead, with any SQLite error taken as "not read" (the ObjectReader then reads the chunks, or fails with a typed error). */
+  /** blobRead of a pack row, with any SQLite error taken as "not read" (the ObjectReader then reads the chunks, or fails with a typed error). */
   private readRow(pack: number, offset: number, length: number, out: Buffer): number {
     try {
-      return packRead(this.handle, pack, offset, length, out, 0);
+      return blobRead(this.handle, 'packs', 'data', pack, offset, length, out, 0);
     } catch {
-      return PackRead.NoRow;
+      return BlobRead.NoRow;
     }
   }
 

@@ -1,15 +1,17 @@
-// Pack rows read by the addon through the connection's own SQLite (lib/native packRead, the
+// Pack rows read by the addon through the connection's own SQLite (lib/native blobRead, the
 // addon loaded as a SQLite extension) into reused buffers: a property test of ChunkRunReader
 // against the files' bytes, with rows read by the addon and with SELECT, over seeded random
 // ranges (read(), as the FUSE reader threads use it) and whole streams (pieces(), some stopped
 // early); the row buffers stay few; a row changed between two reads (reset after a rewrite) is
-// read again as it is now; packRead's answers for a missing row, a range outside its row, and a
-// closed connection.
+// read again as it is now; blobRead's answers for a missing row, a range outside its row, and a
+// closed connection, and a table or column that is not there.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ADDON_PATH, chunkAndHash, PACK_ROWS_ENTRY, PackRead, packRead } from '../../lib/native/index.js';
+import { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead, chunkAndHash } from '../../lib/native/index.js';
+
+const packRead = (h: number, rowid: number, offset: number, length: number, out: Buffer, outOffset: number) => blobRead(h, 'packs', 'data', rowid, offset, length, out, outOffset);
 import { Client } from '../../lib/sdk/index.js';
 import { ChunkRunReader, type ChunkRef } from '../../lib/store/chunk-run.js';
 import { Store } from '../../lib/store/index.js';
@@ -113,7 +115,7 @@ test(`ChunkRunReader reads every range and stream byte for byte, rows read by th
   }
 });
 
-test('a row rewritten between reads is read as it is now; packRead answers for missing rows, ranges outside, closed connections', { timeout: 180_000 }, async () => {
+test('a row rewritten between reads is read as it is now; blobRead answers for missing rows, ranges outside, closed connections, unknown tables', { timeout: 180_000 }, async () => {
   const f = await fixture();
   const store = Store.open(f.storePath);
   const file = f.files[0]!;
@@ -143,19 +145,21 @@ test('a row rewritten between reads is read as it is now; packRead answers for m
   if (!ADDON_PATH) return;
   const other = Store.open(f.storePath);
   const db = other.db as unknown as { loadExtension(file: string, entry: string): void; prepare(sql: string): { pluck(): { get(...a: unknown[]): unknown } } };
-  db.loadExtension(ADDON_PATH, PACK_ROWS_ENTRY);
-  db.loadExtension(ADDON_PATH, PACK_ROWS_ENTRY);
-  const h = Number(db.prepare('SELECT layerfs_pack_rows()').pluck().get());
+  db.loadExtension(ADDON_PATH, BLOB_ENTRY);
+  db.loadExtension(ADDON_PATH, BLOB_ENTRY);
+  const h = Number(db.prepare(BLOB_HANDLE_SQL).pluck().get());
   assert.ok(h > 0);
   const pack = other.objects.locator(file.run[0]!.id)!.pack;
   const size = (db.prepare('SELECT length(data) FROM packs WHERE id = ?').pluck().get(pack) as number);
   const out = Buffer.alloc(size + 10);
   assert.equal(packRead(h, pack, 0, size, out, 10), size);
   assert.ok(out.subarray(10).equals(db.prepare('SELECT data FROM packs WHERE id = ?').pluck().get(pack) as Buffer));
-  assert.equal(packRead(h, pack, 1, size, out, 0), PackRead.Outside);
-  assert.equal(packRead(h, 1e9, 0, 0, out, 0), PackRead.NoRow);
+  assert.equal(packRead(h, pack, 1, size, out, 0), BlobRead.Outside);
+  assert.equal(packRead(h, 1e9, 0, 0, out, 0), BlobRead.NoRow);
   assert.throws(() => packRead(h, pack, 0, size + 11, out, 0), RangeError);
   assert.throws(() => packRead(h, -1, 0, 0, out, 0), RangeError);
+  assert.throws(() => blobRead(h, 'no_such_table', 'data', pack, 0, 0, out, 0), /blob read/);
+  assert.throws(() => blobRead(h, 'packs', 'no_such_column', pack, 0, 0, out, 0), /blob read/);
   other.close();
-  assert.equal(packRead(h, pack, 0, 0, out, 0), PackRead.NoHandle);
+  assert.equal(packRead(h, pack, 0, 0, out, 0), BlobRead.NoHandle);
 });
