@@ -6,6 +6,7 @@
  * without SQLite assembling the value or a Buffer made per read. The addon knows no schema: the
  * caller names the table and column.
  */
+import { LayerFsError } from '../errors.js';
 import { native } from './binding.js';
 
 /** The extension's entry point in the addon's file. */
@@ -31,8 +32,14 @@ export enum BlobRead {
  * Copies bytes [offset, offset + length) of `column` of row `rowid` of `table` into `out` at
  * `outOffset` through the connection registered as `handle`, on the calling thread (the
  * connection's own), and returns the blob's size, or a BlobRead value. A SQLite error throws
- * (its code in `sqliteCode`).
+ * ERR_NATIVE_IO (SQLite's code in `details.sqliteCode`).
  */
 export function blobRead(handle: number, table: string, column: string, rowid: number, offset: number, length: number, out: Uint8Array, outOffset: number): number {
-  return native.blobRead(handle, table, column, rowid, offset, length, out, outOffset);
+  try {
+    return native.blobRead(handle, table, column, rowid, offset, length, out, outOffset);
+  } catch (e) {
+    const code = (e as { sqliteCode?: number }).sqliteCode;
+    if (code === undefined) throw e;
+    throw new LayerFsError('ERR_NATIVE_IO', (e as Error).message, { sqliteCode: code, table, column, rowid, cause: e });
+  }
 }
