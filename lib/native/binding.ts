@@ -170,6 +170,7 @@ export interface NativeBinding {
   fdRead(fd: number, buffer: Uint8Array): number;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
+  fdWritev(fd: number, buffers: Uint8Array[]): number;
   /** Queues a copy of `buffer` for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
   writeBehind(fd: number, buffer: Uint8Array, position: number): number;
   /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. */
