@@ -38,6 +38,8 @@ function vendor() {
   const unix = fs.readdirSync(blake3).filter((n) => n.endsWith('_x86-64_unix.S'));
   copy(blake3, vendored.blake3, ['blake3.c', 'blake3.h', 'blake3_impl.h', 'blake3_dispatch.c', 'blake3_portable.c', ...unix]);
   copy(fromPackage('sqlite'), vendored.sqlite, ['sqlite3.h', 'sqlite3ext.h']);
+  const bs = require(require.resolve('better-sqlite3/package.json', { paths: [root] }));
+  fs.writeFileSync(path.join(vendored.sqlite, 'NOTICE'), `SQLite's headers (https://sqlite.org), as shipped in ${bs.name}@${bs.version}. SQLite is in the public domain.\n`);
   const pkg = require(require.resolve('@c4312/blake3-native/package.json', { paths: [root] }));
   fs.writeFileSync(
     path.join(vendored.blake3, 'NOTICE'),
