@@ -11,17 +11,18 @@ const fs = require('fs');
 const path = require('path');
 
 const root = path.resolve(__dirname, '..');
-const vendored = { zstd: path.join(root, 'deps/zstd/lib'), blake3: path.join(root, 'deps/blake3'), sqlite: path.join(root, 'deps/sqlite3') };
+const vendored = { zstd: path.join(root, 'deps/zstd/lib'), blake3: path.join(root, 'deps/blake3') };
 
 function fromPackage(which) {
   // SQLite's headers only (the addon is a loadable extension of better-sqlite3's own SQLite).
+  // better-sqlite3 is a dependency and publishes deps/sqlite3, so they are never vendored.
   if (which === 'sqlite') return path.join(path.dirname(require.resolve('better-sqlite3/package.json', { paths: [root] })), 'deps/sqlite3');
   if (which === 'zstd') return path.join(path.dirname(require.resolve('zstd-napi/package.json', { paths: [root] })), 'deps/zstd/lib');
   return path.join(path.dirname(require.resolve('@c4312/blake3-native/package.json', { paths: [root] })), 'c');
 }
 
 function dir(which) {
-  return fs.existsSync(vendored[which]) ? vendored[which] : fromPackage(which);
+  return vendored[which] && fs.existsSync(vendored[which]) ? vendored[which] : fromPackage(which);
 }
 
 function copy(from, to, names) {
@@ -37,9 +38,6 @@ function vendor() {
   const blake3 = fromPackage('blake3');
   const unix = fs.readdirSync(blake3).filter((n) => n.endsWith('_x86-64_unix.S'));
   copy(blake3, vendored.blake3, ['blake3.c', 'blake3.h', 'blake3_impl.h', 'blake3_dispatch.c', 'blake3_portable.c', ...unix]);
-  copy(fromPackage('sqlite'), vendored.sqlite, ['sqlite3.h', 'sqlite3ext.h']);
-  const bs = require(require.resolve('better-sqlite3/package.json', { paths: [root] }));
-  fs.writeFileSync(path.join(vendored.sqlite, 'NOTICE'), `SQLite's headers (https://sqlite.org), as shipped in ${bs.name}@${bs.version}. SQLite is in the public domain.\n`);
   const pkg = require(require.resolve('@c4312/blake3-native/package.json', { paths: [root] }));
   fs.writeFileSync(
     path.join(vendored.blake3, 'NOTICE'),

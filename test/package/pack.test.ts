@@ -38,7 +38,7 @@ test('the packed tarball installs and works in a fresh project: CLI tour, ESM, C
   assert.ok(statSync(tarball).size < MAX_TARBALL, `tarball is ${statSync(tarball).size} bytes`);
   assert.ok(files.some((f) => /^prebuilds\/linux-x64\/.+\.node$/.test(f)), 'tarball has prebuilds/linux-x64/*.node');
   assert.ok(files.includes('dist/lib/sdk/index.js') && files.includes('dist/lib/sdk/index.d.ts') && files.includes('bin/layerfs.js'));
-  for (const f of ['deps/zstd/lib/zstd.h', 'deps/zstd/LICENSE', 'deps/blake3/blake3.c', 'deps/blake3/NOTICE', 'deps/sqlite3/sqlite3ext.h', 'CMakeLists.txt', 'scripts/c-sources.cjs']) assert.ok(files.includes(f), `the fallback build needs ${f}`);
+  for (const f of ['deps/zstd/lib/zstd.h', 'deps/zstd/LICENSE', 'deps/blake3/blake3.c', 'deps/blake3/NOTICE', 'CMakeLists.txt', 'scripts/c-sources.cjs']) assert.ok(files.includes(f), `the fallback build needs ${f}`);
   assert.ok(!files.some((f) => f.startsWith('build/')), 'no local build/ in the tarball');
   assert.ok(!files.some((f) => f.endsWith('.map')), 'no source maps pointing at sources that are not shipped');
   assert.ok(!files.includes('scripts/setup.sh') && !files.some((f) => f.endsWith('binding.gyp')), 'the set-up script stays in the repository; no binding.gyp to make npm run node-gyp');
