@@ -3,7 +3,8 @@
 {
   "variables": {
     "zstd_dir": "<!(node ../scripts/c-sources.cjs dir zstd)",
-    "blake3_dir": "<!(node ../scripts/c-sources.cjs dir blake3)"
+    "blake3_dir": "<!(node ../scripts/c-sources.cjs dir blake3)",
+    "sqlite_dir": "<!(node ../scripts/c-sources.cjs dir sqlite)"
   },
   "targets": [
     {
@@ -18,7 +19,8 @@
       "include_dirs": [
         "<!(node -p \"require('node-addon-api').include_dir\")",
         "<(blake3_dir)",
-        "<(zstd_dir)"
+        "<(zstd_dir)",
+        "<(sqlite_dir)"
       ],
       "defines": [
         "NAPI_VERSION=8",

@@ -57,6 +57,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitCow(env, exports);
   InitMount(env, exports);
   InitRun(env, exports);
+  InitBlobs(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("version", kAddonVersion);

@@ -81,6 +81,7 @@ void InitCow(Napi::Env env, Napi::Object exports);
 void InitMount(Napi::Env env, Napi::Object exports);
 void InitZstdDict(Napi::Env env, Napi::Object exports);
 void InitRun(Napi::Env env, Napi::Object exports);
+void InitBlobs(Napi::Env env, Napi::Object exports);
 }  // namespace layerfs
 struct ZSTD_CDict_s;
 namespace layerfs {

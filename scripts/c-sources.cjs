@@ -3,7 +3,7 @@
 // that ship them (zstd's in zstd-napi, BLAKE3's in @c4312/blake3-native, both devDependencies);
 // `vendor` (run by prepack) copies the files the build uses, with their licences, into deps/, so
 // the published package can compile its addon without those packages. deps/ wins when present.
-//   node scripts/c-sources.cjs dir zstd|blake3   the directory, relative to the package root
+//   node scripts/c-sources.cjs dir zstd|blake3|sqlite   the directory, relative to the package root
 //   node scripts/c-sources.cjs zstd-sources      zstd's .c files, relative, space-separated
 //   node scripts/c-sources.cjs vendor            fill deps/ from node_modules
 'use strict';
@@ -14,12 +14,15 @@ const root = path.resolve(__dirname, '..');
 const vendored = { zstd: path.join(root, 'deps/zstd/lib'), blake3: path.join(root, 'deps/blake3') };
 
 function fromPackage(which) {
+  // SQLite's headers only (the addon is a loadable extension of better-sqlite3's own SQLite).
+  // better-sqlite3 is a dependency and publishes deps/sqlite3, so they are never vendored.
+  if (which === 'sqlite') return path.join(path.dirname(require.resolve('better-sqlite3/package.json', { paths: [root] })), 'deps/sqlite3');
   if (which === 'zstd') return path.join(path.dirname(require.resolve('zstd-napi/package.json', { paths: [root] })), 'deps/zstd/lib');
   return path.join(path.dirname(require.resolve('@c4312/blake3-native/package.json', { paths: [root] })), 'c');
 }
 
 function dir(which) {
-  return fs.existsSync(vendored[which]) ? vendored[which] : fromPackage(which);
+  return vendored[which] && fs.existsSync(vendored[which]) ? vendored[which] : fromPackage(which);
 }
 
 function copy(from, to, names) {
@@ -51,6 +54,6 @@ else if (cmd === 'zstd-sources') {
   process.stdout.write(files.join(' ') + '\n');
 } else if (cmd === 'vendor') vendor();
 else {
-  process.stderr.write('usage: c-sources.cjs dir zstd|blake3 | zstd-sources | vendor\n');
+  process.stderr.write('usage: c-sources.cjs dir zstd|blake3|sqlite | zstd-sources | vendor\n');
   process.exit(2);
 }

@@ -7,7 +7,9 @@
 // With --bound, first the single-core floor of the work a streamed read cannot skip: every pack
 // row of the file held in memory, decodeRun (decode and BLAKE3 re-hash of every chunk) over them
 // on one thread (CPU time), against a memcpy of the same canonical bytes (what `cat` does per byte).
-//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli] [--bound]  → JSON lines
+// With --ab, each round also reads the file with pack rows read by SELECT (LAYERFS_PACK_ROWS=0,
+// "selectMs"), before or after the default read alternately: the row reads' A/B in the same round.
+//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli] [--bound] [--ab]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -93,22 +95,36 @@ try {
   gitInitCommit(env, dir);
   const ref = String(init.layer.id);
   if (process.argv.includes('--bound')) console.log(JSON.stringify({ bound: bound(storePath), load: os.loadavg()[0]!.toFixed(1) }));
+  /** readFile to the end on a fresh connection: wall and CPU ms. */
+  const sdkRead = async (select: boolean): Promise<{ ms: number; cpuMs: number }> => {
+    if (select) process.env.LAYERFS_PACK_ROWS = '0';
+    try {
+      c = Client.connect(storePath);
+      const cpu0 = process.cpuUsage();
+      const t = performance.now();
+      let n = 0;
+      for (const piece of c.readFile(init.layer.id, name)) n += piece.length;
+      const ms = performance.now() - t;
+      const cpu = process.cpuUsage(cpu0);
+      await c.close();
+      if (n !== size) throw new Error(`read ${n} of ${size} bytes`);
+      return { ms, cpuMs: (cpu.user + cpu.system) / 1000 };
+    } finally {
+      delete process.env.LAYERFS_PACK_ROWS;
+    }
+  };
+  const ab = process.argv.includes('--ab');
   for (let r = 0; r < rounds; r++) {
-    c = Client.connect(storePath);
-    const cpu0 = process.cpuUsage();
-    const t = performance.now();
-    let n = 0;
-    for (const piece of c.readFile(init.layer.id, name)) n += piece.length;
-    const ms = performance.now() - t;
-    const cpu = process.cpuUsage(cpu0);
-    await c.close();
-    if (n !== size) throw new Error(`read ${n} of ${size} bytes`);
+    const before = ab && r % 2 === 1 ? await sdkRead(true) : undefined;
+    const sdk = await sdkRead(false);
+    const select = ab && r % 2 === 0 ? await sdkRead(true) : before;
     const g = timedSh(`${GIT} cat-file blob HEAD:${name} | cat > /dev/null`, env);
     const out: Record<string, unknown> = {
       round: r,
       bytes: size,
-      sdkMs: Math.round(ms),
-      sdkCpuMs: Math.round((cpu.user + cpu.system) / 1000),
+      sdkMs: Math.round(sdk.ms),
+      sdkCpuMs: Math.round(sdk.cpuMs),
+      ...(select ? { selectMs: Math.round(select.ms), selectCpuMs: Math.round(select.cpuMs) } : {}),
       gitMs: Math.round(g.ms),
       gitCpuMs: Math.round(g.cpuMs),
     };
@@ -117,7 +133,7 @@ try {
       out.cliMs = Math.round(l.ms);
       out.cliCpuMs = Math.round(l.cpuMs);
     }
-    out.rateVsGit = Math.round((g.ms / ms) * 100) / 100;
+    out.rateVsGit = Math.round((g.ms / sdk.ms) * 100) / 100;
     out.load = os.loadavg()[0]!.toFixed(1);
     console.log(JSON.stringify(out));
   }

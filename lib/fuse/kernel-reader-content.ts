@@ -21,7 +21,13 @@ export class StreamedContent {
 
   /** Copies bytes [pos, pos + len) of the extent tree `root` into dst at dstOff. */
   read(root: Buffer, pos: number, len: number, dst: Buffer, dstOff: number): void {
-    if (len <= 0) return;
+    let o = dstOff;
+    for (const v of this.views(root, pos, len)) o += v.copy(dst, o);
+  }
+
+  /** Bytes [pos, pos + len) of the extent tree `root`, verified, as views valid until the next read() or views(). */
+  views(root: Buffer, pos: number, len: number): Buffer[] {
+    if (len <= 0) return [];
     const run: ChunkRef[] = [];
     let first = -1;
     for (let x = pos; x < pos + len; ) {
@@ -30,6 +36,6 @@ export class StreamedContent {
       run.push(ch);
       x = ch.start + ch.length;
     }
-    this.runs.read(run, pos - first, len, dst, dstOff);
+    return this.runs.views(run, pos - first, len);
   }
 }

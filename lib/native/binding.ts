@@ -170,6 +170,7 @@ export interface NativeBinding {
   fdRead(fd: number, buffer: Uint8Array): number;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
+  fdWritev(fd: number, buffers: Uint8Array[]): number;
   /** Queues a copy of `buffer` for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
   writeBehind(fd: number, buffer: Uint8Array, position: number): number;
   /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. `release`: fd is about to be closed. */
@@ -204,6 +205,8 @@ export interface NativeBinding {
   decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
   RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number) => { wait(): void };
+  blobRead(handle: number, table: string, column: string, rowid: number, offset: number, length: number, out: Uint8Array, outOffset: number): number;
+  addonPath: string;
   zstdVersion: string;
   defaultThreads: number;
   simd: string;

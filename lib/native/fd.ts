@@ -2,7 +2,7 @@
  * read(2)/write(2) for a loop that serves a device (the FUSE serving thread): a failure is
  * returned as -errno, never thrown, since errors such as EINTR or ENOENT are routine there.
  */
-import { LayerFsError } from '../errors.js';
+import { invalidArgument, LayerFsError } from '../errors.js';
 import { native } from './binding.js';
 
 /** Reads once into `buffer`: the bytes read, or -errno. Blocks the calling thread. */
@@ -13,6 +13,12 @@ export function fdRead(fd: number, buffer: Uint8Array): number {
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */
 export function fdWrite(fd: number, buffer: Uint8Array, length: number): number {
   return native.fdWrite(fd, buffer, length);
+}
+
+/** One writev(2) of `buffers` (1 to 64) to `fd`: bytes written, or -errno. */
+export function fdWritev(fd: number, buffers: Uint8Array[]): number {
+  if (buffers.length < 1 || buffers.length > 64) throw invalidArgument('fdWritev takes 1 to 64 buffers', { argument: 'buffers' });
+  return native.fdWritev(fd, buffers);
 }
 
 /**

@@ -10,9 +10,15 @@
  * are kept. Chunks stored in another form (deltas, dictionary frames), missing, moved by a
  * repack meanwhile, or damaged go through the ObjectReader, which reads them (again) or fails
  * with its typed error: no byte is returned before its chunk was verified.
+ *
+ * Rows are read through the connection's own SQLite by the addon (lib/native blobRead, loaded
+ * into the connection as a SQLite extension) into buffers reused from call to call, and a
+ * streamed piece of raw chunks is read straight into the Buffer handed out: no row assembled by
+ * SQLite, no Buffer made per row and dropped (the garbage a large read made). Without the
+ * extension (another SQLite library in the process) rows are read with SELECT, as before.
  */
 import { availableParallelism } from 'node:os';
-import { RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
+import { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead, RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
@@ -41,8 +47,48 @@ interface Started {
   out: Buffer;
   ok: Uint8Array;
   task: RunTask | null;
-  /** In place: `out` is a view of the row, copied before a chunk read another way is put in. */
+  /** In place: `out` is a view of a row, copied before a chunk read another way is put in. */
   inPlace: boolean;
+  /** The reused row the task reads, released when the stretch is finished. */
+  row: RowBuffer | null;
+}
+
+/** A pack row held in a reused buffer; `users` stretches still read it. */
+interface RowBuffer {
+  id: number;
+  data: Buffer;
+  users: number;
+}
+
+/** Row buffers are allocated in multiples of this. */
+const ROW_ROUND = 256 * 1024;
+
+const EMPTY = Buffer.alloc(0);
+
+/** Idle row buffers kept for reuse (a READ's stretches may pin a few more at once). */
+const IDLE_ROWS = 3;
+
+/** LAYERFS_PACK_ROWS=0: rows are always read with SELECT (a fallback switch, and the A/B of the benchmarks). */
+export const PACK_ROWS_ENV = 'LAYERFS_PACK_ROWS';
+
+/** Per connection: the handle blobRead reads its rows with (0: none, rows are read with SELECT). */
+const handles = new WeakMap<Db, number>();
+
+function packRowsHandle(db: Db): number {
+  const known = handles.get(db);
+  if (known !== undefined) return known;
+  if (!ADDON_PATH || process.env[PACK_ROWS_ENV] === '0') return 0;
+  try {
+    // better-sqlite3 takes the entry point as a second argument; its types do not say so.
+    (db as unknown as { loadExtension(file: string, entryPoint: string): void }).loadExtension(ADDON_PATH, BLOB_ENTRY);
+    const h = Number(db.prepare(BLOB_HANDLE_SQL).pluck().get());
+    handles.set(db, h);
+    return h;
+  } catch {
+    // Not now (the connection is busy with an iterator), or never (another SQLite library
+    // registered first): rows are read with SELECT, and the next reader tries again.
+    return 0;
+  }
 }
 
 /** [id, kind, size, codec, pack, offset, length, at] of a located chunk. */
@@ -56,19 +102,33 @@ export class ChunkRunReader {
   private packs: { id: number; data: Buffer }[] = [];
   /** Reused outputs of read(), one per stretch of a READ: their bytes are copied out before the next call. */
   private readonly scratch: Buffer[] = [];
+  /** blobRead's handle of the connection (0: rows are read with SELECT). */
+  private readonly handle: number;
+  /** Reused row buffers, most recently used first. */
+  private rows: RowBuffer[] = [];
 
   constructor(
     private readonly db: Db,
     private readonly objects: ObjectReader,
     private readonly threads = THREADS,
+    /** false: rows are read with SELECT even where the addon could read them (tests compare both). */
+    packRows = true,
   ) {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
     this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'at' : '0 AS at';
+    this.handle = packRows ? packRowsHandle(db) : 0;
+  }
+
+  /** Rows read through the addon (not SELECT), and reused row buffers held now. */
+  get rowReads(): { native: boolean; buffers: number } {
+    return { native: this.handle !== 0, buffers: this.rows.length };
   }
 
   /** Forgets the rows kept (after a rollback removed some). */
   reset(): void {
     this.packs = [];
+    // Rows still read by a stretch stay theirs; none is found by its id again.
+    for (const r of this.rows) r.id = -1;
   }
 
   /**
@@ -105,6 +165,16 @@ export class ChunkRunReader {
    * `from` bytes into its first chunk, to `dst` at `dstOff`. The run must cover the range.
    */
   read(run: readonly ChunkRef[], from: number, len: number, dst: Buffer, dstOff: number): void {
+    let o = dstOff;
+    for (const v of this.views(run, from, len)) o += v.copy(dst, o);
+  }
+
+  /**
+   * The same bytes as read(), as views of the verified bytes where they lie (reused row and
+   * scratch buffers), in order: valid until the next read() or views(), so a reply can be
+   * written from them without one more copy.
+   */
+  views(run: readonly ChunkRef[], from: number, len: number): Buffer[] {
     const rows = this.locate(run.map((c) => c.id));
     // Every stretch is started before the first is finished: the addon decodes one row while the
     // next is read out of SQLite, and a READ's rows are decoded in parallel.
@@ -115,18 +185,27 @@ export class ChunkRunReader {
       for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
       i += Math.max(1, count);
     }
-    let skip = from;
-    let left = len;
-    let o = dstOff;
-    for (const part of parts) {
-      const data = this.done(part);
-      const n = Math.min(data.length - skip, left);
-      if (n > 0) data.copy(dst, o, skip, skip + n);
-      o += Math.max(0, n);
-      left -= Math.max(0, n);
-      skip = Math.max(0, skip - data.length);
+    const out: Buffer[] = [];
+    let k = 0;
+    try {
+      let skip = from;
+      let left = len;
+      for (; k < parts.length; k++) {
+        const data = this.done(parts[k]!);
+        const n = Math.min(data.length - skip, left);
+        if (n > 0) out.push(data.subarray(skip, skip + n));
+        left -= Math.max(0, n);
+        skip = Math.max(0, skip - data.length);
+      }
+      if (left > 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the chunk run does not cover the range read');
+    } finally {
+      // A stretch that failed: the ones started after it let go of their rows.
+      for (let j = k + 1; j < parts.length; j++) {
+        const p = parts[j]!;
+        if (!Buffer.isBuffer(p)) this.release(p);
+      }
     }
-    if (left > 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the chunk run does not cover the range read');
+    return out;
   }
 
   /**
@@ -136,18 +215,26 @@ export class ChunkRunReader {
    */
   *pieces(run: readonly ChunkRef[]): Generator<Buffer> {
     let pending: Started | Buffer | null = null;
-    for (let b = 0; b < run.length; b += BATCH) {
-      const part = run.slice(b, b + BATCH);
-      const rows = this.locate(part.map((c) => c.id));
-      for (let i = 0; i < part.length; ) {
-        const count = this.stretch(part, rows, i);
-        const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
-        if (pending) yield this.done(pending);
-        pending = next;
-        i += Math.max(1, count);
+    try {
+      for (let b = 0; b < run.length; b += BATCH) {
+        const part = run.slice(b, b + BATCH);
+        const rows = this.locate(part.map((c) => c.id));
+        for (let i = 0; i < part.length; ) {
+          const count = this.stretch(part, rows, i);
+          const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
+          const p = pending;
+          pending = next;
+          if (p) yield this.done(p);
+          i += Math.max(1, count);
+        }
       }
+      const p = pending;
+      pending = null;
+      if (p) yield this.done(p);
+    } finally {
+      // A reader that stops early: the stretch still being decoded lets go of its row.
+      if (pending && !Buffer.isBuffer(pending)) this.release(pending);
     }
-    if (pending) yield this.done(pending);
   }
 
   /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
@@ -171,9 +258,10 @@ export class ChunkRunReader {
 
   /**
    * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
-   * order in the row are verified in place and will be returned as a view of the row; anything
-   * else is decoded into a new buffer, or into reused scratch buffer number `scratch` (its bytes
-   * must be copied out before the next read()).
+   * order in the row are verified in place: for pieces() (`scratch` null) read straight into the
+   * Buffer that is handed out, for read() in the row's reused buffer. Anything else is decoded
+   * into a new buffer (pieces()), or into reused scratch buffer number `scratch` (read(): its
+   * bytes must be copied out before the next read()).
    */
   private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: number | null): Started {
     const count = chunks.length;
@@ -196,23 +284,76 @@ export class ChunkRunReader {
       total += c.length;
       pack = r[4];
     }
-    const row = this.pack(pack);
     const ok = new Uint8Array(count);
-    if (!row) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false };
-    if (inPlace && spec[0]! + total <= row.length) {
-      return { chunks, out: row.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(row, spec, ids, null, ok, this.threads), inPlace: true };
+    if (inPlace && scratch === null && this.handle) return this.startSpan(chunks, spec, ids, ok, pack, total);
+    const row = this.handle ? this.pinRow(pack) : undefined;
+    const data = row ? row.data : this.handle ? undefined : this.pack(pack);
+    if (!data) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false, row: null };
+    if (inPlace && spec[0]! + total <= data.length) {
+      return { chunks, out: data.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(data, spec, ids, null, ok, this.threads), inPlace: true, row: row ?? null };
     }
     const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch, total);
-    return { chunks, out, ok, task: startRun(row, spec, ids, out, ok, this.threads), inPlace: false };
+    return { chunks, out, ok, task: startRun(data, spec, ids, out, ok, this.threads), inPlace: false, row: row ?? null };
+  }
+
+  /** Raw chunks lying in order in pack row `pack` from spec[0] on, read straight into a new Buffer and verified there. */
+  private startSpan(chunks: readonly ChunkRef[], spec: Float64Array, ids: Buffer, ok: Uint8Array, pack: number, total: number): Started {
+    const out = Buffer.allocUnsafe(total);
+    const from = spec[0]!;
+    if (this.readRow(pack, from, total, out) < 0) return { chunks, out, ok, task: null, inPlace: false, row: null };
+    for (let f = 0; f < spec.length; f += RUN_FIELDS) spec[f] = spec[f]! - from;
+    return { chunks, out, ok, task: startRun(out, spec, ids, null, ok, this.threads), inPlace: true, row: null };
+  }
+
+  /** blobRead of a pack row, with any SQLite error taken as "not read" (the ObjectReader then reads the chunks, or fails with a typed error). */
+  private readRow(pack: number, offset: number, length: number, out: Buffer): number {
+    try {
+      return blobRead(this.handle, 'packs', 'data', pack, offset, length, out, 0);
+    } catch {
+      return BlobRead.NoRow;
+    }
+  }
+
+  /** Pack row `id` in a reused buffer, held for one more stretch until release(); undefined when it cannot be read. */
+  private pinRow(id: number): RowBuffer | undefined {
+    let at = this.rows.findIndex((r) => r.id === id);
+    if (at < 0) {
+      const size = this.readRow(id, 0, 0, EMPTY);
+      if (size < 0) return undefined;
+      at = this.rows.findLastIndex((r) => r.users === 0);
+      if (at < 0) at = this.rows.push({ id: -1, data: EMPTY, users: 0 }) - 1;
+      const r = this.rows[at]!;
+      r.id = -1;
+      if (r.data.buffer.byteLength < size || r.data.byteOffset !== 0) r.data = Buffer.allocUnsafeSlow(Math.ceil(Math.max(size, 1) / ROW_ROUND) * ROW_ROUND);
+      r.data = Buffer.from(r.data.buffer, 0, r.data.buffer.byteLength);
+      // The row may have changed between the two reads (another connection's repack): then it is not used.
+      if (this.readRow(id, 0, size, r.data) !== size) return undefined;
+      r.data = r.data.subarray(0, size);
+      r.id = id;
+    }
+    const r = this.rows[at]!;
+    this.rows.splice(at, 1);
+    this.rows.unshift(r);
+    r.users++;
+    let idle = 0;
+    this.rows = this.rows.filter((x) => x.users > 0 || ++idle <= IDLE_ROWS);
+    return r;
   }
 
   private done(p: Started | Buffer): Buffer {
     return Buffer.isBuffer(p) ? p : this.finish(p);
   }
 
+  /** Waits for a started stretch and lets go of its row, its bytes unused. */
+  private release(s: Started): void {
+    s.task?.wait();
+    if (s.row) s.row.users--;
+    s.row = null;
+  }
+
   /** The verified bytes of a started stretch: a chunk the addon could not verify is read through the ObjectReader, which reads it again or throws. */
   private finish(s: Started): Buffer {
-    s.task?.wait();
+    this.release(s);
     let out = s.out;
     if (s.inPlace && s.ok.includes(0)) out = Buffer.from(out);
     for (let k = 0, at = 0; k < s.chunks.length; at += s.chunks[k]!.length, k++) {
