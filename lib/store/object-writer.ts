@@ -16,7 +16,7 @@ import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
-import { INLINE_SEAL_BYTES, writerStatements, type WriterStatements } from './writer-statements.js';
+import { INLINE_SEAL_BYTES, writeDictionaryRow, writerStatements, type WriterStatements } from './writer-statements.js';
 
 /** The group of an object stored as a delta: none (sealed, empty). */
 const DETACHED = new Group(false, 0);
@@ -460,27 +460,12 @@ export class ObjectWriter {
     const bytes = training.train();
     if (bytes && !hasDictionary(this.db)) {
       const dict = { id: idOf(ObjectKind.Dictionary, bytes), bytes };
-      this.writeDictionary(dict);
+      writeDictionaryRow({ insertPack: this.insertPack, insertObject: this.insertObject }, dict, this.path);
+      setCurrentDictionary(this.db, dict.id);
       this.dict = dict;
     }
     for (const h of training.held) this.assemble(GroupClass.Content, true, h);
     for (const row of training.heldRows) row();
-  }
-
-  /**
-   * The dictionary object in a row of its own, compressed without a dictionary (it cannot need
-   * itself). Not the caller's content: its receipt does not count it.
-   */
-  private writeDictionary(dict: Dictionary): void {
-    const z = zstdCompress(dict.bytes, COMPRESSION_LEVEL);
-    const zipped = z.length <= dict.bytes.length * KEEP_COMPRESSED;
-    try {
-      const pack = Number(this.insertPack.run(zipped ? z : dict.bytes).lastInsertRowid);
-      this.insertObject.run(dict.id, ObjectKind.Dictionary, dict.bytes.length, zipped ? Codec.Zstd : Codec.Raw, pack, 0, zipped ? z.length : dict.bytes.length, 0, null);
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    }
-    setCurrentDictionary(this.db, dict.id);
   }
 
   /**

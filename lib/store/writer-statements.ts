@@ -1,9 +1,14 @@
 /**
  * What every ObjectWriter of a connection shares: its statements, prepared once per connection
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
- * and how much of a transaction is compressed on the writer's own thread.
+ * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
 import type { Statement } from 'better-sqlite3';
+import { zstdCompress } from '../native/index.js';
+import { Codec, COMPRESSION_LEVEL, KEEP_COMPRESSED } from './codec.js';
+import type { Dictionary } from './dictionary.js';
+import { ObjectKind } from './object-id.js';
+import { mapSqliteError } from './sqlite-errors.js';
 import type { Db } from './store-file.js';
 
 /**
@@ -40,4 +45,19 @@ export function writerStatements(db: Db): WriterStatements {
     STATEMENTS.set(db, st);
   }
   return st;
+}
+
+/**
+ * The dictionary object in a row of its own, compressed without a dictionary (it cannot need
+ * itself). Not the caller's content: its receipt does not count it.
+ */
+export function writeDictionaryRow(st: Pick<WriterStatements, 'insertPack' | 'insertObject'>, dict: Dictionary, path: string): void {
+  const z = zstdCompress(dict.bytes, COMPRESSION_LEVEL);
+  const zipped = z.length <= dict.bytes.length * KEEP_COMPRESSED;
+  try {
+    const pack = Number(st.insertPack.run(zipped ? z : dict.bytes).lastInsertRowid);
+    st.insertObject.run(dict.id, ObjectKind.Dictionary, dict.bytes.length, zipped ? Codec.Zstd : Codec.Raw, pack, 0, zipped ? z.length : dict.bytes.length, 0, null);
+  } catch (e) {
+    throw mapSqliteError(e, path);
+  }
 }
