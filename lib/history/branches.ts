@@ -12,6 +12,7 @@ import { deletedBranch, deletedError } from './tombstones.js';
 import { getLayer } from './layerstacks.js';
 import { uniqueByPrefix } from './resolve.js';
 import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from './rows.js';
+import { ensureHistoryTable, historyColumn } from './tables.js';
 
 export function getBranch(store: Store, id: Buffer): BranchRow | undefined {
   return store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE id = ?`).get(id) as BranchRow | undefined;
@@ -99,7 +100,7 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
       if (!isInHistory(store, b, source.commit)) {
         throw new LayerFsError('ERR_NOT_FOUND', `Commit ${toHex(source.commit)} is not in the history of Branch ${b.name}`, { id: toHex(source.commit), hint: 'see `layerfs log BRANCH`' });
       }
-      if (store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(source.commit)) {
+      if (historyColumn(store, 'pruned_commits', 'SELECT 1 FROM pruned_commits WHERE id = ?', source.commit).length > 0) {
         throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(source.commit)} was reclaimed by db gc`, { id: toHex(source.commit), hint: 'fork from a Commit retention keeps (see `layerfs log BRANCH`)' });
       }
       stackId = b.layerStackId;
@@ -112,7 +113,10 @@ export function forkBranch(store: Store, name: string, source: ForkSource): Bran
     const id = uuidv7();
     store.db.prepare('INSERT INTO branches (id, layer_stack_id, name, base_layer_id, head_commit_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)').run(id, stackId, name, base, head, Date.now());
     // Retention always keeps the Commit a Branch was forked from (retention.ts).
-    if (head) store.db.prepare('INSERT INTO fork_bases (branch_id, commit_id) VALUES (?, ?)').run(id, head);
+    if (head) {
+      ensureHistoryTable(store, 'fork_bases');
+      store.db.prepare('INSERT INTO fork_bases (branch_id, commit_id) VALUES (?, ?)').run(id, head);
+    }
     return getBranch(store, id)!;
   });
 }

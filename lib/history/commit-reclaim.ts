@@ -15,6 +15,7 @@
  * ever leaves a row naming a removed parent, and a crash between two leaves a valid Store.
  */
 import type { Store } from '../store/index.js';
+import { hasHistoryTable, historyColumn } from './tables.js';
 
 interface Link {
   id: Buffer;
@@ -28,12 +29,12 @@ function keptTips(store: Store): Buffer[] {
   const db = store.db;
   const tips: Buffer[] = [
     ...(db.prepare('SELECT head_commit_id FROM branches WHERE head_commit_id IS NOT NULL').pluck().all() as Buffer[]),
-    ...(db.prepare("SELECT head FROM remote_refs WHERE kind = 'branch' AND head IS NOT NULL").pluck().all() as Buffer[]),
-    ...(db.prepare('SELECT commit_id FROM fork_bases').pluck().all() as Buffer[]),
-    ...(db.prepare('SELECT commit_id FROM checkpoints WHERE commit_id IS NOT NULL').pluck().all() as Buffer[]),
+    ...(historyColumn(store, 'remote_refs', "SELECT head FROM remote_refs WHERE kind = 'branch' AND head IS NOT NULL") as Buffer[]),
+    ...(historyColumn(store, 'fork_bases', 'SELECT commit_id FROM fork_bases') as Buffer[]),
+    ...(historyColumn(store, 'checkpoints', 'SELECT commit_id FROM checkpoints WHERE commit_id IS NOT NULL') as Buffer[]),
     ...(db.prepare('SELECT source_commit_id FROM layers WHERE source_commit_id IS NOT NULL').pluck().all() as Buffer[]),
   ];
-  for (const state of db.prepare("SELECT state FROM pins WHERE state LIKE 'commit:%'").pluck().all() as string[]) tips.push(Buffer.from(state.slice(7), 'hex'));
+  for (const state of historyColumn(store, 'pins', "SELECT state FROM pins WHERE state LIKE 'commit:%'") as string[]) tips.push(Buffer.from(state.slice(7), 'hex'));
   return tips;
 }
 
@@ -87,9 +88,9 @@ export function countUnreachableCommits(store: Store): number {
 export function removeUnreachableCommits(store: Store, batch: number): number {
   const ids = unreachableCommits(store).slice(0, batch);
   const del = store.db.prepare('DELETE FROM commits WHERE id = ?');
-  const unprune = store.db.prepare('DELETE FROM pruned_commits WHERE id = ?');
+  const unprune = hasHistoryTable(store, 'pruned_commits') ? store.db.prepare('DELETE FROM pruned_commits WHERE id = ?') : undefined;
   for (const id of ids) {
-    unprune.run(id);
+    unprune?.run(id);
     del.run(id);
   }
   return ids.length;

@@ -7,6 +7,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import type { Store } from '../store/index.js';
+import { ensureHistoryTable, hasHistoryTable } from './tables.js';
 
 export interface RemoteRefRow {
   remote: string;
@@ -22,12 +23,14 @@ export interface RemoteRefRow {
 const REMOTE_REF_COLUMNS = 'remote, kind, name, layer_stack_id AS layerStackId, id, head, base_layer_id AS baseLayerId, updated_ms AS updatedMs';
 
 export function remoteRefs(store: Store, remote?: string): RemoteRefRow[] {
+  if (!hasHistoryTable(store, 'remote_refs')) return [];
   if (remote) return store.db.prepare(`SELECT ${REMOTE_REF_COLUMNS} FROM remote_refs WHERE remote = ? ORDER BY kind, name`).all(remote) as RemoteRefRow[];
   return store.db.prepare(`SELECT ${REMOTE_REF_COLUMNS} FROM remote_refs ORDER BY remote, kind, name`).all() as RemoteRefRow[];
 }
 
 /** Records what the remote's head of a ref is now (inside the caller's write transaction). */
 export function setRemoteRef(store: Store, r: Omit<RemoteRefRow, 'updatedMs'>): void {
+  ensureHistoryTable(store, 'remote_refs');
   store.db
     .prepare(
       `INSERT INTO remote_refs (remote, kind, name, layer_stack_id, id, head, base_layer_id, updated_ms) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
@@ -38,6 +41,7 @@ export function setRemoteRef(store: Store, r: Omit<RemoteRefRow, 'updatedMs'>): 
 
 /** The head Commits of the remote-tracking Branches: retention keeps their histories like a local Branch's. */
 export function remoteBranchHeads(store: Store): Buffer[] {
+  if (!hasHistoryTable(store, 'remote_refs')) return [];
   return store.db.prepare("SELECT head FROM remote_refs WHERE kind = 'branch' AND head IS NOT NULL").pluck().all() as Buffer[];
 }
 
@@ -54,7 +58,7 @@ export interface RemoteRefTarget {
  */
 export function resolveRemoteRef(store: Store, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
   const m = /^([^/]+)\/([^/]+)$/.exec(ref);
-  if (!m || !store.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'remote_refs'`).get()) return undefined;
+  if (!m || !hasHistoryTable(store, 'remote_refs')) return undefined;
   for (const kind of kinds) {
     const rows = store.db.prepare('SELECT head, base_layer_id AS baseLayerId FROM remote_refs WHERE remote = ? AND kind = ? AND name = ?').all(m[1], kind, m[2]) as { head: Buffer | null; baseLayerId: Buffer | null }[];
     if (rows.length > 1) throw new LayerFsError('ERR_AMBIGUOUS_ID', `several LayerStacks on ${m[1]} have a Branch named ${m[2]}`, { id: ref, hint: 'give the Commit id instead' });

@@ -13,6 +13,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { remoteBranchHeads } from './remote-refs.js';
+import { ensureHistoryTable, hasHistoryTable, historyColumn, historyRows } from './tables.js';
 
 export interface RetentionPolicy {
   /** Keep at least this many of each Branch's newest Commits (the head included). */
@@ -35,7 +36,7 @@ export interface KeptState {
 }
 
 export function getPolicy(store: Store): RetentionPolicy {
-  const rows = new Map((store.db.prepare('SELECT key, value FROM retention').all() as { key: string; value: number }[]).map((r) => [r.key, r.value]));
+  const rows = new Map(historyRows<{ key: string; value: number }>(store, 'retention', 'SELECT key, value FROM retention').map((r) => [r.key, r.value]));
   return { branchCommits: rows.get('branch_commits') ?? null, olderThanMs: rows.get('older_than_ms') ?? null };
 }
 
@@ -48,6 +49,9 @@ export function setPolicy(store: Store, p: RetentionPolicy): RetentionPolicy {
     throw new LayerFsError('ERR_INVALID_ARGUMENT', `older-than must be a non-negative duration, got ${p.olderThanMs}`, { argument: 'olderThan' });
   }
   store.writeSync(() => {
+    // The default policy needs no table (a missing one reads as empty).
+    if (p.branchCommits === null && p.olderThanMs === null && !hasHistoryTable(store, 'retention')) return;
+    ensureHistoryTable(store, 'retention');
     const put = store.db.prepare('INSERT INTO retention (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value');
     const del = store.db.prepare('DELETE FROM retention WHERE key = ?');
     if (p.branchCommits === null) del.run('branch_commits');
@@ -106,7 +110,7 @@ function historyStates(store: Store, now: number): KeptState[] {
   const links = commitLinks(store);
   const kept = new Set<string>();
   // A Commit gc already reclaimed stays pruned, whatever the policy says now.
-  const gone = new Set((store.db.prepare('SELECT id FROM pruned_commits').pluck().all() as Buffer[]).map((b) => b.toString('latin1')));
+  const gone = new Set(historyColumn<Buffer>(store, 'pruned_commits', 'SELECT id FROM pruned_commits').map((b) => b.toString('latin1')));
   const keep = (key: string) => {
     if (kept.has(key) || gone.has(key)) return;
     const c = links.get(key);
@@ -130,17 +134,17 @@ function historyStates(store: Store, now: number): KeptState[] {
     }
   }
   // Fork bases of existing Branches only: a deleted Branch's fork base is an ordinary Commit.
-  for (const f of store.db.prepare('SELECT commit_id AS c FROM fork_bases JOIN branches ON branches.id = fork_bases.branch_id').pluck().iterate() as IterableIterator<Buffer>) keep(f.toString('latin1'));
+  for (const f of historyColumn<Buffer>(store, 'fork_bases', 'SELECT commit_id AS c FROM fork_bases JOIN branches ON branches.id = fork_bases.branch_id')) keep(f.toString('latin1'));
   // Checkpoints are named pins of a Branch's state: their Commit, and their root (which
   // outlives the Commit's Branch).
-  for (const cp of store.db.prepare('SELECT branch_id AS branchId, name, commit_id AS commitId, root_id AS rootId FROM checkpoints').iterate() as IterableIterator<{ branchId: Buffer; name: string; commitId: Buffer | null; rootId: Buffer }>) {
+  for (const cp of historyRows<{ branchId: Buffer; name: string; commitId: Buffer | null; rootId: Buffer }>(store, 'checkpoints', 'SELECT branch_id AS branchId, name, commit_id AS commitId, root_id AS rootId FROM checkpoints')) {
     if (cp.commitId) keep(cp.commitId.toString('latin1'));
     out.push({ kind: 'pin', id: `checkpoint:${toHex(cp.branchId)}:${cp.name}`, rootId: cp.rootId });
   }
-  for (const p of store.db.prepare('SELECT state, root_id AS rootId FROM pins').iterate() as IterableIterator<{ state: string; rootId: Buffer }>) {
+  for (const p of historyRows<{ state: string; rootId: Buffer }>(store, 'pins', 'SELECT state, root_id AS rootId FROM pins')) {
     out.push({ kind: 'pin', id: p.state, rootId: p.rootId });
   }
-  for (const h of store.db.prepare('SELECT id, root_id AS rootId FROM holds').iterate() as IterableIterator<{ id: Buffer; rootId: Buffer }>) {
+  for (const h of historyRows<{ id: Buffer; rootId: Buffer }>(store, 'holds', 'SELECT id, root_id AS rootId FROM holds')) {
     out.push({ kind: 'hold', id: toHex(h.id), rootId: h.rootId });
   }
   return out;
@@ -151,15 +155,18 @@ function historyStates(store: Store, now: number): KeptState[] {
  * live: gc reclaims its state, and it stays pruned even if the policy later keeps more.
  */
 export function recordPruned(store: Store, live: (id: Buffer) => boolean): number {
+  const pruned = (store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]).filter((c) => !live(c.rootId));
+  if (pruned.length === 0) return 0;
+  ensureHistoryTable(store, 'pruned_commits');
   const add = store.db.prepare('INSERT OR IGNORE INTO pruned_commits (id, pruned_ms) VALUES (?, ?)');
   const now = Date.now();
   let n = 0;
-  for (const c of store.db.prepare('SELECT id, root_id AS rootId FROM commits').all() as { id: Buffer; rootId: Buffer }[]) if (!live(c.rootId)) n += add.run(c.id, now).changes;
+  for (const c of pruned) n += add.run(c.id, now).changes;
   return n;
 }
 
 export function isPruned(store: Store, commitId: Buffer): boolean {
-  return store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(commitId) !== undefined;
+  return historyColumn(store, 'pruned_commits', 'SELECT 1 FROM pruned_commits WHERE id = ?', commitId).length > 0;
 }
 
 // ---- pins ----
@@ -171,7 +178,7 @@ export interface Pin {
 }
 
 export function listPins(store: Store): Pin[] {
-  return store.db.prepare('SELECT state, root_id AS rootId, created_ms AS createdMs FROM pins ORDER BY created_ms, state').all() as Pin[];
+  return historyRows<Pin>(store, 'pins', 'SELECT state, root_id AS rootId, created_ms AS createdMs FROM pins ORDER BY created_ms, state');
 }
 
 /**
@@ -184,16 +191,17 @@ export function addPin(store: Store, state: string, rootId: Buffer): boolean {
     // gc removes the rows of Commits nothing keeps (commit-reclaim.ts): such a Commit is gone too.
     const commit = state.startsWith('commit:') ? Buffer.from(state.slice(7), 'hex') : null;
     const pruned =
-      commit !== null && (store.db.prepare('SELECT 1 FROM pruned_commits WHERE id = ?').get(commit) !== undefined || store.db.prepare('SELECT 1 FROM commits WHERE id = ?').get(commit) === undefined);
+      commit !== null && (isPruned(store, commit) || store.db.prepare('SELECT 1 FROM commits WHERE id = ?').get(commit) === undefined);
     if (pruned || !store.objects.has(rootId)) {
       throw new LayerFsError('ERR_PRUNED', `the state ${state} was reclaimed by db gc`, { id: state, hint: 'pin states before deleting or pruning them' });
     }
+    ensureHistoryTable(store, 'pins');
     return store.db.prepare('INSERT OR IGNORE INTO pins (state, root_id, created_ms) VALUES (?, ?, ?)').run(state, rootId, Date.now()).changes === 1;
   });
 }
 
 export function removePin(store: Store, state: string): boolean {
-  return store.writeSync(() => store.db.prepare('DELETE FROM pins WHERE state = ?').run(state).changes === 1);
+  return store.writeSync(() => hasHistoryTable(store, 'pins') && store.db.prepare('DELETE FROM pins WHERE state = ?').run(state).changes === 1);
 }
 
 // ---- holds ----
@@ -204,9 +212,14 @@ export function removePin(store: Store, state: string): boolean {
  * hold reaches until releaseHold.
  */
 export function addHold(store: Store, id: Buffer, rootId: Buffer, purpose: string): void {
-  store.writeSync(() => store.db.prepare('INSERT INTO holds (id, root_id, purpose, created_ms) VALUES (?, ?, ?, ?)').run(id, rootId, purpose, Date.now()));
+  store.writeSync(() => {
+    ensureHistoryTable(store, 'holds');
+    store.db.prepare('INSERT INTO holds (id, root_id, purpose, created_ms) VALUES (?, ?, ?, ?)').run(id, rootId, purpose, Date.now());
+  });
 }
 
 export function releaseHold(store: Store, id: Buffer): void {
-  store.writeSync(() => store.db.prepare('DELETE FROM holds WHERE id = ?').run(id));
+  store.writeSync(() => {
+    if (hasHistoryTable(store, 'holds')) store.db.prepare('DELETE FROM holds WHERE id = ?').run(id);
+  });
 }

@@ -12,6 +12,7 @@ import { branchRoot, getBranch, isInHistory, publishCommit, resolveCommit, type 
 import { getLayer, layerIdByPrefix } from './layerstacks.js';
 import type { CommitNote } from './note.js';
 import type { BranchRow } from './rows.js';
+import { ensureHistoryTable, historyRows } from './tables.js';
 
 export interface CheckpointRow {
   branchId: Buffer;
@@ -25,17 +26,17 @@ export interface CheckpointRow {
 const CHECKPOINT_COLUMNS = 'branch_id AS branchId, name, commit_id AS commitId, base_layer_id AS baseLayerId, root_id AS rootId, created_ms AS createdMs';
 
 export function getCheckpoint(store: Store, branchId: Buffer, name: string): CheckpointRow | undefined {
-  return store.db.prepare(`SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? AND name = ?`).get(branchId, name) as CheckpointRow | undefined;
+  return historyRows<CheckpointRow>(store, 'checkpoints', `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? AND name = ?`, branchId, name)[0];
 }
 
 /** Checkpoints named `name`, on any Branch, with their Branch's name (by Branch name). */
 export function findCheckpoints(store: Store, name: string): (CheckpointRow & { branchName: string })[] {
   const cols = CHECKPOINT_COLUMNS.replace(/(^|, )/g, '$1c.');
-  return store.db.prepare(`SELECT ${cols}, b.name AS branchName FROM checkpoints c JOIN branches b ON b.id = c.branch_id WHERE c.name = ? ORDER BY b.name, b.id`).all(name) as (CheckpointRow & { branchName: string })[];
+  return historyRows<CheckpointRow & { branchName: string }>(store, 'checkpoints', `SELECT ${cols}, b.name AS branchName FROM checkpoints c JOIN branches b ON b.id = c.branch_id WHERE c.name = ? ORDER BY b.name, b.id`, name);
 }
 
 export function listCheckpoints(store: Store, branchId: Buffer): CheckpointRow[] {
-  return store.db.prepare(`SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? ORDER BY created_ms, name`).all(branchId) as CheckpointRow[];
+  return historyRows<CheckpointRow>(store, 'checkpoints', `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? ORDER BY created_ms, name`, branchId);
 }
 
 /** Pins the Branch's current state under `name` (unique per Branch). */
@@ -47,6 +48,7 @@ export function createCheckpoint(store: Store, branch: BranchRow, name: string):
     if (getCheckpoint(store, b.id, name)) {
       throw new LayerFsError('ERR_NAME_TAKEN', `Branch ${b.name} already has a checkpoint named ${name}`, { name, hint: 'choose another name; checkpoints are never moved' });
     }
+    ensureHistoryTable(store, 'checkpoints');
     store.db
       .prepare('INSERT INTO checkpoints (branch_id, name, commit_id, base_layer_id, root_id, created_ms) VALUES (?, ?, ?, ?, ?, ?)')
       .run(b.id, name, b.headCommitId, b.baseLayerId, branchRoot(store, b), Date.now());

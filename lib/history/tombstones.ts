@@ -14,6 +14,7 @@ import { toHex } from '../format/hex.js';
 import type { Store } from '../store/index.js';
 import { idsWithPrefix } from './resolve.js';
 import type { BranchRow, LayerStackRow } from './rows.js';
+import { ensureHistoryTable, hasHistoryTable, historyRows } from './tables.js';
 
 export interface Tombstone {
   kind: 'branch' | 'layerstack';
@@ -30,6 +31,7 @@ const COLUMNS = 'kind, id, name, layer_stack_id AS layerStackId, layer_stack AS 
 
 /** The latest tombstone of a Branch by name, or by id (or unambiguous prefix of one). */
 export function deletedBranch(store: Store, ref: string): Tombstone | undefined {
+  if (!hasHistoryTable(store, 'tombstones')) return undefined;
   const byName = store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'branch' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(ref) as Tombstone | undefined;
   if (byName) return byName;
   if (!/^[0-9a-fA-F]{4,32}$/.test(ref)) return undefined;
@@ -40,11 +42,12 @@ export function deletedBranch(store: Store, ref: string): Tombstone | undefined 
 
 /** The latest tombstone of a LayerStack by name. */
 export function deletedLayerStack(store: Store, name: string): Tombstone | undefined {
+  if (!hasHistoryTable(store, 'tombstones')) return undefined;
   return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'layerstack' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(name) as Tombstone | undefined;
 }
 
 export function listTombstones(store: Store): Tombstone[] {
-  return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones ORDER BY deleted_ms, name`).all() as Tombstone[];
+  return historyRows<Tombstone>(store, 'tombstones', `SELECT ${COLUMNS} FROM tombstones ORDER BY deleted_ms, name`);
 }
 
 export function deletedError(t: Tombstone): LayerFsError {
@@ -60,6 +63,7 @@ export function deletedError(t: Tombstone): LayerFsError {
 }
 
 function tombstone(store: Store, t: Omit<Tombstone, 'deletedMs'>, now: number): void {
+  ensureHistoryTable(store, 'tombstones');
   store.db
     .prepare('INSERT OR REPLACE INTO tombstones (kind, id, name, layer_stack_id, layer_stack, head_id, deleted_ms) VALUES (?, ?, ?, ?, ?, ?, ?)')
     .run(t.kind, t.id, t.name, t.layerStackId, t.layerStack, t.headId, now);
@@ -87,9 +91,9 @@ export function deleteBranchRow(store: Store, branchId: Buffer, openOn: OpenWork
     if (ws.length > 0) throw busy(`Branch ${b.name}`, ws, 'end them (`layerfs workspace end`), or delete with --force');
     const stack = store.db.prepare('SELECT name FROM layer_stacks WHERE id = ?').pluck().get(b.layerStackId) as string;
     const now = Date.now();
-    store.db.prepare('DELETE FROM fork_bases WHERE branch_id = ?').run(b.id);
+    if (hasHistoryTable(store, 'fork_bases')) store.db.prepare('DELETE FROM fork_bases WHERE branch_id = ?').run(b.id);
     // A Branch's checkpoints name it: they go with it (pin a state to keep it past the Branch).
-    store.db.prepare('DELETE FROM checkpoints WHERE branch_id = ?').run(b.id);
+    if (hasHistoryTable(store, 'checkpoints')) store.db.prepare('DELETE FROM checkpoints WHERE branch_id = ?').run(b.id);
     store.db.prepare('DELETE FROM branches WHERE id = ?').run(b.id);
     const t = { kind: 'branch' as const, id: b.id, name: b.name, layerStackId: b.layerStackId, layerStack: stack, headId: b.headCommitId };
     tombstone(store, t, now);
@@ -127,8 +131,8 @@ export function deleteLayerStackRows(store: Store, stackId: Buffer, openOn: Open
     const stackStone = { kind: 'layerstack' as const, id: s.id, name: s.name, layerStackId: s.id, layerStack: s.name, headId: s.headLayerId, deletedMs: now };
     tombstone(store, stackStone, now);
     // Foreign keys decide the order: Branches name Commits, Commits name Layers, Layers the stack.
-    store.db.prepare('DELETE FROM fork_bases WHERE branch_id IN (SELECT id FROM branches WHERE layer_stack_id = ?)').run(s.id);
-    store.db.prepare('DELETE FROM checkpoints WHERE branch_id IN (SELECT id FROM branches WHERE layer_stack_id = ?)').run(s.id);
+    if (hasHistoryTable(store, 'fork_bases')) store.db.prepare('DELETE FROM fork_bases WHERE branch_id IN (SELECT id FROM branches WHERE layer_stack_id = ?)').run(s.id);
+    if (hasHistoryTable(store, 'checkpoints')) store.db.prepare('DELETE FROM checkpoints WHERE branch_id IN (SELECT id FROM branches WHERE layer_stack_id = ?)').run(s.id);
     store.db.prepare('DELETE FROM branches WHERE layer_stack_id = ?').run(s.id);
     const commits = store.db.prepare('DELETE FROM commits WHERE base_layer_id IN (SELECT id FROM layers WHERE layer_stack_id = ?)').run(s.id).changes;
     const layers = store.db.prepare('DELETE FROM layers WHERE layer_stack_id = ?').run(s.id).changes;

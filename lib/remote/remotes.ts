@@ -1,7 +1,9 @@
 /**
  * The remotes a Store knows (table `remotes`). Only the URL is stored, never a password. The
  * remote heads it last saw (`remote_refs`, read as `REMOTE/NAME`) are history's
- * (lib/history/remote-refs.ts), re-exported here for the remote tier's callers.
+ * (lib/history/remote-refs.ts), re-exported here for the remote tier's callers. A Store makes
+ * `remotes` when its first remote is added (format 11, lib/store/schema.ts LAZY_TABLES); until
+ * then it has none.
  */
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
@@ -16,6 +18,7 @@ export interface RemoteRow {
 }
 
 export function listRemotes(store: Store): RemoteRow[] {
+  if (!store.hasTable('remotes')) return [];
   return store.db.prepare('SELECT name, url, created_ms AS createdMs FROM remotes ORDER BY name').all() as RemoteRow[];
 }
 
@@ -40,6 +43,7 @@ export function addRemote(store: Store, name: string, url: string): RemoteRow {
     throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a password in the remote URL would be stored in clear text', { name, url: displayUrl(url), hint: 'leave it out of the URL and put it in ~/.pgpass or PGPASSWORD' });
   }
   return store.writeSync(() => {
+    store.createTable('remotes');
     if (store.db.prepare('SELECT 1 FROM remotes WHERE name = ?').get(name)) throw new LayerFsError('ERR_NAME_TAKEN', `a remote named ${name} already exists`, { name, hint: 'remove it first, or choose another name' });
     store.db.prepare('INSERT INTO remotes (name, url, created_ms) VALUES (?, ?, ?)').run(name, clean.url, Date.now());
     return getRemote(store, name);

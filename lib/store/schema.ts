@@ -1,5 +1,6 @@
 /**
- * The Store's SQLite schema: SCHEMA (format 3) plus UPGRADE_STEPS. docs/FORMAT.md is the
+ * The Store's SQLite schema: SCHEMA (format 3) plus UPGRADE_STEPS, and LAZY_TABLES, which their
+ * owners create on first use (Store.createTable). docs/FORMAT.md is the
  * normative description; change both in the same commit, and append a step (which bumps
  * FORMAT_VERSION) for any change an older reader would misread.
  */
@@ -63,7 +64,121 @@ export interface UpgradeStep {
    * (which cannot upgrade) the new columns with their defaults. See readShimOf.
    */
   readonly readViews?: string;
+  /**
+   * The tables the format added that are made on first use since format 11 (LAZY_TABLES): the
+   * step itself creates none of them.
+   */
+  readonly tables?: readonly LazyTable[];
 }
+
+/**
+ * Tables most Stores never use (format 11): a Store has none of them until the folder owning one
+ * (scripts/lint-tables.mjs) first writes a row, and a missing one reads as empty. Each empty
+ * table cost a root page per table and per index (27 pages of 8 KiB in every Store, 0.2 MB).
+ * Keys are the table names; each value creates the table and its indexes, IF NOT EXISTS.
+ */
+export const LAZY_TABLES = {
+  // Format 5: named execution profiles (limits, mounts, network) and which Workspaces run in one.
+  sandboxes: `
+CREATE TABLE IF NOT EXISTS sandboxes (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  name       TEXT NOT NULL UNIQUE,
+  profile    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;`,
+  workspace_sandboxes: `
+CREATE TABLE IF NOT EXISTS workspace_sandboxes (
+  workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
+  sandbox_id   BLOB NOT NULL REFERENCES sandboxes(id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS workspace_sandboxes_by_sandbox ON workspace_sandboxes(sandbox_id);`,
+  // Format 6: remotes and the remote heads this Store saw at its last fetch or push.
+  remotes: `
+CREATE TABLE IF NOT EXISTS remotes (
+  name       TEXT PRIMARY KEY,
+  url        TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;`,
+  remote_refs: `
+CREATE TABLE IF NOT EXISTS remote_refs (
+  remote         TEXT NOT NULL REFERENCES remotes(name) ON DELETE CASCADE,
+  kind           TEXT NOT NULL CHECK (kind IN ('layerstack', 'branch')),
+  name           TEXT NOT NULL,
+  layer_stack_id BLOB NOT NULL CHECK (length(layer_stack_id) = 16),
+  id             BLOB NOT NULL,
+  head           BLOB,
+  base_layer_id  BLOB,
+  updated_ms     INTEGER NOT NULL,
+  PRIMARY KEY (remote, kind, layer_stack_id, name)
+) STRICT;`,
+  // Format 7: named pins of a Branch's state.
+  checkpoints: `
+CREATE TABLE IF NOT EXISTS checkpoints (
+  branch_id     BLOB NOT NULL REFERENCES branches(id),
+  name          TEXT NOT NULL,
+  commit_id     BLOB REFERENCES commits(id),
+  base_layer_id BLOB NOT NULL REFERENCES layers(id),
+  root_id       BLOB NOT NULL,
+  created_ms    INTEGER NOT NULL,
+  PRIMARY KEY (branch_id, name)
+) STRICT;`,
+  // Format 8: retention and garbage collection (docs/FORMAT.md "Format 8").
+  tombstones: `
+CREATE TABLE IF NOT EXISTS tombstones (
+  kind           TEXT NOT NULL,
+  id             BLOB NOT NULL,
+  name           TEXT NOT NULL,
+  layer_stack_id BLOB NOT NULL,
+  layer_stack    TEXT NOT NULL,
+  head_id        BLOB,
+  deleted_ms     INTEGER NOT NULL,
+  PRIMARY KEY (kind, id)
+) STRICT;
+CREATE INDEX IF NOT EXISTS tombstones_by_name ON tombstones (kind, name, deleted_ms);`,
+  pins: `
+CREATE TABLE IF NOT EXISTS pins (
+  state      TEXT PRIMARY KEY,
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  created_ms INTEGER NOT NULL
+) STRICT;`,
+  retention: `
+CREATE TABLE IF NOT EXISTS retention (
+  key   TEXT PRIMARY KEY,
+  value INTEGER NOT NULL
+) STRICT;`,
+  holds: `
+CREATE TABLE IF NOT EXISTS holds (
+  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
+  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
+  purpose    TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+) STRICT;`,
+  pruned_commits: `
+CREATE TABLE IF NOT EXISTS pruned_commits (
+  id        BLOB PRIMARY KEY CHECK (length(id) = 32),
+  pruned_ms INTEGER NOT NULL
+) STRICT;`,
+  fork_bases: `
+CREATE TABLE IF NOT EXISTS fork_bases (
+  branch_id BLOB PRIMARY KEY CHECK (length(branch_id) = 16),
+  commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)
+) STRICT;`,
+  // Format 9: conflicts of reconciling commits, kept per Workspace until resolved and committed.
+  workspace_conflicts: `
+CREATE TABLE IF NOT EXISTS workspace_conflicts (
+  workspace_id   BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
+  seq            INTEGER NOT NULL,
+  path           TEXT NOT NULL,
+  kind           TEXT NOT NULL,
+  head_commit_id BLOB,
+  detail         TEXT NOT NULL,
+  resolution     TEXT,
+  created_ms     INTEGER NOT NULL,
+  PRIMARY KEY (workspace_id, seq)
+) STRICT;`,
+} as const;
+
+export type LazyTable = keyof typeof LAZY_TABLES;
 
 /**
  * What a read-only connection to an older Store runs for this step so that it reads like this
@@ -99,39 +214,11 @@ ALTER TABLE commits ADD COLUMN author TEXT NOT NULL DEFAULT '';
 ALTER TABLE commits ADD COLUMN id_version INTEGER NOT NULL DEFAULT 1;
 `, readViews: `CREATE TEMP VIEW IF NOT EXISTS commits AS SELECT id, root_id, parent_commit_id, base_layer_id, created_ms, '' AS message, NULL AS metadata, '' AS author, 1 AS id_version FROM main.commits;` },
   // Sandboxes: named execution profiles (limits, mounts, network) and which Workspaces run in one.
-  { to: 5, sql: `
-CREATE TABLE IF NOT EXISTS sandboxes (
-  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
-  name       TEXT NOT NULL UNIQUE,
-  profile    TEXT NOT NULL,
-  created_ms INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS workspace_sandboxes (
-  workspace_id BLOB PRIMARY KEY REFERENCES workspaces(id) ON DELETE CASCADE,
-  sandbox_id   BLOB NOT NULL REFERENCES sandboxes(id)
-) STRICT;
-CREATE INDEX IF NOT EXISTS workspace_sandboxes_by_sandbox ON workspace_sandboxes(sandbox_id);
-` },
+  // Since format 11 these tables (LAZY_TABLES) are made on first use, so the step adds nothing.
+  { to: 5, sql: '', tables: ['sandboxes', 'workspace_sandboxes'] },
   // Remotes (docs/REMOTES.md): where this Store pushes and fetches, and the remote heads it saw
   // at its last fetch or push. No password is ever stored here.
-  { to: 6, sql: `
-CREATE TABLE IF NOT EXISTS remotes (
-  name       TEXT PRIMARY KEY,
-  url        TEXT NOT NULL,
-  created_ms INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS remote_refs (
-  remote         TEXT NOT NULL REFERENCES remotes(name) ON DELETE CASCADE,
-  kind           TEXT NOT NULL CHECK (kind IN ('layerstack', 'branch')),
-  name           TEXT NOT NULL,
-  layer_stack_id BLOB NOT NULL CHECK (length(layer_stack_id) = 16),
-  id             BLOB NOT NULL,
-  head           BLOB,
-  base_layer_id  BLOB,
-  updated_ms     INTEGER NOT NULL,
-  PRIMARY KEY (remote, kind, layer_stack_id, name)
-) STRICT;
-` },
+  { to: 6, sql: '', tables: ['remotes', 'remote_refs'] },
   // Tool calls: a Workspace records the process that owns it (pid, /proc start time, boot id) so
   // one left by a killed process is ended only once that process is proven gone; checkpoints are
   // named pins of a Branch's state.
@@ -139,73 +226,19 @@ CREATE TABLE IF NOT EXISTS remote_refs (
 ALTER TABLE workspaces ADD COLUMN owner_pid INTEGER;
 ALTER TABLE workspaces ADD COLUMN owner_start TEXT;
 ALTER TABLE workspaces ADD COLUMN owner_boot TEXT;
-CREATE TABLE checkpoints (
-  branch_id     BLOB NOT NULL REFERENCES branches(id),
-  name          TEXT NOT NULL,
-  commit_id     BLOB REFERENCES commits(id),
-  base_layer_id BLOB NOT NULL REFERENCES layers(id),
-  root_id       BLOB NOT NULL,
-  created_ms    INTEGER NOT NULL,
-  PRIMARY KEY (branch_id, name)
-) STRICT;
-`, readViews: `CREATE TEMP VIEW IF NOT EXISTS workspaces AS SELECT *, NULL AS owner_pid, NULL AS owner_start, NULL AS owner_boot FROM main.workspaces;` },
+`, readViews: `CREATE TEMP VIEW IF NOT EXISTS workspaces AS SELECT *, NULL AS owner_pid, NULL AS owner_start, NULL AS owner_boot FROM main.workspaces;`, tables: ['checkpoints'] },
   // Retention and garbage collection (docs/FORMAT.md "Format 8"): what was deleted and when,
   // pinned states, the retention policy, states held by multi-transaction operations, and the
-  // Commit each Branch was forked from (always kept by retention). New tables only (IF NOT
-  // EXISTS), so the step can run again over a Store that already has them.
-  { to: 8, sql: `
-CREATE TABLE IF NOT EXISTS tombstones (
-  kind           TEXT NOT NULL,
-  id             BLOB NOT NULL,
-  name           TEXT NOT NULL,
-  layer_stack_id BLOB NOT NULL,
-  layer_stack    TEXT NOT NULL,
-  head_id        BLOB,
-  deleted_ms     INTEGER NOT NULL,
-  PRIMARY KEY (kind, id)
-) STRICT;
-CREATE INDEX IF NOT EXISTS tombstones_by_name ON tombstones (kind, name, deleted_ms);
-CREATE TABLE IF NOT EXISTS pins (
-  state      TEXT PRIMARY KEY,
-  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
-  created_ms INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS retention (
-  key   TEXT PRIMARY KEY,
-  value INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS holds (
-  id         BLOB PRIMARY KEY CHECK (length(id) = 16),
-  root_id    BLOB NOT NULL CHECK (length(root_id) = 32),
-  purpose    TEXT NOT NULL,
-  created_ms INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS pruned_commits (
-  id        BLOB PRIMARY KEY CHECK (length(id) = 32),
-  pruned_ms INTEGER NOT NULL
-) STRICT;
-CREATE TABLE IF NOT EXISTS fork_bases (
-  branch_id BLOB PRIMARY KEY CHECK (length(branch_id) = 16),
-  commit_id BLOB NOT NULL CHECK (length(commit_id) = 32)
-) STRICT;
-` },
+  // Commit each Branch was forked from (always kept by retention).
+  { to: 8, sql: '', tables: ['tombstones', 'pins', 'retention', 'holds', 'pruned_commits', 'fork_bases'] },
   // Conflicts of reconciling commits, kept per Workspace until resolved and committed.
-  { to: 9, sql: `
-CREATE TABLE workspace_conflicts (
-  workspace_id   BLOB NOT NULL REFERENCES workspaces(id) ON DELETE CASCADE,
-  seq            INTEGER NOT NULL,
-  path           TEXT NOT NULL,
-  kind           TEXT NOT NULL,
-  head_commit_id BLOB,
-  detail         TEXT NOT NULL,
-  resolution     TEXT,
-  created_ms     INTEGER NOT NULL,
-  PRIMARY KEY (workspace_id, seq)
-) STRICT;
-` },
+  { to: 9, sql: '', tables: ['workspace_conflicts'] },
   // No table changes: objects of kind 6 (zstd dictionaries) and codec 3 (a group frame
   // compressed with one, named in `base`), which a format-9 reader would refuse as damage.
   { to: 10, sql: '' },
+  // No table changes: the tables of LAZY_TABLES may be missing (a new Store has none of them;
+  // an upgraded one keeps those it has), which a format-10 reader would take for damage.
+  { to: 11, sql: '' },
 ];
 
 /** The format this layerfs writes: the last step's. */

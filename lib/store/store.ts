@@ -2,6 +2,7 @@
  * A Store handle: one SQLite connection, authenticated object reads, and write transactions in
  * which objects land first and history rows last.
  */
+import type { Statement } from 'better-sqlite3';
 import { LayerFsError } from '../errors.js';
 import type { StoreAccess } from './access.js';
 import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
@@ -12,6 +13,7 @@ import { collectGarbage, type GcOptions, type GcStats } from './gc.js';
 import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
+import { LAZY_TABLES, type LazyTable } from './schema.js';
 import { FsView } from './tree/view.js';
 import type { ObjectKind } from './object-id.js';
 
@@ -30,6 +32,9 @@ export class Store implements StoreAccess {
   private checkpointer: Checkpointer | undefined;
   /** Commits leave every checkpoint to the checkpointer (checkpointInBackground). */
   private background = false;
+  /** The LAZY_TABLES seen committed on this handle (a table, once made, is never dropped). */
+  private readonly tables = new Set<LazyTable>();
+  private tableLookup: Statement | undefined;
   /**
    * Sums over this handle's write transactions, so a receipt can take differences. Allocated
    * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
@@ -153,6 +158,29 @@ export class Store implements StoreAccess {
       if (busy === undefined) return;
     }
     throw busy;
+  }
+
+  /**
+   * Whether one of the tables made on first use (schema.ts LAZY_TABLES) exists: a missing one
+   * reads as empty, so its owner answers without querying it. Each owner folder asks for its
+   * own tables only (its helper: lib/history/tables.ts, lib/remote/remotes.ts,
+   * lib/workspace/tables.ts).
+   */
+  hasTable(name: LazyTable): boolean {
+    if (this.tables.has(name)) return true;
+    this.tableLookup ??= this.db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?");
+    const found = this.tableLookup.get(name) !== undefined;
+    // Inside a transaction the table may be this transaction's own, gone again on a rollback.
+    if (found && !this.db.inTransaction) this.tables.add(name);
+    return found;
+  }
+
+  /**
+   * Makes one of LAZY_TABLES (with its indexes) if missing, as part of the running write
+   * transaction (a rollback takes it away again with the rows written to it).
+   */
+  createTable(name: LazyTable): void {
+    if (!this.hasTable(name)) this.db.exec(LAZY_TABLES[name]);
   }
 
   /** Synchronous variant for short history updates. */

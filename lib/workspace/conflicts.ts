@@ -10,6 +10,7 @@ import { LayerFsError } from '../errors.js';
 import { branchRoot, getBranch, type ReconcileConflict } from '../history/index.js';
 import { exportEntry, prepared, type FsView, type Store } from '../store/index.js';
 import type { WorkspaceRow } from './rows.js';
+import { ensureWorkspaceTable, hasWorkspaceTable, workspaceRows } from './tables.js';
 
 export type Resolution = 'branch' | 'layer' | 'working-tree';
 
@@ -34,6 +35,9 @@ interface Row {
 /** Replaces the Workspace's open conflicts with `conflicts` (resolved ones stay until a commit). */
 export function saveConflicts(store: Store, workspaceId: Buffer, head: Buffer | null, conflicts: ReconcileConflict[]): void {
   store.writeSync(() => {
+    // Nothing to record and nothing recorded before: the Store need not make the table.
+    if (conflicts.length === 0 && !hasWorkspaceTable(store, 'workspace_conflicts')) return;
+    ensureWorkspaceTable(store, 'workspace_conflicts');
     store.db.prepare('DELETE FROM workspace_conflicts WHERE workspace_id = ? AND resolution IS NULL').run(workspaceId);
     const resolved = new Set((store.db.prepare('SELECT path FROM workspace_conflicts WHERE workspace_id = ?').all(workspaceId) as { path: string }[]).map((r) => r.path));
     const top = store.db.prepare('SELECT max(seq) AS m FROM workspace_conflicts WHERE workspace_id = ?').get(workspaceId) as { m: number | null };
@@ -49,7 +53,7 @@ export function saveConflicts(store: Store, workspaceId: Buffer, head: Buffer | 
 }
 
 export function listConflicts(store: Store, workspaceId: Buffer): ConflictRecord[] {
-  const rows = store.db.prepare('SELECT seq, path, kind, head_commit_id, detail, resolution, created_ms FROM workspace_conflicts WHERE workspace_id = ? ORDER BY seq').all(workspaceId) as Row[];
+  const rows = workspaceRows<Row>(store, 'workspace_conflicts', 'SELECT seq, path, kind, head_commit_id, detail, resolution, created_ms FROM workspace_conflicts WHERE workspace_id = ? ORDER BY seq', workspaceId);
   return rows.map((r) => {
     const d = JSON.parse(r.detail) as Pick<ReconcileConflict, 'message' | 'headPath' | 'lines' | 'ranges'>;
     return { id: r.seq, path: r.path, kind: r.kind as ReconcileConflict['kind'], ...d, headCommitId: r.head_commit_id, resolution: r.resolution as Resolution | null, createdMs: r.created_ms };
@@ -58,12 +62,12 @@ export function listConflicts(store: Store, workspaceId: Buffer): ConflictRecord
 
 /** Paths whose conflict was resolved: the next reconciling commit takes the Workspace's version there. */
 export function resolvedPaths(store: Store, workspaceId: Buffer): Set<string> {
-  const rows = prepared(store.db, 'SELECT path FROM workspace_conflicts WHERE workspace_id = ? AND resolution IS NOT NULL').all(workspaceId) as { path: string }[];
+  const rows = workspaceRows<{ path: string }>(store, 'workspace_conflicts', 'SELECT path FROM workspace_conflicts WHERE workspace_id = ? AND resolution IS NOT NULL', workspaceId);
   return new Set(rows.map((r) => r.path));
 }
 
 export function clearConflicts(store: Store, workspaceId: Buffer): void {
-  prepared(store.db, 'DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(workspaceId);
+  if (hasWorkspaceTable(store, 'workspace_conflicts')) prepared(store.db, 'DELETE FROM workspace_conflicts WHERE workspace_id = ?').run(workspaceId);
 }
 
 function pathParts(path: string): Buffer[] {

@@ -9,6 +9,7 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import { uuidv7 } from '../history/index.js';
 import type { Store } from '../store/index.js';
+import { ensureWorkspaceTable, workspaceRows } from './tables.js';
 
 export type SandboxNetwork = 'none' | 'host';
 
@@ -102,6 +103,7 @@ export function insertSandbox(store: Store, id: Buffer, name: string, profile: S
   checkName(name, 'Sandbox');
   const row: SandboxRow = { id, name, profile, createdMs: Date.now() };
   store.writeSync(() => {
+    ensureWorkspaceTable(store, 'sandboxes');
     if (store.db.prepare('SELECT 1 FROM sandboxes WHERE name = ?').get(name)) {
       throw new LayerFsError('ERR_NAME_TAKEN', `a Sandbox named ${name} exists`, { name, hint: 'pick another name, or remove that Sandbox' });
     }
@@ -111,15 +113,15 @@ export function insertSandbox(store: Store, id: Buffer, name: string, profile: S
 }
 
 export function sandboxNameTaken(store: Store, name: string): boolean {
-  return store.db.prepare('SELECT 1 FROM sandboxes WHERE name = ?').get(name) !== undefined;
+  return workspaceRows(store, 'sandboxes', 'SELECT 1 FROM sandboxes WHERE name = ?', name).length > 0;
 }
 
 export function listSandboxes(store: Store): SandboxRow[] {
-  return (store.db.prepare(`SELECT ${COLUMNS} FROM sandboxes ORDER BY name`).all() as RawRow[]).map(fromRaw);
+  return workspaceRows<RawRow>(store, 'sandboxes', `SELECT ${COLUMNS} FROM sandboxes ORDER BY name`).map(fromRaw);
 }
 
 export function findSandbox(store: Store, name: string): SandboxRow | null {
-  const r = store.db.prepare(`SELECT ${COLUMNS} FROM sandboxes WHERE name = ?`).get(name) as RawRow | undefined;
+  const r = workspaceRows<RawRow>(store, 'sandboxes', `SELECT ${COLUMNS} FROM sandboxes WHERE name = ?`, name)[0];
   return r ? fromRaw(r) : null;
 }
 
@@ -131,21 +133,21 @@ export function resolveSandbox(store: Store, name: string): SandboxRow {
 
 /** The Sandbox a Workspace's executions run in, or null. */
 export function sandboxOfWorkspace(store: Store, workspaceId: Buffer): SandboxRow | null {
-  const r = store.db
-    .prepare(`SELECT s.id, s.name, s.profile, s.created_ms AS createdMs FROM workspace_sandboxes w JOIN sandboxes s ON s.id = w.sandbox_id WHERE w.workspace_id = ?`)
-    .get(workspaceId) as RawRow | undefined;
+  const sql = `SELECT s.id, s.name, s.profile, s.created_ms AS createdMs FROM workspace_sandboxes w JOIN sandboxes s ON s.id = w.sandbox_id WHERE w.workspace_id = ?`;
+  const r = workspaceRows<RawRow>(store, 'workspace_sandboxes', sql, workspaceId)[0];
   return r ? fromRaw(r) : null;
 }
 
 export function attachSandbox(store: Store, workspaceId: Buffer, sandbox: SandboxRow): void {
   store.writeSync(() => {
+    ensureWorkspaceTable(store, 'workspace_sandboxes');
     store.db.prepare('INSERT OR REPLACE INTO workspace_sandboxes (workspace_id, sandbox_id) VALUES (?, ?)').run(workspaceId, sandbox.id);
   });
 }
 
 /** Workspace ids (hex) that run in the Sandbox. */
 export function workspacesInSandbox(store: Store, sandbox: SandboxRow): string[] {
-  return (store.db.prepare('SELECT workspace_id AS id FROM workspace_sandboxes WHERE sandbox_id = ?').all(sandbox.id) as { id: Buffer }[]).map((r) => toHex(r.id));
+  return workspaceRows<{ id: Buffer }>(store, 'workspace_sandboxes', 'SELECT workspace_id AS id FROM workspace_sandboxes WHERE sandbox_id = ?', sandbox.id).map((r) => toHex(r.id));
 }
 
 /** Deletes the row; refuses while Workspaces run in it. */

@@ -4,8 +4,11 @@
  * undo here, newest first.
  */
 import type { Database } from 'better-sqlite3';
+import { LAZY_TABLES } from '../../lib/store/schema.js';
 
 const UNDO: { from: number; sql: string }[] = [
+  // Format 11 makes LAZY_TABLES on first use: format 10 had every one of them.
+  { from: 11, sql: Object.values(LAZY_TABLES).join('\n') },
   // Format 10 adds a codec and a kind, no tables: a Store no repack has dictionary-coded is format 9 as is.
   { from: 10, sql: '' },
   { from: 9, sql: 'DROP TABLE workspace_conflicts;' },

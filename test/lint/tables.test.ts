@@ -40,6 +40,13 @@ test('every tier is held to its own tables: store, history, remote and workspace
   assert.deepEqual(check('lib/remote/x.ts', "conn.query('SELECT id FROM layerfs.layers WHERE id = $1')"), []);
 });
 
+test('only the owner asks for or makes a table made on first use', () => {
+  assert.deepEqual(check('lib/remote/x.ts', "if (!store.hasTable('pins')) return [];"), ['lib/remote/x.ts:1:pins']);
+  assert.deepEqual(check('lib/history/x.ts', "store.createTable('remotes');"), ['lib/history/x.ts:1:remotes']);
+  assert.deepEqual(check('lib/remote/x.ts', "store.createTable('remotes');"), []);
+  assert.deepEqual(check('lib/history/x.ts', "if (store.hasTable('pins')) x();"), []);
+});
+
 test('a table taken from an interpolation is refused anywhere, a column list is not', () => {
   const text = ["db.prepare(`SELECT root_id FROM ${kind === 'layer' ? 'layers' : 'commits'} WHERE id = ?`);", 'db.prepare(`SELECT id FROM main.${table} WHERE id BETWEEN ? AND ?`);'].join('\n');
   assert.deepEqual(check('lib/history/x.ts', text), ['lib/history/x.ts:1:null', 'lib/history/x.ts:2:null']);
