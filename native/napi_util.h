@@ -23,6 +23,14 @@ inline int GetFd(const Napi::Env& env, const Napi::Value& v) {
   return fd;
 }
 
+// A file position argument: a safe integer >= 0, else a TypeError or RangeError.
+inline int64_t GetPosition(const Napi::Env& env, const Napi::Value& v) {
+  if (!v.IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
+  const double pos = v.As<Napi::Number>().DoubleValue();
+  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  return static_cast<int64_t>(pos);
+}
+
 inline Bytes GetBytes(const Napi::Env& env, const Napi::Value& v, const char* what) {
   napi_typedarray_type type;
   size_t length;

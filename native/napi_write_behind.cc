@@ -348,11 +348,9 @@ Napi::Value Put(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int fd = GetFd(env, info[0]);
   Bytes b = GetBytes(env, info[1], "buffer");
-  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
-  const double pos = info[2].As<Napi::Number>().DoubleValue();
-  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  const int64_t pos = GetPosition(env, info[2]);
   if (b.size == 0) return Napi::Number::New(env, 0);
-  return Napi::Number::New(env, Instance().Put(fd, b.data, b.size, static_cast<int64_t>(pos)));
+  return Napi::Number::New(env, Instance().Put(fd, b.data, b.size, pos));
 }
 
 // writeBehindDrain(fd, release?) -> 0 once fd has no pending write, or -errno of a failure since
@@ -368,11 +366,9 @@ Napi::Value Read(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int fd = GetFd(env, info[0]);
   Bytes b = GetBytes(env, info[1], "buffer");
-  if (!info[2].IsNumber()) throw Napi::TypeError::New(env, "position must be a number");
-  const double pos = info[2].As<Napi::Number>().DoubleValue();
-  if (!(pos >= 0 && pos <= 9007199254740991.0)) throw Napi::RangeError::New(env, "position must be a safe integer >= 0");
+  const int64_t pos = GetPosition(env, info[2]);
   uint8_t* dst = const_cast<uint8_t*>(b.data);
-  return Napi::Number::New(env, static_cast<double>(Instance().Read(fd, dst, b.size, static_cast<int64_t>(pos))));
+  return Napi::Number::New(env, static_cast<double>(Instance().Read(fd, dst, b.size, pos)));
 }
 
 // writeBehindChanged() -> undefined: a spool file is about to change other than by writeBehind

@@ -12,6 +12,7 @@ import { open as openFile, readFile } from 'node:fs/promises';
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { LayerFsError } from '../../lib/errors.js';
+import type { Client } from '../../lib/sdk/index.js';
 import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
 import { Overlay } from '../../lib/fuse/overlay.js';
 import { commitFuse } from '../../lib/fuse/index.js';
@@ -63,6 +64,13 @@ test('read-after-write through a mount: pages still queued read back as written'
   }
 });
 
+/** An overlay on Branch main whose spools are always files in `spoolDir` (memory budget 0). */
+function fileSpooledOverlay(store: Store, client: Client, spoolDir: string): Overlay {
+  const info = client.branch('main');
+  const head = info.headCommitId;
+  return new Overlay(store, fromHex(info.rootId), { branchId: fromHex(info.id), expectedHead: head ? fromHex(head) : null, expectedBase: fromHex(info.baseLayerId) }, { spoolDir, memoryBudget: 0 });
+}
+
 test('a failed background write is sticky: flush, write and read report it, the commit refuses the file', { skip: !isRoot && 'mounts a tmpfs (root)' }, async () => {
   const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
   const spoolDir = join(dir, 'spool');
@@ -70,10 +78,9 @@ test('a failed background write is sticky: flush, write and read report it, the 
   execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=4m', 'tmpfs', spoolDir]);
   const store = Store.open(storePath);
   try {
-    const info = client.branch('main');
-    const head = info.headCommitId;
+    const head = client.branch('main').headCommitId;
     // Spools always in files (memory budget 0), on a 4 MiB file system.
-    const ov = new Overlay(store, fromHex(info.rootId), { branchId: fromHex(info.id), expectedHead: head ? fromHex(head) : null, expectedBase: fromHex(info.baseLayerId) }, { spoolDir, memoryBudget: 0 });
+    const ov = fileSpooledOverlay(store, client, spoolDir);
     const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
     const chunk = seededBytes(5, 1 << 20);
     // Writes are answered before they reach the spool: the failure shows at a later request.
@@ -151,9 +158,7 @@ test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffer
   mkdirSync(spoolDir);
   const store = Store.open(storePath);
   try {
-    const info = client.branch('main');
-    const head = info.headCommitId;
-    const ov = new Overlay(store, fromHex(info.rootId), { branchId: fromHex(info.id), expectedHead: head ? fromHex(head) : null, expectedBase: fromHex(info.baseLayerId) }, { spoolDir, memoryBudget: 0 });
+    const ov = fileSpooledOverlay(store, client, spoolDir);
     const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
     const size = 6 << 20;
     const model = seededBytes(31, size);

@@ -50,6 +50,21 @@ async function history(c: Client, dir: string, branch: string, rounds: number): 
   return ids;
 }
 
+/** A Store with Branch `a` of two Commits, turned back into format `format`. */
+async function olderStore(format: number): Promise<{ path: string; ids: string[] }> {
+  const dir = tempDir('layerfs-lazy-');
+  const path = join(dir, 's.layerfs');
+  const c = Client.create(path);
+  const init = await c.initLayerStack({ name: 'demo', source: source(dir) });
+  c.forkBranch({ name: 'a', layer: init.layer.id });
+  const ids = await history(c, dir, 'a', 2);
+  c.close();
+  const db = new Database(path);
+  asFormat(db, format);
+  db.close();
+  return { path, ids };
+}
+
 test('a new Store makes none of the tables most Stores never use; reads, gc, repack and verify work without them', async () => {
   const dir = tempDir('layerfs-lazy-');
   const path = join(dir, 's.layerfs');
@@ -154,16 +169,7 @@ test('a write that makes a table and then fails leaves no table; another handle 
 });
 
 test('a format-10 Store is upgraded to format 11 and keeps its tables; read-only it reads as format 10', async () => {
-  const dir = tempDir('layerfs-lazy-');
-  const path = join(dir, 's.layerfs');
-  const c = Client.create(path);
-  const init = await c.initLayerStack({ name: 'demo', source: source(dir) });
-  c.forkBranch({ name: 'a', layer: init.layer.id });
-  const ids = await history(c, dir, 'a', 2);
-  c.close();
-  const db = new Database(path);
-  asFormat(db, 10);
-  db.close();
+  const { path, ids } = await olderStore(10);
   // Format 10 had every table, empty or not.
   assert.deepEqual(lazyTables(path).tables, [...LAZY].sort());
   const ro = Client.connect(path, { readonly: true });
@@ -193,16 +199,7 @@ test('a format-10 Store is upgraded to format 11 and keeps its tables; read-only
 });
 
 test('a format-4 Store is upgraded to format 11 without the tables of formats 5-9, and they are made on first use', async () => {
-  const dir = tempDir('layerfs-lazy-');
-  const path = join(dir, 's.layerfs');
-  const c = Client.create(path);
-  const init = await c.initLayerStack({ name: 'demo', source: source(dir) });
-  c.forkBranch({ name: 'a', layer: init.layer.id });
-  await history(c, dir, 'a', 2);
-  c.close();
-  const db = new Database(path);
-  asFormat(db, 4);
-  db.close();
+  const { path } = await olderStore(4);
   assert.deepEqual(lazyTables(path).tables, []);
   // Read-only, a format-4 Store is read as is: no table of a later format, every read empty.
   const ro = Client.connect(path, { readonly: true });
