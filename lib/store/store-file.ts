@@ -11,23 +11,35 @@ import { mapSqliteError } from './sqlite-errors.js';
 
 export type Db = Database.Database;
 
+/**
+ * What callers use of a statement from `prepared`: better-sqlite3's own, named here so that the
+ * published declarations do not name that package's types.
+ */
+export interface PreparedStatement {
+  get(...params: unknown[]): unknown;
+  all(...params: unknown[]): unknown[];
+  run(...params: unknown[]): { changes: number; lastInsertRowid: number | bigint };
+}
+
 const statements = new WeakMap<Db, Map<string, Database.Statement>>();
 
 /**
- * `sql` prepared once per connection and kept: a commit's many short statements cost a
- * preparation each time otherwise (preparing was about a third of a small commit's CPU in a
- * profile of 20 ten-file commits on a 1,000-file tree). Only for get, all and run (an iterate() in progress would make the one statement
- * busy); `mode` is set on every call, since callers share the statement.
+ * `sql` prepared once per connection (and per `mode`) and kept: a commit's many short statements
+ * cost a preparation each time otherwise (preparing was about a third of a small commit's CPU in
+ * a profile of 20 ten-file commits on a 1,000-file tree). Each mode has its own statement, set
+ * once, so a caller may keep what it gets. Only for get, all and run (an iterate() in progress
+ * would make the one statement busy).
  */
-export function prepared(db: Db, sql: string, mode?: 'pluck' | 'raw'): Database.Statement {
+export function prepared(db: Db, sql: string, mode?: 'pluck' | 'raw'): PreparedStatement {
   let m = statements.get(db);
   if (!m) statements.set(db, (m = new Map()));
-  let s = m.get(sql);
-  if (!s) m.set(sql, (s = db.prepare(sql)));
-  if (s.reader) {
+  const key = mode ? `${mode}\0${sql}` : sql;
+  let s = m.get(key);
+  if (!s) {
+    s = db.prepare(sql);
     if (mode === 'pluck') s.pluck();
     else if (mode === 'raw') s.raw();
-    else s.pluck(false).raw(false);
+    m.set(key, s);
   }
   return s;
 }

@@ -3,13 +3,12 @@
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
  * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
-import type { Statement } from 'better-sqlite3';
 import { zstdCompress } from '../native/index.js';
 import { Codec, COMPRESSION_LEVEL, KEEP_COMPRESSED } from './codec.js';
 import type { Dictionary } from './dictionary.js';
 import { ObjectKind } from './object-id.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import type { Db } from './store-file.js';
+import { prepared, type Db, type PreparedStatement } from './store-file.js';
 
 /**
  * Groups sealed while a transaction has sealed at most this many bytes are compressed on the
@@ -20,31 +19,20 @@ import type { Db } from './store-file.js';
 export const INLINE_SEAL_BYTES = 256 * 1024;
 
 export interface WriterStatements {
-  exists: Statement;
-  locate: Statement;
-  insertPack: Statement;
-  insertObject: Statement;
+  exists: PreparedStatement;
+  locate: PreparedStatement;
+  insertPack: PreparedStatement;
+  insertObject: PreparedStatement;
 }
 
-function prepare(db: Db): WriterStatements {
-  return {
-    exists: db.prepare('SELECT 1 FROM objects WHERE id = ?').pluck(),
-    locate: db.prepare('SELECT size, codec, base FROM objects WHERE id = ?'),
-    insertPack: db.prepare('INSERT INTO packs (data) VALUES (?)'),
-    insertObject: db.prepare('INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
-  };
-}
-
-const STATEMENTS = new WeakMap<Db, WriterStatements>();
-
-/** The writer statements of connection `db` (prepared at the first call). */
+/** The writer statements of connection `db` (prepared at its first writer, then kept: `prepared`). */
 export function writerStatements(db: Db): WriterStatements {
-  let st = STATEMENTS.get(db);
-  if (!st) {
-    st = prepare(db);
-    STATEMENTS.set(db, st);
-  }
-  return st;
+  return {
+    exists: prepared(db, 'SELECT 1 FROM objects WHERE id = ?', 'pluck'),
+    locate: prepared(db, 'SELECT size, codec, base FROM objects WHERE id = ?'),
+    insertPack: prepared(db, 'INSERT INTO packs (data) VALUES (?)'),
+    insertObject: prepared(db, 'INSERT INTO objects (id, kind, size, codec, pack, offset, length, at, base) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)'),
+  };
 }
 
 /**
