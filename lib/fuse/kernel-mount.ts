@@ -86,7 +86,7 @@ export interface StartWorker {
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean; cells?: Int32Array } | { id: number; type: 'state' } | { id: number; type: 'changes' };
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean; cells?: Int32Array } | { id: number; type: 'state' } | { id: number; type: 'changes' } | { id: number; type: 'writers' };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'idle' }
@@ -287,7 +287,11 @@ export class KernelMount {
     // With the writeback cache every request is preceded by a flush: a shared mapping's writes
     // can still be in the kernel after its descriptor closed, so no count of handles open for
     // writing tells when the flush could be skipped.
-    if (this.cachesWrites && this.worker && !this.isEnded) await flushMount(this.mountpoint);
+    if (this.cachesWrites && this.worker && !this.isEnded) await flushMount(this.mountpoint, await this.send<string[]>({ type: 'writers' }));
+    return this.send<T>(message);
+  }
+
+  private send<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));

@@ -50,6 +50,8 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
       } else if (m.type === 'changes') {
         value = wireChanges(overlay.changes());
+      } else if (m.type === 'writers') {
+        value = overlay.writablePaths();
       } else {
         const requests = proto.requestCounts();
         requests.READ_ON_READER_THREADS = handed;

@@ -218,6 +218,20 @@ export abstract class OverlayContent extends OverlayNodes {
     if (n.open === 0 && !this.alive(n) && !this.retain?.(n.serial)) this.free(n);
   }
 
+  /**
+   * Paths (from the root, '/'-led) of the files open for writing that have one; the writeback
+   * cache's flush fsyncs them (kernel-flush.ts). Names that are not UTF-8 are left out.
+   */
+  writablePaths(): string[] {
+    const out = new Set<string>();
+    for (const h of this.handles.values()) {
+      if (!h.writable) continue;
+      const p = this.pathOf(h.serial);
+      if (p !== '(unlinked)' && !p.includes('\ufffd')) out.add(p);
+    }
+    return [...out];
+  }
+
   get openHandles(): number {
     return this.handles.size;
   }
