@@ -34,6 +34,9 @@
       "cflags": ["-O3", "-fvisibility=hidden"],
       "cflags_cc": ["-std=gnu++17", "-fexceptions", "-O3", "-fvisibility=hidden"],
       "conditions": [
+        ["OS=='linux'", {
+          "ldflags": ["-Wl,--version-script=<!(node -p \"require('path').resolve('../native/exports.map')\")"]
+        }],
         ["target_arch=='x64' and OS!='win'", {
           "sources": [
             "<(blake3_dir)/blake3_sse2_x86-64_unix.S",

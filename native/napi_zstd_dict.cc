@@ -51,7 +51,13 @@ struct Zdict {
 const Zdict& LoadZdict() {
   static Zdict z = [] {
     Zdict out;
+    // DEEPBIND: libzstd's calls among its own functions must reach its own code, whatever zstd
+    // another library of the process made global (a different version's structures differ).
+#ifdef RTLD_DEEPBIND
+    void* h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_DEEPBIND);
+#else
     void* h = dlopen("libzstd.so.1", RTLD_NOW | RTLD_LOCAL);
+#endif
     if (!h) return out;
     out.train = reinterpret_cast<TrainFn>(dlsym(h, "ZDICT_trainFromBuffer"));
     out.isError = reinterpret_cast<IsErrorFn>(dlsym(h, "ZDICT_isError"));

@@ -24,6 +24,7 @@ packages=(
   "clang        the libFuzzer harnesses (npm run fuzz)"
   "libclang-rt-14-dev  libFuzzer's runtime for clang 14"
   "libzstd1     zstd's dictionary builder (ZDICT), loaded by db repack to train a Store's dictionary"
+  "binutils     nm: the test that the addon exports only its entry points"
 )
 
 need=()

@@ -212,6 +212,12 @@ export function createLeaf(sandbox: CgroupSet, name: string): CgroupSet {
   const leaf = childSet(sandbox, name);
   if (leaf.version === 2) enableV2(sandbox.dirs[0]!, sandbox.dirs[0]!);
   for (const d of leaf.dirs) makeDir(d);
+  // The kernel raises a cgroup's pids.peak before it checks its ancestors' pids.max, so forks
+  // racing past the Sandbox's limit (and refused there) could still lift an unlimited leaf's peak
+  // above it; the same limit on the leaf keeps the peak a receipt reports within the limit.
+  const pidsOf = (set: CgroupSet) => set.dirs[set.version === 2 ? 0 : 1]!;
+  const max = readText(join(pidsOf(sandbox), 'pids.max'));
+  if (max !== null) writeKnob(pidsOf(leaf), 'pids.max', max.trim());
   return leaf;
 }
 

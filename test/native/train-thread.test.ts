@@ -6,24 +6,12 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { BackgroundTraining, zstdTrainDictionary } from '../../lib/native/index.js';
-import { rng } from '../helpers/random.js';
+import { trainingSamples } from './helpers.js';
 
 const SEED = 7;
 
-function samples(): { data: Buffer; sizes: Uint32Array } {
-  const next = rng(SEED);
-  const words = ['export', 'function', 'return', 'const', 'value', 'layer', 'module', 'await', 'import', 'store'];
-  const parts: Buffer[] = [];
-  for (let i = 0; i < 2000; i++) {
-    const lines: string[] = [];
-    for (let l = 0; l < 4 + Math.floor(next() * 20); l++) lines.push(`${words[Math.floor(next() * words.length)]} ${words[Math.floor(next() * words.length)]}_${Math.floor(next() * 500)} = ${Math.floor(next() * 1e6)};`);
-    parts.push(Buffer.from(lines.join('\n')));
-  }
-  return { data: Buffer.concat(parts), sizes: Uint32Array.from(parts.map((p) => p.length)) };
-}
-
 test(`a dictionary trained on a worker thread is the one trained on this thread (seed ${SEED})`, { timeout: 120_000 }, () => {
-  const { data, sizes } = samples();
+  const { data, sizes } = trainingSamples(SEED);
   const here = zstdTrainDictionary(data, sizes, 32 * 1024, 1000);
   if (here === null) return; // no ZDICT on this system: nothing trains anywhere
   const job = new BackgroundTraining(data, sizes, 32 * 1024, 1000);
