@@ -35,7 +35,7 @@
       "cflags_cc": ["-std=gnu++17", "-fexceptions", "-O3", "-fvisibility=hidden"],
       "conditions": [
         ["OS=='linux'", {
-          "ldflags": ["-Wl,--version-script=<!(node -p \"require('path').resolve('../native/exports.map')\")"]
+          "ldflags": ["-Wl,--version-script=<!(node -p \"require('path').resolve('../native/exports.ver')\")"]
         }],
         ["target_arch=='x64' and OS!='win'", {
           "sources": [

@@ -1,5 +1,5 @@
 /**
- * The addon exports only its entry points (native/exports.map). SQLite loads the addon as an
+ * The addon exports only its entry points (native/exports.ver). SQLite loads the addon as an
  * extension with RTLD_GLOBAL; were its bundled zstd global, the system libzstd loaded later for
  * dictionary training would call into it (another version) and train a different, worse
  * dictionary: a repack's result then depended on what the process had read before.
