@@ -90,25 +90,26 @@ test('groupFor: the group of the command named, after the program options', () =
   assert.equal(groupFor(['--', 'grep', 'x', 'y']), 'grep');
 });
 
-/** The modules of this repository's lib/ that `layerfs ARGS` loads (run from sources). */
+/** The modules `layerfs ARGS` loads (run from sources), relative to the repository (lib/…, node_modules/…). */
 function loaded(args: string[], env: Record<string, string> = {}): { modules: string[]; stdout: string; code: number | null } {
   const trace = join(tempDir(), 'trace');
   writeFileSync(trace, '');
   const hook = join(repoRoot, 'test/helpers/load-trace.mjs');
   const [, tsx, ...rest] = cliArgv(args);
   const r = spawnSync(process.execPath, ['--import', tsx!, '--import', hook, ...rest], { env: { ...process.env, LAYERFS_STORE: '', ...env, LAYERFS_LOAD_TRACE: trace }, encoding: 'utf8' });
-  const lib = new URL('../../lib/', import.meta.url).href;
-  const modules = readFileSync(trace, 'utf8').split('\n').filter((u) => u.startsWith(lib)).map((u) => u.slice(lib.length));
+  const root = new URL('../../', import.meta.url).href;
+  const modules = readFileSync(trace, 'utf8').split('\n').filter((u) => u.startsWith(root)).map((u) => u.slice(root.length));
   return { modules, stdout: r.stdout, code: r.status };
 }
 
-test('--version and --help load no SDK; cat loads neither remote, fuse, sandbox, MCP nor other commands', async () => {
+test('--version and --help load no SDK; cat loads no PostgreSQL driver, MCP server or other command', async () => {
   const version = loaded(['--version']);
   assert.match(version.stdout, /^layerfs \d+\.\d+\.\d+/);
-  assert.ok(version.modules.includes('cli/start.ts'), 'the trace sees the CLI load (else the check below proves nothing)');
-  assert.deepEqual(version.modules.filter((m) => !m.startsWith('cli/') && m !== 'sdk/errors.ts' && m !== 'errors.ts'), []);
-  assert.deepEqual(version.modules.filter((m) => m.startsWith('cli/commands/')), []);
-  assert.deepEqual(loaded(['--help']).modules.filter((m) => m.startsWith('cli/commands/') || m.startsWith('sdk/index')), []);
+  assert.ok(version.modules.includes('lib/cli/start.ts'), 'the trace sees the CLI load (else the checks below prove nothing)');
+  const ours = (m: string[]) => m.filter((x) => x.startsWith('lib/'));
+  assert.deepEqual(ours(version.modules).filter((m) => !m.startsWith('lib/cli/') && m !== 'lib/sdk/errors.ts' && m !== 'lib/errors.ts'), []);
+  assert.deepEqual(ours(version.modules).filter((m) => m.startsWith('lib/cli/commands/')), []);
+  assert.deepEqual(ours(loaded(['--help']).modules).filter((m) => m.startsWith('lib/cli/commands/') || !/^lib\/(cli\/|sdk\/errors|errors)/.test(m)), []);
 
   const dir = tempDir();
   const src = join(dir, 'src');
@@ -121,7 +122,12 @@ test('--version and --help load no SDK; cat loads neither remote, fuse, sandbox,
   const cat = loaded(['--store', store, 'cat', 'demo', 'a.txt']);
   assert.equal(cat.code, 0);
   assert.equal(cat.stdout, 'hello\n');
-  assert.ok(cat.modules.includes('cli/commands/cat.ts') && cat.modules.includes('store/store.ts'), cat.modules.join(' '));
-  const heavy = cat.modules.filter((m) => /^(remote|fuse|cli\/mcp)\//.test(m) || (m.startsWith('cli/commands/') && m !== 'cli/commands/cat.ts') || /^(workspace|sdk)\/sandbox/.test(m));
+  assert.ok(cat.modules.includes('lib/cli/commands/cat.ts') && cat.modules.includes('lib/store/store.ts'), cat.modules.join(' '));
+  const heavy = cat.modules.filter(
+    (m) =>
+      /^lib\/(remote\/(index|connection)|sdk\/remote-transfer|cli\/mcp\/)/.test(m) ||
+      /^node_modules\/(pg|pg-copy-streams|zod|@modelcontextprotocol)\//.test(m) ||
+      (m.startsWith('lib/cli/commands/') && m !== 'lib/cli/commands/cat.ts'),
+  );
   assert.deepEqual(heavy, []);
 });
