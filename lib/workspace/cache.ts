@@ -370,7 +370,7 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
   }
   const written = writeSegmentRows(store, workspaceId, c, children, fresh);
   const list = Buffer.concat(ids);
-  store.db.prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
+  prepared(store.db, 'INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
   // If the transaction rolls back, the stored list differs and loadCache ignores this one.
   const kept: StatCache = { ...c, stored: { ends, ids: ids.map((_, k) => list.subarray(16 * k, 16 * k + 16)), children } };
   remember(store, workspaceId, { count: c.count, maxSerial: c.maxSerial, segments: list, cache: kept });
