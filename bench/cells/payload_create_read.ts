@@ -5,16 +5,21 @@
 //   random   --reads range reads of 4 KiB at seeded offsets: client.readFile(layer, FILE, { offset,
 //            length: 4096 }), which loads only the chunks that overlap the range.
 //   floor    the same offsets read with pread(2) from the fixture file (page cache, no Store).
+//   command  as a user runs it, after close: `layerfs cat STATE large.bin | cat > /dev/null`
+//            (cmdReadMs, once), `layerfs cat --offset N --length 4096 STATE large.bin` (cmdRangeMs)
+//            and `layerfs --version` (cmdStartMs), medians of 5; `node -e 0` (nodeMs) is the floor
+//            of any Node command.
 // Every random read is checked against the fixture (untimed).
 //   node --import tsx bench/cells/payload_create_read.ts --cell layerfs-payload --dir FIXTURE --tmp SCRATCH --tier "10 MiB" [--reads 1000]
 
 import fs from 'node:fs';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { duBytes, selfMaxRssMiB } from '../lib/cell.js';
+import { duBytes, selfMaxRssMiB, timeExternal } from '../lib/cell.js';
 import { Rng } from '../../test/helpers/random.js';
 import { mbps, median, percentile, r1, r3, semanticOf, storeFiles } from '../lib/measure.js';
 import { GIT, gitEnv, gitTimed } from '../lib/git.js';
+import { layerfsCommand, shellWord } from '../lib/cli-command.js';
 import { type CellResult, defineCell, type Given, runIfMain } from '../lib/define-cell.js';
 import { Client } from '../../lib/sdk/index.js';
 
@@ -24,6 +29,28 @@ const PAYLOAD_OPTIONS = {
 
 const FILE = 'large.bin';
 const READ = 4096;
+
+/** The floor: pread(2) of the same offsets from the (cached) fixture file; total ms. */
+function preadMs(fd: number, offsets: number[], into: Buffer): number {
+  const t = performance.now();
+  for (const off of offsets) fs.readSync(fd, into, 0, READ, off);
+  return performance.now() - t;
+}
+
+/** `layerfs cat` and `layerfs --version` as commands (module loading included), and node's own start. */
+function commandFigures(storePath: string, ref: string, offset: number): Record<string, number> {
+  const lf = layerfsCommand();
+  const cat = [...lf, '--store', storePath, 'cat', ref, FILE];
+  const five = (argv: string[]) => r1(median(Array.from({ length: 5 }, () => timeExternal(argv).ms)));
+  const full = timeExternal(['sh', '-c', `${cat.map(shellWord).join(' ')} | cat > /dev/null`]);
+  return {
+    cmdReadMs: r1(full.ms),
+    cmdReadRssMiB: r1(full.maxRssMiB),
+    cmdRangeMs: five([...lf, '--store', storePath, 'cat', '--offset', String(offset), '--length', String(READ), ref, FILE]),
+    cmdStartMs: five([...lf, '--version']),
+    nodeMs: five([process.execPath, '-e', '0']),
+  };
+}
 
 async function layerfsPayload(a: Given<typeof PAYLOAD_OPTIONS, 'dir' | 'tmp'>): Promise<CellResult> {
   const dir = path.resolve(a.dir);
@@ -74,10 +101,7 @@ async function layerfsPayload(a: Given<typeof PAYLOAD_OPTIONS, 'dir' | 'tmp'>): 
       fs.readSync(fd, want, 0, READ, off);
       if (got !== READ || !out.equals(want)) throw new Error(`random read at ${off}: ${got} bytes, ${out.equals(want) ? 'equal' : 'different'} content`);
     }
-    // The floor: pread(2) of the same offsets from the (cached) fixture file.
-    const t2 = performance.now();
-    for (const off of offsets) fs.readSync(fd, want, 0, READ, off);
-    const floorMs = performance.now() - t2;
+    const floorMs = preadMs(fd, offsets, want);
     const info = c.info();
     await c.close();
 
@@ -98,6 +122,7 @@ async function layerfsPayload(a: Given<typeof PAYLOAD_OPTIONS, 'dir' | 'tmp'>): 
       randomPerS: r1(reads / (randomTotal / 1000)),
       streamedPerRead: Math.round(streamed / reads),
       floorMedianMs: r3(floorMs / reads),
+      ...commandFigures(storePath, ref, offsets[0]!),
       semanticGrowth: semanticOf(init),
       allocatedGrowth: init.allocatedGrowth,
       objectsInserted: init.objectsInserted,

@@ -13,6 +13,18 @@ import { runWithPeers } from '../lib/run-cell.js';
 
 const READS = 1000;
 
+/** The command figures of a layerfs row (cat, 4 KiB cat, --version, node -e 0); dashes for git. */
+function commandColumns(r: Row, git: Row | undefined): string[] {
+  if (r.tool !== 'layerfs' || x(r, 'cmdReadMs') === undefined) return [DASH, DASH, DASH, DASH, DASH];
+  return [
+    fmtMs(x(r, 'cmdReadMs')),
+    git ? fmtX(ratio(x(r, 'cmdReadMs'), x(git, 'readMs'))) : DASH,
+    fmtMs(x(r, 'cmdRangeMs')),
+    fmtMs(x(r, 'cmdStartMs')),
+    fmtMs(x(r, 'nodeMs')),
+  ];
+}
+
 const family: CampaignFamily = {
   name: 'payload_create_read',
   title: 'One large file: import, full read, random 4 KiB reads',
@@ -26,7 +38,11 @@ const family: CampaignFamily = {
     '>/dev/null` ("full read"); git has no range read, so no random-read figure. "semantic" and ' +
     '"pages" are the import receipt\'s bytesInserted and allocatedGrowth; "stored" is Store file + WAL ' +
     'after close (`du -sb .git` for git). "peak RSS" is the cell process\'s after everything; "RSS ' +
-    'import / read" its peak so far after the import and after the full read.',
+    'import / read" its peak so far after the import and after the full read. "cat command" is ' +
+    '`layerfs cat STATE large.bin | cat > /dev/null` run as a process, as a user runs it (compiled ' +
+    'JavaScript; Node start and module loading included), against git\'s full read; "4 KiB cat ' +
+    'command" is `layerfs cat --offset N --length 4096` and "--version" `layerfs --version` (medians ' +
+    'of 5), with `node -e 0` as the floor of any Node command.',
   order: 40,
   peers: ['git'],
   tiers: (quick) => (quick ? [1, 4] : [1, 10, 100, 500]).map((mib) => ({ label: `${mib} MiB`, value: mib, unit: 'MiB' })),
@@ -39,7 +55,7 @@ const family: CampaignFamily = {
     const headers = [
       'tier', 'tool', 'import', 'import MB/s', 'import ×git', 'full read', 'read MB/s', 'read ×git',
       'reads', 'random read median', 'p90', 'bytes / read', 'pread floor', 'semantic', 'pages', 'stored', 'peak RSS',
-      'RSS import / read',
+      'RSS import / read', 'cat command', 'cat cmd ×git', '4 KiB cat command', '--version', 'node -e 0',
     ];
     const out = rows.map((r) => {
       const bad = failedCells(r, notes, headers.length, [r.tier, r.tool]);
@@ -65,6 +81,7 @@ const family: CampaignFamily = {
         fmtBytes(r.storeBytes),
         fmtMiB(r.maxRssMiB),
         isL && x(r, 'rssAfterImportMiB') !== undefined ? `${fmtMiB(x(r, 'rssAfterImportMiB'))} / ${fmtMiB(x(r, 'rssAfterReadMiB'))}` : DASH,
+        ...commandColumns(r, git),
       ];
     });
     return { headers, align: headers.map((_, i) => (i === 1 ? 'l' : 'r')), rows: out, notes };

@@ -1,5 +1,5 @@
 /** Option values parsed the same way by every command that takes them; bad ones are usage errors. */
-import { LayerFsError } from '../sdk/index.js';
+import { LayerFsError } from '../sdk/errors.js';
 
 /** A usage mistake a command finds itself (commander finds the others). */
 export function usage(message: string): LayerFsError {

@@ -7,7 +7,7 @@
 import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import { LayerFsError } from '../sdk/index.js';
+import { LayerFsError } from '../sdk/errors.js';
 
 export interface Context {
   store: string;

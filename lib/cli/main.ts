@@ -1,12 +1,11 @@
 /**
  * The `layerfs` command. It parses argv (commander), calls the SDK and prints; it holds no
- * product logic of its own.
+ * product logic of its own. `main` (start.ts) loads only the module of the command it runs;
+ * `buildProgram` is the whole command tree at once, for tools that walk it.
  */
-import { Command, CommanderError } from 'commander';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { LayerFsError } from '../sdk/index.js';
-import { toJson } from './output.js';
+import type { Command } from 'commander';
+import { GROUPS, type GroupName, type Register } from './groups.js';
+import { packageVersion, rootProgram } from './program.js';
 import { makeRunner, type ExitState } from './runner.js';
 import { registerInitCommand } from './commands/init.js';
 import { registerDbCommands } from './commands/db.js';
@@ -32,105 +31,40 @@ import { registerGrepCommand } from './commands/grep.js';
 import { registerPinCommands } from './commands/pin.js';
 import { registerRetentionCommands } from './commands/retention.js';
 
-function packageVersion(): string {
-  for (const rel of ['../../package.json', '../../../package.json']) {
-    try {
-      const pkg = JSON.parse(readFileSync(fileURLToPath(new URL(rel, import.meta.url)), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'layerfs' && pkg.version) return pkg.version;
-    } catch {
-      /* try the next location: sources and compiled files sit at different depths */
-    }
-  }
-  return '0.0.0';
-}
+export { main } from './start.js';
 
-/**
- * The command tree. Each file registers one group (or one top-level command) and nothing else;
- * the order here is the order `layerfs --help` lists them in.
- */
+/** Each group's register function, loaded now (the table in groups.ts loads them on demand). */
+const REGISTER: Record<GroupName, Register> = {
+  init: registerInitCommand,
+  db: registerDbCommands,
+  context: registerContextCommands,
+  verify: registerVerifyCommand,
+  layerstack: registerLayerStackCommands,
+  query: registerQueryCommands,
+  ls: registerLsCommand,
+  cat: registerCatCommand,
+  export: registerExportCommand,
+  branch: registerBranchCommands,
+  log: registerLogCommand,
+  workspace: registerWorkspaceCommands,
+  monitor: registerMonitorCommands,
+  daemon: registerDaemonCommands,
+  sandbox: registerSandboxCommands,
+  tour: registerTourCommand,
+  remote: registerRemoteCommands,
+  rewind: registerRewindCommands,
+  mcp: registerMcpCommands,
+  patch: registerPatchCommands,
+  grep: registerGrepCommand,
+  pin: registerPinCommands,
+  retention: registerRetentionCommands,
+};
+
+/** The whole command tree, every group's module loaded, in the order `layerfs --help` lists them. */
 export function buildProgram(state: ExitState): Command {
-  const program = new Command('layerfs')
-    .description('A content-addressed, branchable time machine for agent workspaces, in one SQLite file.')
-    .version(`layerfs ${packageVersion()}`, '-V, --version')
-    .option('--json', 'print one JSON object as the result')
-    .option('--store <path>', 'the Store to use (else $LAYERFS_STORE, the nearest .layerfs/ upward, the context file)')
-    .option('-q, --quiet', 'no progress bars')
-    .showHelpAfterError()
-    .exitOverride();
+  const program = rootProgram();
   const run = makeRunner(program, state);
-  registerInitCommand(program, run);
-  registerDbCommands(program, run);
-  registerContextCommands(program, run);
-  registerVerifyCommand(program, run, state);
-  registerLayerStackCommands(program, run, state);
-  registerQueryCommands(program, run);
-  registerLsCommand(program, run);
-  registerCatCommand(program, run);
-  registerExportCommand(program, run);
-  registerBranchCommands(program, run, state);
-  registerLogCommand(program, run);
-  registerWorkspaceCommands(program, run, state);
-  registerMonitorCommands(program, run);
-  registerDaemonCommands(program, run, state);
-  registerSandboxCommands(program, run, state);
-  registerTourCommand(program, run);
-  registerRemoteCommands(program, run, state);
-  registerRewindCommands(program, run);
-  registerMcpCommands(program, run, packageVersion());
-  registerPatchCommands(program, run, state);
-  registerGrepCommand(program, run, state);
-  registerPinCommands(program, run);
-  registerRetentionCommands(program, run);
+  const version = packageVersion();
+  for (const name of Object.keys(GROUPS) as GroupName[]) REGISTER[name](program, run, state, version);
   return program;
-}
-
-/** --json given before any `--` (commander has not parsed yet when a usage error is printed). */
-function wantsJson(argv: string[]): boolean {
-  const end = argv.indexOf('--');
-  return (end < 0 ? argv : argv.slice(0, end)).includes('--json');
-}
-
-/** Commander's usage errors in every subcommand: with --json, kept for one JSON error on stdout. */
-function quietUsage(cmd: Command, sink: string[]): void {
-  cmd.configureOutput({ writeErr: (s) => sink.push(s), outputError: (s) => sink.push(s) });
-  for (const sub of cmd.commands) quietUsage(sub, sink);
-}
-
-/**
- * A reader that goes away (`layerfs cat … | head`) ends the command quietly, like cat or git:
- * the output nobody reads is dropped and the exit is clean. Nothing is lost: results are printed
- * after the operation has finished.
- */
-function endQuietlyOnClosedPipe(): void {
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw e;
-    });
-  }
-}
-
-export async function main(argv: string[]): Promise<void> {
-  endQuietlyOnClosedPipe();
-  const state = { code: 0 };
-  const program = buildProgram(state);
-  const json = wantsJson(argv.slice(2));
-  const usage: string[] = [];
-  if (json) quietUsage(program, usage);
-  try {
-    await program.parseAsync(argv);
-  } catch (e) {
-    if (e instanceof CommanderError) {
-      process.exitCode = e.exitCode === 0 ? 0 : 2;
-      if (json && e.exitCode !== 0) {
-        const message = e.message.replace(/^error: /, '');
-        const error = new LayerFsError('ERR_USAGE', message, { hint: 'see `layerfs --help` or `layerfs COMMAND --help`' });
-        process.stdout.write(toJson({ error: error.toJSON() }) + '\n');
-        process.stderr.write(`layerfs: ${message} [ERR_USAGE]\n`);
-      } else if (json) process.stdout.write(usage.join(''));
-      return;
-    }
-    throw e;
-  }
-  process.exitCode = state.code;
 }

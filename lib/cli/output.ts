@@ -2,7 +2,8 @@
  * Output: with --json exactly one JSON object on stdout (ids hex, bigints as decimal strings);
  * otherwise short human lines. Errors go to stderr (and as {"error": …} on stdout with --json).
  */
-import { isLayerFsError, type DiffPage } from '../sdk/index.js';
+import { isLayerFsError } from '../sdk/errors.js';
+import type { DiffPage } from '../sdk/index.js';
 
 export function toJson(value: unknown): string {
   // Buffer.prototype.toJSON runs before a replacer sees its result, so look at the holder's own

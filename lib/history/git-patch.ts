@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { deflateSync } from 'node:zlib';
-import { structuredPatch } from 'diff';
+import { structuredPatch } from 'diff/lib/patch/create.js';
 
 /** One side of a file pair: what git tracks of a path (a regular file or a symlink). */
 export interface PatchSide {

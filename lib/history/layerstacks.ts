@@ -5,7 +5,7 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, type Store, type WriteStats } from '../store/index.js';
+import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, prepared, type Store, type WriteStats } from '../store/index.js';
 import { layerId, uuidv7 } from './ids.js';
 import { resolveRemoteRef } from './remote-refs.js';
 import { uniqueByPrefix } from './resolve.js';
@@ -48,7 +48,7 @@ export function getLayerStack(store: Store, id: Buffer): LayerStackRow | undefin
 }
 
 export function getLayer(store: Store, id: Buffer): LayerRow | undefined {
-  return store.db.prepare(`SELECT ${LAYER_COLUMNS} FROM layers WHERE id = ?`).get(id) as LayerRow | undefined;
+  return prepared(store.db, `SELECT ${LAYER_COLUMNS} FROM layers WHERE id = ?`).get(id) as LayerRow | undefined;
 }
 
 /** The Layer whose id `text` (4 or more hex digits) starts; several are ERR_AMBIGUOUS_ID. */

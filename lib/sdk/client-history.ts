@@ -19,6 +19,7 @@ import type { GrepOptions, GrepResult } from './grep.js';
 import * as maintenance from './maintenance.js';
 import type { FileStat, PatchRequest, PatchResult } from './patch.js';
 import * as remotes from './remotes.js';
+import type * as remoteTransfer from './remote-transfer.js';
 import type { RestoreResult } from './restore.js';
 import * as lifecycle from './retention.js';
 import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcProgress, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
@@ -42,6 +43,9 @@ import type {
   StoreInfoResult,
   VerifyResult,
 } from './types.js';
+
+/** Push, fetch, clone, init and verify: loaded on first use (they load the PostgreSQL driver). */
+export const transfers = (): Promise<typeof remoteTransfer> => import('./remote-transfer.js');
 
 export class HistoryClient {
   readonly monitor: Monitor;
@@ -347,7 +351,7 @@ export class HistoryClient {
     return lifecycle.gc(this.lifecycle, opts);
   }
 
-  // ---- Remotes (remotes.ts) ----
+  // ---- Remotes (remotes.ts; transfers in remote-transfer.ts, loaded on first use) ----
 
   /** Records a remote (a postgres:// URL without password, or "env:" for the PG* variables). */
   remoteAdd(name: string, url: string): remotes.RemoteInfo {
@@ -368,22 +372,22 @@ export class HistoryClient {
   }
 
   /** Creates or upgrades the remote's schema. */
-  remoteInit(remote?: string, opts: remotes.RemoteOptions = {}): Promise<{ remote: string; from: number | null; to: number }> {
-    return remotes.remoteInit(this.store, remote, opts);
+  async remoteInit(remote?: string, opts: remotes.RemoteOptions = {}): Promise<{ remote: string; from: number | null; to: number }> {
+    return (await transfers()).remoteInit(this.store, remote, opts);
   }
 
   /** Re-hashes everything the remote's states reach (storing nothing); `ok: false` names the first damage. */
-  remoteVerify(remote?: string, opts: remotes.RemoteOptions = {}): Promise<remotes.RemoteVerifyReport> {
-    return remotes.remoteVerify(this.store, remote, opts);
+  async remoteVerify(remote?: string, opts: remotes.RemoteOptions = {}): Promise<remotes.RemoteVerifyReport> {
+    return (await transfers()).remoteVerify(this.store, remote, opts);
   }
 
   /** Sends a LayerStack or a Branch; the remote head moves by compare-and-swap (ERR_HEAD_MOVED). */
-  push(ref: string, opts: remotes.RemoteOptions & { remote?: string } = {}): Promise<remotes.PushResult> {
-    return remotes.push(this.store, opts.remote, ref, opts);
+  async push(ref: string, opts: remotes.RemoteOptions & { remote?: string } = {}): Promise<remotes.PushResult> {
+    return (await transfers()).push(this.store, opts.remote, ref, opts);
   }
 
   /** Fetches objects and heads of a remote; its states become readable as REMOTE/NAME. */
-  fetch(remote?: string, opts: remotes.RemoteOptions & { layerStack?: string } = {}): Promise<remotes.FetchResult> {
-    return remotes.fetch(this.store, remote, opts);
+  async fetch(remote?: string, opts: remotes.RemoteOptions & { layerStack?: string } = {}): Promise<remotes.FetchResult> {
+    return (await transfers()).fetch(this.store, remote, opts);
   }
 }

@@ -11,11 +11,11 @@ import { Store, type ExportProgress } from '../store/index.js';
 import { editFileRanges, getExecution, listExecutions, readOutput, resolveWorkspace, stopExecution, type ExecutionInfo, type RangeEdit, type RemoveProgress } from '../workspace/index.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../fuse/index.js';
-import { HistoryClient } from './client-history.js';
+import { HistoryClient, transfers } from './client-history.js';
 import * as diffs from './diffs.js';
 import type { PatchRequest, PatchResult } from './patch.js';
 import { conflictInfos, resolveConflictOf, updateWorkspaceOf } from './reconcile.js';
-import * as remotes from './remotes.js';
+import type * as remotes from './remotes.js';
 import { createSandbox, openShell, removeSandbox, sandboxStatus, stopSandbox, type CreateSandboxOptions, type ShellOptions } from './sandbox.js';
 import { endStandbys } from './standby.js';
 import { openOwnedWorkspace, runToolCall, type ToolCallDecision, type ToolCallOptions, type ToolCallResult, type ToolCallWorkspace } from './tool-call.js';
@@ -39,7 +39,7 @@ export class Client extends HistoryClient {
    * into a new Store at `path`, recording it as remote `origin` (docs/REMOTES.md).
    */
   static async clone(url: string, path: string, opts: remotes.RemoteOptions & { layerStack?: string; remote?: string } = {}): Promise<{ client: Client; result: remotes.FetchResult }> {
-    const { store, result } = await remotes.clone(url, path, opts);
+    const { store, result } = await (await transfers()).clone(url, path, opts);
     return { client: new Client(store), result };
   }
 

@@ -2,7 +2,7 @@
 export { Client, type InitLayerStackOptions, type StateRef } from './client.js';
 export type * from './types.js';
 export type * from './retention-types.js';
-export { LayerFsError, isLayerFsError, type ErrorCode } from '../errors.js';
+export { LayerFsError, isLayerFsError, type ErrorCode } from './errors.js';
 export { nativeInfo } from '../native/index.js';
 export { NAME_PATTERN } from '../format/names.js';
 export type { ImportProgress, ExportProgress, VerifyProgress } from '../store/index.js';

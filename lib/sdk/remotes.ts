@@ -1,31 +1,12 @@
 /**
- * The SDK's remotes: thin wrappers over lib/remote that open one connection per operation and
- * close it, and turn rows into plain JSON-able values.
+ * The SDK's remotes, the part that needs no connection: the remotes recorded in the Store and
+ * the remote heads last seen, as plain JSON-able values. Push, fetch, clone, init and verify
+ * (remote-transfer.ts) load the PostgreSQL driver when first used.
  */
 import { toHex } from '../format/hex.js';
-import {
-  addRemote,
-  checkRemoteSchema,
-  displayUrl,
-  fetchRemote,
-  getRemote,
-  initRemoteSchema,
-  listRemotes,
-  pushRef,
-  RemoteConnection,
-  remoteRefs,
-  removeRemote,
-  withoutPassword,
-  loadRemoteKey,
-  useRemoteKey,
-  type KeyOptions,
-  type FetchResult,
-  type PushResult,
-  type PushOptions,
-  verifyRemote,
-  type RemoteVerifyReport,
-} from '../remote/index.js';
-import { Store } from '../store/index.js';
+import { addRemote, displayUrl, listRemotes, removeRemote, remoteRefs } from '../remote/local.js';
+import type { KeyOptions, PushOptions } from '../remote/index.js';
+import type { Store } from '../store/index.js';
 
 export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport, PushReconciliation, PushConflict } from '../remote/index.js';
 
@@ -57,21 +38,6 @@ export interface RemoteOptions extends PushOptions, KeyOptions {
   password?: string;
 }
 
-async function withRemote<T>(store: Store, name: string | undefined, fn: (c: RemoteConnection, key: Buffer | undefined) => Promise<T>, opts: RemoteOptions & { init?: boolean } = {}): Promise<T> {
-  const r = getRemote(store, name);
-  const key = loadRemoteKey(r.name, opts);
-  const conn = await RemoteConnection.open(r.name, r.url, opts.password);
-  try {
-    if (!opts.init) {
-      const meta = await checkRemoteSchema(conn);
-      await useRemoteKey(conn, key, meta);
-    }
-    return await fn(conn, key);
-  } finally {
-    await conn.close();
-  }
-}
-
 export function remoteAdd(store: Store, name: string, url: string): RemoteInfo {
   const r = addRemote(store, name, url);
   return { name: r.name, url: r.url, createdAt: new Date(r.createdMs).toISOString() };
@@ -95,39 +61,4 @@ export function remoteRefList(store: Store, remote?: string): RemoteRefInfo[] {
     head: r.head ? toHex(r.head) : null,
     updatedAt: new Date(r.updatedMs).toISOString(),
   }));
-}
-
-export function remoteInit(store: Store, name: string | undefined, opts: RemoteOptions = {}): Promise<{ remote: string; from: number | null; to: number }> {
-  return withRemote(store, name, async (c, key) => ({ remote: c.name, ...(await initRemoteSchema(c, key)) }), { ...opts, init: true });
-}
-
-export function push(store: Store, remote: string | undefined, ref: string, opts: RemoteOptions = {}): Promise<PushResult> {
-  return withRemote(store, remote, (c) => pushRef(store, c, ref, opts), opts);
-}
-
-export function fetch(store: Store, remote: string | undefined, opts: RemoteOptions & { layerStack?: string } = {}): Promise<FetchResult> {
-  return withRemote(store, remote, (c) => fetchRemote(store, c, opts), opts);
-}
-
-/**
- * A new Store at `path` holding what the remote at `url` has (or one LayerStack of it), with
- * the remote recorded as `remote` (default origin; the URL's password, if any, is used for
- * this connection and not stored). On failure the new Store is left with whatever whole batches
- * landed and no history: a later `fetch` there resumes.
- */
-export async function clone(url: string, path: string, opts: RemoteOptions & { layerStack?: string; remote?: string } = {}): Promise<{ store: Store; result: FetchResult }> {
-  const { url: clean, password } = withoutPassword(url);
-  const store = Store.create(path);
-  try {
-    addRemote(store, opts.remote ?? 'origin', clean);
-    const result = await fetch(store, opts.remote ?? 'origin', { ...opts, password: opts.password ?? password });
-    return { store, result };
-  } catch (e) {
-    store.close();
-    throw e;
-  }
-}
-
-export function remoteVerify(store: Store, remote: string | undefined, opts: RemoteOptions = {}): Promise<RemoteVerifyReport> {
-  return withRemote(store, remote, (c) => verifyRemote(c), opts);
 }

@@ -310,7 +310,7 @@ function segmentStarts(ends: number[]): Map<number, number> {
 
 /**
  * Deletes the Workspace's segment rows not in `fresh` and writes those of `fresh` not stored
- * yet (`fresh`: id → its bytes, or the entry range to encode them from); returns rows written.
+ * yet (`fresh`: id → its packed row, or the entry range to encode it from); returns rows written.
  */
 function writeSegmentRows(store: Store, workspaceId: Buffer, c: StatCache, children: Uint32Array, fresh: Map<string, Buffer | [number, number]>): number {
   const stored = prepared(store.db, 'SELECT id FROM workspace_entries WHERE workspace_id = ?', 'pluck').all(workspaceId) as Buffer[];
@@ -324,26 +324,35 @@ function writeSegmentRows(store: Store, workspaceId: Buffer, c: StatCache, child
   let written = 0;
   for (const [key, v] of fresh) {
     // A reused id whose row is gone (this cache was rewritten since it was loaded): encode it.
-    const seg = Buffer.isBuffer(v) ? v : encodeSegment(c, children, v[0], v[1]);
-    put.run(workspaceId, Buffer.from(key, 'latin1'), packSegment(seg));
+    put.run(workspaceId, Buffer.from(key, 'latin1'), Buffer.isBuffer(v) ? v : packSegment(encodeSegment(c, children, v[0], v[1])));
     written++;
   }
   return written;
 }
 
+/** A cache encoded for saving (cachePlan), written by writeCache. */
+export interface CachePlan {
+  readonly cache: StatCache;
+  readonly children: Uint32Array;
+  readonly ends: number[];
+  readonly ids: Buffer[];
+  /** id → its packed row, or the entry range of a reused id (encoded only if its row is gone). */
+  readonly fresh: Map<string, Buffer | [number, number]>;
+  readonly encoded: number;
+}
+
 /**
- * Replaces the Workspace's cache, inside the caller's write transaction: writes the segments
- * not stored yet and deletes the ones no longer listed, so an unchanged stretch of the tree
- * costs nothing. With `lineage`, segments provably equal to stored ones are not even encoded.
+ * Encodes, hashes and compresses the segments of `c` not stored yet, touching no table: a commit
+ * does this before it takes the write lock. With `lineage`, segments provably equal to stored ones
+ * are not even encoded.
  */
-export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, lineage?: CacheLineage): { segments: number; encoded: number; written: number } {
+export function cachePlan(c: StatCache, lineage?: CacheLineage): CachePlan {
   const st = lineage?.old.stored && lineage.old.stored.ids.length === lineage.old.stored.ends.length ? lineage.old.stored : undefined;
   // Same paths, parents and inodes as the stored cache (statsChanged shares those arrays):
   // same segment boundaries and entry counts, so a segment is reused unless an entry in it changed.
   const sameShape = st !== undefined && c.count === lineage!.old.count && c.ino === lineage!.old.ino && c.parent === lineage!.old.parent && c.names === lineage!.old.names;
   const children = sameShape ? st.children : childCounts(c);
   const ids: Buffer[] = [];
-  // id → its bytes, or where to encode them from when the id was reused.
   const fresh = new Map<string, Buffer | [number, number]>();
   // Stored segment start → its index, when the stored layout is known.
   const startOf = st && !sameShape ? segmentStarts(st.ends) : new Map<number, number>();
@@ -357,24 +366,40 @@ export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, linea
       const hit = lineage!.changed.indexOf(1, s);
       if (hit < 0 || hit >= e) id = st.ids[k];
     } else if (lineage && startOf.size > 0) id = reusedId(lineage, children, s, e, startOf);
-    let seg: Buffer | null = null;
+    let row: Buffer | null = null;
     if (!id) {
-      seg = encodeSegment(c, children, s, e);
+      const seg = encodeSegment(c, children, s, e);
       id = segmentId(seg);
+      row = packSegment(seg);
       encoded++;
     }
     ids.push(id);
     const key = id.toString('latin1');
-    if (seg || !fresh.has(key)) fresh.set(key, seg ?? [s, e]);
+    if (row || !fresh.has(key)) fresh.set(key, row ?? [s, e]);
     s = e;
   }
-  const written = writeSegmentRows(store, workspaceId, c, children, fresh);
+  return { cache: c, children, ends, ids, fresh, encoded };
+}
+
+/**
+ * Replaces the Workspace's cache with `plan`, inside the caller's write transaction: writes the
+ * segments not stored yet and deletes the ones no longer listed, so an unchanged stretch of the
+ * tree costs nothing.
+ */
+export function writeCache(store: Store, workspaceId: Buffer, plan: CachePlan): { segments: number; encoded: number; written: number } {
+  const { cache: c, children, ends, ids } = plan;
+  const written = writeSegmentRows(store, workspaceId, c, children, new Map(plan.fresh));
   const list = Buffer.concat(ids);
-  store.db.prepare('INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
+  prepared(store.db, 'INSERT OR REPLACE INTO workspace_caches (workspace_id, count, max_serial, segments) VALUES (?, ?, ?, ?)').run(workspaceId, c.count, c.maxSerial, list);
   // If the transaction rolls back, the stored list differs and loadCache ignores this one.
   const kept: StatCache = { ...c, stored: { ends, ids: ids.map((_, k) => list.subarray(16 * k, 16 * k + 16)), children } };
   remember(store, workspaceId, { count: c.count, maxSerial: c.maxSerial, segments: list, cache: kept });
-  return { segments: ids.length, encoded, written };
+  return { segments: ids.length, encoded: plan.encoded, written };
+}
+
+/** Replaces the Workspace's cache, inside the caller's write transaction (cachePlan, then writeCache). */
+export function saveCache(store: Store, workspaceId: Buffer, c: StatCache, lineage?: CacheLineage): { segments: number; encoded: number; written: number } {
+  return writeCache(store, workspaceId, cachePlan(c, lineage));
 }
 
 /** Deletes a Workspace's cache, inside the caller's write transaction. */

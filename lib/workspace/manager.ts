@@ -10,7 +10,7 @@ import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath, WalkKind } from '../native/index.js';
-import { loadCache, saveCache, type StatCache } from './cache.js';
+import { cachePlan, loadCache, saveCache, writeCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
@@ -188,6 +188,8 @@ export async function commitWorkspace(
   t = performance.now();
   const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
   const reading = await startReading(cs, clock);
+  // The new stat cache is encoded and compressed while the first reads run, before the lock.
+  const plan = cachePlan(cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
   const readMs = performance.now() - t;
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {
@@ -212,7 +214,7 @@ export async function commitWorkspace(
       const rec = published.reconciliation;
       // The Workspace shows what was published: the other side's changes are written in.
       if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache);
-      else saveCache(store, ws.id, cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+      else writeCache(store, ws.id, plan);
       if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
       let changedPaths = cs.deletedPaths.length;
       for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;

@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { chooseProjection, Client, LayerFsError } from '../../sdk/index.js';
 import { storeFromContext } from '../context.js';
-import type { Runner } from '../runner.js';
+import type { ExitState, Runner } from '../runner.js';
 import { serveHttp } from '../mcp/http.js';
 import { buildServer } from '../mcp/server.js';
 import type { McpContext } from '../mcp/tools.js';
@@ -38,7 +38,7 @@ function untilSignal(): Promise<void> {
   });
 }
 
-export function registerMcpCommands(program: Command, run: Runner, version: string): void {
+export function registerMcpCommands(program: Command, run: Runner, _state: ExitState, version: string): void {
   program
     .command('mcp')
     .description('serve this Store to an agent over the Model Context Protocol: stdio by default, or loopback HTTP with --http (docs/AGENTS.md)')

@@ -4,12 +4,17 @@
  * `--exclude`. Paths are '/'-joined and relative to the root; a directory's ends with '/', so
  * `build/` matches directories only, as in git.
  */
-import ignore from 'ignore';
+import type ignoreFn from 'ignore';
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { LayerFsError } from '../../errors.js';
 
 export const IGNORE_FILE = '.layerfsignore';
+
+/** The `ignore` package, loaded when there is a pattern to match (a process that only reads never does). */
+let ignoreModule: typeof ignoreFn | undefined;
+const loadIgnore = (): typeof ignoreFn => (ignoreModule ??= createRequire(import.meta.url)('ignore') as typeof ignoreFn);
 
 /** The patterns of `root/.layerfsignore` (none when it is absent). */
 export function ignoreFilePatterns(root: string): string[] {
@@ -29,6 +34,6 @@ export function excludeMatcher(root: string, extra: readonly string[] = []): ((r
   }
   const patterns = [...ignoreFilePatterns(root), ...extra].filter((p) => p.trim() !== '' && !p.startsWith('#'));
   if (patterns.length === 0) return undefined;
-  const ig = ignore().add(patterns);
+  const ig = loadIgnore()().add(patterns);
   return (relPath) => ig.ignores(relPath);
 }

@@ -1,0 +1,39 @@
+/**
+ * The `layerfs` command as the bin runs it: the program with every command of the help (from
+ * the light table in groups.ts), but only the module of the command being run loaded, so
+ * `layerfs --version` or `layerfs cat` does not load what `mcp`, `remote` or `sandbox` need.
+ */
+import { Command, Option } from 'commander';
+import { GROUPS, groupFor, type CommandGroup, type GroupName } from './groups.js';
+import { packageVersion, rootProgram, runProgram } from './program.js';
+import type { ExitState } from './runner.js';
+
+/** A command as `--help` lists it, standing in for one whose module is not loaded. */
+function placeholder(program: Command, group: CommandGroup): void {
+  for (const line of group.commands) {
+    const cmd = program.command(line.spec).description(line.description);
+    // Only the count shows (`[options]`); groupFor() loads a command's module before it runs.
+    if (line.options) cmd.addOption(new Option('--options').hideHelp());
+    cmd.action(() => {
+      throw new Error(`layerfs: the module of \`${cmd.name()}\` was not loaded`);
+    });
+  }
+}
+
+/** The program for `args`: the wanted group's module (or every one) loaded, the rest placeholders. */
+export async function programFor(args: string[], state: ExitState): Promise<Command> {
+  const program = rootProgram();
+  const wanted = groupFor(args);
+  const run = wanted === undefined ? undefined : (await import('./runner.js')).makeRunner(program, state);
+  const version = packageVersion();
+  for (const [name, group] of Object.entries(GROUPS) as [GroupName, CommandGroup][]) {
+    if (run && (wanted === 'all' || wanted === name)) (await group.load())(program, run, state, version);
+    else placeholder(program, group);
+  }
+  return program;
+}
+
+export async function main(argv: string[]): Promise<void> {
+  const state = { code: 0 };
+  await runProgram(await programFor(argv.slice(2), state), argv, state);
+}
