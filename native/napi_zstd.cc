@@ -3,6 +3,7 @@
 // Frames are written magicless, without checksum or dictionary id: the Store re-hashes every
 // decoded object against its id, so those fields would only cost bytes. The decoded size stays in
 // the frame header (a group's members are addressed inside it). A "prefix" is raw content the frame may refer to (a delta's base).
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -77,9 +78,12 @@ Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& fra
 
 namespace {
 
-// Background compression: one worker thread compresses queued inputs in order, so the writer
+// Background compression: worker threads compress queued inputs in order, so the writer
 // (lib/store/objects.ts) keeps storing while a sealed group compresses, and collects the frame
 // when it writes the row. Jobs are identified by increasing numbers; a result is taken once.
+// One thread serves a writer that keeps one job queued; a second one (up to the machine's cores,
+// at most kMaxThreads) starts when more jobs wait than threads are idle, as a repack's batch
+// queues all of its groups (lib/store/repack-rows.ts).
 struct Job {
   std::vector<uint8_t> input;
   // A zstd dictionary to compress with (napi_zstd_dict.cc), or empty.
@@ -98,11 +102,11 @@ class Compressor {
     if (dict) job->dict.assign(dict->data, dict->data + dict->size);
     job->level = level;
     std::lock_guard<std::mutex> lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
     const uint64_t id = ++next_;
     jobs_[id] = job;
     queue_.push_back(job);
-    cv_.notify_all();
+    if (threads_.size() < MaxThreads() && queue_.size() > idle_) threads_.emplace_back([this] { Run(); });
+    cv_.notify_one();
     return id;
   }
 
@@ -125,7 +129,7 @@ class Compressor {
       stop_ = true;
       cv_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_) t.join();
   }
 
  private:
@@ -135,7 +139,9 @@ class Compressor {
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        idle_++;
         cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        idle_--;
         if (stop_ && queue_.empty()) break;
         job = queue_.front();
         queue_.pop_front();
@@ -177,7 +183,14 @@ class Compressor {
   // more than kKeep jobs are held, oldest first.
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   static constexpr size_t kKeep = 1024;
-  std::thread thread_;
+  static size_t MaxThreads() {
+    static const size_t n = std::max<size_t>(1, std::min<size_t>(kMaxThreads, std::thread::hardware_concurrency()));
+    return n;
+  }
+  static constexpr size_t kMaxThreads = 4;
+  std::vector<std::thread> threads_;
+  // Threads waiting for a job.
+  size_t idle_ = 0;
   uint64_t next_ = 0;
   bool stop_ = false;
 };

@@ -11,7 +11,7 @@ import { ensureDictionary } from './repack-dict.js';
 import { ChainFlattener } from './repack-flatten.js';
 import type { Selection } from './repack-bases.js';
 import { SelectedWriter } from './repack-selected.js';
-import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
+import { assemble, finishChunkFrames, finishFrame, newGroup, rawPart, splitRaw, startChunkFrames, startFrame, type FrameJob, type OpenGroup, type Part, type Planned } from './repack-rows.js';
 import type { Dictionary } from './dictionary.js';
 import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 
@@ -58,9 +58,11 @@ export interface BatchProgress {
   bytesAfter: number;
 }
 
-/** How one batch writes: the zstd level, the dictionary of content groups, whether to flatten chains. */
+/** How one batch writes: the zstd levels, the dictionary of content groups and chunk frames, whether to flatten chains. */
 export interface BatchOptions {
   level: number;
+  /** zstd level of large files' chunk frames (default `level`). */
+  chunkLevel?: number;
   dict?: Dictionary;
   flatten: boolean;
   /** Planned forms of the small files (repack-bases.ts); without it they keep the rules above. */
@@ -69,21 +71,30 @@ export interface BatchOptions {
   neverGrow: boolean;
 }
 
-/** What a batch collected from its old rows before laying them out. */
+/**
+ * What a batch collected from its old rows before laying them out. Content and tree groups and
+ * chunk frames start compressing as they are sealed (startFrame), so the addon's compression
+ * threads work while this thread goes on reading and writing deltas; layout takes the frames.
+ */
 class Collected {
   readonly groups: OpenGroup[] = [newGroup(), newGroup(), newGroup()];
-  readonly sealed: OpenGroup[][] = [[], [], []];
+  /** Sealed content and tree groups, started; random groups, to be stored raw. */
+  readonly started: FrameJob[][] = [[], []];
+  readonly random: OpenGroup[] = [];
   readonly deltas: Part[] = [];
-  readonly chunkRows: Part[][] = [];
+  readonly chunkRows: (FrameJob | Part)[][] = [];
   readonly oldPacks: number[] = [];
   /** Old rows something still points into (never expected: only a repack moves objects, out of old rows). */
   readonly keep = new Set<number>();
   selected: SelectedWriter | undefined;
 
+  constructor(private readonly opts: BatchOptions) {}
+
   seal(c: Cls): void {
     const g = this.groups[c]!;
     if (g.items.length === 0) return;
-    this.sealed[c]!.push(g);
+    if (c === Cls.Random) this.random.push(g);
+    else this.started[c]!.push(startFrame(g, this.opts.level, c === Cls.Content ? this.opts.dict : undefined));
     this.groups[c] = newGroup();
   }
 
@@ -121,7 +132,7 @@ export function rewriteBatch(store: Store, packs: [number, Planned[]][], opts: B
     db.exec('SAVEPOINT rewrite');
     const dictRow = opts.dict ? ensureDictionary(store, opts.dict) : undefined;
     got = collect(store, reader, packs, opts, mine, moved);
-    const ids = writeRows(store, layout(store, got, opts), mine, moved);
+    const ids = writeRows(store, layout(store, got), mine, moved);
     if (dictRow !== undefined) {
       // The dictionary's row is one the repack wrote, like the others.
       ids.push(dictRow);
@@ -173,7 +184,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
   const locate = db.prepare('SELECT pack, offset, length, at, codec FROM objects WHERE id = ?');
   const readRow = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
   const flattener = opts.flatten ? new ChainFlattener(db, reader) : undefined;
-  const got = new Collected();
+  const got = new Collected(opts);
   const copy = (p: Planned, row: Buffer | undefined): void => {
     // Its frame is copied as it is: its bases, and so its chain, do not change, and damage
     // (if any) stays where a read or verify finds it.
@@ -207,7 +218,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
     // Chunk rows (a large file's new chunks) stay rows of their own, re-framed: a sequential
     // read of a large file keeps touching few rows.
     if (live.every((p) => p.kind === ObjectKind.Chunk && p.codec !== Codec.Delta)) {
-      got.chunkRows.push(chunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.level));
+      got.chunkRows.push(startChunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.chunkLevel ?? opts.level, opts.dict));
       continue;
     }
     for (const p of live) {
@@ -234,22 +245,23 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
 }
 
 /** The new rows: frames of the sealed groups, topped up with raw objects and deltas, then chunk rows. */
-function layout(store: Store, got: Collected, opts: BatchOptions): Part[][] {
+function layout(store: Store, got: Collected): Part[][] {
   got.seal(Cls.Content);
   got.seal(Cls.Tree);
   got.seal(Cls.Random);
-  const content = frames(got.sealed[Cls.Content]!, opts.level, opts.dict);
-  const tree = frames(got.sealed[Cls.Tree]!, opts.level);
+  const content = got.started[Cls.Content]!.map(finishFrame);
+  const tree = got.started[Cls.Tree]!.map(finishFrame);
+  const chunkRows = got.chunkRows.map(finishChunkFrames);
   // Raw objects need no group: each is its own part, so they can fill rows (assemble).
   const fillers: Part[] = [...got.deltas];
   for (const part of [...content, ...tree]) if (part.entries[0]![1] === Codec.Raw) fillers.push(...splitRaw(part));
-  for (const g of got.sealed[Cls.Random]!) fillers.push(...splitRaw(rawPart(g)));
+  for (const g of got.random) fillers.push(...splitRaw(rawPart(g)));
   const packed = (l: Part[]) => l.filter((p) => p.entries[0]![1] !== Codec.Raw);
   // Tree rows first: they are small and many, and take what fills them from the shared pool.
   fillers.sort((a, b) => b.bytes.length - a.bytes.length);
   const pageSize = store.db.pragma('page_size', { simple: true }) as number;
   const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false, pageSize);
-  return [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...got.chunkRows];
+  return [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...chunkRows];
 }
 
 /** Writes the rows and moves their objects' index rows there; returns the new rows' ids. */
