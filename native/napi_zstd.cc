@@ -88,6 +88,8 @@ struct Job {
   std::vector<uint8_t> input;
   // A zstd dictionary to compress with (napi_zstd_dict.cc), or empty.
   std::vector<uint8_t> dict;
+  // Raw content the frame may refer to (a delta's base), or empty.
+  std::vector<uint8_t> prefix;
   int level = 3;
   std::string output;
   std::string error;
@@ -96,10 +98,11 @@ struct Job {
 
 class Compressor {
  public:
-  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict = nullptr) {
+  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict, const Bytes* prefix) {
     auto job = std::make_shared<Job>();
     job->input.assign(data, data + size);
     if (dict) job->dict.assign(dict->data, dict->data + dict->size);
+    if (prefix) job->prefix.assign(prefix->data, prefix->data + prefix->size);
     job->level = level;
     std::lock_guard<std::mutex> lock(mu_);
     const uint64_t id = ++next_;
@@ -152,6 +155,8 @@ class Compressor {
       if (c && !ZSTD_isError(r) && !job->dict.empty()) {
         ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
         r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
+      } else if (c && !ZSTD_isError(r) && !job->prefix.empty()) {
+        r = ZSTD_CCtx_refPrefix_advanced(c, job->prefix.data(), job->prefix.size(), ZSTD_dct_rawContent);
       }
       if (!c) {
         error = "zstd: out of memory";
@@ -169,6 +174,7 @@ class Compressor {
       job->error.swap(error);
       job->done = true;
       std::vector<uint8_t>().swap(job->input);
+      std::vector<uint8_t>().swap(job->prefix);
       while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
       done_cv_.notify_all();
     }
@@ -201,15 +207,19 @@ Compressor& Background() {
   return *c;
 }
 
-// zstdCompressStart(data, level, dict?) → job number
+// zstdCompressStart(data, level, dict?, prefix?) → job number (a dictionary or a prefix, not both)
 Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
   Bytes dict{};
+  Bytes prefix{};
   const bool withDict = info.Length() > 2 && !info[2].IsUndefined();
+  const bool withPrefix = info.Length() > 3 && !info[3].IsUndefined();
+  if (withDict && withPrefix) throw Napi::TypeError::New(env, "a dictionary or a prefix, not both");
   if (withDict) dict = GetBytes(env, info[2], "dict");
-  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr);
+  if (withPrefix) prefix = GetBytes(env, info[3], "prefix");
+  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr, withPrefix ? &prefix : nullptr);
   return Napi::Number::New(env, static_cast<double>(id));
 }
 

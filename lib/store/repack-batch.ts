@@ -3,7 +3,8 @@
  * now, are laid out anew (repack-rows.ts) and the old rows deleted.
  */
 import { LayerFsError } from '../errors.js';
-import { Codec, looksRandom } from './codec.js';
+import { zstdCompressResult } from '../native/index.js';
+import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { StoreAccess as Store } from './access.js';
 import { ObjectKind } from './object-id.js';
 import { ObjectReader } from './object-reader.js';
@@ -20,6 +21,20 @@ import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './
  * is the most a read of one small file should decode (0.309× vs 0.327× with 32 KiB at level 19).
  */
 export const REPACK_GROUP_MAX = 128 * 1024;
+
+/**
+ * Deltas a batch keeps compressing at a time: the addon drops results nobody takes once it holds
+ * over a thousand, and each holds a copy of its object and base.
+ */
+const DELTAS_IN_FLIGHT = 256;
+
+interface InFlightDelta {
+  p: Planned;
+  data: Buffer;
+  job: number;
+  base: Buffer;
+  limit: number;
+}
 
 const enum Cls {
   Content = 0,
@@ -82,6 +97,9 @@ class Collected {
   readonly started: FrameJob[][] = [[], []];
   readonly random: OpenGroup[] = [];
   readonly deltas: Part[] = [];
+  /** Deltas of the selection being compressed, oldest first (SelectedSink), and those stored so far. */
+  private readonly inFlight: InFlightDelta[] = [];
+  selectedDeltas = 0;
   readonly chunkRows: (FrameJob | Part)[][] = [];
   readonly oldPacks: number[] = [];
   /** Old rows something still points into (never expected: only a repack moves objects, out of old rows). */
@@ -96,6 +114,25 @@ class Collected {
     if (c === Cls.Random) this.random.push(g);
     else this.started[c]!.push(startFrame(g, this.opts.level, c === Cls.Content ? this.opts.dict : undefined));
     this.groups[c] = newGroup();
+  }
+
+  /** A delta started by the selection's writer; the oldest is taken once too many are running. */
+  startDelta(d: InFlightDelta): void {
+    this.inFlight.push(d);
+    while (this.inFlight.length > DELTAS_IN_FLIGHT) this.takeDelta(this.inFlight.shift()!);
+  }
+
+  /** Takes the frames of every delta still running. */
+  takeDeltas(): void {
+    for (const d of this.inFlight.splice(0)) this.takeDelta(d);
+  }
+
+  private takeDelta({ p, data, job, base, limit }: InFlightDelta): void {
+    const frame = zstdCompressResult(job);
+    if (frame.length <= limit && frame.length <= data.length * KEEP_COMPRESSED) {
+      this.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] });
+      this.selectedDeltas++;
+    } else this.add(p, data);
   }
 
   /** Adds an object stored whole to the open group of its class. */
@@ -133,6 +170,7 @@ export function rewriteBatch(store: Store, packs: [number, Planned[]][], opts: B
     const dictRow = opts.dict ? ensureDictionary(store, opts.dict) : undefined;
     got = collect(store, reader, packs, opts, mine, moved);
     const ids = writeRows(store, layout(store, got), mine, moved);
+    mine.selected += got.selectedDeltas;
     if (dictRow !== undefined) {
       // The dictionary's row is one the repack wrote, like the others.
       ids.push(dictRow);
@@ -194,7 +232,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
   };
   const selected = opts.selection
     ? new SelectedWriter(db, reader, opts.selection, {
-        delta: (p, frame, base) => got.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] }),
+        delta: (p, data, job, base, limit) => got.startDelta({ p, data, job, base, limit }),
         whole: (p, data) => got.add(p, data),
         asIs: (p) => (p.codec === Codec.Delta ? copy(p, readRow.get(p.pack) as Buffer | undefined) : got.add(p, reader.get(p.id))),
       })
@@ -236,7 +274,6 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
       else got.add(p, plan.data);
     }
   }
-  if (selected) stats.selected += selected.deltas;
   if (flattener) {
     stats.flattened += flattener.flattened;
     stats.madeWhole += flattener.madeWhole;
@@ -246,6 +283,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
 
 /** The new rows: frames of the sealed groups, topped up with raw objects and deltas, then chunk rows. */
 function layout(store: Store, got: Collected): Part[][] {
+  got.takeDeltas();
   got.seal(Cls.Content);
   got.seal(Cls.Tree);
   got.seal(Cls.Random);
