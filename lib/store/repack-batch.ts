@@ -76,8 +76,6 @@ export interface BatchProgress {
 /** How one batch writes: the zstd levels, the dictionary of content groups and chunk frames, whether to flatten chains. */
 export interface BatchOptions {
   level: number;
-  /** zstd level of large files' chunk frames (default `level`). */
-  chunkLevel?: number;
   dict?: Dictionary;
   flatten: boolean;
   /** Planned forms of the small files (repack-bases.ts); without it they keep the rules above. */
@@ -256,7 +254,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
     // Chunk rows (a large file's new chunks) stay rows of their own, re-framed: a sequential
     // read of a large file keeps touching few rows.
     if (live.every((p) => p.kind === ObjectKind.Chunk && p.codec !== Codec.Delta)) {
-      got.chunkRows.push(startChunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.chunkLevel ?? opts.level, opts.dict));
+      got.chunkRows.push(startChunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.level, opts.dict));
       continue;
     }
     for (const p of live) {

@@ -22,14 +22,6 @@ import { mapSqliteError } from './sqlite-errors.js';
  * afford. Readers decode any level.
  */
 export const REPACK_LEVEL = 19;
-/**
- * Level of large files' chunk frames (256 KiB, with the Store's dictionary) when no level is
- * asked for: on the real-tree slice's 47.8 MB of chunks level 17 with the dictionary stored
- * 8.43 MB in 6.9 s of CPU, level 19 without it 8.78 MB in 17.5 s, level 19 with it 8.35 MB in
- * 14.0 s (docs/BENCHMARKS.md). The chunks are most of a real tree's bytes, and most of the
- * repack's time.
- */
-export const REPACK_CHUNK_LEVEL = 17;
 export { REPACK_GROUP_MAX } from './repack-batch.js';
 /** Objects whose index rows a repack holds at a time (~150 bytes each): bounds its memory on large Stores. */
 export const REPACK_PLAN_OBJECTS = 250_000;
@@ -47,7 +39,7 @@ export interface RepackProgress {
 }
 
 export interface RepackOptions {
-  /** zstd level of content and tree groups and chunk frames (1–22; default REPACK_LEVEL, and REPACK_CHUNK_LEVEL for chunk frames). */
+  /** zstd level of content and tree groups and chunk frames (1–22, default REPACK_LEVEL). */
   level?: number;
   /** Canonical bytes per transaction (default REPACK_BATCH_BYTES). */
   batchBytes?: number;
@@ -240,7 +232,7 @@ export async function repackStore(store: Store, opts: RepackOptions = {}): Promi
       // rows are added to what is there (a concurrent repack's too).
       replaceRecord: !skip && record !== undefined,
       planObjects: opts.planObjects ?? REPACK_PLAN_OBJECTS,
-      batch: { level, chunkLevel: opts.level ?? REPACK_CHUNK_LEVEL, dict, flatten: opts.flatten ?? true, selection, neverGrow: opts.neverGrow ?? true },
+      batch: { level, dict, flatten: opts.flatten ?? true, selection, neverGrow: opts.neverGrow ?? true },
       onProgress: opts.onProgress,
     });
     store.objects.reset();
