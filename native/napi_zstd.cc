@@ -3,6 +3,7 @@
 // Frames are written magicless, without checksum or dictionary id: the Store re-hashes every
 // decoded object against its id, so those fields would only cost bytes. The decoded size stays in
 // the frame header (a group's members are addressed inside it). A "prefix" is raw content the frame may refer to (a delta's base).
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -77,13 +78,18 @@ Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& fra
 
 namespace {
 
-// Background compression: one worker thread compresses queued inputs in order, so the writer
+// Background compression: worker threads compress queued inputs in order, so the writer
 // (lib/store/objects.ts) keeps storing while a sealed group compresses, and collects the frame
 // when it writes the row. Jobs are identified by increasing numbers; a result is taken once.
+// One thread serves a writer that keeps one job queued; a second one (up to the machine's cores,
+// at most kMaxThreads) starts when more jobs wait than threads are idle, as a repack's batch
+// queues all of its groups (lib/store/repack-rows.ts).
 struct Job {
   std::vector<uint8_t> input;
   // A zstd dictionary to compress with (napi_zstd_dict.cc), or empty.
   std::vector<uint8_t> dict;
+  // Raw content the frame may refer to (a delta's base), or empty.
+  std::vector<uint8_t> prefix;
   int level = 3;
   std::string output;
   std::string error;
@@ -92,17 +98,18 @@ struct Job {
 
 class Compressor {
  public:
-  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict = nullptr) {
+  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict, const Bytes* prefix) {
     auto job = std::make_shared<Job>();
     job->input.assign(data, data + size);
     if (dict) job->dict.assign(dict->data, dict->data + dict->size);
+    if (prefix) job->prefix.assign(prefix->data, prefix->data + prefix->size);
     job->level = level;
     std::lock_guard<std::mutex> lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
     const uint64_t id = ++next_;
     jobs_[id] = job;
     queue_.push_back(job);
-    cv_.notify_all();
+    if (threads_.size() < MaxThreads() && queue_.size() > idle_) threads_.emplace_back([this] { Run(); });
+    cv_.notify_one();
     return id;
   }
 
@@ -125,7 +132,7 @@ class Compressor {
       stop_ = true;
       cv_.notify_all();
     }
-    if (thread_.joinable()) thread_.join();
+    for (std::thread& t : threads_) t.join();
   }
 
  private:
@@ -135,7 +142,9 @@ class Compressor {
       std::shared_ptr<Job> job;
       {
         std::unique_lock<std::mutex> lock(mu_);
+        idle_++;
         cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+        idle_--;
         if (stop_ && queue_.empty()) break;
         job = queue_.front();
         queue_.pop_front();
@@ -146,6 +155,8 @@ class Compressor {
       if (c && !ZSTD_isError(r) && !job->dict.empty()) {
         ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
         r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
+      } else if (c && !ZSTD_isError(r) && !job->prefix.empty()) {
+        r = ZSTD_CCtx_refPrefix_advanced(c, job->prefix.data(), job->prefix.size(), ZSTD_dct_rawContent);
       }
       if (!c) {
         error = "zstd: out of memory";
@@ -163,6 +174,7 @@ class Compressor {
       job->error.swap(error);
       job->done = true;
       std::vector<uint8_t>().swap(job->input);
+      std::vector<uint8_t>().swap(job->prefix);
       while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
       done_cv_.notify_all();
     }
@@ -177,7 +189,14 @@ class Compressor {
   // more than kKeep jobs are held, oldest first.
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   static constexpr size_t kKeep = 1024;
-  std::thread thread_;
+  static size_t MaxThreads() {
+    static const size_t n = std::max<size_t>(1, std::min<size_t>(kMaxThreads, std::thread::hardware_concurrency()));
+    return n;
+  }
+  static constexpr size_t kMaxThreads = 4;
+  std::vector<std::thread> threads_;
+  // Threads waiting for a job.
+  size_t idle_ = 0;
   uint64_t next_ = 0;
   bool stop_ = false;
 };
@@ -188,15 +207,19 @@ Compressor& Background() {
   return *c;
 }
 
-// zstdCompressStart(data, level, dict?) → job number
+// zstdCompressStart(data, level, dict?, prefix?) → job number (a dictionary or a prefix, not both)
 Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
   if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "level must be a number");
   Bytes dict{};
+  Bytes prefix{};
   const bool withDict = info.Length() > 2 && !info[2].IsUndefined();
+  const bool withPrefix = info.Length() > 3 && !info[3].IsUndefined();
+  if (withDict && withPrefix) throw Napi::TypeError::New(env, "a dictionary or a prefix, not both");
   if (withDict) dict = GetBytes(env, info[2], "dict");
-  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr);
+  if (withPrefix) prefix = GetBytes(env, info[3], "prefix");
+  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr, withPrefix ? &prefix : nullptr);
   return Napi::Number::New(env, static_cast<double>(id));
 }
 

@@ -13,11 +13,12 @@ export function zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Arra
 }
 
 /**
- * Starts compressing a copy of `data` on the addon's background thread; returns a job number
- * for zstdCompressResult. Jobs run in order; each result must be taken once.
+ * Starts compressing a copy of `data` on the addon's background threads, with a dictionary or
+ * a prefix (a copy of it: a delta's base) if given; returns a job number for zstdCompressResult.
+ * Jobs start in order; each result must be taken once.
  */
-export function zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array): number {
-  return native.zstdCompressStart(data, level, dict);
+export function zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array, prefix?: Uint8Array): number {
+  return native.zstdCompressStart(data, level, dict, prefix);
 }
 
 /** The frame of a job started with zstdCompressStart, waiting for it if it is still running. */

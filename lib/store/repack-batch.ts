@@ -3,7 +3,8 @@
  * now, are laid out anew (repack-rows.ts) and the old rows deleted.
  */
 import { LayerFsError } from '../errors.js';
-import { Codec, looksRandom } from './codec.js';
+import { zstdCompressResult } from '../native/index.js';
+import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { StoreAccess as Store } from './access.js';
 import { ObjectKind } from './object-id.js';
 import { ObjectReader } from './object-reader.js';
@@ -11,7 +12,7 @@ import { ensureDictionary } from './repack-dict.js';
 import { ChainFlattener } from './repack-flatten.js';
 import type { Selection } from './repack-bases.js';
 import { SelectedWriter } from './repack-selected.js';
-import { assemble, chunkFrames, frames, newGroup, rawPart, splitRaw, type OpenGroup, type Part, type Planned } from './repack-rows.js';
+import { assemble, finishChunkFrames, finishFrame, newGroup, rawPart, splitRaw, startChunkFrames, startFrame, type FrameJob, type OpenGroup, type Part, type Planned } from './repack-rows.js';
 import type { Dictionary } from './dictionary.js';
 import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 
@@ -20,6 +21,20 @@ import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './
  * is the most a read of one small file should decode (0.309× vs 0.327× with 32 KiB at level 19).
  */
 export const REPACK_GROUP_MAX = 128 * 1024;
+
+/**
+ * Deltas a batch keeps compressing at a time: the addon drops results nobody takes once it holds
+ * over a thousand, and each holds a copy of its object and base.
+ */
+const DELTAS_IN_FLIGHT = 256;
+
+interface InFlightDelta {
+  p: Planned;
+  data: Buffer;
+  job: number;
+  base: Buffer;
+  limit: number;
+}
 
 const enum Cls {
   Content = 0,
@@ -58,7 +73,7 @@ export interface BatchProgress {
   bytesAfter: number;
 }
 
-/** How one batch writes: the zstd level, the dictionary of content groups, whether to flatten chains. */
+/** How one batch writes: the zstd levels, the dictionary of content groups and chunk frames, whether to flatten chains. */
 export interface BatchOptions {
   level: number;
   dict?: Dictionary;
@@ -69,22 +84,53 @@ export interface BatchOptions {
   neverGrow: boolean;
 }
 
-/** What a batch collected from its old rows before laying them out. */
+/**
+ * What a batch collected from its old rows before laying them out. Content and tree groups and
+ * chunk frames start compressing as they are sealed (startFrame), so the addon's compression
+ * threads work while this thread goes on reading and writing deltas; layout takes the frames.
+ */
 class Collected {
   readonly groups: OpenGroup[] = [newGroup(), newGroup(), newGroup()];
-  readonly sealed: OpenGroup[][] = [[], [], []];
+  /** Sealed content and tree groups, started; random groups, to be stored raw. */
+  readonly started: FrameJob[][] = [[], []];
+  readonly random: OpenGroup[] = [];
   readonly deltas: Part[] = [];
-  readonly chunkRows: Part[][] = [];
+  /** Deltas of the selection being compressed, oldest first (SelectedSink), and those stored so far. */
+  private readonly inFlight: InFlightDelta[] = [];
+  selectedDeltas = 0;
+  readonly chunkRows: (FrameJob | Part)[][] = [];
   readonly oldPacks: number[] = [];
   /** Old rows something still points into (never expected: only a repack moves objects, out of old rows). */
   readonly keep = new Set<number>();
   selected: SelectedWriter | undefined;
 
+  constructor(private readonly opts: BatchOptions) {}
+
   seal(c: Cls): void {
     const g = this.groups[c]!;
     if (g.items.length === 0) return;
-    this.sealed[c]!.push(g);
+    if (c === Cls.Random) this.random.push(g);
+    else this.started[c]!.push(startFrame(g, this.opts.level, c === Cls.Content ? this.opts.dict : undefined));
     this.groups[c] = newGroup();
+  }
+
+  /** A delta started by the selection's writer; the oldest is taken once too many are running. */
+  startDelta(d: InFlightDelta): void {
+    this.inFlight.push(d);
+    while (this.inFlight.length > DELTAS_IN_FLIGHT) this.takeDelta(this.inFlight.shift()!);
+  }
+
+  /** Takes the frames of every delta still running. */
+  takeDeltas(): void {
+    for (const d of this.inFlight.splice(0)) this.takeDelta(d);
+  }
+
+  private takeDelta({ p, data, job, base, limit }: InFlightDelta): void {
+    const frame = zstdCompressResult(job);
+    if (frame.length <= limit && frame.length <= data.length * KEEP_COMPRESSED) {
+      this.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] });
+      this.selectedDeltas++;
+    } else this.add(p, data);
   }
 
   /** Adds an object stored whole to the open group of its class. */
@@ -121,7 +167,8 @@ export function rewriteBatch(store: Store, packs: [number, Planned[]][], opts: B
     db.exec('SAVEPOINT rewrite');
     const dictRow = opts.dict ? ensureDictionary(store, opts.dict) : undefined;
     got = collect(store, reader, packs, opts, mine, moved);
-    const ids = writeRows(store, layout(store, got, opts), mine, moved);
+    const ids = writeRows(store, layout(store, got), mine, moved);
+    mine.selected += got.selectedDeltas;
     if (dictRow !== undefined) {
       // The dictionary's row is one the repack wrote, like the others.
       ids.push(dictRow);
@@ -173,7 +220,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
   const locate = db.prepare('SELECT pack, offset, length, at, codec FROM objects WHERE id = ?');
   const readRow = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
   const flattener = opts.flatten ? new ChainFlattener(db, reader) : undefined;
-  const got = new Collected();
+  const got = new Collected(opts);
   const copy = (p: Planned, row: Buffer | undefined): void => {
     // Its frame is copied as it is: its bases, and so its chain, do not change, and damage
     // (if any) stays where a read or verify finds it.
@@ -183,7 +230,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
   };
   const selected = opts.selection
     ? new SelectedWriter(db, reader, opts.selection, {
-        delta: (p, frame, base) => got.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] }),
+        delta: (p, data, job, base, limit) => got.startDelta({ p, data, job, base, limit }),
         whole: (p, data) => got.add(p, data),
         asIs: (p) => (p.codec === Codec.Delta ? copy(p, readRow.get(p.pack) as Buffer | undefined) : got.add(p, reader.get(p.id))),
       })
@@ -207,7 +254,7 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
     // Chunk rows (a large file's new chunks) stay rows of their own, re-framed: a sequential
     // read of a large file keeps touching few rows.
     if (live.every((p) => p.kind === ObjectKind.Chunk && p.codec !== Codec.Delta)) {
-      got.chunkRows.push(chunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.level));
+      got.chunkRows.push(startChunkFrames(live.map((p) => ({ p, data: reader.get(p.id) })), opts.level, opts.dict));
       continue;
     }
     for (const p of live) {
@@ -225,7 +272,6 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
       else got.add(p, plan.data);
     }
   }
-  if (selected) stats.selected += selected.deltas;
   if (flattener) {
     stats.flattened += flattener.flattened;
     stats.madeWhole += flattener.madeWhole;
@@ -234,22 +280,24 @@ function collect(store: Store, reader: ObjectReader, packs: [number, Planned[]][
 }
 
 /** The new rows: frames of the sealed groups, topped up with raw objects and deltas, then chunk rows. */
-function layout(store: Store, got: Collected, opts: BatchOptions): Part[][] {
+function layout(store: Store, got: Collected): Part[][] {
+  got.takeDeltas();
   got.seal(Cls.Content);
   got.seal(Cls.Tree);
   got.seal(Cls.Random);
-  const content = frames(got.sealed[Cls.Content]!, opts.level, opts.dict);
-  const tree = frames(got.sealed[Cls.Tree]!, opts.level);
+  const content = got.started[Cls.Content]!.map(finishFrame);
+  const tree = got.started[Cls.Tree]!.map(finishFrame);
+  const chunkRows = got.chunkRows.map(finishChunkFrames);
   // Raw objects need no group: each is its own part, so they can fill rows (assemble).
   const fillers: Part[] = [...got.deltas];
   for (const part of [...content, ...tree]) if (part.entries[0]![1] === Codec.Raw) fillers.push(...splitRaw(part));
-  for (const g of got.sealed[Cls.Random]!) fillers.push(...splitRaw(rawPart(g)));
+  for (const g of got.random) fillers.push(...splitRaw(rawPart(g)));
   const packed = (l: Part[]) => l.filter((p) => p.entries[0]![1] !== Codec.Raw);
   // Tree rows first: they are small and many, and take what fills them from the shared pool.
   fillers.sort((a, b) => b.bytes.length - a.bytes.length);
   const pageSize = store.db.pragma('page_size', { simple: true }) as number;
   const treeRows = assemble(packed(tree), fillers, TREE_ROW_TARGET, false, pageSize);
-  return [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...got.chunkRows];
+  return [...treeRows, ...assemble(packed(content), fillers, ROW_TARGET, true, pageSize), ...chunkRows];
 }
 
 /** Writes the rows and moves their objects' index rows there; returns the new rows' ids. */

@@ -2,21 +2,26 @@
  * Writes the small files of one repack batch in the form the selection planned (repack-bases.ts),
  * checked against the Store as the batch finds it: a delta is written only if its base is in its
  * final form (pulled into this batch if not), its chain does not reach the object itself and
- * stays within DELTA_MAX_DEPTH links now, and the frame is within the plan's limit. Otherwise the
- * object is stored whole, which never makes a chain longer or a cycle. Every batch is one
+ * stays within DELTA_MAX_DEPTH links now, and the frame is within the plan's limit (checked by the
+ * batch when it takes the frame, SelectedSink). Otherwise the object is stored whole, which never makes a chain longer or a cycle. Every batch is one
  * transaction, so a crash leaves each object in its old form or its new one.
  */
-import { zstdCompress } from '../native/index.js';
+import { zstdCompressStart } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
-import { Codec, DELTA_LEVEL, DELTA_MAX_DEPTH, KEEP_COMPRESSED } from './codec.js';
+import { Codec, DELTA_LEVEL, DELTA_MAX_DEPTH } from './codec.js';
 import type { Db } from './store-file.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Selection } from './repack-bases.js';
 import type { Planned } from './repack-rows.js';
 
-/** Where a batch puts what this writes. */
+/**
+ * Where a batch puts what this writes. A delta is started on the addon's compression threads
+ * (`job`); the batch takes its frame later and stores it if it is within `limit` and
+ * KEEP_COMPRESSED of `data`, else stores `data` whole. Meanwhile this takes it for a delta, which
+ * can only overstate the chains built on it.
+ */
 export interface SelectedSink {
-  delta(p: Planned, frame: Buffer, base: Buffer): void;
+  delta(p: Planned, data: Buffer, job: number, base: Buffer, limit: number): void;
   whole(p: Planned, data: Buffer): void;
   /** The object as it is (it could not be read: its damage stays where verify finds it). */
   asIs(p: Planned): void;
@@ -24,9 +29,8 @@ export interface SelectedSink {
 
 export class SelectedWriter {
   private readonly locate;
-  /** Forms written in this batch: the base id, or null for whole. */
+  /** Forms written in this batch: the base id (a delta started), or null for whole. */
   private readonly pending = new Map<string, Buffer | null>();
-  deltas = 0;
 
   constructor(
     db: Db,
@@ -55,12 +59,11 @@ export class SelectedWriter {
       this.sink.asIs(p);
       return;
     }
-    const base = this.sel.forms.get(key)?.base;
-    const frame = base ? this.deltaAgainst(p, data, base) : undefined;
-    if (frame) {
-      this.pending.set(key, base!);
-      this.deltas++;
-      this.sink.delta(p, frame, base!);
+    const form = this.sel.forms.get(key);
+    const job = form?.base ? this.deltaAgainst(p, data, form.base) : undefined;
+    if (job !== undefined) {
+      this.pending.set(key, form!.base);
+      this.sink.delta(p, data, job, form!.base!, form!.limit);
     } else this.sink.whole(p, data);
   }
 
@@ -75,7 +78,8 @@ export class SelectedWriter {
     this.pending.clear();
   }
 
-  private deltaAgainst(p: Planned, data: Buffer, base: Buffer): Buffer | undefined {
+  /** The compression job of `data` as a delta against `base`, if its chain allows one. */
+  private deltaAgainst(p: Planned, data: Buffer, base: Buffer): number | undefined {
     if (!this.ready(base)) return undefined;
     const depth = this.depthOf(base, p.id);
     if (depth === undefined || depth + 1 > DELTA_MAX_DEPTH) return undefined;
@@ -86,9 +90,7 @@ export class SelectedWriter {
       if (e instanceof LayerFsError) return undefined;
       throw e;
     }
-    const frame = zstdCompress(data, DELTA_LEVEL, baseBytes);
-    const limit = this.sel.forms.get(p.id.toString('latin1'))!.limit;
-    return frame.length <= limit && frame.length <= data.length * KEEP_COMPRESSED ? frame : undefined;
+    return zstdCompressStart(data, DELTA_LEVEL, undefined, baseBytes);
   }
 
   /** Whether `id` is (or is now made) in its final form; false if it is gone. */
