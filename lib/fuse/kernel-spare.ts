@@ -24,8 +24,8 @@ export interface SpareData {
 /**
  * One WAL checkpointer per daemon: the serving thread of every mount commits with the automatic
  * checkpoint off (Store checkpointInBackground), and each used to start a checkpointing thread
- * and connection of its own (a V8 isolate: ~9 MiB of the daemon's memory per mount). They attach
- * to this one instead, started on the daemon's thread for its Store.
+ * and connection of its own (a worker thread: 5-7 MiB of the daemon's memory and a thread per
+ * mount, docs/BENCHMARKS.md). They attach to this one instead, started on the daemon's thread.
  */
 let shared: { storePath: string; checkpointer: Checkpointer } | null = null;
 
