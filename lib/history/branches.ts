@@ -5,7 +5,7 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
+import { prepared, type Store } from '../store/index.js';
 import { commitIdV2, uuidv7 } from './ids.js';
 import { canonicalJson, EMPTY_NOTE, type CommitNote } from './note.js';
 import { deletedBranch, deletedError } from './tombstones.js';
@@ -15,11 +15,11 @@ import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from '
 import { ensureHistoryTable, historyColumn } from './tables.js';
 
 export function getBranch(store: Store, id: Buffer): BranchRow | undefined {
-  return store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE id = ?`).get(id) as BranchRow | undefined;
+  return prepared(store.db, `SELECT ${BRANCH_COLUMNS} FROM branches WHERE id = ?`).get(id) as BranchRow | undefined;
 }
 
 export function getCommit(store: Store, id: Buffer): CommitRow | undefined {
-  return store.db.prepare(`SELECT ${COMMIT_COLUMNS} FROM commits WHERE id = ?`).get(id) as CommitRow | undefined;
+  return prepared(store.db, `SELECT ${COMMIT_COLUMNS} FROM commits WHERE id = ?`).get(id) as CommitRow | undefined;
 }
 
 export function listBranches(store: Store, layerStackId?: Buffer): BranchRow[] {
@@ -141,10 +141,18 @@ export function publishCommit(store: Store, branchId: Buffer, root: Buffer, expe
   const createdMs = Date.now();
   const metadata = note.metadata === null ? null : canonicalJson(note.metadata);
   const id = commitIdV2(root, expectedHead, expectedBase, createdMs, note.author, note.message, metadata ?? '');
-  store.db
-    .prepare('INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 2)')
-    .run(id, root, expectedHead, expectedBase, createdMs, note.message, metadata, note.author);
-  const r = store.db.prepare('UPDATE branches SET head_commit_id = ? WHERE id = ? AND head_commit_id IS ? AND base_layer_id = ?').run(id, branchId, expectedHead, expectedBase);
+  // Statements prepared once per connection (prepared()): a commit of the mount daemon runs these each time.
+  prepared(store.db, 'INSERT OR IGNORE INTO commits (id, root_id, parent_commit_id, base_layer_id, created_ms, message, metadata, author, id_version) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 2)').run(
+    id,
+    root,
+    expectedHead,
+    expectedBase,
+    createdMs,
+    note.message,
+    metadata,
+    note.author,
+  );
+  const r = prepared(store.db, 'UPDATE branches SET head_commit_id = ? WHERE id = ? AND head_commit_id IS ? AND base_layer_id = ?').run(id, branchId, expectedHead, expectedBase);
   if (r.changes !== 1) return { outcome: 'HeadMoved', expected: expectedHead, actual: getBranch(store, branchId)?.headCommitId ?? null };
   return { outcome: 'Created', commit: getCommit(store, id)!, previousHead: expectedHead };
 }
