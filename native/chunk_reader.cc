@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "direct_files.h"
+#include "direct_read_ahead.h"
 #include "objectid.h"
 
 namespace layerfs {
@@ -18,8 +19,6 @@ namespace {
 // Chunks hashed per MultiHasher call: enough to keep the 16 SIMD lanes busy while the chunks
 // are still in cache from the cut-point search.
 constexpr size_t kHashBatch = 32;
-// Offset, length and memory alignment of O_DIRECT reads.
-constexpr size_t kDirectAlign = 4096;
 
 int64_t Nanos(const struct timespec& t) {
   return static_cast<int64_t>(t.tv_sec) * 1000000000 + static_cast<int64_t>(t.tv_nsec);
@@ -45,45 +44,18 @@ ChunkReader::ChunkReader(const CdcParams& params, size_t piece_size)
     : params_(params), piece_size_(piece_size), hasher_(ChunkPrefix()) {}
 
 ChunkReader::~ChunkReader() {
+  direct_.reset();
   if (fd_ >= 0) close(fd_);
-  if (direct_fd_ >= 0) close(direct_fd_);
-  std::free(bounce_);
 }
 
 void ChunkReader::OpenDirect() {
-  if (piece_size_ % kDirectAlign != 0 || !DirectFiles::Get().Has(st_.st_dev, st_.st_ino)) return;
+  if (!DirectFiles::Get().Has(st_.st_dev, st_.st_ino)) return;
   char path[64];
   snprintf(path, sizeof path, "/proc/self/fd/%d", fd_);
-  direct_fd_ = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-  if (direct_fd_ < 0) return;
-  bounce_ = static_cast<uint8_t*>(std::aligned_alloc(kDirectAlign, piece_size_));
-  if (bounce_ == nullptr) {
-    close(direct_fd_);
-    direct_fd_ = -1;
-  }
-}
-
-// Reads up to `want` bytes at read_ through the direct descriptor into dst; returns how many.
-// Fewer means: end of file, a failure (the buffered read that follows reports it), or O_DIRECT
-// refused (EINVAL: then this file is read buffered from here on).
-size_t ChunkReader::ReadDirect(uint8_t* dst, size_t want) {
-  size_t got = 0;
-  while (got < want) {
-    const size_t ask = (want - got + kDirectAlign - 1) / kDirectAlign * kDirectAlign;
-    const ssize_t r = PreadFull(direct_fd_, bounce_, ask, static_cast<off_t>(read_ + got));
-    if (r <= 0) {
-      if (r < 0 && errno == EINVAL) {
-        close(direct_fd_);
-        direct_fd_ = -1;
-      }
-      return got;
-    }
-    const size_t n = static_cast<size_t>(r) < want - got ? static_cast<size_t>(r) : want - got;
-    std::memcpy(dst + got, bounce_, n);
-    got += n;
-    if (static_cast<size_t>(r) % kDirectAlign != 0) break;  // end of file
-  }
-  return got;
+  const int fd = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+  if (fd < 0) return;
+  direct_ = std::make_unique<DirectReadAhead>(fd, 0);
+  if (!direct_->Start()) direct_.reset();
 }
 
 ReadStatus ChunkReader::Open(const std::string& path, const FileIdentity* expect, int* err) {
@@ -143,7 +115,12 @@ ReadStatus ChunkReader::Next(uint8_t* block, Piece* out, int* err) {
   if (carried > 0) std::memcpy(block, carry_.data(), carried);
   const size_t want = size - read_ < piece_size_ ? static_cast<size_t>(size - read_) : piece_size_;
   size_t got = 0;
-  if (direct_fd_ >= 0 && read_ % kDirectAlign == 0) got = ReadDirect(block + carried, want);
+  if (direct_) {
+    got = direct_->Read(block + carried, want);
+    // Short: the end, or a failure the buffered read below reports (or O_DIRECT refused, EINVAL:
+    // the rest is read buffered).
+    if (got < want) direct_.reset();
+  }
   while (got < want) {
     const ssize_t r = PreadFull(fd_, block + carried + got, want - got, static_cast<off_t>(read_ + got));
     if (r < 0) {
@@ -155,6 +132,8 @@ ReadStatus ChunkReader::Next(uint8_t* block, Piece* out, int* err) {
   }
   read_ += got;
   const bool last = read_ == size;
+  // Every byte is in: the read-ahead's thread, descriptor and slots go now, not with the stream.
+  if (last) direct_.reset();
   if (last) {
     const ReadStatus s = Finish(err);
     if (s != ReadStatus::kEnd) {

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,8 @@
 #include "multihash.h"
 
 namespace layerfs {
+
+class DirectReadAhead;
 
 // What a caller saw of the file earlier (a scan): the opened file must match it exactly.
 struct FileIdentity {
@@ -63,15 +66,13 @@ class ChunkReader {
  private:
   ReadStatus Finish(int* err);
   void OpenDirect();
-  size_t ReadDirect(uint8_t* dst, size_t want);
 
   const CdcParams params_;
   const size_t piece_size_;
   int fd_ = -1;
-  // For a file this process wrote with O_DIRECT (direct_files.h): the same file opened with
-  // O_DIRECT, and a page-aligned buffer of piece_size_ bytes its reads land in.
-  int direct_fd_ = -1;
-  uint8_t* bounce_ = nullptr;
+  // For a file this process wrote with O_DIRECT (direct_files.h): the same file read with
+  // O_DIRECT a few MiB ahead on a thread (direct_read_ahead.h), until a read comes back short.
+  std::unique_ptr<DirectReadAhead> direct_;
   struct stat st_ {};
   uint64_t read_ = 0;     // file bytes read so far
   uint64_t emitted_ = 0;  // file bytes delivered in pieces so far

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "direct_files.h"
+#include "direct_read_ahead.h"
 #include "napi_util.h"
 
 namespace layerfs {
@@ -124,6 +125,7 @@ class WriteBehind {
   // Waits until every write handed over for fd is done; 0, or -errno of a failure (reported once).
   // With release, also closes the direct descriptor opened for fd (fd is about to be closed).
   int Drain(int fd, bool release) {
+    if (release) ReadAheads::Get().StopFile(fd);
     std::unique_lock<std::mutex> lock(mu_);
     const bool known = fds_.count(fd) != 0;
     if (known) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
@@ -174,49 +176,77 @@ class WriteBehind {
     Buffer data;
   };
 
-  // Fills dst from the thread's window over fd's file, refilling it with O_DIRECT reads; 1 at
-  // the end of the file, 0 when the rest (from *got on) is left to a buffered read (a failure,
-  // which that read reports, or O_DIRECT refused).
+  static bool Holds(const Window& w, int64_t cur) { return w.off >= 0 && cur >= w.off && cur < w.off + static_cast<int64_t>(w.len); }
+  // The window ended short (the end of the file) before cur, which it would have covered.
+  static bool EndsBefore(const Window& w, int64_t cur) {
+    return w.off >= 0 && w.len < kWindow && cur >= w.off + static_cast<int64_t>(w.len) && cur < w.off + static_cast<int64_t>(kWindow);
+  }
+  // cur follows a whole window: the reads run on sequentially.
+  static bool WholeBefore(const Window& w, int64_t cur) { return w.off >= 0 && w.len == kWindow && cur == w.off + static_cast<int64_t>(kWindow); }
+
+  // Reads the window at cur (a direct descriptor opened into *direct when none is); -1 when it
+  // holds cur, 1 when the file ends before cur, 0 when O_DIRECT failed.
+  static int Refill(int fd, const struct stat& st, uint64_t gen, int64_t cur, Window* w, int* direct) {
+    if (*direct < 0) {
+      char path[64];
+      snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+      *direct = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
+      if (*direct < 0) return 0;
+    }
+    if (!w->data) {
+      size_t cap = 0;
+      w->data = NewBuffer(kWindow, &cap);
+    }
+    const int64_t at = cur / static_cast<int64_t>(kDirectAlign) * static_cast<int64_t>(kDirectAlign);
+    ssize_t n;
+    do n = pread(*direct, w->data.get(), kWindow, at);
+    while (n < 0 && errno == EINTR);
+    if (n < 0) {
+      w->off = -1;
+      return 0;
+    }
+    w->dev = st.st_dev;
+    w->ino = st.st_ino;
+    w->generation = gen;
+    w->off = at;
+    w->len = static_cast<size_t>(n);
+    return cur >= at + n ? 1 : -1;
+  }
+
+  // Fills dst from the thread's window over fd's file, refilling it with O_DIRECT reads (or from
+  // its read-ahead, once the reads run on past a window); 1 at the end of the file, 0 when the
+  // rest (from *got on) is left to a buffered read (a failure, which that read reports, or
+  // O_DIRECT refused).
   int ReadWindowed(int fd, const struct stat& st, uint8_t* dst, size_t len, int64_t pos, size_t* got) {
     thread_local Window w;
+    thread_local ThreadAhead a;
     const uint64_t gen = generation_.load(std::memory_order_relaxed);
     if (w.dev != static_cast<uint64_t>(st.st_dev) || w.ino != static_cast<uint64_t>(st.st_ino) || w.generation != gen) w.off = -1;
+    if (a.ra && (a.dev != static_cast<uint64_t>(st.st_dev) || a.ino != static_cast<uint64_t>(st.st_ino) || a.generation != gen)) a.Drop();
     int direct = -1;
     int result = 0;
     while (*got < len) {
       const int64_t cur = pos + static_cast<int64_t>(*got);
-      if (w.off < 0 || cur < w.off || cur >= w.off + static_cast<int64_t>(w.len)) {
-        if (w.off >= 0 && w.len < kWindow && cur >= w.off + static_cast<int64_t>(w.len) && cur < w.off + static_cast<int64_t>(kWindow)) {
+      if (a.ra) {
+        bool rest = false;
+        const int r = a.Read(dst, len, cur, got, &rest);
+        if (r == 1) result = 1;
+        if (r == 1 || rest) break;
+        if (r < 0) continue;
+      }
+      if (!Holds(w, cur)) {
+        if (EndsBefore(w, cur)) {
           result = 1;  // the window ended short: the file ends before cur
           break;
         }
-        if (direct < 0) {
-          char path[64];
-          snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
-          direct = open(path, O_RDONLY | O_DIRECT | O_CLOEXEC);
-          if (direct < 0) break;
-        }
-        if (!w.data) {
-          size_t cap = 0;
-          w.data = NewBuffer(kWindow, &cap);
-        }
-        const int64_t at = cur / static_cast<int64_t>(kDirectAlign) * static_cast<int64_t>(kDirectAlign);
-        ssize_t n;
-        do n = pread(direct, w.data.get(), kWindow, at);
-        while (n < 0 && errno == EINTR);
-        if (n < 0) {
+        // Reads that run on from a whole window to the next: read ahead from here.
+        if (WholeBefore(w, cur) && ReadAheads::Get().Start(fd, st, gen, cur, &a)) {
           w.off = -1;
-          break;
+          continue;
         }
-        w.dev = st.st_dev;
-        w.ino = st.st_ino;
-        w.generation = gen;
-        w.off = at;
-        w.len = static_cast<size_t>(n);
-        if (cur >= at + n) {
-          result = 1;
-          break;
-        }
+        const int r = Refill(fd, st, gen, cur, &w, &direct);
+        if (r == 1) result = 1;
+        if (r >= 0) break;
       }
       const size_t in = static_cast<size_t>(cur - w.off);
       const size_t n = w.len - in < len - *got ? w.len - in : len - *got;

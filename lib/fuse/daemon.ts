@@ -32,7 +32,7 @@ import { removeSpoolDir, spoolRemovalsDone } from './spool.js';
 
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
-import { KernelMount, endSpareWorker, kernelBackendUsable } from './kernel.js';
+import { KernelMount, endSharedCheckpoints, endSpareWorker, kernelBackendUsable } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { type ServedState } from './outcome.js';
@@ -465,6 +465,9 @@ export class Daemon {
     // outlives the cap.
     void removeSpoolDir(p.spool, (d) => rmSync(d, { recursive: true, force: true }));
     await spoolRemovalsDone(SPOOL_REMOVAL_WAIT_MS);
+    // The mounts are gone: the checkpointer their serving threads shared closes before the
+    // daemon's own connection, which is then the last one (SQLite removes the WAL).
+    endSharedCheckpoints();
     try {
       this.store?.close();
     } catch {

@@ -10,10 +10,48 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
+import { Checkpointer } from '../store/checkpointer.js';
 
-/** What an idle serving thread is started with: the Store it opens while waiting. */
+/**
+ * What an idle serving thread is started with: the Store it opens while waiting, and the
+ * control of the daemon's checkpointer for that Store (sharedCheckpoints).
+ */
 export interface SpareData {
   storePath: string;
+  checkpoints?: SharedArrayBuffer;
+}
+
+/**
+ * One WAL checkpointer per daemon: the serving thread of every mount commits with the automatic
+ * checkpoint off (Store checkpointInBackground), and each used to start a checkpointing thread
+ * and connection of its own (a worker thread: 5-7 MiB of the daemon's memory and a thread per
+ * mount, docs/BENCHMARKS.md). They attach to this one instead, started on the daemon's thread.
+ */
+let shared: { storePath: string; checkpointer: Checkpointer } | null = null;
+
+/** The control of the daemon's checkpointer for `storePath` (started at the first call), or undefined when it cannot run. */
+export function sharedCheckpoints(storePath: string): SharedArrayBuffer | undefined {
+  if (ended) return undefined;
+  if (shared && shared.storePath !== storePath) return undefined; // one Store per daemon
+  if (!shared) {
+    try {
+      const checkpointer = new Checkpointer(storePath);
+      checkpointer.start();
+      shared = { storePath, checkpointer };
+    } catch {
+      return undefined; // no thread: each serving thread starts its own
+    }
+  }
+  return shared.checkpointer.alive ? shared.checkpointer.control : undefined;
+}
+
+/**
+ * Closes the daemon's checkpointer once its mounts have ended (their Store connections are
+ * closed or idle): what it was asked to checkpoint finishes first, then its connection closes.
+ */
+export function endSharedCheckpoints(): void {
+  shared?.checkpointer.close();
+  shared = null;
 }
 
 /**
@@ -36,8 +74,9 @@ export function startServingModule(name: string, workerData: unknown, transferLi
   return new Worker(code, { eval: true, workerData, transferList });
 }
 
-function startWorker(workerData: SpareData): Worker {
-  return startServingModule('kernel-worker', workerData);
+function startWorker(storePath: string): Worker {
+  const data: SpareData = { storePath, checkpoints: sharedCheckpoints(storePath) };
+  return startServingModule('kernel-worker', data);
 }
 
 interface Idle {
@@ -76,7 +115,7 @@ function keep(worker: Worker, storePath: string, loaded: boolean): void {
 
 function startSpare(storePath: string): void {
   if (ended || idle.some((e) => e.storePath === storePath)) return;
-  keep(startWorker({ storePath }), storePath, false);
+  keep(startWorker(storePath), storePath, false);
 }
 
 /**
@@ -103,7 +142,7 @@ export function takeServingWorker(storePath: string): Worker {
     worker.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
     worker.ref();
   } else {
-    worker = startWorker({ storePath });
+    worker = startWorker(storePath);
   }
   // After the caller's mount has gone ahead: a thread loading meanwhile would only slow it down.
   setTimeout(() => startSpare(storePath), 200).unref();

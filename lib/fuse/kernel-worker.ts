@@ -181,7 +181,7 @@ deferSpoolRemoval();
 // Started ahead of need (kernel-spare.ts): the modules are loaded and the Store is open before
 // the mount exists; each `start` message says which mount to serve, and after a clean end the
 // thread waits for the next one (kernel-spare.ts takes it back).
-const { storePath } = workerData as SpareData;
+const { storePath, checkpoints } = workerData as SpareData;
 let store: Store | null = null;
 try {
   store = Store.open(storePath);
@@ -203,8 +203,9 @@ port.on('message', (m: StartWorker | ToWorker) => {
       pool = null;
     }
     handed = 0;
-    // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground).
-    store.checkpointInBackground();
+    // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground):
+    // the daemon's checkpointer does, one for all its mounts (kernel-spare.ts sharedCheckpoints).
+    store.checkpointInBackground(undefined, m.params.storePath === storePath ? checkpoints : undefined);
     serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });

@@ -29,7 +29,7 @@ import { ATTR_SIZE, ENTRY_OUT, IN_HDR, MAX_WRITE, MUTATING, OUT_HDR, Op, REPLY_S
 import type { Attr, Overlay } from './overlay.js';
 
 export { WAKE_PREFIX } from './kernel-wire.js';
-export { endSpareWorker } from './kernel-spare.js';
+export { endSharedCheckpoints, endSpareWorker } from './kernel-spare.js';
 export { KernelMount, kernelBackendUsable, runCmd, runMount, type FromWorker, type KernelMountOptions, type KernelWorkerParams, type StartWorker, type ToWorker } from './kernel-mount.js';
 
 export interface KernelProtocolOptions {

@@ -159,12 +159,33 @@ export interface CheckpointLimits {
 
 export class Checkpointer {
   private worker: Worker | null = null;
-  private readonly ctl = new Int32Array(new SharedArrayBuffer(WORDS * Int32Array.BYTES_PER_ELEMENT));
+  private readonly ctl: Int32Array;
+  /** A handle on another thread's checkpointer (`Checkpointer.attach`): it starts and closes nothing. */
+  private readonly attached: boolean;
 
   constructor(
     private readonly path: string,
     private readonly limits: CheckpointLimits = {},
-  ) {}
+    control?: SharedArrayBuffer,
+  ) {
+    this.attached = control !== undefined;
+    this.ctl = new Int32Array(control ?? new SharedArrayBuffer(WORDS * Int32Array.BYTES_PER_ELEMENT));
+  }
+
+  /**
+   * A handle on the checkpointer whose `control` this is, running on another thread (the mount
+   * daemon's, shared by the connections of its serving threads: one worker and one connection
+   * per daemon, not one per mount). Its calls reach that worker; start() and close() leave it
+   * to its owner. All connections must be to the same Store file.
+   */
+  static attach(path: string, control: SharedArrayBuffer): Checkpointer {
+    return new Checkpointer(path, {}, control);
+  }
+
+  /** What `Checkpointer.attach` takes on another thread. */
+  get control(): SharedArrayBuffer {
+    return this.ctl.buffer as SharedArrayBuffer;
+  }
 
   /** Asks for a checkpoint of everything committed so far; returns at once. */
   request(): void {
@@ -177,7 +198,7 @@ export class Checkpointer {
     Atomics.add(this.ctl, COMMITTED, 1);
     // A worker that polls sees the count; only a sleeping one is woken (a wake-up is a thread
     // switch, which on a busy machine delays the commit's answer).
-    if (this.worker && Atomics.compareExchange(this.ctl, SLEEPING, 1, 0) !== 1) return;
+    if ((this.worker || this.attached) && Atomics.compareExchange(this.ctl, SLEEPING, 1, 0) !== 1) return;
     this.wake();
   }
 
@@ -187,9 +208,9 @@ export class Checkpointer {
     this.start();
   }
 
-  /** Starts the worker unless it runs (it then waits for the first call). */
+  /** Starts the worker unless it runs (it then waits for the first call); an attached handle's owner starts it. */
   start(): void {
-    if (this.worker) return;
+    if (this.worker || this.attached) return;
     const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
     const workerData = {
       path: this.path,
@@ -212,6 +233,8 @@ export class Checkpointer {
 
   /** False once the worker has ended without being asked to (it failed to start or to open the Store). */
   get alive(): boolean {
+    // An attached handle outlives nothing: once its owner closed the worker, it is gone.
+    if (this.attached) return Atomics.load(this.ctl, CLOSED) === 0;
     return Atomics.load(this.ctl, CLOSED) === 0 || Atomics.load(this.ctl, CLOSE) !== 0;
   }
 
@@ -226,7 +249,7 @@ export class Checkpointer {
    * the WAL when it closes.
    */
   close(): void {
-    if (!this.worker) return;
+    if (!this.worker) return; // never started, or attached (its owner closes it)
     Atomics.store(this.ctl, CLOSE, 1);
     Atomics.add(this.ctl, WAKE, 1);
     Atomics.notify(this.ctl, WAKE);

@@ -365,14 +365,16 @@ export class Store implements StoreAccess {
    * never checkpoints inside COMMIT; a worker thread of its own does, off the commit's path, once
    * the WAL holds enough frames or the handle goes quiet, and truncates a WAL file one large
    * commit left large (checkpointer.ts, docs/DECISIONS.md "Small commits checkpoint off their
-   * path too"). The worker starts now, so the first commit does not pay for its start.
+   * path too"). The worker starts now, so the first commit does not pay for its start. Given
+   * `shared` (another thread's Checkpointer.control, on this Store file), its worker does it
+   * instead: the mount daemon runs one for all its mounts.
    */
-  checkpointInBackground(limits?: CheckpointLimits): void {
+  checkpointInBackground(limits?: CheckpointLimits, shared?: SharedArrayBuffer): void {
     if (this.background) return;
     this.db.pragma('wal_autocheckpoint = 0');
     this.background = true;
     this.checkpointer?.close();
-    this.checkpointer = new Checkpointer(this.path, limits);
+    this.checkpointer = shared ? Checkpointer.attach(this.path, shared) : new Checkpointer(this.path, limits);
     this.checkpointer.start();
   }
 

@@ -7,16 +7,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { constants as fsc, mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { closeSync, constants as fsc, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { open as openFile, readFile } from 'node:fs/promises';
-import { constants } from 'node:os';
+import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LayerFsError } from '../../lib/errors.js';
 import type { Client } from '../../lib/sdk/index.js';
 import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
 import { Overlay } from '../../lib/fuse/overlay.js';
 import { commitFuse } from '../../lib/fuse/index.js';
-import { writeBehindPending } from '../../lib/native/index.js';
+import { chunkAndHash, readChunks, writeBehind, writeBehindDrain, writeBehindPending, writeBehindRead } from '../../lib/native/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { errnoOf, setupStore, withMount } from './helpers.js';
 
@@ -193,5 +193,54 @@ test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffer
   } finally {
     store.close();
     client.close();
+  }
+});
+
+test('a file written with O_DIRECT reads back through the read-ahead: windowed 64 KiB reads across slots, a write between reads, a jump back; readChunks; nothing stays open', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'layerfs-ra-'));
+  const path = join(dir, 'spool.bin');
+  const fd = openSync(path, fsc.O_RDWR | fsc.O_CREAT, 0o600);
+  try {
+    // 13.5 MiB + 5 bytes: three 4 MiB read-ahead slots and a short one, then an unaligned tail.
+    const size = (27 << 19) + 5;
+    const model = seededBytes(61, size);
+    for (let pos = 0; pos < size; pos += 1 << 20) assert.equal(writeBehind(fd, model.subarray(pos, Math.min(size, pos + (1 << 20))), pos), 0);
+    assert.equal(writeBehindDrain(fd), 0);
+    assert.ok(directDescriptors(dir).length >= 1, 'written with O_DIRECT');
+    const readAll = (from: number, to: number, piece: number): Buffer => {
+      const out = Buffer.alloc(to - from);
+      for (let pos = from; pos < to; pos += piece) {
+        const want = Math.min(piece, to - pos);
+        assert.equal(writeBehindRead(fd, out.subarray(pos - from, pos - from + want), pos), want, `read at ${pos}`);
+      }
+      return out;
+    };
+    assert.ok(readAll(0, size, 64 << 10).equals(model), 'sequential 64 KiB reads');
+    // Past the end: nothing.
+    assert.equal(writeBehindRead(fd, Buffer.alloc(10), size), 0);
+    // Half-way, a write lands: the reads after it see it (the read-ahead is dropped and restarted).
+    assert.ok(readAll(0, 6 << 20, 64 << 10).equals(model.subarray(0, 6 << 20)));
+    const edit = seededBytes(62, 1 << 20);
+    assert.equal(writeBehind(fd, edit, 7 << 20), 0);
+    assert.equal(writeBehindDrain(fd), 0);
+    edit.copy(model, 7 << 20);
+    assert.ok(readAll(6 << 20, size, 64 << 10).equals(model.subarray(6 << 20)), 'the write is seen');
+    // A jump back into a read-ahead that ran on, then reads spanning slots in one call.
+    assert.ok(readAll(2 << 20, 11 << 20, 64 << 10).equals(model.subarray(2 << 20, 11 << 20)));
+    assert.ok(readAll(1 << 20, 3 << 20, 256 << 10).equals(model.subarray(1 << 20, 3 << 20)));
+    assert.ok(readAll(3 << 20, size, 3 << 20).equals(model.subarray(3 << 20)), 'reads of 3 MiB');
+    // The commit's ChunkReader reads it with O_DIRECT through its own read-ahead: the same chunks as in memory.
+    const want = chunkAndHash(model);
+    const got: { length: number; id: string }[] = [];
+    for await (const p of readChunks(path)) p.lengths.forEach((len, i) => got.push({ length: len, id: p.ids.subarray(i * 32, i * 32 + 32).toString('hex') }));
+    assert.deepEqual(got, want.map((c) => ({ length: c.length, id: c.id.toString('hex') })));
+    // A read-ahead left running part-way stops when the descriptor is released.
+    readAll(0, 3 << 20, 64 << 10);
+    assert.ok(directDescriptors(dir).length >= 2, 'the read-ahead holds a direct descriptor');
+    assert.equal(writeBehindDrain(fd, true), 0);
+    assert.deepEqual(directDescriptors(dir), [], 'released: no O_DIRECT descriptor left');
+  } finally {
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
   }
 });

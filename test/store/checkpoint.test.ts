@@ -138,3 +138,50 @@ test('a background checkpointer that cannot open its Store says so (its handle t
   }
   assert.equal(c.alive, true, 'a closed checkpointer is not a failed one');
 });
+
+test('handles attached to one checkpointer (the mount daemon shares one across its mounts): commits of each are copied; closing a handle leaves the worker; once its owner closes it, a handle checkpoints for itself', { skip: endianness() !== 'LE' }, async () => {
+  const dir = tempDir();
+  const path = join(dir, 's.db');
+  Store.create(path).close();
+  const owner = new Checkpointer(path, { framesLimit: 40, pollMs: 20, idlePolls: 3, walBytesLimit: 1024 * 1024 });
+  owner.start();
+  const a = Store.open(path);
+  const b = Store.open(path);
+  let n = 0;
+  const commit = (s: Store, bytes: number) => s.writeSync((w) => w.put(2, Buffer.from(String(n).padStart(32, '0')), seededBytes(n++, bytes)));
+  try {
+    for (const s of [a, b]) {
+      s.checkpointInBackground(undefined, owner.control);
+      assert.equal(s.db.pragma('wal_autocheckpoint', { simple: true }), 0);
+    }
+    for (let i = 0; i < 15; i++) {
+      commit(a, 3000);
+      commit(b, 3000);
+    }
+    await until('a checkpoint of both handles\' commits', () => walFrames(path).backfilled > 0);
+    await until('the quiet checkpoint', () => walFrames(path).max === walFrames(path).backfilled);
+    // A handle's close leaves the shared worker running for the others.
+    a.close();
+    assert.equal(owner.alive, true);
+    const copied = walFrames(path).backfilled;
+    for (let i = 0; i < 30; i++) commit(b, 3000);
+    await until('the worker copies the other handle\'s commits', () => walFrames(path).backfilled > copied || walFrames(path).max < copied);
+    // The owner closes it: the handle's next commit turns its automatic checkpoint back on.
+    owner.close();
+    commit(b, 3000);
+    assert.notEqual(b.db.pragma('wal_autocheckpoint', { simple: true }), 0);
+    assert.equal(b.counts().objects, n);
+  } finally {
+    a.close();
+    b.close();
+    owner.close();
+  }
+  assert.equal(existsSync(`${path}-wal`), false, 'the last close checkpoints and removes the WAL');
+  const again = Store.open(path);
+  try {
+    assert.equal(again.db.pragma('quick_check', { simple: true }), 'ok');
+    assert.equal(again.counts().objects, n);
+  } finally {
+    again.close();
+  }
+});
