@@ -116,14 +116,7 @@ test('a handle that checkpoints in the background never checkpoints inside COMMI
   } finally {
     store.close();
   }
-  assert.equal(existsSync(`${path}-wal`), false, 'the last close checkpoints and removes the WAL');
-  const again = Store.open(path);
-  try {
-    assert.equal(again.db.pragma('quick_check', { simple: true }), 'ok');
-    assert.equal(again.counts().objects, n);
-  } finally {
-    again.close();
-  }
+  assertClosedCleanly(path, n);
 });
 
 test('a background checkpointer that cannot open its Store says so (its handle then checkpoints for itself)', async () => {
@@ -176,6 +169,11 @@ test('handles attached to one checkpointer (the mount daemon shares one across i
     b.close();
     owner.close();
   }
+  assertClosedCleanly(path, n);
+});
+
+/** After the last handle closed: the WAL is gone, and the Store is whole with its `n` objects. */
+function assertClosedCleanly(path: string, n: number): void {
   assert.equal(existsSync(`${path}-wal`), false, 'the last close checkpoints and removes the WAL');
   const again = Store.open(path);
   try {
@@ -184,4 +182,4 @@ test('handles attached to one checkpointer (the mount daemon shares one across i
   } finally {
     again.close();
   }
-});
+}
