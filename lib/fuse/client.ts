@@ -321,8 +321,8 @@ export function commitFuse(storePath: string, workspaceId: string, opts: Request
 }
 
 /** Unmounts a Workspace; refuses (Dirty) with uncommitted changes unless discard. */
-export function unmountWorkspace(storePath: string, workspaceId: string, opts: { discard?: boolean } = {}): Promise<UnmountOutcome> {
-  return request<UnmountOutcome>(storePath, { op: 'unmount', workspaceId, discard: opts.discard === true });
+export function unmountWorkspace(storePath: string, workspaceId: string, opts: { discard?: boolean; forget?: boolean } = {}): Promise<UnmountOutcome> {
+  return request<UnmountOutcome>(storePath, { op: 'unmount', workspaceId, discard: opts.discard === true, forget: opts.forget === true });
 }
 
 /** Stops the daemon and unmounts everything; refuses (Dirty) with uncommitted changes unless discard. Waits for the process to exit. */

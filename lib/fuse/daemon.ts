@@ -18,9 +18,9 @@
  */
 import { timingSafeEqual } from 'node:crypto';
 import { closeSync, constants as fsc, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { readdir, realpath, stat } from 'node:fs/promises';
+import { stat } from 'node:fs/promises';
 import { type Server, type Socket } from 'node:net';
-import { isAbsolute, join, sep } from 'node:path';
+import { join } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
 import { fdLock } from '../native/index.js';
@@ -30,9 +30,12 @@ import { getWorkspace } from '../workspace/index.js';
 import { DaemonCommits } from './daemon-commits.js';
 import { removeSpoolDir, spoolRemovalsDone } from './spool.js';
 
+import { backendFor } from './daemon-backend.js';
+import { checkMountPoint } from './daemon-mount-point.js';
+import { forgetUnmounted, orphanedMounts, ORPHAN_POLL_MS } from './daemon-orphans.js';
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
-import { KernelMount, endSharedCheckpoints, endSpareWorker, kernelBackendUsable } from './kernel.js';
+import { KernelMount, endSharedCheckpoints, endSpareWorker } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import { type ServedState } from './outcome.js';
@@ -60,8 +63,6 @@ import {
 const IDLE_MS = 30_000;
 /** How long a stopping daemon waits for its spools' removal (a large one goes on after it). */
 const SPOOL_REMOVAL_WAIT_MS = 2_000;
-/** Named a backend once; only `kernel` is left (fuse-native, its other value, is refused with a hint). */
-const BACKEND_ENV = 'LAYERFS_FUSE_BACKEND';
 
 function bad(message: string, details: Record<string, unknown> = {}): LayerFsError {
   return new LayerFsError('ERR_INVALID_ARGUMENT', message, details);
@@ -71,10 +72,6 @@ function hexArg(v: unknown, bytes: number, what: string, nullable = false): stri
   if (nullable && v === null) return null;
   if (typeof v !== 'string' || v.length !== bytes * 2 || !/^[0-9a-f]+$/.test(v)) throw bad(`${what} must be ${bytes * 2} lowercase hex digits`);
   return v;
-}
-
-function within(path: string, dir: string): boolean {
-  return path === dir || path.startsWith(dir.endsWith(sep) ? dir : dir + sep);
 }
 
 export class Daemon {
@@ -91,6 +88,8 @@ export class Daemon {
     () => this.stopping,
   );
   private idleTimer: NodeJS.Timeout | null = null;
+  private orphanTimer: NodeJS.Timeout | null = null;
+  private readonly unmounting = new Map<string, Promise<UnmountOutcome>>();
   private stopping = false;
   /** Mount paths being set up (their records are not in `mounts` yet). */
   private readonly pendingPaths = new Set<string>();
@@ -121,6 +120,7 @@ export class Daemon {
     this.idleTimer = setTimeout(() => {
       if (this.mounts.size === 0 && this.pendingPaths.size === 0) void this.shutdown('idle');
     }, IDLE_MS);
+    this.orphanTimer = setInterval(() => void this.endOrphans(), ORPHAN_POLL_MS).unref();
     for (const sig of ['SIGTERM', 'SIGINT'] as const) process.on(sig, () => void this.shutdown(sig));
     process.on('SIGHUP', () => {});
     this.log(`serving ${p.store}`);
@@ -230,7 +230,7 @@ export class Daemon {
       case 'commit':
         return this.commit(String(hexArg(r.workspaceId, 16, 'workspaceId')), normalizeNote(r.note as CommitNoteInput | undefined, ''), r.strict === true);
       case 'unmount':
-        return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true);
+        return this.unmount(String(hexArg(r.workspaceId, 16, 'workspaceId')), r.discard === true, r.forget === true);
       case 'changes': {
         const e = this.entry(String(hexArg(r.workspaceId, 16, 'workspaceId')));
         if (e.committing) await e.committing.catch(() => {});
@@ -263,38 +263,15 @@ export class Daemon {
     return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered };
   }
 
-  private async checkMountPoint(path: string): Promise<string> {
-    if (typeof path !== 'string' || !isAbsolute(path) || path.includes('\0')) throw bad('path must be an absolute path');
-    let real: string;
-    try {
-      real = await realpath(path);
-    } catch (e) {
-      throw new LayerFsError('ERR_NOT_FOUND', `the mount point ${path} does not exist`, { path, errno: (e as NodeJS.ErrnoException).code, hint: 'create an empty directory first' });
-    }
-    const st = await stat(real);
-    if (!st.isDirectory()) throw new LayerFsError('ERR_NOT_A_DIRECTORY', `${path} is not a directory`, { path });
-    if ((await readdir(real)).length > 0) throw new LayerFsError('ERR_NOT_EMPTY', `${path} is not empty`, { path, hint: 'mount on an empty directory' });
-    for (const e of this.mounts.values()) {
-      if (within(real, e.real)) throw new LayerFsError('ERR_UNSAFE_PATH', `${path} is inside the mounted Workspace ${e.record.workspaceId}`, { path });
-    }
-    for (const pending of this.pendingPaths) if (within(real, pending) || within(pending, real)) throw new LayerFsError('ERR_BUSY', `${path} is being mounted already`, { path });
-    const storeDir = await realpath(this.paths.dir);
-    const storeFile = await realpath(this.paths.store);
-    if (within(storeDir, real) || within(storeFile, real)) throw new LayerFsError('ERR_UNSAFE_PATH', `a mount at ${path} would hide the Store or its state directory`, { path });
-    const table = await mountTable();
-    if (table.has(real)) throw new LayerFsError('ERR_BUSY', `something is already mounted at ${path}`, { path });
-    return real;
-  }
-
   private async mount(r: MountRequest): Promise<{ workspaceId: string; path: string; rootId: string; backend: Backend }> {
     const workspaceId = hexArg(r.workspaceId, 16, 'workspaceId')!;
     const branchId = hexArg(r.branchId, 16, 'branchId')!;
     const expectedHead = hexArg(r.expectedHead, 32, 'expectedHead', true);
     const expectedBase = hexArg(r.expectedBase, 32, 'expectedBase')!;
     const rootId = hexArg(r.rootId, 32, 'rootId')!;
-    const backend = this.backendFor(r.backend);
+    const backend = backendFor(r.backend);
     if (this.mounts.has(workspaceId)) throw new LayerFsError('ERR_EXISTS', `Workspace ${workspaceId} is mounted already`, { id: workspaceId });
-    const real = await this.checkMountPoint(r.path);
+    const real = await checkMountPoint(r.path, this.mounts.values(), this.pendingPaths, this.paths);
     if (this.mounts.has(workspaceId)) throw new LayerFsError('ERR_EXISTS', `Workspace ${workspaceId} is mounted already`, { id: workspaceId });
     this.pendingPaths.add(real);
     const spoolDir = `${this.paths.spool}/${workspaceId}`;
@@ -358,21 +335,6 @@ export class Daemon {
     }
   }
 
-  private backendFor(asked: unknown): Backend {
-    const fromEnv = asked === undefined;
-    const want = asked ?? process.env[BACKEND_ENV] ?? 'auto';
-    if (want === 'fuse-native') {
-      throw new LayerFsError('ERR_INVALID_ARGUMENT', `the fuse-native backend was removed: every mount is served over /dev/fuse by the daemon itself`, {
-        name: fromEnv ? BACKEND_ENV : 'backend',
-        hint: fromEnv ? `unset ${BACKEND_ENV} (or set it to kernel) and restart the daemon` : `leave backend out, or ask for 'kernel'`,
-      });
-    }
-    if (want !== 'auto' && want !== 'kernel') throw bad(`backend must be 'kernel'`);
-    // root: mount(2) from the addon; an ordinary user: fusermount3's descriptor (attach.ts).
-    if (kernelBackendUsable()) return 'kernel';
-    throw new LayerFsError('ERR_INVALID_ARGUMENT', 'FUSE mounts need /dev/fuse, usable by this user, and (for an ordinary user) fusermount3', { hint: 'Debian: apt-get install fuse3; /dev/fuse is mode 0666 on most systems' });
-  }
-
   private entry(workspaceId: string): Entry {
     const e = this.mounts.get(workspaceId);
     if (!e) throw new LayerFsError('ERR_NOT_FOUND', `Workspace ${workspaceId} is not mounted by this daemon`, { id: workspaceId });
@@ -397,7 +359,19 @@ export class Daemon {
     return out;
   }
 
-  private async unmount(workspaceId: string, discard: boolean): Promise<UnmountOutcome> {
+  /**
+   * `forget`: the row goes too, before the answer (an end whose caller dies meanwhile is whole).
+   * Two ends of one mount at once (a caller's and the orphan sweep's) share the first one's work.
+   */
+  private unmount(workspaceId: string, discard: boolean, forget = false): Promise<UnmountOutcome> {
+    const running = this.unmounting.get(workspaceId);
+    if (running) return running;
+    const p = this.unmountOnce(workspaceId, discard, forget).finally(() => this.unmounting.delete(workspaceId));
+    this.unmounting.set(workspaceId, p);
+    return p;
+  }
+
+  private async unmountOnce(workspaceId: string, discard: boolean, forget: boolean): Promise<UnmountOutcome> {
     const e = this.entry(workspaceId);
     // A running commit is not waited for: discarding aborts it, keeping answers Dirty now.
     if (e.committing && !discard) return { outcome: 'Dirty', pending: { records: 0, deleted: 0, directories: 0 } };
@@ -405,9 +379,27 @@ export class Daemon {
     const st = await this.stateOf(e);
     if (st.changed && !discard) return { outcome: 'Dirty', pending: st.pending };
     await this.detachEntry(e);
+    if (forget) {
+      try {
+        forgetUnmounted(this.store, workspaceId);
+      } catch (err) {
+        this.log(`could not forget ${workspaceId} (its caller forgets it): ${(err as Error).message}`);
+      }
+    }
     const last = this.mounts.size === 0;
     if (last) setImmediate(() => void this.shutdown('last mount ended'));
     return { outcome: 'Unmounted', discarded: discard && e.record.dirty };
+  }
+
+  /** Ends, with discard, the mounts whose owner is proven gone (daemon-orphans.ts). */
+  private async endOrphans(): Promise<void> {
+    if (this.stopping) return;
+    for (const id of orphanedMounts(this.store, this.mounts.keys())) {
+      const e = this.mounts.get(id);
+      if (!e || e.committing || this.stopping) continue;
+      this.log(`the owner of ${id} is gone: ending its mount`);
+      await this.unmount(id, true, true).catch((err) => this.log(`ending ${id} failed: ${(err as Error).message}`));
+    }
   }
 
   private async detachEntry(e: Entry): Promise<void> {
@@ -442,6 +434,7 @@ export class Daemon {
     if (this.stopping) return;
     this.stopping = true;
     this.log(`stopping: ${why}`);
+    if (this.orphanTimer) clearInterval(this.orphanTimer);
     endSpareWorker();
     for (const e of [...this.mounts.values()]) {
       // A commit in progress stops at its next record and stores nothing: a stop never waits

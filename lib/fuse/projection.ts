@@ -123,7 +123,9 @@ async function end(store: Store, ws: WorkspaceRow, opts: { discard?: boolean }, 
   let lost = isLost(store.path, ws);
   if (!lost) {
     try {
-      const r = await unmountWorkspace(store.path, id, { discard: opts.discard === true });
+      // The daemon forgets the row once unmounted, so an end the caller does not live to finish
+      // (a host kills an agent's process seconds after its session) leaves nothing behind.
+      const r = await unmountWorkspace(store.path, id, { discard: opts.discard === true, forget: true });
       if (r.outcome === 'Dirty') {
         // Count paths as `workspace status` lists them (a new file is one change, not its
         // record plus its parent directory's).

@@ -182,7 +182,7 @@ export type StopOutcome = { outcome: 'Stopped'; unmounted: string[] } | { outcom
 export type Request =
   | ({ op: 'mount' } & MountRequest)
   | { op: 'commit'; workspaceId: string; note?: CommitNoteInput; strict?: boolean }
-  | { op: 'unmount'; workspaceId: string; discard?: boolean }
+  | { op: 'unmount'; workspaceId: string; discard?: boolean; forget?: boolean }
   | { op: 'changes'; workspaceId: string }
   | { op: 'status' }
   | { op: 'stop'; discard?: boolean };

@@ -5,7 +5,7 @@
  */
 import type { Monitor, Receipt } from '../monitor/monitor.js';
 import type { Store, WriteStats } from '../store/index.js';
-import type { CommitPhases } from '../workspace/index.js';
+import { executionsDir, type CommitPhases } from '../workspace/index.js';
 
 export interface ClientContext {
   readonly store: Store;
@@ -16,7 +16,7 @@ export interface ClientContext {
 }
 
 export function clientContext(store: Store, monitor: Monitor): ClientContext {
-  return { store, monitor, stateDir: `${store.path}.d/executions`, receipt: (...args) => receipt(store, ...args) };
+  return { store, monitor, stateDir: executionsDir(store.path), receipt: (...args) => receipt(store, ...args) };
 }
 
 /**

@@ -141,6 +141,11 @@ export function listExecutions(stateDir: string, workspaceId?: string): Executio
   return out;
 }
 
+/** Where a Store's execution records live (`<store>.d/executions`): the Client's and the mount daemon's one answer. */
+export function executionsDir(storePath: string): string {
+  return `${storePath}.d/executions`;
+}
+
 /** The Workspace's executions still running: a commit of it must answer Busy while there are any. */
 export function runningExecutions(stateDir: string, workspaceId: string): ExecutionInfo[] {
   return listExecutions(stateDir, workspaceId).filter((e) => e.state === 'running');

@@ -53,7 +53,7 @@ import {
 import { launchOf, sandboxExit, startWatch, type SandboxPlan } from './sandbox-launch.js';
 import { base, commandAlive, infoOf, newRecordDir, readMeta, resolveRecord, type ExecutionInfo } from './exec-queries.js';
 
-export { forgetExecutions, getExecution, infoOf, listExecutions, newRecordDir, runningExecutions, type ExecutionInfo } from './exec-queries.js';
+export { executionsDir, forgetExecutions, getExecution, infoOf, listExecutions, newRecordDir, runningExecutions, type ExecutionInfo } from './exec-queries.js';
 
 export interface ExecRequest {
   /** Where execution records live (`<store path>.d/executions/`); created when missing. */

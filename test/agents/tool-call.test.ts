@@ -325,7 +325,7 @@ test('a format-3 Store is upgraded: owner columns and checkpoints appear; tool c
 
 const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
 
-test('FUSE: kept and discarded calls through the daemon; a killed owner\'s mount is ended by the next call', { skip: fuseSkip, timeout: 180_000 }, async () => {
+test('FUSE: kept and discarded calls through the daemon; the daemon ends a killed owner\'s mount by itself, with no call', { skip: fuseSkip, timeout: 180_000 }, async () => {
   const { store, client } = await setup();
   try {
     const r = await client.toolCall('main', (ws) => (writeFileSync(join(ws.path, 'f.txt'), 'fuse'), { keep: true, message: 'fuse' }), { projection: 'fuse' });
@@ -335,11 +335,19 @@ test('FUSE: kept and discarded calls through the daemon; a killed owner\'s mount
     assert.equal(d.outcome, 'Discarded');
     const { child, line } = worker(store, 'hold', 'fuse');
     const id = await line;
+    const held = client.workspaces().find((w) => w.id === id);
+    assert.ok(held);
+    assert.equal(held.state, 'mounted');
     child.kill('SIGKILL');
     await processGone(child.pid!);
-    const next = await client.toolCall('main', () => undefined, { projection: 'fuse' });
-    assert.deepEqual(next.cleaned, [id]);
+    // No call runs: the daemon sees the owner is gone and ends the mount (row, mount point) itself.
+    for (let i = 0; i < 200 && client.workspaces().length > 0; i++) await new Promise((r) => setTimeout(r, 50));
     assert.deepEqual(client.workspaces(), []);
+    assert.equal(readFileSync('/proc/self/mountinfo', 'utf8').includes(` ${held.path} `), false, 'nothing is mounted there');
+    const next = await client.toolCall('main', () => undefined, { projection: 'fuse' });
+    assert.deepEqual(next.cleaned, []);
+    assert.deepEqual(client.workspaces(), []);
+    assert.deepEqual(readdirSync(`${store}.d/tool-calls`), [], 'the next call removed what was left of its directory');
     assert.equal(client.cat('main', 'f.txt').toString(), 'fuse');
     assertIntact(client);
   } finally {
