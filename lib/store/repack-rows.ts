@@ -83,11 +83,11 @@ export function frames(groups: OpenGroup[], level: number, dict?: Dictionary): P
 }
 
 /**
- * Frames of a repacked chunk row: 4× the writer's CHUNK_FRAME_TARGET. On the real-tree slice's
- * large files (bundles, source maps) level 19 stored 6.03 MB in 64 KiB frames, 5.49 MB in
- * 256 KiB and 5.20 MB in 1 MiB; a random read of a repacked large file decodes up to 256 KiB.
+ * Frames of a repacked chunk row: the writer's CHUNK_FRAME_TARGET (256 KiB). On the real-tree
+ * slice's large files (bundles, source maps) level 19 stored 6.03 MB in 64 KiB frames, 5.49 MB in
+ * 256 KiB and 5.20 MB in 1 MiB; a random read of a large file decodes up to 256 KiB.
  */
-export const REPACK_CHUNK_FRAME = 4 * CHUNK_FRAME_TARGET;
+export const REPACK_CHUNK_FRAME = CHUNK_FRAME_TARGET;
 
 /**
  * Starts a chunk row's chunks, in order, re-cut into frames of about REPACK_CHUNK_FRAME plain

@@ -40,8 +40,12 @@ export const ROW_TARGET = 128 * 1024;
  * quarter of it (docs/DESIGN.md).
  */
 export const TREE_ROW_TARGET = 32 * 1024;
-/** Chunk rows are cut into zstd frames of about this many bytes, so a random read decodes one. */
-export const CHUNK_FRAME_TARGET = 64 * 1024;
+/**
+ * Chunk rows are cut into zstd frames of about this many bytes, so a random read decodes one.
+ * Large files of text (bundles, type declarations, source maps) repeat themselves over long
+ * stretches: docs/DECISIONS.md has the sizes of 64 KiB, 256 KiB and 1 MiB frames.
+ */
+export const CHUNK_FRAME_TARGET = 256 * 1024;
 /** The chunks of one file are packed into rows of about this many bytes (docs/FORMAT.md). */
 export const CHUNK_PACK_TARGET = 1024 * 1024;
 /**
