@@ -3,11 +3,11 @@
  * delta against the bases offered for it, within the chain bounds (docs/FORMAT.md "Physical
  * forms", codec 2).
  */
-import { zstdCompress } from '../native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
 import { LayerFsError } from '../errors.js';
 import { CHUNK_DELTA_LEVEL, Codec, COMMIT_DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';
-import type { ChainInfo, Pending } from './object-groups.js';
+import type { ChainInfo, DeltaProposal, Pending } from './object-groups.js';
 
 /** Where a planner finds objects: this writer's unflushed ones, then the index. */
 export interface DeltaContext {
@@ -42,6 +42,40 @@ export class DeltaPlanner {
    * offered ends a full chain, against its ancestor REBASE_DEPTH links from a full object.
    */
   deltaOf(p: Pending, data: Uint8Array, bases: Buffer[]): Pending['delta'] {
+    const plan = this.plan(p, bases);
+    if (!plan) return undefined;
+    return this.finish(p, data, plan, zstdCompress(data, plan.level, plan.prefix));
+  }
+
+  /**
+   * deltaOf with the compression on the addon's threads: the delta's frame is started now and
+   * judged by `settle` (started is undefined when no delta is tried). The chains are bounded as
+   * if the delta were kept, so one that is not only leaves a chain shorter than it allowed for.
+   */
+  start(p: Pending, data: Uint8Array, bases: Buffer[]): DeltaProposal | undefined {
+    const plan = this.plan(p, bases);
+    if (!plan) return undefined;
+    plan.job = zstdCompressStart(data, plan.level, undefined, plan.prefix);
+    plan.prefix = undefined;
+    return plan;
+  }
+
+  /** The delta a proposal (start) yields if it pays; waits for its frame. */
+  settle(p: Pending, data: Uint8Array, proposal: DeltaProposal): Pending['delta'] {
+    let frame: Buffer;
+    try {
+      frame = zstdCompressResult(proposal.job);
+    } catch {
+      // A result the addon no longer holds (it keeps the last 1,024): compressed here instead.
+      const prefix = this.prefixOf(proposal.ids);
+      if (!prefix) return undefined;
+      frame = zstdCompress(data, proposal.level, prefix);
+    }
+    return this.finish(p, data, proposal, frame);
+  }
+
+  /** The bases a delta of `p` is made against and its chain depth; undefined when no delta is tried. */
+  private plan(p: Pending, bases: Buffer[]): DeltaProposal | undefined {
     let ids = bases.slice(0, DELTA_MAX_BASES);
     if (ids.length === 0 || p.length < DELTA_MIN_SIZE || ids.some((b) => b.equals(p.id))) return undefined;
     let chain = this.chainOf(ids, p.id, DELTA_MAX_CHAIN_BYTES - p.length);
@@ -57,9 +91,13 @@ export class DeltaPlanner {
     const prefix = this.prefixOf(ids);
     if (!prefix) return undefined;
     const level = p.kind === ObjectKind.Chunk ? CHUNK_DELTA_LEVEL : COMMIT_DELTA_LEVEL;
-    const frame = zstdCompress(data, level, prefix);
+    return { job: 0, ids, base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), depth: chain.depth + 1, level, prefix };
+  }
+
+  /** The delta of `p` with `frame`, if it pays (KEEP_DELTA, KEEP_TREE_DELTA, smallerThanWhole). */
+  private finish(p: Pending, data: Uint8Array, plan: DeltaProposal, frame: Buffer): Pending['delta'] {
     if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA) && !this.smallerThanWhole(p, data, frame)) return undefined;
-    return { base: ids.length === 1 ? ids[0]! : Buffer.concat(ids), frame, data: Buffer.from(data), depth: chain.depth + 1 };
+    return { base: plan.base, frame, data: Buffer.from(data), depth: plan.depth };
   }
 
   /**
@@ -85,7 +123,8 @@ export class DeltaPlanner {
       let base: Buffer | null;
       if (p) {
         bytes += p.length;
-        base = p.delta?.base ?? null;
+        // A proposed delta counts as kept: one that is not leaves the chain shorter.
+        base = p.delta?.base ?? p.proposal?.base ?? null;
       } else {
         const loc = this.ctx.locate(id);
         if (!loc) return undefined;
@@ -117,7 +156,7 @@ export class DeltaPlanner {
     for (let i = 0; i < links; i++) {
       const p = this.ctx.open.get(cur.toString('latin1'));
       let base: Buffer | null | undefined;
-      if (p) base = p.delta?.base;
+      if (p) base = p.delta?.base ?? p.proposal?.base;
       else {
         const loc = this.ctx.locate(cur);
         base = loc?.codec === Codec.Delta ? loc.base : undefined;

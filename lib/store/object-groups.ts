@@ -4,6 +4,20 @@
  */
 import type { ObjectKind } from './object-id.js';
 
+/**
+ * A delta being compressed on the addon's threads (DeltaPlanner.start): its job, its bases (and
+ * their ids concatenated, as the index stores them) and the chain depth it makes; `prefix`, the
+ * bases' bytes, only while it is planned.
+ */
+export interface DeltaProposal {
+  job: number;
+  ids: Buffer[];
+  base: Buffer;
+  depth: number;
+  level: number;
+  prefix: Buffer | undefined;
+}
+
 /** An object written by this writer and not yet in the index. */
 export interface Pending {
   id: Buffer;
@@ -17,6 +31,8 @@ export interface Pending {
    * `base` the ids of its bases, concatenated (docs/FORMAT.md "Physical forms", codec 2).
    */
   delta?: { base: Buffer; frame: Buffer; data: Buffer; depth: number };
+  /** A delta still being compressed (ObjectWriter.proposeBase), judged when its group is sealed. */
+  proposal?: DeltaProposal;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -38,6 +54,8 @@ export class Group {
   bytes = 0;
   items: Pending[] = [];
   moved = 0;
+  /** Items with a delta proposal not judged yet (settled when the group is sealed). */
+  proposals = 0;
   sealed = false;
 
   constructor(
@@ -152,3 +170,14 @@ export class RowBuffer {
     return this.buf.subarray(0, bytes);
   }
 }
+
+/**
+ * Delta proposals of a large file's new chunks being compressed on the addon's threads at once
+ * (putChunks): enough to keep its threads busy while this one plans the next, few enough that a
+ * file whose deltas never pay gives up soon after (ChunkDeltaSource).
+ */
+export const CHUNK_PROPOSALS_AHEAD = 8;
+
+/** The group of an object stored as a delta: none (sealed, empty). */
+export const DETACHED = new Group(false, 0);
+DETACHED.sealed = true;

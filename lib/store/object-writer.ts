@@ -6,21 +6,17 @@
  */
 import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDictCompress } from '../native/index.js';
 import { Codec, COMPRESSION_LEVEL, compressionEnabled, DICT_LEVEL, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
-import { CHUNK_FRAME_TARGET, CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import { CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
-import { EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, slice, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { CHUNK_PROPOSALS_AHEAD, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
-import { INLINE_SEAL_BYTES, writeDictionaryRow, writerStatements, type WriterStatements } from './writer-statements.js';
-
-/** The group of an object stored as a delta: none (sealed, empty). */
-const DETACHED = new Group(false, 0);
-DETACHED.sealed = true;
+import { INLINE_SEAL_BYTES, writeChunkRow, writeDictionaryRow, writerStatements, type WriterStatements } from './writer-statements.js';
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -164,9 +160,39 @@ export class ObjectWriter {
    */
   suggestBase(id: Buffer, bases: Buffer | Buffer[]): boolean {
     const p = this.open.get(id.toString('latin1'));
-    if (!p || p.delta || p.group.sealed) return false;
+    if (!p || p.delta || p.proposal || p.group.sealed) return false;
     const d = this.deltaOf(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
     if (!d) return false;
+    this.detach(p, d);
+    return true;
+  }
+
+  /**
+   * suggestBase whose delta is compressed on the addon's threads while this writer goes on, and
+   * judged (kept or not, by the same rules) when the object's group is sealed. For a caller that
+   * does not need to know at once whether the delta was kept: a commit's changed small files.
+   */
+  proposeBase(id: Buffer, bases: Buffer | Buffer[]): void {
+    const p = this.open.get(id.toString('latin1'));
+    if (!this.compress || !p || p.delta || p.proposal || p.group.sealed) return;
+    p.proposal = this.planner.start(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
+    if (p.proposal) p.group.proposals++;
+  }
+
+  /** Judges the delta proposals of group `g`'s objects (proposeBase): each kept one leaves the group. */
+  private settleProposals(g: Group): void {
+    g.proposals = 0;
+    for (const p of g.items) {
+      const proposal = p.proposal;
+      if (!proposal) continue;
+      p.proposal = undefined;
+      const d = this.planner.settle(p, g.buf.subarray(p.offset, p.offset + p.length), proposal);
+      if (d) this.detach(p, d);
+    }
+  }
+
+  /** Moves `p` out of its open group to be stored as delta `d`. */
+  private detach(p: Pending, d: NonNullable<Pending['delta']>): void {
     p.delta = d;
     p.group.moved++;
     // The delta holds its own copy of the bytes: its group's buffer need not live on for it
@@ -174,7 +200,6 @@ export class ObjectWriter {
     // and each kept its group alive: 24-39 MiB of buffers in a 12,000-file commit).
     p.group = DETACHED;
     if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
-    return true;
   }
 
   /** An object's bytes, whether written by this writer or stored before (authenticated). */
@@ -188,6 +213,7 @@ export class ObjectWriter {
   private seal(c: number, inline = false): void {
     const g = this.groups[c]!;
     this.groups[c] = this.compress ? this.newGroup(c) : new Group(false, PACK_TARGET);
+    if (g.proposals > 0) this.settleProposals(g);
     g.sealed = true;
     const live = g.moved ? g.items.filter((p) => !p.delta) : g.items;
     if (live.length === 0) return;
@@ -297,6 +323,20 @@ export class ObjectWriter {
     let freshBytes = 0;
     // Repeats inside this call: not in the index until the rows below are written.
     const here = new Set<string>();
+    // New chunks in file order; a delta proposed for one (deltaSource) is compressed on the
+    // addon's threads and judged up to CHUNK_PROPOSALS_AHEAD proposals later.
+    const queue: Pending[] = [];
+    let judged = 0;
+    let proposed = 0;
+    const judgeNext = (): void => {
+      const p = queue[judged++]!;
+      if (p.proposal) {
+        proposed--;
+        if (this.settleChunk(p, data)) return;
+      }
+      fresh.push(p);
+      freshBytes += p.length;
+    };
     let offset = 0;
     const none = new Group(false, 0);
     for (let i = 0; i < lengths.length; i++) {
@@ -310,13 +350,13 @@ export class ObjectWriter {
       } else {
         here.add(key);
         const p: Pending = { id, kind: ObjectKind.Chunk, group: none, offset, length };
-        if (!this.chunkDelta(p, data.subarray(offset, offset + length))) {
-          fresh.push(p);
-          freshBytes += length;
-        }
+        queue.push(p);
+        if (this.proposeChunk(p, data.subarray(offset, offset + length))) proposed++;
+        while (proposed > CHUNK_PROPOSALS_AHEAD) judgeNext();
       }
       offset += length;
     }
+    while (judged < queue.length) judgeNext();
     if (fresh.length === 0) return;
     if (this.compress && fresh.length <= EDIT_CHUNKS && fresh.length < lengths.length) {
       // An edited large file: its few new chunks wait in the Edit group like small objects, so
@@ -339,15 +379,24 @@ export class ObjectWriter {
   }
 
   /**
-   * A new chunk of a changed large file stored as a delta against the old chunks at its place
-   * (deltaSource), when that pays; true if it was. Kept chunks wait as deltas of the mixed row.
+   * Starts the delta of a new chunk of a changed large file against the old chunks at its place
+   * (deltaSource), when one is tried; true if it was (settleChunk judges it).
    */
-  private chunkDelta(p: Pending, data: Buffer): boolean {
+  private proposeChunk(p: Pending, data: Buffer): boolean {
     const src = this.deltaSource;
     const bases = src?.next(p.id, p.length, true);
-    if (!src || !bases || bases.length === 0) return false;
-    const d = this.deltaOf(p, data, bases);
-    src.result(d !== undefined);
+    if (!src || !bases || bases.length === 0 || !this.compress) return false;
+    p.proposal = this.planner.start(p, data, bases);
+    if (!p.proposal) src.result(false);
+    return p.proposal !== undefined;
+  }
+
+  /** Judges a chunk's delta proposal (proposeChunk); true if it is stored as that delta, waiting in the mixed row. */
+  private settleChunk(p: Pending, data: Buffer): boolean {
+    const proposal = p.proposal!;
+    p.proposal = undefined;
+    const d = this.planner.settle(p, data.subarray(p.offset, p.offset + p.length), proposal);
+    this.deltaSource?.result(d !== undefined);
     if (!d) return false;
     p.delta = d;
     this.open.set(p.id.toString('latin1'), p);
@@ -385,51 +434,10 @@ export class ObjectWriter {
     return true;
   }
 
-  /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
+  /** One chunk row (writeChunkRow): frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
   private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
-    const frameTarget = this.compress ? CHUNK_FRAME_TARGET : Infinity;
-    const parts: Buffer[] = [];
-    const entries: [Pending, Codec, number, number, number][] = [];
-    let rowBytes = 0;
-    let plainBytes = 0;
-    // Large files of text (bundles, source maps) share the small files' vocabulary: with the
-    // dictionary (and level 3) the real-tree slice's chunk frames stored 8 % less than at level 2 without.
-    const dict = this.compress ? this.dictionary() : undefined;
-    const zipped = dict ? Codec.Dict : Codec.Zstd;
-    for (let i = from; i < to; ) {
-      let j = i;
-      let bytes = 0;
-      while (j < to && bytes < frameTarget) bytes += chunks[j++]!.length;
-      const plain = slice(data, chunks, i, j, bytes);
-      let frame: Buffer | null = null;
-      if (this.compress && !looksRandom(plain)) {
-        const c = dict ? zstdDictCompress(plain, DICT_LEVEL, dict.bytes) : zstdCompress(plain, COMPRESSION_LEVEL);
-        if (c.length <= plain.length * KEEP_COMPRESSED) frame = c;
-      }
-      let at = 0;
-      for (let k = i; k < j; k++) {
-        const c = chunks[k]!;
-        entries.push(frame ? [c, zipped, rowBytes, frame.length, at] : [c, Codec.Raw, rowBytes + at, c.length, 0]);
-        at += c.length;
-      }
-      const part = frame ?? plain;
-      parts.push(part);
-      rowBytes += part.length;
-      plainBytes += bytes;
-      i = j;
-    }
-    const row = this.rows.join(parts, rowBytes);
-    try {
-      const pack = Number(this.insertPack.run(row).lastInsertRowid);
-      for (let k = 0; k < entries.length; k++) {
-        const e = entries[k]!;
-        this.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[1] === Codec.Dict ? dict!.id : null);
-      }
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    }
-    this.stats.objectsInserted += to - from;
-    this.stats.bytesInserted += plainBytes;
+    const statements = { insertPack: this.insertPack, insertObject: this.insertObject };
+    writeChunkRow({ statements, rows: this.rows, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
   }
 
   private stored(id: Buffer): boolean {

@@ -165,7 +165,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
     w.deltaSource = undefined;
   }
   // A changed small file: its blob is still the newest of its group.
-  if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.suggestBase(inode.content!, before.content!);
+  if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.proposeBase(inode.content!, before.content!);
   if (!inode) return;
   if (inode.kind === InodeKind.Dir) {
     const old = safeInode(base, serial);

@@ -109,3 +109,43 @@ test('a tree object keeps a delta up to KEEP_TREE_DELTA of its size; content up 
     store.close();
   }
 });
+
+test('a proposed delta (compressed on the addon threads, judged at seal) is stored exactly as a suggested one', () => {
+  const words = (seed: number) => Array.from({ length: 600 }, (_, i) => ['alpha', 'beta', 'gamma', 'delta', 'omega', 'sigma'][(i * seed + (i >> 3)) % 6]).join(' ');
+  const first = Buffer.from(seededBytes(23, 6000).map((b) => 97 + (b % 16)));
+  // 40 versions, each a small edit of the one before, in one transaction: the chains of open
+  // objects count their proposals as deltas, so the depths bound the same way.
+  const versions = [first];
+  for (let v = 1; v < 40; v++) {
+    const prev = versions[v - 1]!;
+    const at = (v * 389) % (prev.length - 16);
+    versions.push(Buffer.concat([prev.subarray(0, at), Buffer.from(`v${v}:`), prev.subarray(at + 2)]));
+  }
+  const unrelated = [Buffer.from(`${words(5)}\n${seededBytes(7, 64).toString('hex')}`), Buffer.from(seededBytes(8, 2000).toString('base64'))];
+  const layouts = (['suggestBase', 'proposeBase'] as const).map((how) => {
+    const store = Store.create(join(tempDir(), 's.sqlite'));
+    try {
+      const ids = store.writeSync((w) => {
+        const out = [w.add(ObjectKind.Blob, versions[0]!)];
+        for (let v = 1; v < versions.length; v++) {
+          out.push(w.add(ObjectKind.Blob, versions[v]!));
+          w[how](out[v]!, out[v - 1]!);
+        }
+        const base = w.add(ObjectKind.Blob, unrelated[0]!);
+        out.push(w.add(ObjectKind.Blob, unrelated[1]!));
+        w[how](out[out.length - 1]!, base);
+        return out;
+      });
+      for (let v = 0; v < versions.length; v++) assert.ok(store.objects.get(ids[v]!, ObjectKind.Blob).equals(versions[v]!));
+      assert.notEqual(store.objects.locator(ids[ids.length - 1]!)!.codec, Codec.Delta);
+      return ids.map((id) => {
+        const l = store.objects.locator(id)!;
+        return `${l.codec}:${l.length}:${l.base?.toString('hex') ?? '-'}:${depthOf(store, id)}`;
+      });
+    } finally {
+      store.close();
+    }
+  });
+  assert.ok(layouts[0]!.filter((l) => l.startsWith(`${Codec.Delta}:`)).length >= 30, layouts[0]!.join(' '));
+  assert.deepEqual(layouts[1], layouts[0]);
+});
