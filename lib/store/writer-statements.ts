@@ -3,7 +3,7 @@
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
  * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
-import { zstdCompress } from '../native/index.js';
+import { zstdCompress } from '../native/zstd.js';
 import { Codec, COMPRESSION_LEVEL, KEEP_COMPRESSED } from './codec.js';
 import type { Dictionary } from './dictionary.js';
 import { ObjectKind } from './object-id.js';
