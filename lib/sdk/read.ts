@@ -1,5 +1,6 @@
 /**
- * Reading a state: its root, the entries of a directory, a file's content. Over a Store alone
+ * Reading a state: its root, the entries of a directory, a file's content; and the listings of
+ * LayerStacks and Layers. Over a Store alone
  * (no Monitor, no Workspaces), so that a command that only reads loads only this path: the Store,
  * its namespace trees and the history rows a reference names (reader.ts).
  */
@@ -7,10 +8,12 @@ import { LayerFsError } from '../errors.js';
 import type { Store } from '../store/store.js';
 import { InodeKind } from '../store/tree/inode.js';
 import { readRange, type ByteRange } from '../store/read-range.js';
-import { entryInfo } from './convert.js';
+import { toHex } from '../format/hex.js';
+import { listLayers, listLayerStacks, resolveLayerStack } from '../history/layerstacks.js';
+import { entryInfo, layerInfo, layerStackInfo } from './convert.js';
 import { splitStatePath } from './paths.js';
 import { resolveState } from './refs.js';
-import type { EntryInfo } from './types.js';
+import type { EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
 
 /**
  * A state reference: a Layer or Commit id (or unambiguous prefix), a Branch name or id (its
@@ -53,3 +56,15 @@ export function* readFile(store: Store, ref: StateRef, path: string | Buffer, ra
   else yield* readRange(store.objects, inode, range);
 }
 
+
+export function layerStacks(store: Store): LayerStackInfo[] {
+  return listLayerStacks(store).map(layerStackInfo);
+}
+
+export function layers(store: Store, opts: { layerStack?: string }): LayerInfo[] {
+  return store.read(() => {
+    const names = new Map(listLayerStacks(store).map((s) => [toHex(s.id), s.name]));
+    const stackId = opts.layerStack !== undefined ? resolveLayerStack(store, opts.layerStack).id : undefined;
+    return listLayers(store, stackId).map((l) => layerInfo(l, names.get(toHex(l.layerStackId)) ?? ''));
+  });
+}

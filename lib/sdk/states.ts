@@ -3,8 +3,7 @@
  * state (a StateRef), exports, and new LayerStacks from a directory or a tar stream.
  */
 import { LayerFsError } from '../errors.js';
-import { toHex } from '../format/hex.js';
-import { getLayerStack, listLayers, listLayerStacks, resolveLayer, resolveLayerStack } from '../history/layerstacks.js';
+import { getLayerStack, resolveLayer } from '../history/layerstacks.js';
 import { initLayerStack as initStack } from '../history/layerstack-init.js';
 import type { LayerRow } from '../history/rows.js';
 import { exportTree, type ExportProgress } from '../store/export.js';
@@ -62,16 +61,11 @@ export async function initLayerStackFromTar(ctx: ClientContext, opts: { name: st
 }
 
 export function layerStacks(ctx: ClientContext): LayerStackInfo[] {
-  return listLayerStacks(ctx.store).map(layerStackInfo);
+  return read.layerStacks(ctx.store);
 }
 
 export function layers(ctx: ClientContext, opts: { layerStack?: string }): LayerInfo[] {
-  const store = ctx.store;
-  return store.read(() => {
-    const names = new Map(listLayerStacks(store).map((s) => [toHex(s.id), s.name]));
-    const stackId = opts.layerStack !== undefined ? resolveLayerStack(store, opts.layerStack).id : undefined;
-    return listLayers(store, stackId).map((l) => layerInfo(l, names.get(toHex(l.layerStackId)) ?? ''));
-  });
+  return read.layers(ctx.store, opts);
 }
 
 export function layerRow(ctx: ClientContext, ref: string): LayerRow {

@@ -102,7 +102,7 @@ function loaded(args: string[], env: Record<string, string> = {}): { modules: st
   return { modules, stdout: r.stdout, code: r.status };
 }
 
-test('--version and --help load no SDK; cat and ls load only the read path', async () => {
+test('--version and --help load no SDK; cat, ls and query layers load only the read path', async () => {
   const version = loaded(['--version']);
   assert.match(version.stdout, /^layerfs \d+\.\d+\.\d+/);
   assert.ok(version.modules.includes('lib/cli/start.ts'), 'the trace sees the CLI load (else the checks below prove nothing)');
@@ -137,4 +137,8 @@ test('--version and --help load no SDK; cat and ls load only the read path', asy
   assert.equal(ls.code, 0);
   assert.match(ls.stdout, / a\.txt\n$/);
   assert.deepEqual(readPath(ls.modules), []);
+  const layers = loaded(['--store', store, '--json', 'query', 'layers']);
+  assert.equal(layers.code, 0);
+  assert.equal(JSON.parse(layers.stdout).layers[0].layerStack, 'demo');
+  assert.deepEqual(readPath(layers.modules), []);
 });

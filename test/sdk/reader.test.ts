@@ -38,6 +38,8 @@ test('Reader: the Client’s bytes, entries and errors, across a concurrent writ
     assert.deepEqual(reader.ls('proj'), client.ls('proj'));
     assert.deepEqual(reader.ls('proj', 'lib'), client.ls('proj', 'lib'));
     assert.deepEqual(reader.stat(layer, 'big.bin'), client.stat(layer, 'big.bin'));
+    assert.deepEqual(reader.layerStacks(), client.layerStacks());
+    assert.deepEqual(reader.layers({ layerStack: 'proj' }), client.layers({ layerStack: 'proj' }));
     assert.equal(codeOf(() => [...reader.readFile('proj', 'lib')]), codeOf(() => [...client.readFile('proj', 'lib')]));
     assert.equal(codeOf(() => [...reader.readFile('proj', 'nope')]), 'ERR_NOT_FOUND');
     assert.equal(codeOf(() => reader.ls('nosuch')), codeOf(() => client.ls('nosuch')));
@@ -48,6 +50,7 @@ test('Reader: the Client’s bytes, entries and errors, across a concurrent writ
     await client.repack({ full: true });
     assert.ok(whole().equals(big));
     assert.ok(Buffer.concat([...reader.readFile('more', 'more.bin')]).equals(seededBytes(0x4eae, 2 * 1048576)));
+    assert.deepEqual(reader.layers(), client.layers({}));
   } finally {
     reader.close();
   }
