@@ -1,10 +1,12 @@
 /**
  * What every command shares: the global options, the exit code a command sets, the runner that
- * prints a command's error in human or --json form, and a Client opened for one command.
+ * prints a command's error in human or --json form, and a Client (or, for a command that only
+ * reads states, a Reader) opened for one command.
  * Command files import this module, never main.ts or each other.
  */
 import type { Command } from 'commander';
-import { Client } from '../sdk/index.js';
+import type { Client } from '../sdk/index.js';
+import { Reader } from '../sdk/reader.js';
 import { storeFromContext } from './context.js';
 import { Out } from './output.js';
 
@@ -35,10 +37,26 @@ export function makeRunner(program: Command, state: ExitState): Runner {
   };
 }
 
-/** A Client of the chosen Store for the length of `fn`, closed however `fn` ends. */
-export function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
+/**
+ * A Client of the chosen Store for the length of `fn`, closed however `fn` ends. The SDK is loaded
+ * here, on first use, so that `--version`, `--help` and the commands that only read do not load it.
+ */
+export async function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
+  const { Client } = await import('../sdk/index.js');
   const c = Client.connect(storeFromContext(store), { readonly });
-  return Promise.resolve()
-    .then(() => fn(c))
-    .finally(() => c.close());
+  try {
+    return await fn(c);
+  } finally {
+    c.close();
+  }
+}
+
+/** A Reader of the chosen Store (read-only, the read path only) for the length of `fn`. */
+export async function withReader<T>(store: string | undefined, fn: (r: Reader) => Promise<T> | T): Promise<T> {
+  const r = Reader.open(storeFromContext(store));
+  try {
+    return await fn(r);
+  } finally {
+    r.close();
+  }
 }

@@ -9,7 +9,7 @@
 import { spawn } from 'node:child_process';
 import { accessSync, closeSync, constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
-import { fuseMount, receiveFd, socketPair, unmount } from '../native/index.js';
+import { fuseMount, receiveFd, socketPair, unmount } from '../native/mount.js';
 
 export interface AttachOptions {
   /** Source shown in /proc/mounts (letters, digits, _.:@+-). */

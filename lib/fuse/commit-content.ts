@@ -8,7 +8,7 @@
  * Everything else (in-memory spools, copy-on-write pages over stored content) keeps the overlay's
  * own path (content.ts FileData.store), which re-chunks only around what changed.
  */
-import { scanPaths, type ScanEntry } from '../native/index.js';
+import { scanPaths, type ScanEntry } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, storeContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter } from '../store/index.js';
 import type { ContentBuild, StoredContent } from './content.js';
 

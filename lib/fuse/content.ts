@@ -18,7 +18,7 @@ import { statSync } from 'node:fs';
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { CowPages, CowSource } from '../native/index.js';
+import { CowPages, CowSource } from '../native/cow.js';
 import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';

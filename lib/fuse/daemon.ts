@@ -19,11 +19,11 @@
 import { timingSafeEqual } from 'node:crypto';
 import { closeSync, constants as fsc, existsSync, lstatSync, mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { stat } from 'node:fs/promises';
-import { type Server, type Socket } from 'node:net';
+import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
-import { fdLock } from '../native/index.js';
+import { fdLock } from '../native/fd.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
@@ -38,7 +38,7 @@ import { listenOnSocket, serveConnection } from './daemon-socket.js';
 import { KernelMount, endSharedCheckpoints, endSpareWorker } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
-import { type ServedState } from './outcome.js';
+import type { ServedState } from './outcome.js';
 import {
   changedMarker,
   daemonPaths,

@@ -20,7 +20,7 @@
  * handle is released; the kernel keeps the file while opens that use it live.
  */
 import { constants as osc } from 'node:fs';
-import { fuseBackingClose, fuseBackingOpen } from '../native/index.js';
+import { fuseBackingClose, fuseBackingOpen } from '../native/mount.js';
 import { FsError } from './errno.js';
 
 const O_ACCMODE = 3;

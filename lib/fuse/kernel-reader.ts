@@ -6,7 +6,7 @@
  */
 import { constants } from 'node:os';
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { fdWrite, fdWritev } from '../native/index.js';
+import { fdWrite, fdWritev } from '../native/fd.js';
 import { Store } from '../store/index.js';
 import { StreamedContent } from './kernel-reader-content.js';
 import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';

@@ -11,7 +11,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
-import { fdRead, fdWrite } from '../native/index.js';
+import { fdRead, fdWrite } from '../native/fd.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';

@@ -10,7 +10,7 @@ import { constants as osc } from 'node:os';
 import { join } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
-import { writeBehind, writeBehindChanged, writeBehindDrain, writeBehindRead } from '../native/index.js';
+import { writeBehind, writeBehindChanged, writeBehindDrain, writeBehindRead } from '../native/fd.js';
 import { FsError, type ErrnoName } from './errno.js';
 
 /** Copy-on-write granularity over stored content. */

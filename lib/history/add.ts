@@ -7,8 +7,8 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
-import type { ObjectWriter } from '../store/index.js';
+import type { Store } from '../store/store.js';
+import type { ObjectWriter } from '../store/objects.js';
 import { branchLog, getBranch, getCommit, isInHistory } from './branches.js';
 import { reconcileStates, type ReconcileConflict } from './reconcile.js';
 import type { BranchRow, CommitRow } from './rows.js';

@@ -5,7 +5,8 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import { prepared, type Store } from '../store/index.js';
+import { prepared } from '../store/store-file.js';
+import type { Store } from '../store/store.js';
 import { commitIdV2, uuidv7 } from './ids.js';
 import { canonicalJson, EMPTY_NOTE, type CommitNote } from './note.js';
 import { deletedBranch, deletedError } from './tombstones.js';

@@ -14,7 +14,7 @@
  * are removed before it (deepest first): `parent_commit_id` is a foreign key, so no transaction
  * ever leaves a row naming a removed parent, and a crash between two leaves a valid Store.
  */
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { hasHistoryTable, historyColumn } from './tables.js';
 
 interface Link {

@@ -1,7 +1,7 @@
 /**
  * What differs between two inode records as a diff reports it (the `fields` of a DiffEntry).
  */
-import { InodeKind, type Inode } from '../store/index.js';
+import { InodeKind, type Inode } from '../store/tree/inode.js';
 import { dirContent, sameId } from './diff-state.js';
 
 export type ChangedField = 'content' | 'kind' | 'mode' | 'owner' | 'mtime' | 'target' | 'xattrs' | 'links';

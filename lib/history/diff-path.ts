@@ -1,5 +1,5 @@
 /** Whether a change between two states touches a path: what `log -- PATH` filters Commits by. */
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { diffStates, type DiffEntry } from './diff.js';
 
 function under(path: string | undefined, prefix: string): boolean {

@@ -4,7 +4,10 @@
  */
 import { LayerFsError } from '../errors.js';
 import { ByteReader } from '../format/bytes.js';
-import { ContentForm, decodeInode, InodeKind, lookup, ROOT_SERIAL, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
+import { ContentForm, decodeInode, InodeKind, type Inode } from '../store/tree/inode.js';
+import { lookup, TreeKind, type PageIO } from '../store/tree/pages.js';
+import { ROOT_SERIAL } from '../store/tree/root.js';
+import type { Store } from '../store/store.js';
 import { diffTrees } from './diff-trees.js';
 
 const EMPTY = Buffer.alloc(0);

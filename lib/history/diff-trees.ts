@@ -5,7 +5,7 @@
  * without loading them. The work is proportional to the pages that differ (times the depth),
  * not to the size of the trees.
  */
-import type { PageIO, TreeKind } from '../store/index.js';
+import type { PageIO, TreeKind } from '../store/tree/pages.js';
 
 /** One key whose value differs: `before` absent = added, `after` absent = removed. */
 export interface TreeChange {

@@ -21,7 +21,9 @@
  *    (or whose new serial already existed). Then only content-based pairing is used.
  */
 import { LayerFsError } from '../errors.js';
-import { decodeInode, INODE_KIND_NAMES, InodeKind, keySerial, TreeKind, type Inode, type PageIO, type Store } from '../store/index.js';
+import { decodeInode, INODE_KIND_NAMES, InodeKind, keySerial, type Inode } from '../store/tree/inode.js';
+import { TreeKind, type PageIO } from '../store/tree/pages.js';
+import type { Store } from '../store/store.js';
 import { changedFields, sameContent, type ChangedField } from './diff-fields.js';
 import { corrupt, decodeDirSerial, dirContent, joinPath, NameIndex, sameId, State, type NameSource } from './diff-state.js';
 import { diffTrees } from './diff-trees.js';

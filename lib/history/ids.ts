@@ -3,7 +3,7 @@
  * gives the same ids; LayerStack, Branch and Workspace ids are random UUIDv7 (time-ordered).
  */
 import { randomBytes } from 'node:crypto';
-import { objectId } from '../native/index.js';
+import { objectId } from '../native/hash.js';
 
 export const LAYER_TAG = 'layerfs/layer/v1';
 export const COMMIT_TAG = 'layerfs/commit/v1';

@@ -1,5 +1,6 @@
 /** lib/history: LayerStacks, Layers, Branches, Commits, Add and diff over a Store. */
 export * from './layerstacks.js';
+export * from './layerstack-init.js';
 export * from './branches.js';
 export * from './add.js';
 export * from './rows.js';

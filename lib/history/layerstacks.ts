@@ -1,47 +1,16 @@
 /**
  * LayerStacks and Layers: the shared, linear history. A LayerStack row names its head Layer; the
- * genesis Layer is made by init (empty or imported), later Layers only by Add.
+ * genesis Layer is made by init (layerstack-init.ts: empty or imported), later Layers only by Add.
  */
 import { LayerFsError } from '../errors.js';
-import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import { buildNamespace, ContentForm, excludeMatcher, importTree, InodeKind, type ImportProgress, type ImportStats, type Inode, prepared, type Store, type WriteStats } from '../store/index.js';
+import { prepared } from '../store/store-file.js';
+import type { Store } from '../store/store.js';
 import { layerId, uuidv7 } from './ids.js';
 import { resolveRemoteRef } from './remote-refs.js';
 import { uniqueByPrefix } from './resolve.js';
 import { deletedError, deletedLayerStack } from './tombstones.js';
 import { LAYER_COLUMNS, LAYER_STACK_COLUMNS, type LayerRow, type LayerStackRow } from './rows.js';
-
-export interface InitResult {
-  layerStack: LayerStackRow;
-  layer: LayerRow;
-  import: ImportStats | null;
-  write: WriteStats;
-}
-
-export interface InitOptions {
-  name: string;
-  /** A directory to import; omitted for an empty genesis Layer. */
-  source?: string;
-  /** gitignore patterns to leave out, after those of the source's `.layerfsignore`. */
-  exclude?: string[];
-  onProgress?: (p: ImportProgress) => void;
-}
-
-function emptyRootDir(): Inode {
-  return {
-    kind: InodeKind.Dir,
-    mode: 0o755,
-    uid: process.getuid?.() ?? 0,
-    gid: process.getgid?.() ?? 0,
-    mtimeNs: 0n,
-    size: 0,
-    nlink: 1,
-    form: ContentForm.None,
-    content: null,
-    xattrs: [],
-  };
-}
 
 export function getLayerStack(store: Store, id: Buffer): LayerStackRow | undefined {
   return store.db.prepare(`SELECT ${LAYER_STACK_COLUMNS} FROM layer_stacks WHERE id = ?`).get(id) as LayerStackRow | undefined;
@@ -106,30 +75,6 @@ export function resolveLayer(store: Store, ref: string): LayerRow | undefined {
   return stack ? getLayer(store, stack) : undefined;
 }
 
-export async function initLayerStack(store: Store, opts: InitOptions): Promise<InitResult> {
-  const name = checkName(opts.name, 'LayerStack');
-  const taken = () => layerStackByName(store, name) !== undefined;
-  if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
-  let importStats: ImportStats | null = null;
-  let writeStats: WriteStats | null = null;
-  const result = await store.write(async (w) => {
-    let rootId: Buffer;
-    if (opts.source !== undefined) {
-      const exclude = excludeMatcher(opts.source, opts.exclude);
-      const r = await importTree(opts.source, w, store.pages, { forbidden: store.files, exclude, onProgress: opts.onProgress });
-      rootId = r.rootId;
-      importStats = r.stats;
-    } else {
-      rootId = buildNamespace(new Map([[1, emptyRootDir()]]), new Map(), w, store.pages);
-    }
-    // Checked again under the write lock: another process may have taken the name meanwhile.
-    if (taken()) throw new LayerFsError('ERR_NAME_TAKEN', `a LayerStack named ${name} already exists`, { name, hint: 'choose another name' });
-    const published = publishGenesisLayer(store, name, rootId);
-    writeStats = { ...w.stats };
-    return published;
-  });
-  return { layerStack: getLayerStack(store, result.stackId)!, layer: getLayer(store, result.id)!, import: importStats, write: writeStats! };
-}
 
 /**
  * Publishes `rootId` as the genesis Layer of a new LayerStack `name`, inside the caller's write

@@ -6,7 +6,8 @@
  * content.
  */
 import { LayerFsError } from '../errors.js';
-import { ContentForm, ObjectKind, type Inode, type ObjectReader } from '../store/index.js';
+import { ContentForm, type Inode } from '../store/tree/inode.js';
+import { ObjectKind, type ObjectReader } from '../store/objects.js';
 import { loadExtentNode } from '../store/tree/extent-check.js';
 
 /** A file's chunks in order: ids (32 bytes each), lengths and byte offsets. */

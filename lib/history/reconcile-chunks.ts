@@ -9,7 +9,9 @@
  * its byte ranges in each version. Container formats stay excluded as for smaller files.
  */
 import { ContentStream } from '../store/content-stream.js';
-import { ContentForm, ObjectKind, type Inode, type ObjectReader, type ObjectWriter, type StoredContent } from '../store/index.js';
+import { ContentForm, type Inode } from '../store/tree/inode.js';
+import { ObjectKind, type ObjectReader, type ObjectWriter } from '../store/objects.js';
+import type { StoredContent } from '../store/import/content.js';
 import { alignChunks, chunkBytes, loadChunkList, sameChunk, type ChunkList, type Hunk } from './reconcile-align.js';
 import { containerFormat, mergeByteRegions } from './reconcile-bytes.js';
 

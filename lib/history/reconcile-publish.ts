@@ -5,7 +5,8 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import type { ObjectWriter, Store } from '../store/index.js';
+import type { ObjectWriter } from '../store/objects.js';
+import type { Store } from '../store/store.js';
 import { branchRoot, getBranch, publishCommit, type PublishOutcome } from './branches.js';
 import type { CommitNote } from './note.js';
 import { reconcileStates, type ReconcileConflict } from './reconcile.js';

@@ -6,7 +6,10 @@
  * (reconcile-bytes.ts; never for SQLite, zip and other formats whose bytes refer to each other).
  */
 import { diff3Merge } from 'node-diff3';
-import { InodeKind, storeBytes, type FsView, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
+import { InodeKind, type Inode } from '../store/tree/inode.js';
+import { storeBytes } from '../store/import/content.js';
+import type { FsView } from '../store/tree/view.js';
+import type { ObjectReader, ObjectWriter } from '../store/objects.js';
 import { mergeBytes } from './reconcile-bytes.js';
 import { mergeChunked, type ByteConflict } from './reconcile-chunks.js';
 

@@ -18,7 +18,13 @@
  * renumbered above both sides' highest serial (`renumbered` tells the caller, whose stat cache
  * or overlay must follow).
  */
-import { ContentForm, FsView, InodeKind, lookup, NamespaceEditor, ROOT_SERIAL, TreeKind, type Inode, type ObjectWriter, type Store } from '../store/index.js';
+import { ContentForm, InodeKind, type Inode } from '../store/tree/inode.js';
+import { FsView } from '../store/tree/view.js';
+import { lookup, TreeKind } from '../store/tree/pages.js';
+import { NamespaceEditor } from '../store/tree/editor.js';
+import { ROOT_SERIAL } from '../store/tree/root.js';
+import type { ObjectWriter } from '../store/objects.js';
+import type { Store } from '../store/store.js';
 import { diffStates, type DiffEntry } from './diff.js';
 import { mergeRecord, type ByteConflict, type ConflictKind, type LineConflict, type RecordMergeContext } from './reconcile-record.js';
 

@@ -6,7 +6,7 @@
  * stays lib/remote's own.
  */
 import { LayerFsError } from '../errors.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { ensureHistoryTable, hasHistoryTable } from './tables.js';
 
 export interface RemoteRefRow {

@@ -4,7 +4,7 @@
  * of a Branch whose Commits a reconciling push replayed. Every function runs inside the
  * caller's write transaction, after the objects the rows reach are stored.
  */
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import type { BranchRow, CommitRow, LayerRow, LayerStackRow } from './rows.js';
 
 /** A LayerStack new to this Store, with the id and head the remote gave it. */

@@ -11,7 +11,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { remoteBranchHeads } from './remote-refs.js';
 import { ensureHistoryTable, hasHistoryTable, historyColumn, historyRows } from './tables.js';
 

@@ -7,7 +7,7 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { branchRoot, getBranch, isInHistory, publishCommit, resolveCommit, type PublishOutcome } from './branches.js';
 import { getLayer, layerIdByPrefix } from './layerstacks.js';
 import type { CommitNote } from './note.js';

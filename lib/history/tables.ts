@@ -2,7 +2,7 @@
  * lib/history's tables that a Store makes on first use (format 11, lib/store/schema.ts
  * LAZY_TABLES): a missing one reads as empty, and a writer makes it before its first row.
  */
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 
 export type HistoryTable = 'checkpoints' | 'tombstones' | 'pins' | 'retention' | 'holds' | 'pruned_commits' | 'fork_bases' | 'remote_refs';
 

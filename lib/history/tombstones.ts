@@ -11,7 +11,7 @@
 import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { idsWithPrefix } from './resolve.js';
 import type { BranchRow, LayerStackRow } from './rows.js';
 import { ensureHistoryTable, hasHistoryTable, historyRows } from './tables.js';

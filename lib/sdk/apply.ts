@@ -11,8 +11,11 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readlinkSync, readSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { setTimes } from '../native/index.js';
-import { checkStoredName, InodeKind, type FsView, type Store } from '../store/index.js';
+import { setTimes } from '../native/xattr.js';
+import { checkStoredName } from '../store/export.js';
+import { InodeKind } from '../store/tree/inode.js';
+import type { FsView } from '../store/tree/view.js';
+import type { Store } from '../store/store.js';
 import { allDiffEntries, inodeAt, pathFilters, underAny } from './patch.js';
 
 export interface ApplyOptions {

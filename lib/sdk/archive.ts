@@ -6,7 +6,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
-import { copyStore, discardCopy, extractTar, publishCopy, tarStream, type BackupProgress, type FsView, type Store, type TarSource, type TarStats } from '../store/index.js';
+import { copyStore, discardCopy, publishCopy, type BackupProgress } from '../store/backup.js';
+import { extractTar, type TarSource } from '../store/import/tar-extract.js';
+import { tarStream, type TarStats } from '../store/tar.js';
+import type { FsView } from '../store/tree/view.js';
+import type { Store } from '../store/store.js';
 import type { VerifyResult } from './types.js';
 
 const SINK_PIECE = 64 * 1024;

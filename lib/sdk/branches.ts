@@ -15,7 +15,7 @@ import {
   type BranchRow,
   type CommitRow,
 } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { createResolutionWorkspace } from '../workspace/index.js';
 import type { ClientContext } from './context.js';
 import { forkSource, type ForkFrom } from './fork-source.js';

@@ -7,7 +7,14 @@
  */
 import { resolveBranch, type DiffPage } from '../history/index.js';
 import { Monitor, type Receipt } from '../monitor/monitor.js';
-import type { BackupProgress, ByteRange, ExportProgress, ImportProgress, Store, TarSource, TarStats, VerifyProgress } from '../store/index.js';
+import type { BackupProgress } from '../store/backup.js';
+import type { ByteRange } from '../store/read-range.js';
+import type { ExportProgress } from '../store/export.js';
+import type { ImportProgress } from '../store/import/import.js';
+import type { Store } from '../store/store.js';
+import type { TarSource } from '../store/import/tar-extract.js';
+import type { TarStats } from '../store/tar.js';
+import type { VerifyProgress } from '../store/verify.js';
 import type { ApplyOptions, ApplyResult } from './apply.js';
 import { streamTar } from './archive.js';
 import * as branches from './branches.js';

@@ -7,7 +7,8 @@
  */
 import { toHex } from '../format/hex.js';
 import type { MonitorSnapshot } from '../monitor/monitor.js';
-import { Store, type ExportProgress } from '../store/index.js';
+import { Store } from '../store/store.js';
+import type { ExportProgress } from '../store/export.js';
 import { editFileRanges, getExecution, listExecutions, readOutput, resolveWorkspace, stopExecution, type ExecutionInfo, type RangeEdit, type RemoveProgress } from '../workspace/index.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
 import { closeDaemonConnection, daemonStatus, stopDaemon } from '../fuse/index.js';

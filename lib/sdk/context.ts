@@ -4,7 +4,8 @@
  * set of functions taking this context (as better-sqlite3 attaches lib/methods/*).
  */
 import type { Monitor, Receipt } from '../monitor/monitor.js';
-import type { Store, WriteStats } from '../store/index.js';
+import type { Store } from '../store/store.js';
+import type { WriteStats } from '../store/objects.js';
 import { executionsDir, type CommitPhases } from '../workspace/index.js';
 
 export interface ClientContext {

@@ -1,8 +1,8 @@
 /** Row → public type conversions (hex ids, ISO times). */
 import { toHex } from '../format/hex.js';
-import type { BranchRow, CommitRow, LayerRow, LayerStackRow } from '../history/index.js';
+import type { BranchRow, CommitRow, LayerRow, LayerStackRow } from '../history/rows.js';
 import type { WorkspaceRow } from '../workspace/index.js';
-import { INODE_KIND_NAMES, InodeKind, type Inode } from '../store/index.js';
+import { INODE_KIND_NAMES, InodeKind, type Inode } from '../store/tree/inode.js';
 import type { BranchInfo, CommitInfo, EntryInfo, EntryKind, LayerInfo, LayerStackInfo, WorkspaceInfo } from './types.js';
 
 const hexOrNull = (b: Buffer | null): string | null => (b ? toHex(b) : null);

@@ -5,7 +5,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { diffStates, type DiffPage } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { resolveWorkspace } from '../workspace/index.js';
 import { applyState, type ApplyOptions, type ApplyResult } from './apply.js';
 import { grepState, type GrepOptions, type GrepResult } from './grep.js';

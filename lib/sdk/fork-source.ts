@@ -6,7 +6,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { getBranch, resolveBranch, resolveCommit, resolveLayer, type ForkSource } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { refPrefix, resolveState, type ResolvedState } from './refs.js';
 
 export type ForkFrom = { name: string; layer: string } | { name: string; branch?: string; commit: string } | { name: string; from: string };

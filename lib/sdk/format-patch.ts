@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchLog, formatStat, getLayer, resolveBranch, resolveCommit, type CommitRow } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { formatPairs, statePairs } from './patch.js';
 
 export interface FormatPatchOptions {

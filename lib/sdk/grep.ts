@@ -5,7 +5,8 @@
  */
 import { LayerFsError } from '../errors.js';
 import { looksBinary } from '../history/index.js';
-import { InodeKind, type FsView, type Inode } from '../store/index.js';
+import { InodeKind, type Inode } from '../store/tree/inode.js';
+import type { FsView } from '../store/tree/view.js';
 import { inodeAt, pathFilters } from './patch.js';
 
 export interface GrepOptions {

@@ -5,7 +5,10 @@
 import { statSync } from 'node:fs';
 import { toHex } from '../format/hex.js';
 import { branchLog, historyCounts, keptCommits, keptStates, listBranches, listLayers, listLayerStacks, resolveLayerStack } from '../history/index.js';
-import { analyzeDedup as analyze, Store, verifyStore, type BackupProgress, type VerifyProgress } from '../store/index.js';
+import { analyzeDedup as analyze } from '../store/analyze.js';
+import { Store } from '../store/store.js';
+import { verifyStore, type VerifyProgress } from '../store/verify.js';
+import type { BackupProgress } from '../store/backup.js';
 import { verifiedBackup } from './archive.js';
 import type { ClientContext } from './context.js';
 import { workspaceRoots } from '../workspace/index.js';

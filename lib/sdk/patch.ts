@@ -6,7 +6,10 @@
 import { closeSync, lstatSync, openSync, readFileSync, readlinkSync, readSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIG_FILE, diffStates, formatFilePatch, gitBlobId, gitBlobIdOf, isBig, similarityScore, gitFileMode, GIT_LINK, type DiffEntry, type FilePair, type FileStat, type PatchOptions, type PatchSide } from '../history/index.js';
-import { InodeKind, ROOT_SERIAL, type FsView, type Inode, type Store } from '../store/index.js';
+import { InodeKind, type Inode } from '../store/tree/inode.js';
+import { ROOT_SERIAL } from '../store/tree/root.js';
+import type { FsView } from '../store/tree/view.js';
+import type { Store } from '../store/store.js';
 import { splitStatePath } from './paths.js';
 
 export type { FileStat, PatchOptions };

@@ -1,7 +1,7 @@
 /** The SDK side of reconciling commits: conflicts as plain objects, resolve, update. */
 import { toHex } from '../format/hex.js';
 import type { Receipt } from '../monitor/monitor.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { listConflicts, resolveConflict, updateWorkspace, type ConflictRecord, type Resolution, type UpdateOutcome, type WorkspaceRow } from '../workspace/index.js';
 import type { ConflictInfo } from './types.js';
 

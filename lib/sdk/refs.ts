@@ -13,24 +13,13 @@
 import { LayerFsError } from '../errors.js';
 import { NAME_PATTERN } from '../format/names.js';
 import { toHex } from '../format/hex.js';
-import {
-  branchRoot,
-  findCheckpoints,
-  getBranch,
-  getCheckpoint,
-  getCommit,
-  getLayer,
-  isPruned,
-  layerIdByPrefix,
-  layerStackByName,
-  resolveBranch,
-  resolveCommit,
-  resolveLayer,
-  resolveRemoteRef,
-  type BranchRow,
-  type CheckpointRow,
-} from '../history/index.js';
-import type { Store } from '../store/index.js';
+import { branchRoot, getBranch, getCommit, resolveBranch, resolveCommit } from '../history/branches.js';
+import { findCheckpoints, getCheckpoint, type CheckpointRow } from '../history/rewind.js';
+import { getLayer, layerIdByPrefix, layerStackByName, resolveLayer } from '../history/layerstacks.js';
+import { isPruned } from '../history/retention.js';
+import { resolveRemoteRef } from '../history/remote-refs.js';
+import type { BranchRow } from '../history/rows.js';
+import type { Store } from '../store/store.js';
 
 export interface ResolvedState {
   kind: 'layer' | 'commit' | 'branch';

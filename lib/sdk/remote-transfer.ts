@@ -19,7 +19,7 @@ import {
   verifyRemote,
   type RemoteVerifyReport,
 } from '../remote/index.js';
-import { Store } from '../store/index.js';
+import { Store } from '../store/store.js';
 import type { RemoteOptions } from './remotes.js';
 
 async function withRemote<T>(store: Store, name: string | undefined, fn: (c: RemoteConnection, key: Buffer | undefined) => Promise<T>, opts: RemoteOptions & { init?: boolean } = {}): Promise<T> {

@@ -6,7 +6,7 @@
 import { toHex } from '../format/hex.js';
 import { addRemote, displayUrl, listRemotes, removeRemote, remoteRefs } from '../remote/local.js';
 import type { KeyOptions, PushOptions } from '../remote/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 
 export type { FetchResult, PushResult, FetchedRef, TransferStats, RemoteVerifyReport, PushReconciliation, PushConflict } from '../remote/index.js';
 

@@ -6,7 +6,9 @@
  */
 import { lstatSync, readdirSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
-import { InodeKind, type FsView, type Store } from '../store/index.js';
+import { InodeKind } from '../store/tree/inode.js';
+import type { FsView } from '../store/tree/view.js';
+import type { Store } from '../store/store.js';
 import { diskNode, safePath, sameContent, stateNode, writeSteps, type Step } from './apply.js';
 import { inodeAt } from './patch.js';
 import { splitStatePath } from './paths.js';

@@ -73,4 +73,4 @@ export interface GcReceipt extends Receipt, Omit<GcStats, 'dryRun'> {
 }
 
 export type { GcProgress } from '../store/index.js';
-import type { GcStats } from '../store/index.js';
+import type { GcStats } from '../store/gc.js';

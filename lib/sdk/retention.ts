@@ -25,7 +25,8 @@ import {
   setPolicy,
 } from '../history/index.js';
 import type { Receipt } from '../monitor/monitor.js';
-import type { GcProgress, Store } from '../store/index.js';
+import type { GcProgress } from '../store/gc.js';
+import type { Store } from '../store/store.js';
 import { listWorkspaces, openWorkspacesOn, workspaceRoots } from '../workspace/index.js';
 import { resolveState } from './refs.js';
 import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';

@@ -2,7 +2,7 @@
 import { toHex } from '../format/hex.js';
 import { createCheckpoint, listCheckpoints, normalizeNote, resolveBranch, rewindBranch, type CheckpointRow } from '../history/index.js';
 import type { Receipt } from '../monitor/monitor.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { defaultAuthor } from './author.js';
 import { commitInfo } from './convert.js';
 import type { CommitInfo, CommitOptions } from './types.js';

@@ -4,7 +4,7 @@
  * made here.
  */
 import { toHex } from '../format/hex.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import {
   attachSandbox,
   createSandbox as createSandboxRow,

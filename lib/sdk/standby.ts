@@ -9,7 +9,7 @@
  */
 import { toHex } from '../format/hex.js';
 import { getBranch, type BranchRow } from '../history/index.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import { getWorkspace, type WorkspaceRow } from '../workspace/index.js';
 import type { ToolCallHost } from './tool-call-host.js';
 

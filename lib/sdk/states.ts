@@ -3,14 +3,18 @@
  * state (a StateRef), exports, and new LayerStacks from a directory or a tar stream.
  */
 import { LayerFsError } from '../errors.js';
-import { toHex } from '../format/hex.js';
-import { getLayerStack, initLayerStack as initStack, listLayers, listLayerStacks, resolveLayer, resolveLayerStack, type LayerRow } from '../history/index.js';
-import { exportTree, InodeKind, readRange, type ByteRange, type ExportProgress, type ImportProgress, type TarSource } from '../store/index.js';
+import { getLayerStack, resolveLayer } from '../history/layerstacks.js';
+import { initLayerStack as initStack } from '../history/layerstack-init.js';
+import type { LayerRow } from '../history/rows.js';
+import { exportTree, type ExportProgress } from '../store/export.js';
+import type { ByteRange } from '../store/read-range.js';
+import type { ImportProgress } from '../store/import/import.js';
+import type { TarSource } from '../store/import/tar-extract.js';
 import { withExtractedTar } from './archive.js';
 import type { ClientContext } from './context.js';
-import { entryInfo, layerInfo, layerStackInfo } from './convert.js';
-import { splitStatePath } from './paths.js';
-import { resolveState } from './refs.js';
+import { layerInfo, layerStackInfo } from './convert.js';
+import * as read from './read.js';
+import type { StateRef } from './read.js';
 import type { EntryInfo, ExportReceipt, InitReceipt, LayerInfo, LayerStackInfo } from './types.js';
 
 export interface InitLayerStackOptions {
@@ -26,11 +30,7 @@ export interface InitLayerStackOptions {
   onProgress?: (p: ImportProgress) => void;
 }
 
-/**
- * A state reference: a Layer or Commit id (or unambiguous prefix), a Branch name or id (its
- * current state), or a LayerStack name (its head Layer).
- */
-export type StateRef = string;
+export type { StateRef } from './read.js';
 
 export async function initLayerStack(ctx: ClientContext, opts: InitLayerStackOptions): Promise<InitReceipt> {
   if (opts.source !== undefined && opts.empty) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give either a source directory or empty, not both');
@@ -61,16 +61,11 @@ export async function initLayerStackFromTar(ctx: ClientContext, opts: { name: st
 }
 
 export function layerStacks(ctx: ClientContext): LayerStackInfo[] {
-  return listLayerStacks(ctx.store).map(layerStackInfo);
+  return read.layerStacks(ctx.store);
 }
 
 export function layers(ctx: ClientContext, opts: { layerStack?: string }): LayerInfo[] {
-  const store = ctx.store;
-  return store.read(() => {
-    const names = new Map(listLayerStacks(store).map((s) => [toHex(s.id), s.name]));
-    const stackId = opts.layerStack !== undefined ? resolveLayerStack(store, opts.layerStack).id : undefined;
-    return listLayers(store, stackId).map((l) => layerInfo(l, names.get(toHex(l.layerStackId)) ?? ''));
-  });
+  return read.layers(ctx.store, opts);
 }
 
 export function layerRow(ctx: ClientContext, ref: string): LayerRow {
@@ -86,42 +81,24 @@ export function layer(ctx: ClientContext, ref: StateRef): LayerInfo {
 
 /** The root of a state. */
 export function stateRoot(ctx: ClientContext, ref: StateRef): Buffer {
-  return resolveState(ctx.store, ref).rootId;
+  return read.stateRoot(ctx.store, ref);
 }
 
 export function ls(ctx: ClientContext, ref: StateRef, path?: string | Buffer): EntryInfo[] {
-  return ctx.store.read(() => {
-    const view = ctx.store.view(stateRoot(ctx, ref));
-    const parts = splitStatePath(path);
-    const { serial, inode } = view.resolve(parts, String(path ?? ''));
-    if (inode.kind !== InodeKind.Dir) return [entryInfo(parts[parts.length - 1] ?? Buffer.alloc(0), serial, inode)];
-    const out: EntryInfo[] = [];
-    for (const e of view.readdir(inode)) out.push(entryInfo(e.name, e.serial, view.inode(e.serial)));
-    return out;
-  });
+  return read.ls(ctx.store, ref, path);
 }
 
 export function stat(ctx: ClientContext, ref: StateRef, path?: string | Buffer): EntryInfo {
-  return ctx.store.read(() => {
-    const view = ctx.store.view(stateRoot(ctx, ref));
-    const parts = splitStatePath(path);
-    const { serial, inode } = view.resolve(parts, String(path ?? ''));
-    return entryInfo(parts[parts.length - 1] ?? Buffer.alloc(0), serial, inode);
-  });
+  return read.stat(ctx.store, ref, path);
 }
 
-export function* readFile(ctx: ClientContext, ref: StateRef, path: string | Buffer, range?: ByteRange): Generator<Buffer> {
-  const view = ctx.store.view(stateRoot(ctx, ref));
-  const display = String(path);
-  const { inode } = view.resolve(splitStatePath(path), display);
-  if (inode.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${display} is not a regular file`, { path: display });
-  if (range === undefined) yield* view.content(inode);
-  else yield* readRange(ctx.store.objects, inode, range);
+export function readFile(ctx: ClientContext, ref: StateRef, path: string | Buffer, range?: ByteRange): Generator<Buffer> {
+  return read.readFile(ctx.store, ref, path, range);
 }
 
 export function exportState(ctx: ClientContext, ref: StateRef, target: string, opts: { onProgress?: (p: ExportProgress) => void }): ExportReceipt {
   const t0 = performance.now();
-  const s = ctx.store.read(() => exportTree(ctx.store.view(stateRoot(ctx, ref)), target, { onProgress: opts.onProgress }));
+  const s = ctx.store.read(() => exportTree(ctx.store.view(read.stateRoot(ctx.store, ref)), target, { onProgress: opts.onProgress }));
   const base = ctx.receipt('export', 'Exported', t0, ctx.store.meter.allocatedGrowth, null);
   return ctx.monitor.record({ ...base, outcome: 'Exported', target, ...s } as ExportReceipt) as ExportReceipt;
 }

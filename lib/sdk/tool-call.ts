@@ -13,7 +13,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { resolveBranch } from '../history/index.js';
 import type { Receipt } from '../monitor/monitor.js';
-import type { Store } from '../store/index.js';
+import type { Store } from '../store/store.js';
 import {
   chooseProjection,
   isSelf,

@@ -1,6 +1,7 @@
 /** Public result types of the SDK. Ids are lowercase hex strings; times are ISO-8601. */
 import type { Receipt } from '../monitor/monitor.js';
-import type { Contributor, DedupReport, StateUsage, TreeCounts } from '../store/index.js';
+import type { Contributor, DedupReport, StateUsage } from '../store/analyze.js';
+import type { TreeCounts } from '../store/tree/inode.js';
 
 export type { Receipt };
 

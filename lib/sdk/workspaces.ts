@@ -6,7 +6,8 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { getBranch, normalizeNote, resolveBranch } from '../history/index.js';
-import type { ExportProgress, Store } from '../store/index.js';
+import type { ExportProgress } from '../store/export.js';
+import type { Store } from '../store/store.js';
 import {
   chooseProjection,
   listWorkspaces,

@@ -18,7 +18,8 @@
  * extension (another SQLite library in the process) rows are read with SELECT, as before.
  */
 import { availableParallelism } from 'node:os';
-import { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead, RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/index.js';
+import { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead } from '../native/blobs.js';
+import { RUN_FIELDS, RunCodec, startRun, type RunTask } from '../native/run.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';

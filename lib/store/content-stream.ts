@@ -10,7 +10,7 @@
  * cut the same way again; after new bytes, the chunker runs until one of its cuts falls on a
  * piece boundary, and from there reuse is exact again.
  */
-import { Chunker } from '../native/index.js';
+import { Chunker } from '../native/chunker.js';
 import type { StoredContent } from './import/content.js';
 import { storeBytes } from './import/content.js';
 import { idOf, ObjectKind, type ObjectWriter } from './objects.js';

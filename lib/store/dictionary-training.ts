@@ -11,7 +11,7 @@
  * Everything stays inside the writer's transaction, so a SIGKILL loses the import and nothing
  * else.
  */
-import type { BackgroundTraining } from '../native/index.js';
+import type { BackgroundTraining } from '../native/zstd-train-thread.js';
 import { DictionarySampler, SAMPLER_MIN_SEEN, trainInBackground, trainOn } from './dictionary.js';
 import type { Pending } from './object-groups.js';
 

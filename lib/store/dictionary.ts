@@ -4,7 +4,8 @@
  * trains one from a sample of what it wrote (DictionarySampler) for the transactions after it;
  * `db repack` uses it too, or trains and records one.
  */
-import { BackgroundTraining, zstdTrainDictionary } from '../native/index.js';
+import { BackgroundTraining } from '../native/zstd-train-thread.js';
+import { zstdTrainDictionary } from '../native/zstd-dict.js';
 import { LayerFsError } from '../errors.js';
 import { looksRandom } from './codec.js';
 import { ObjectKind } from './object-id.js';

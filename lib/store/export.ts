@@ -8,7 +8,8 @@
  */
 import { chmodSync, closeSync, linkSync, lchownSync, mkdirSync, openSync, readdirSync, symlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { resolve } from 'node:path';
-import { makeNode, setTimes, setXattr } from '../native/index.js';
+import { makeNode } from '../native/fd.js';
+import { setTimes, setXattr } from '../native/xattr.js';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { removeTree } from './remove-tree.js';
 import { InodeKind, type Inode, type TreeCounts } from './tree/inode.js';

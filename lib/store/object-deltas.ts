@@ -3,7 +3,7 @@
  * delta against the bases offered for it, within the chain bounds (docs/FORMAT.md "Physical
  * forms", codec 2).
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import { CHUNK_DELTA_LEVEL, Codec, COMMIT_DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';

@@ -3,7 +3,7 @@
  * canonical bytes); and the index row that says where its stored bytes are. A leaf of the
  * object storage (object-writer.ts, object-reader.ts), so everything may import it.
  */
-import { objectId } from '../native/index.js';
+import { objectId } from '../native/hash.js';
 
 export enum ObjectKind {
   /** Whole content of a regular file below the chunking threshold. */

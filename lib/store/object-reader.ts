@@ -2,7 +2,9 @@
  * Authenticated reads of stored objects: whatever the physical form (docs/FORMAT.md "Physical
  * forms"), every returned byte has been decoded and re-hashed against its id.
  */
-import { objectId, zstdDecompress, zstdDictDecompress } from '../native/index.js';
+import { objectId } from '../native/hash.js';
+import { zstdDecompress } from '../native/zstd.js';
+import { zstdDictDecompress } from '../native/zstd-dict.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';

@@ -4,7 +4,8 @@
  * delta against its previous version (docs/FORMAT.md "Physical forms"); the physical form never
  * changes an id.
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDictCompress } from '../native/index.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
+import { zstdDictCompress } from '../native/zstd-dict.js';
 import { Codec, COMPRESSION_LEVEL, compressionEnabled, DICT_LEVEL, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';

@@ -8,7 +8,8 @@
  * try: repack-batch.ts writes each delta in its object's batch after checking, against the
  * Store as it is then, that the chain is acyclic and bounded, and stores the object whole if not.
  */
-import { zstdCompress, zstdDictCompress } from '../native/index.js';
+import { zstdCompress } from '../native/zstd.js';
+import { zstdDictCompress } from '../native/zstd-dict.js';
 import { LayerFsError } from '../errors.js';
 import type { StoreAccess as Store } from './access.js';
 import { Codec, DELTA_MIN_SIZE, looksRandom } from './codec.js';

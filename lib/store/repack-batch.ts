@@ -3,7 +3,7 @@
  * now, are laid out anew (repack-rows.ts) and the old rows deleted.
  */
 import { LayerFsError } from '../errors.js';
-import { zstdCompressResult } from '../native/index.js';
+import { zstdCompressResult } from '../native/zstd.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { StoreAccess as Store } from './access.js';
 import { ObjectKind } from './object-id.js';

@@ -4,7 +4,7 @@
  * in the first transaction that writes a frame made with it (so no frame ever names a missing
  * one) and made the Store's current dictionary.
  */
-import { zstdCompress } from '../native/index.js';
+import { zstdCompress } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { StoreAccess as Store } from './access.js';

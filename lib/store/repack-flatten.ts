@@ -4,7 +4,7 @@
  * (reads at the end of a chain cost about what a whole object does; docs/FORMAT.md "Physical
  * forms"). Writers still chain up to DELTA_MAX_DEPTH links between repacks.
  */
-import { zstdCompress } from '../native/index.js';
+import { zstdCompress } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import { Codec, DELTA_LEVEL, DELTA_MAX_DEPTH, KEEP_DELTA, KEEP_TREE_DELTA } from './codec.js';
 import type { Db } from './store-file.js';

@@ -2,7 +2,7 @@
  * How repack (repack.ts) lays out what it rewrites: groups become frames, frames and objects
  * stored on their own become pack rows. Same codecs as the writer (docs/FORMAT.md, *repacked rows*).
  */
-import { zstdCompressResult, zstdCompressStart } from '../native/index.js';
+import { zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { Locator } from './objects.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';

@@ -6,7 +6,7 @@
  * batch when it takes the frame, SelectedSink). Otherwise the object is stored whole, which never makes a chain longer or a cycle. Every batch is one
  * transaction, so a crash leaves each object in its old form or its new one.
  */
-import { zstdCompressStart } from '../native/index.js';
+import { zstdCompressStart } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import { Codec, DELTA_LEVEL, DELTA_MAX_DEPTH } from './codec.js';
 import type { Db } from './store-file.js';

@@ -162,7 +162,16 @@ function checkHeader(abs: string): void {
 
 export interface OpenOptions {
   readonly?: boolean;
+  /**
+   * With `readonly`: read the file's pages through a memory map (SQLite `mmap_size`, up to
+   * MAPPED_BYTES) rather than a pread(2) per page: large reads cost about a fifth less CPU, but every page read
+   * counts toward the process's resident memory, so only short-lived readers ask for it.
+   */
+  mapped?: boolean;
 }
+
+/** How much of a Store file a `mapped` connection maps (SQLite maps the file's first bytes up to this). */
+export const MAPPED_BYTES = 1 << 30;
 
 /** Runs every upgrade step after format `from`, in order (schema.ts UPGRADE_STEPS). */
 function applySteps(db: Db, from: number): void {
@@ -209,6 +218,7 @@ export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; i
       if (version < FORMAT_VERSION) version = upgrade(db);
     } else {
       db.pragma('busy_timeout = 30000');
+      if (opts.mapped) db.pragma(`mmap_size = ${MAPPED_BYTES}`);
       // An older Store read as is: TEMP shims make it read like the current format.
       for (const step of UPGRADE_STEPS) if (step.to > Math.max(version, BASE_FORMAT_VERSION)) db.exec(readShimOf(step));
     }

@@ -9,8 +9,8 @@ import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
 import { ChunkRunReader } from './chunk-run.js';
 import { ObjectReader, ObjectWriter } from './objects.js';
 import { PageStore } from './page-io.js';
-import { collectGarbage, type GcOptions, type GcStats } from './gc.js';
-import { repackStore, type RepackOptions, type RepackStats } from './repack.js';
+import type { GcOptions, GcStats } from './gc.js';
+import type { RepackOptions, RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { LAZY_TABLES, type LazyTable } from './schema.js';
@@ -247,6 +247,8 @@ export class Store implements StoreAccess {
    * then VACUUMs (repack.ts). Ids and content never change.
    */
   async repack(opts: RepackOptions = {}): Promise<RepackStats> {
+    // Loaded on first use: a process that only reads never loads the maintenance passes.
+    const { repackStore } = await import('./repack.js');
     return this.maintain(() => repackStore(this, opts));
   }
 
@@ -255,6 +257,7 @@ export class Store implements StoreAccess {
    * safe against concurrent writers and crashes (gc.ts).
    */
   async gc(opts: GcOptions): Promise<GcStats> {
+    const { collectGarbage } = await import('./gc.js');
     return this.maintain(() => collectGarbage(this, opts));
   }
 

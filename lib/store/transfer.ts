@@ -4,7 +4,9 @@
  * stores the frames as they came and re-reads every object through the authenticated read path
  * before its transaction commits, so nothing that fails its id is ever kept (docs/REMOTES.md).
  */
-import { objectId, zstdCompress, zstdDecompress, zstdDictDecompress } from '../native/index.js';
+import { objectId } from '../native/hash.js';
+import { zstdCompress, zstdDecompress } from '../native/zstd.js';
+import { zstdDictDecompress } from '../native/zstd-dict.js';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { Codec, DELTA_MAX_BASES, KEEP_COMPRESSED } from './codec.js';

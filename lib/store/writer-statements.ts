@@ -3,7 +3,8 @@
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
  * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
-import { zstdCompress, zstdDictCompress } from '../native/index.js';
+import { zstdCompress } from '../native/zstd.js';
+import { zstdDictCompress } from '../native/zstd-dict.js';
 import { Codec, COMPRESSION_LEVEL, DICT_LEVEL, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { slice, type Pending, type RowBuffer } from './object-groups.js';
 import type { WriteStats } from './object-id.js';

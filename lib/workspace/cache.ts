@@ -8,7 +8,9 @@
  */
 import { endianness } from 'node:os';
 import { LayerFsError } from '../errors.js';
-import { objectId, WalkKind, zstdCompress, zstdDecompress, type WalkResult } from '../native/index.js';
+import { objectId } from '../native/hash.js';
+import { WalkKind, type WalkResult } from '../native/walk.js';
+import { zstdCompress, zstdDecompress } from '../native/zstd.js';
 import { prepared, type Store } from '../store/index.js';
 import { allocWalk } from './walk-match.js';
 

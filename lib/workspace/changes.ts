@@ -6,7 +6,7 @@
  * per-path strings or objects unless something changed.
  */
 import { LayerFsError } from '../errors.js';
-import { walkRelPath, walkTreeAgainst, walkTreeAgainstSync, WALK_KIND_NAMES, type WalkAgainst } from '../native/index.js';
+import { walkRelPath, walkTreeAgainst, walkTreeAgainstSync, WALK_KIND_NAMES, type WalkAgainst } from '../native/walk.js';
 import { ROOT_SERIAL } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { diffWalk, type ChangeSet } from './walk-diff.js';

@@ -9,7 +9,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
-import { walkRelPath, WalkKind } from '../native/index.js';
+import { walkRelPath, WalkKind } from '../native/walk.js';
 import { cachePlan, loadCache, saveCache, writeCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';

@@ -5,7 +5,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { walkName, walkTreeSync } from '../native/index.js';
+import { walkName, walkTreeSync } from '../native/walk.js';
 import { exportTree, ROOT_SERIAL, type ExportProgress, type Store } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { compactWalk } from './changes.js';

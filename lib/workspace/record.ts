@@ -12,7 +12,9 @@
  * read only once the clock is a full tick past their ctime (racyWaitMs): every write after the
  * read then gets a later ctime and the next commit sees it.
  */
-import { mallocTrim, WalkKind, type ScanEntry, type ScanEntryOk } from '../native/index.js';
+import { mallocTrim } from '../native/info.js';
+import { WalkKind } from '../native/walk.js';
+import type { ScanEntry, ScanEntryOk } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';

@@ -6,7 +6,7 @@
  * setfattr or chown in the same script as an entry change must not hide behind the mtime.
  */
 import { lstatSync } from 'node:fs';
-import { getXattrs } from '../native/index.js';
+import { getXattrs } from '../native/xattr.js';
 import { InodeKind, type FsView, type Inode } from '../store/index.js';
 
 function sameXattrs(stored: Inode, abs: Buffer): boolean {

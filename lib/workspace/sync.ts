@@ -7,7 +7,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { diffStates, maxSerial } from '../history/index.js';
-import { walkRelPath } from '../native/index.js';
+import { walkRelPath } from '../native/walk.js';
 import { exportEntry, InodeKind, type Store } from '../store/index.js';
 import { saveCache, type StatCache } from './cache.js';
 import { compactWalk, computeChangesSync } from './changes.js';

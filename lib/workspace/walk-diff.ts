@@ -4,7 +4,7 @@
  * (hard links) shares one serial. Phases, in order: drop what a state cannot hold, give every
  * path a serial, find changed entries, deleted serials, name bindings and deleted paths.
  */
-import { walkName, walkRelPath, WalkKind, type WalkResult } from '../native/index.js';
+import { walkName, walkRelPath, WalkKind, type WalkResult } from '../native/walk.js';
 import { excludeMatcher, ROOT_SERIAL } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { compactWalk, HI, inoKey, LO, matchPaths, words } from './walk-match.js';

@@ -4,7 +4,7 @@
  * fields are read as 32-bit words of typed arrays without per-path strings.
  */
 import { endianness } from 'node:os';
-import { WalkKind, type WalkResult } from '../native/index.js';
+import { WalkKind, type WalkResult } from '../native/walk.js';
 
 const LE = endianness() === 'LE';
 export const LO = LE ? 0 : 1;

@@ -102,7 +102,7 @@ function loaded(args: string[], env: Record<string, string> = {}): { modules: st
   return { modules, stdout: r.stdout, code: r.status };
 }
 
-test('--version and --help load no SDK; cat loads no PostgreSQL driver, MCP server or other command', async () => {
+test('--version and --help load no SDK; cat, ls and query layers load only the read path', async () => {
   const version = loaded(['--version']);
   assert.match(version.stdout, /^layerfs \d+\.\d+\.\d+/);
   assert.ok(version.modules.includes('lib/cli/start.ts'), 'the trace sees the CLI load (else the checks below prove nothing)');
@@ -130,4 +130,15 @@ test('--version and --help load no SDK; cat loads no PostgreSQL driver, MCP serv
       (m.startsWith('lib/cli/commands/') && m !== 'lib/cli/commands/cat.ts'),
   );
   assert.deepEqual(heavy, []);
+  // The read path only: no Workspace, FUSE, remote or diff code, and no Client (sdk/client*.ts).
+  const readPath = (m: string[]) => m.filter((x) => /^lib\/(fuse|workspace|remote)\/|^lib\/history\/(diff|reconcile|git-patch|add)|^lib\/store\/(import\/|gc|repack|export)|^lib\/sdk\/(index|client)/.test(x));
+  assert.deepEqual(readPath(cat.modules), []);
+  const ls = loaded(['--store', store, 'ls', 'demo']);
+  assert.equal(ls.code, 0);
+  assert.match(ls.stdout, / a\.txt\n$/);
+  assert.deepEqual(readPath(ls.modules), []);
+  const layers = loaded(['--store', store, '--json', 'query', 'layers']);
+  assert.equal(layers.code, 0);
+  assert.equal(JSON.parse(layers.stdout).layers[0].layerStack, 'demo');
+  assert.deepEqual(readPath(layers.modules), []);
 });

@@ -2,7 +2,7 @@
 import type { Command } from 'commander';
 import { byteCount } from '../args.js';
 import { writeStdout } from '../output.js';
-import { withClient, type Runner } from '../runner.js';
+import { withReader, type Runner } from '../runner.js';
 
 export function registerCatCommand(program: Command, run: Runner): void {
   program
@@ -13,13 +13,9 @@ export function registerCatCommand(program: Command, run: Runner): void {
     .action((state: string, path: string, opts: { offset?: string; length?: string }) =>
       run(async (_out, g) => {
         const range = opts.offset !== undefined || opts.length !== undefined ? { offset: byteCount(opts.offset, '--offset'), length: byteCount(opts.length, '--length') } : undefined;
-        await withClient(
-          g.store,
-          async (c) => {
-            for (const piece of c.readFile(state, path, range)) await writeStdout(piece);
-          },
-          true,
-        );
+        await withReader(g.store, async (r) => {
+          for (const piece of r.readFile(state, path, range)) await writeStdout(piece);
+        });
       })(),
     );
 }

@@ -1,7 +1,7 @@
 /** ls: a directory of any state, like ls -l. */
 import type { Command } from 'commander';
 import { formatBytes, modeString, mtimeText, quoteName } from '../output.js';
-import { withClient, type Runner } from '../runner.js';
+import { withReader, type Runner } from '../runner.js';
 
 export function registerLsCommand(program: Command, run: Runner): void {
   program
@@ -10,7 +10,7 @@ export function registerLsCommand(program: Command, run: Runner): void {
     .option('-H, --human-readable', 'sizes in KiB, MiB, …')
     .action((state: string, path: string | undefined, opts: { humanReadable?: boolean }) =>
       run(async (out, g) => {
-        const rows = await withClient(g.store, (c) => c.ls(state, path), true);
+        const rows = await withReader(g.store, (r) => r.ls(state, path));
         // A directory's size is not stored (its entries are): '-' rather than a misleading 0.
         const size = (e: (typeof rows)[number]) => (e.kind === 'dir' ? '-' : opts.humanReadable ? formatBytes(e.size) : String(e.size));
         out.result({ entries: rows }, () =>

@@ -1,7 +1,7 @@
 /** query layerstacks | layers | branches | commits | workspaces | pins | deleted: read-only listings. */
 import type { Command } from 'commander';
 import { short } from '../output.js';
-import { withClient, type Runner } from '../runner.js';
+import { withClient, withReader, type Runner } from '../runner.js';
 
 export function registerQueryCommands(program: Command, run: Runner): void {
   const q = program.command('query').description('list LayerStacks, Layers and more');
@@ -19,7 +19,7 @@ function layerStacksCommand(q: Command, run: Runner): void {
     .description('list LayerStacks')
     .action(() =>
       run(async (out, g) => {
-        const rows = await withClient(g.store, (c) => c.layerStacks(), true);
+        const rows = await withReader(g.store, (r) => r.layerStacks());
         out.result({ layerStacks: rows }, () => rows.map((s) => `${s.name}\t${s.id}\thead ${short(s.headLayerId)}`));
       })(),
     );
@@ -31,7 +31,7 @@ function layersCommand(q: Command, run: Runner): void {
     .option('--layerstack <name>', 'only this LayerStack')
     .action((opts: { layerstack?: string }) =>
       run(async (out, g) => {
-        const rows = await withClient(g.store, (c) => c.layers({ layerStack: opts.layerstack }), true);
+        const rows = await withReader(g.store, (r) => r.layers({ layerStack: opts.layerstack }));
         out.result({ layers: rows }, () => rows.map((l) => `${l.id}\t${l.layerStack}#${l.seq}\t${l.createdAt}`));
       })(),
     );

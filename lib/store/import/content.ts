@@ -3,7 +3,8 @@
  * under an extent tree. Files the scan returned whole are stored from memory; larger ones are
  * streamed (large-file.ts).
  */
-import { chunkAndHash, scanPaths, type ScanEntryOk } from '../../native/index.js';
+import { chunkAndHash } from '../../native/chunker.js';
+import { scanPaths, type ScanEntryOk } from '../../native/scan.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import { ExtentTreeBuilder } from '../tree/extents.js';

@@ -3,7 +3,7 @@
  * of materialized Workspaces, so both record exactly the same facts through one content path
  * (storeContent: files the scan returned whole from memory, larger ones streamed).
  */
-import type { ScanEntryOk } from '../../native/index.js';
+import type { ScanEntryOk } from '../../native/scan.js';
 import type { ObjectWriter } from '../objects.js';
 import { ContentForm, InodeKind, type Inode } from '../tree/inode.js';
 import { storeContent } from './content.js';

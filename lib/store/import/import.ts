@@ -9,7 +9,7 @@
 import { realpathSync, statSync } from 'node:fs';
 import { inodeMetadata, SCAN_KINDS } from './entry.js';
 import { basename, dirname, join, sep } from 'node:path';
-import type { ScanEntry, ScanEntryOk } from '../../native/index.js';
+import type { ScanEntry, ScanEntryOk } from '../../native/scan.js';
 import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';

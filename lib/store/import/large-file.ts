@@ -5,7 +5,8 @@
  * row, so hashing overlaps the SQLite writes. The extent tree is built as the chunks arrive.
  */
 import { closeSync, fstatSync, openSync, readSync, constants as fsc } from 'node:fs';
-import { Chunker, readChunks, type FileIdentity } from '../../native/index.js';
+import { Chunker } from '../../native/chunker.js';
+import { readChunks, type FileIdentity } from '../../native/stream.js';
 import { LayerFsError } from '../../errors.js';
 import { idOf, ObjectKind, type ObjectWriter } from '../objects.js';
 import { CHUNK_PACK_TARGET } from '../schema.js';

@@ -6,7 +6,7 @@
  * MAX_DATA_SIZE, or no room left in the arena) come back with metadata only and are streamed by
  * storeContent. Import and the commits of materialized Workspaces both read through it.
  */
-import { scanBatch, type ScanBatch } from '../../native/index.js';
+import { scanBatch, type ScanBatch } from '../../native/scan.js';
 import { SMALL_FILE_THRESHOLD } from '../tree/inode.js';
 
 /** Files larger than this are streamed one at a time instead of being read whole into a batch. */

@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, closeSync, lchownSync, linkSync, lstatSync, mkdirSync, openSync, symlinkSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { LayerFsError } from '../../errors.js';
-import { setTimes, setXattr } from '../../native/index.js';
+import { setTimes, setXattr } from '../../native/xattr.js';
 
 const BLOCK = 512;
 const PIECE = 1024 * 1024;
