@@ -3,7 +3,8 @@
 // mounted by its own daemon, one started with LAYERFS_PACK_ROWS=0. Per round (the daemons'
 // order alternating): `dd bs=1M` of the plain file, then of each mount's file, every file's
 // pages dropped first with posix_fadvise(DONTNEED) (the Store files' pages stay cached); the
-// daemon's CPU over its `dd` from /proc/<pid>/stat, the `dd`'s own from getrusage. Needs root
+// daemon's CPU over its `dd` from /proc/<pid>/stat, the `dd`'s own from getrusage; at the end
+// each daemon's peak resident set (VmHWM). Needs root
 // (kernel backend) and /dev/fuse. With --perf FILE, `perf record -g` of the addon daemon over
 // three more cold reads. With --before DIR (another checkout of the package, its addon built),
 // the first Store is served by that checkout's daemon and the second by this one's, both reading
@@ -105,7 +106,9 @@ try {
   }
   for (const [tag, f] of figs) {
     const r2 = (x: number) => Math.round(x * 100) / 100;
-    console.log(JSON.stringify({ rows: tag, MiBps: Math.round(mib / median(f.s)), timesPlain: r2(median(f.ratio)), timesPlainEach: f.ratio.map(r2), daemonMsPerMiB: r2(median(f.daemon)), daemonEach: f.daemon.map(r2), ddMsPerMiB: r2(median(f.dd)) }));
+    const pid = served.find((m) => m.tag === tag)!.pid;
+    const hwm = /VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    console.log(JSON.stringify({ rows: tag, daemonVmHWMMiB: hwm ? Math.round(Number(hwm) / 102.4) / 10 : null, MiBps: Math.round(mib / median(f.s)), timesPlain: r2(median(f.ratio)), timesPlainEach: f.ratio.map(r2), daemonMsPerMiB: r2(median(f.daemon)), daemonEach: f.daemon.map(r2), ddMsPerMiB: r2(median(f.dd)) }));
   }
   if (perfOut) {
     const m = served[1]!;
