@@ -3,10 +3,13 @@
 // mounted by its own daemon, one started with LAYERFS_PACK_ROWS=0. Per round (the daemons'
 // order alternating): `dd bs=1M` of the plain file, then of each mount's file, every file's
 // pages dropped first with posix_fadvise(DONTNEED) (the Store files' pages stay cached); the
-// daemon's CPU over its `dd` from /proc/<pid>/stat, the `dd`'s own from getrusage. Needs root
+// daemon's CPU over its `dd` from /proc/<pid>/stat, the `dd`'s own from getrusage; at the end
+// each daemon's peak resident set (VmHWM). Needs root
 // (kernel backend) and /dev/fuse. With --perf FILE, `perf record -g` of the addon daemon over
-// three more cold reads.
-//   node --import tsx bench/micro/fuse-cold-read.bench.ts --tmp DIR [--mib 256] [--rounds 6] [--perf FILE]  → JSON lines
+// three more cold reads. With --before DIR (another checkout of the package, its addon built),
+// the first Store is served by that checkout's daemon and the second by this one's, both reading
+// rows by the addon: a before/after of the daemon's code in the same run.
+//   node --import tsx bench/micro/fuse-cold-read.bench.ts --tmp DIR [--mib 256] [--rounds 6] [--perf FILE] [--before DIR]  → JSON lines
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -22,6 +25,9 @@ if (!arg('--tmp') || fs.existsSync(path.join(tmp, 'a.sqlite'))) throw new Error(
 const mib = Number(arg('--mib', '256'));
 const rounds = Number(arg('--rounds', '6'));
 const perfOut = arg('--perf');
+const before = arg('--before');
+type ClientClass = typeof Client;
+const BeforeClient: ClientClass = before ? ((await import(path.resolve(before, 'lib/sdk/index.ts'))) as { Client: ClientClass }).Client : Client;
 
 const PY = String.raw`
 import json, os, subprocess, sys, time, resource
@@ -67,12 +73,12 @@ await init.close();
 fs.copyFileSync(stores[0]!, stores[1]!);
 const served: Served[] = [];
 try {
-  for (const [store, tag, env] of [
-    [stores[0]!, 'select', '0'],
-    [stores[1]!, 'addon', '1'],
+  for (const [store, tag, env, C] of [
+    [stores[0]!, before ? 'before' : 'select', before ? '1' : '0', BeforeClient],
+    [stores[1]!, before ? 'after' : 'addon', '1', Client],
   ] as const) {
     process.env.LAYERFS_PACK_ROWS = env;
-    const client = Client.connect(store);
+    const client = C.connect(store);
     const at = path.join(tmp, `w-${tag}`);
     const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
     const status = await client.daemonStatus();
@@ -100,7 +106,9 @@ try {
   }
   for (const [tag, f] of figs) {
     const r2 = (x: number) => Math.round(x * 100) / 100;
-    console.log(JSON.stringify({ rows: tag, MiBps: Math.round(mib / median(f.s)), timesPlain: r2(median(f.ratio)), timesPlainEach: f.ratio.map(r2), daemonMsPerMiB: r2(median(f.daemon)), daemonEach: f.daemon.map(r2), ddMsPerMiB: r2(median(f.dd)) }));
+    const pid = served.find((m) => m.tag === tag)!.pid;
+    const hwm = /VmHWM:\s+(\d+)/.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    console.log(JSON.stringify({ rows: tag, daemonVmHWMMiB: hwm ? Math.round(Number(hwm) / 102.4) / 10 : null, MiBps: Math.round(mib / median(f.s)), timesPlain: r2(median(f.ratio)), timesPlainEach: f.ratio.map(r2), daemonMsPerMiB: r2(median(f.daemon)), daemonEach: f.daemon.map(r2), ddMsPerMiB: r2(median(f.dd)) }));
   }
   if (perfOut) {
     const m = served[1]!;

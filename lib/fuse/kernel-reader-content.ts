@@ -6,7 +6,7 @@
  * ranges, so a chunk cache here would only hold bytes nobody asks for again (and cost a map
  * entry and garbage per chunk).
  */
-import type { ChunkRef, ChunkRunReader } from '../store/chunk-run.js';
+import type { ChunkRef, ChunkRunReader, StartedViews } from '../store/chunk-run.js';
 import type { Store } from '../store/index.js';
 import { chunkAt, ExtentNodes } from './extents.js';
 
@@ -27,7 +27,16 @@ export class StreamedContent {
 
   /** Bytes [pos, pos + len) of the extent tree `root`, verified, as views valid until the next read() or views(). */
   views(root: Buffer, pos: number, len: number): Buffer[] {
-    if (len <= 0) return [];
+    return this.finish(this.start(root, pos, len, 0));
+  }
+
+  /**
+   * Starts views() (its rows read, their decoding started on the addon's pool); finish() waits
+   * for it. Two may be started at once on different lanes (ChunkRunReader.startViews): a reader
+   * starts its next READ before it finishes and answers the current one.
+   */
+  start(root: Buffer, pos: number, len: number, lane: 0 | 1): StartedViews | null {
+    if (len <= 0) return null;
     const run: ChunkRef[] = [];
     let first = -1;
     for (let x = pos; x < pos + len; ) {
@@ -36,6 +45,11 @@ export class StreamedContent {
       run.push(ch);
       x = ch.start + ch.length;
     }
-    return this.runs.views(run, pos - first, len);
+    return this.runs.startViews(run, pos - first, len, lane);
+  }
+
+  /** The views of a started read (see start). */
+  finish(s: StartedViews | null): Buffer[] {
+    return s ? this.runs.finishViews(s) : [];
   }
 }

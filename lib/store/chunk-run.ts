@@ -43,7 +43,7 @@ const MAX_STRETCH = 4 * 1024 * 1024;
 const THREADS = Math.min(2, Math.max(1, availableParallelism()));
 
 /** A stretch being decoded: its chunks, where its bytes go, and which of them verified. */
-interface Started {
+export interface Started {
   chunks: readonly ChunkRef[];
   out: Buffer;
   ok: Uint8Array;
@@ -59,6 +59,13 @@ interface RowBuffer {
   id: number;
   data: Buffer;
   users: number;
+}
+
+/** A views() call started (ChunkRunReader.startViews), to be finished once. */
+export interface StartedViews {
+  readonly parts: readonly (Started | Buffer)[];
+  readonly from: number;
+  readonly len: number;
 }
 
 /** Row buffers are allocated in multiples of this. */
@@ -101,8 +108,8 @@ export class ChunkRunReader {
   /** The `at` column (format 2 on; a format-1 Store opened read-only has only raw objects). */
   private readonly at: string;
   private packs: { id: number; data: Buffer }[] = [];
-  /** Reused outputs of read(), one per stretch of a READ: their bytes are copied out before the next call. */
-  private readonly scratch: Buffer[] = [];
+  /** Reused outputs of read(), per lane one per stretch of a READ: their bytes are copied out before the next call of the lane. */
+  private readonly scratch: Buffer[][] = [];
   /** blobRead's handle of the connection (0: rows are read with SELECT). */
   private readonly handle: number;
   /** Reused row buffers, most recently used first. */
@@ -176,21 +183,43 @@ export class ChunkRunReader {
    * written from them without one more copy.
    */
   views(run: readonly ChunkRef[], from: number, len: number): Buffer[] {
+    return this.finishViews(this.startViews(run, from, len, 0));
+  }
+
+  /**
+   * Starts views(): the rows are read and their decoding started; finishViews() waits for it and
+   * returns the views. Two calls may be started at once on different lanes (0 or 1, the reused
+   * buffers each decodes into): the rows of a started call stay held until it is finished, and
+   * its views stay valid until the next call of its lane, or the next call started after it was
+   * finished.
+   */
+  startViews(run: readonly ChunkRef[], from: number, len: number, lane: 0 | 1): StartedViews {
     const rows = this.locate(run.map((c) => c.id));
     // Every stretch is started before the first is finished: the addon decodes one row while the
     // next is read out of SQLite, and a READ's rows are decoded in parallel.
     const parts: (Started | Buffer)[] = [];
-    for (let i = 0, at = -from; i < run.length && at < len; ) {
-      const count = this.stretch(run, rows, i);
-      parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, parts.length) : this.viaReader(run[i]!));
-      for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
-      i += Math.max(1, count);
+    try {
+      for (let i = 0, at = -from; i < run.length && at < len; ) {
+        const count = this.stretch(run, rows, i);
+        parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, { lane, i: parts.length }) : this.viaReader(run[i]!));
+        for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
+        i += Math.max(1, count);
+      }
+    } catch (e) {
+      this.releaseFrom(parts, 0);
+      throw e;
     }
+    return { parts, from, len };
+  }
+
+  /** The views of a started views() call (see startViews). */
+  finishViews(p: StartedViews): Buffer[] {
+    const { parts } = p;
     const out: Buffer[] = [];
     let k = 0;
     try {
-      let skip = from;
-      let left = len;
+      let skip = p.from;
+      let left = p.len;
       for (; k < parts.length; k++) {
         const data = this.done(parts[k]!);
         const n = Math.min(data.length - skip, left);
@@ -201,12 +230,16 @@ export class ChunkRunReader {
       if (left > 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'the chunk run does not cover the range read');
     } finally {
       // A stretch that failed: the ones started after it let go of their rows.
-      for (let j = k + 1; j < parts.length; j++) {
-        const p = parts[j]!;
-        if (!Buffer.isBuffer(p)) this.release(p);
-      }
+      this.releaseFrom(parts, k + 1);
     }
     return out;
+  }
+
+  private releaseFrom(parts: readonly (Started | Buffer)[], from: number): void {
+    for (let j = from; j < parts.length; j++) {
+      const p = parts[j]!;
+      if (!Buffer.isBuffer(p)) this.release(p);
+    }
   }
 
   /**
@@ -261,10 +294,10 @@ export class ChunkRunReader {
    * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
    * order in the row are verified in place: for pieces() (`scratch` null) read straight into the
    * Buffer that is handed out, for read() in the row's reused buffer. Anything else is decoded
-   * into a new buffer (pieces()), or into reused scratch buffer number `scratch` (read(): its
+   * into a new buffer (pieces()), or into reused scratch buffer `scratch` (read(): its
    * bytes must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: number | null): Started {
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: { lane: number; i: number } | null): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -293,7 +326,7 @@ export class ChunkRunReader {
     if (inPlace && spec[0]! + total <= data.length) {
       return { chunks, out: data.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(data, spec, ids, null, ok, this.threads), inPlace: true, row: row ?? null };
     }
-    const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch, total);
+    const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch.lane, scratch.i, total);
     return { chunks, out, ok, task: startRun(data, spec, ids, out, ok, this.threads), inPlace: false, row: row ?? null };
   }
 
@@ -363,11 +396,12 @@ export class ChunkRunReader {
     return out;
   }
 
-  private scratchOf(i: number, bytes: number): Buffer {
-    const have = this.scratch[i];
+  private scratchOf(lane: number, i: number, bytes: number): Buffer {
+    const mine = (this.scratch[lane] ??= []);
+    const have = mine[i];
     if (have && have.length >= bytes) return have.subarray(0, bytes);
     const b = Buffer.allocUnsafeSlow(Math.max(bytes, 2 * (have?.length ?? 0)));
-    this.scratch[i] = b;
+    mine[i] = b;
     return b.subarray(0, bytes);
   }
 
