@@ -81,10 +81,7 @@ export class ObjectWriter {
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
       read: (id) => this.objectReader().get(id),
-      wholeCost: (data) => {
-        const dict = this.dictionary();
-        return (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length;
-      },
+      wholeCost: (data, dict = this.dictionary()) => (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length,
     });
   }
 
