@@ -1,5 +1,6 @@
 /** The public API of layerfs. */
 export { Client, type InitLayerStackOptions, type StateRef } from './client.js';
+export { Reader } from './reader.js';
 export type * from './types.js';
 export type * from './retention-types.js';
 export { LayerFsError, isLayerFsError, type ErrorCode } from './errors.js';

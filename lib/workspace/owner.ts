@@ -6,7 +6,7 @@
  * could not publish) has its owner cleared, so it stays until someone ends it.
  */
 import { isAlive, processRef, type ProcessRef } from './exec-records.js';
-import type { Store } from '../store/index.js';
+import { prepared, type Store } from '../store/index.js';
 
 export type { ProcessRef };
 
@@ -16,11 +16,12 @@ export function selfOwner(): ProcessRef {
 }
 
 export function setWorkspaceOwner(store: Store, id: Buffer, owner: ProcessRef | null): void {
-  store.db.prepare('UPDATE workspaces SET owner_pid = ?, owner_start = ?, owner_boot = ? WHERE id = ?').run(owner?.pid ?? null, owner?.startTime ?? null, owner?.bootId ?? null, id);
+  prepared(store.db, 'UPDATE workspaces SET owner_pid = ?, owner_start = ?, owner_boot = ? WHERE id = ?').run(owner?.pid ?? null, owner?.startTime ?? null, owner?.bootId ?? null, id);
 }
 
 export function workspaceOwner(store: Store, id: Buffer): ProcessRef | null {
-  const r = store.db.prepare('SELECT owner_pid AS pid, owner_start AS startTime, owner_boot AS bootId FROM workspaces WHERE id = ?').get(id) as
+  // The mount daemon asks this for each of its mounts every second (fuse/daemon-orphans.ts).
+  const r = prepared(store.db, 'SELECT owner_pid AS pid, owner_start AS startTime, owner_boot AS bootId FROM workspaces WHERE id = ?').get(id) as
     | { pid: number | null; startTime: string | null; bootId: string | null }
     | undefined;
   if (!r || r.pid === null) return null;

@@ -25,6 +25,14 @@ function fill(src: string): void {
   writeFileSync(join(src, 'repeat.bin'), Buffer.concat([block, block, block, block, seededBytes(13, 1000)]));
 }
 
+/** A filled Store opened for reading, and random numbers from a printed seed (LAYERFS_MODEL_SEED picks one). */
+async function seededStore(defaultSeed: number, prefix: string): Promise<{ next: () => number; s: StoreSetup; store: Store }> {
+  const seed = process.env.LAYERFS_MODEL_SEED === 'random' ? Date.now() % 1e9 : Number(process.env.LAYERFS_MODEL_SEED ?? defaultSeed);
+  console.log(`seed ${seed}`);
+  const s = await setupStore(fill, prefix);
+  return { next: rng(seed), s, store: Store.open(s.storePath) };
+}
+
 /** The extent-tree root of a file of the Branch `main`, as a mount's overlay sees it. */
 function contentOf(store: Store, s: StoreSetup, name: string, b = s.client.branch('main')): { id: Buffer; size: number } {
   const root = Buffer.from(b.rootId, 'hex');
@@ -35,11 +43,7 @@ function contentOf(store: Store, s: StoreSetup, name: string, b = s.client.branc
 }
 
 test('stored content read as chunk runs matches the source at random ranges', { timeout: 120_000 }, async () => {
-  const seed = process.env.LAYERFS_MODEL_SEED === 'random' ? Date.now() % 1e9 : Number(process.env.LAYERFS_MODEL_SEED ?? 1801);
-  console.log(`seed ${seed}`);
-  const next = rng(seed);
-  const s = await setupStore(fill, 'layerfs-reader-content-');
-  const store = Store.open(s.storePath);
+  const { next, s, store } = await seededStore(1801, 'layerfs-reader-content-');
   try {
     const codecs = store.db.prepare('SELECT DISTINCT codec FROM objects WHERE kind = 2').pluck().all();
     assert.ok(codecs.length >= 2, `raw and coded chunks both read (codecs ${codecs.join(',')})`);
@@ -68,11 +72,7 @@ test('stored content read as chunk runs matches the source at random ranges', { 
 });
 
 test('two reads started at once on the two lanes (a reader starting its next READ) each match the source', { timeout: 120_000 }, async () => {
-  const seed = process.env.LAYERFS_MODEL_SEED === 'random' ? Date.now() % 1e9 : Number(process.env.LAYERFS_MODEL_SEED ?? 1802);
-  console.log(`seed ${seed}`);
-  const next = rng(seed);
-  const s = await setupStore(fill, 'layerfs-reader-lanes-');
-  const store = Store.open(s.storePath);
+  const { next, s, store } = await seededStore(1802, 'layerfs-reader-lanes-');
   try {
     const reader = new StreamedContent(store);
     for (const name of ['random.bin', 'text.bin', 'repeat.bin']) {
