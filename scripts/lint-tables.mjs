@@ -21,7 +21,7 @@ import ts from 'typescript';
 
 /** Owner folder → the tables only it may name in SQL (every table of lib/store/schema.ts). */
 export const OWNERS = {
-  'lib/store/': ['meta', 'packs', 'objects'],
+  'lib/store/': ['meta', 'packs', 'objects', 'dictionaries'],
   'lib/history/': ['layer_stacks', 'layers', 'branches', 'commits', 'checkpoints', 'tombstones', 'pins', 'retention', 'holds', 'fork_bases', 'pruned_commits', 'remote_refs'],
   'lib/remote/': ['remotes'],
   'lib/workspace/': ['workspaces', 'workspace_caches', 'workspace_entries', 'workspace_conflicts', 'sandboxes', 'workspace_sandboxes'],

@@ -9,6 +9,7 @@ import type { Db } from './store-file.js';
 import type { Store } from './store.js';
 import type { WriteStats } from './objects.js';
 import { checkFrame, type Frame, type ObjectForm } from './transfer.js';
+import { storedBase } from './dictionary-refs.js';
 
 /** Pack rows written hold about this many stored bytes. */
 export const INSERT_ROW_TARGET = 1024 * 1024;
@@ -54,7 +55,7 @@ export class FrameWriter {
   bytes = 0;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly stats: WriteStats,
     private readonly opts: FrameWriterOptions,
   ) {
@@ -88,7 +89,7 @@ export class FrameWriter {
     this.fresh += members.length;
     const seen = this.placed.get(f.data);
     if (seen?.pack !== undefined) {
-      for (const m of members) this.insertObject.run(m.id, m.kind, m.size, m.codec, seen.pack, seen.offset, f.data.length, m.at, m.base);
+      for (const m of members) this.insertObject.run(m.id, m.kind, m.size, m.codec, seen.pack, seen.offset, f.data.length, m.at, storedBase(this.db, m.codec, m.base));
       return false;
     }
     if (seen) {
@@ -113,7 +114,8 @@ export class FrameWriter {
     for (const r of this.row) {
       r.pack = pack;
       r.offset = off;
-      for (const m of r.members) this.insertObject.run(m.id, m.kind, m.size, m.codec, pack, off, r.data.length, m.at, m.base);
+      // A dictionary travels by id and is named here by this Store's ref (dictionary-refs.ts).
+      for (const m of r.members) this.insertObject.run(m.id, m.kind, m.size, m.codec, pack, off, r.data.length, m.at, storedBase(this.db, m.codec, m.base));
       off += r.data.length;
     }
     this.bytes += data.length;

@@ -6,6 +6,8 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { StoreAccess } from './access.js';
+import { Codec } from './codec.js';
+import { hasTable as hasDictionaryRefs, resolveBase } from './dictionary-refs.js';
 import { ObjectKind } from './objects.js';
 import { decodeExtentNode } from './tree/extents.js';
 import { ContentForm, decodeInode, InodeKind } from './tree/inode.js';
@@ -77,7 +79,11 @@ CREATE TEMP TABLE gc_garbage (id BLOB PRIMARY KEY, pack INTEGER NOT NULL, size I
   addDeltaBases(): void {
     const db = this.store.db;
     db.exec('DROP TABLE IF EXISTS temp.gc_delta; CREATE TEMP TABLE gc_delta (id BLOB PRIMARY KEY, base BLOB NOT NULL) WITHOUT ROWID');
-    db.exec('INSERT INTO temp.gc_delta (id, base) SELECT id, base FROM main.objects WHERE base IS NOT NULL');
+    // A dictionary frame's row names its dictionary by a ref (format 12, dictionary-refs.ts): the dictionary's id is what lives.
+    const base = hasDictionaryRefs(db)
+      ? `CASE WHEN o.codec = ${Codec.Dict} AND length(o.base) <> 32 THEN coalesce((SELECT d.id FROM main.dictionaries d WHERE d.ref = o.base), o.base) ELSE o.base END`
+      : 'o.base';
+    db.exec(`INSERT INTO temp.gc_delta (id, base) SELECT o.id, ${base} FROM main.objects o WHERE o.base IS NOT NULL`);
     const steps = [0, 1, 2, 3].map((k) =>
       db.prepare(
         `INSERT OR IGNORE INTO temp.gc_live (id, walked) SELECT substr(d.base, ${k * 32 + 1}, 32), 0 FROM temp.gc_delta d WHERE length(d.base) >= ${(k + 1) * 32} AND d.id IN (SELECT id FROM temp.gc_live)`,
@@ -124,9 +130,10 @@ export class Marker {
 
   /** Marks the delta bases of everything marked since tracking began (bases of bases too). */
   markFreshBases(): void {
-    const baseOf = this.store.db.prepare('SELECT base FROM objects WHERE id = ?').pluck();
+    const baseOf = this.store.db.prepare('SELECT codec, base FROM objects WHERE id = ?');
     while (this.fresh.length > 0) {
-      const base = baseOf.get(this.fresh.pop()!) as Buffer | null | undefined;
+      const row = baseOf.get(this.fresh.pop()!) as { codec: number; base: Buffer | null } | undefined;
+      const base = row && resolveBase(this.store.db, row.codec, row.base);
       if (base) for (const b of splitBases(base)) this.mark(b);
     }
   }

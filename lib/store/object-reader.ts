@@ -11,6 +11,7 @@ import { Codec, DELTA_MAX_BASES, DELTA_MAX_DEPTH } from './codec.js';
 import { prepared, type Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
+import { forgetDictionaryRefs, resolveBase, resolveRow } from './dictionary-refs.js';
 
 /** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
@@ -52,7 +53,7 @@ export class ObjectReader {
   private basesUsed = false;
 
   constructor(
-    db: Db,
+    private readonly db: Db,
     private readonly path: string,
   ) {
     // A format-1 Store opened read-only is not upgraded: its objects are all raw.
@@ -106,8 +107,10 @@ export class ObjectReader {
     return this.locate.get(id) !== undefined;
   }
 
+  /** The object's index row, a dictionary's ref resolved to its id (dictionary-refs.ts). */
   locator(id: Uint8Array): Locator | undefined {
-    return this.locate.get(id) as Locator | undefined;
+    const loc = this.locate.get(id) as Locator | undefined;
+    return loc && resolveRow(this.db, loc);
   }
 
   /**
@@ -140,6 +143,7 @@ export class ObjectReader {
     this.frames.clear();
     this.bases.clear();
     this.basesBytes = 0;
+    forgetDictionaryRefs(this.db);
   }
 
   /** A delta base's bytes, from the cache of recent bases or read (and authenticated) now. */
@@ -314,8 +318,9 @@ export class ObjectReader {
     if (hit) return hit;
     let dict: Buffer | undefined;
     if (loc.codec === Codec.Dict) {
-      if (!loc.base || loc.base.length !== 32 || depth >= MAX_READ_DEPTH) throw damaged('dictionary');
-      dict = this.baseOf(loc.base, depth + 1, ObjectKind.Dictionary);
+      const id = resolveBase(this.db, loc.codec, loc.base);
+      if (!id || id.length !== 32 || depth >= MAX_READ_DEPTH) throw damaged('dictionary');
+      dict = this.baseOf(id, depth + 1, ObjectKind.Dictionary);
     }
     const bytes = this.stored(loc, damaged);
     let frame: Buffer;

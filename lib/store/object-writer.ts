@@ -17,6 +17,7 @@ import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
+import { dictionaryRef } from './dictionary-refs.js';
 import { INLINE_SEAL_BYTES, writeChunkRow, writeDictionaryRow, writerStatements, type WriterStatements } from './writer-statements.js';
 
 /**
@@ -249,7 +250,7 @@ export class ObjectWriter {
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
     const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict.bytes) : zstdCompress(data, level)) : undefined;
     const job = compress && !inline ? zstdCompressStart(data, level, dict?.bytes) : undefined;
-    const part = { live, at, data, job, frame, dict: dict?.id ?? null };
+    const part = { live, at, data, job, frame, dict: dict ? dictionaryRef(this.db, dict.id) : null };
     if (c === GroupClass.Tree && this.compress) {
       // Tree rows of their own, smaller: a cold page read loads its whole row (below).
       if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
@@ -435,7 +436,7 @@ export class ObjectWriter {
   /** One chunk row (writeChunkRow): frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
   private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
     const statements = { insertPack: this.insertPack, insertObject: this.insertObject };
-    writeChunkRow({ statements, rows: this.rows, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
+    writeChunkRow({ db: this.db, statements, rows: this.rows, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
   }
 
   private stored(id: Buffer): boolean {

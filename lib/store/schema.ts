@@ -54,6 +54,12 @@ export const CHUNK_PACK_TARGET = 1024 * 1024;
  */
 export const PAGE_SIZE = 8192;
 
+/** What an upgrade step's `migrate` runs SQL with (the Store's connection). */
+export interface MigrateDb {
+  exec(sql: string): unknown;
+  prepare(sql: string): { get(...params: unknown[]): unknown };
+}
+
 /**
  * One step of the format's history: the SQL that turns a Store of format `to - 1` into format
  * `to`. Steps run in order, each in the upgrade's one write transaction; a new Store runs SCHEMA
@@ -73,6 +79,11 @@ export interface UpgradeStep {
    * step itself creates none of them.
    */
   readonly tables?: readonly LazyTable[];
+  /**
+   * Row rewrites the step's SQL cannot say conditionally (a table made only when a Store needs
+   * it); runs after `sql` in the same transaction, on upgrades only (a new Store has no rows).
+   */
+  readonly migrate?: (db: MigrateDb) => void;
 }
 
 /**
@@ -180,6 +191,12 @@ CREATE TABLE IF NOT EXISTS workspace_conflicts (
   created_ms     INTEGER NOT NULL,
   PRIMARY KEY (workspace_id, seq)
 ) STRICT;`,
+  // Format 12: the dictionaries codec-3 rows name by a short ref (lib/store/dictionary-refs.ts).
+  dictionaries: `
+CREATE TABLE IF NOT EXISTS dictionaries (
+  ref BLOB PRIMARY KEY CHECK (length(ref) BETWEEN 1 AND 2),
+  id  BLOB NOT NULL CHECK (length(id) = 32)
+) STRICT, WITHOUT ROWID;`,
 } as const;
 
 export type LazyTable = keyof typeof LAZY_TABLES;
@@ -243,7 +260,24 @@ ALTER TABLE workspaces ADD COLUMN owner_boot TEXT;
   // No table changes: the tables of LAZY_TABLES may be missing (a new Store has none of them;
   // an upgraded one keeps those it has), which a format-10 reader would take for damage.
   { to: 11, sql: '' },
+  // A codec-3 row names its dictionary by a 1–2 byte ref into `dictionaries` (made on first
+  // use) instead of its 32-byte id (docs/FORMAT.md "Format 12"): a format-11 reader would take
+  // the ref for a damaged id. The upgrade gives each dictionary named by a row a ref, in id
+  // order, and rewrites those rows' `base`; the file shrinks at the next VACUUM (db repack).
+  { to: 12, sql: '', tables: ['dictionaries'], migrate: upgradeDictionaryRefs },
 ];
+
+/** Format 12's upgrade of codec-3 rows (UPGRADE_STEPS): refs 1, 2, … in id order (dictionary-refs.ts encodes them alike). */
+function upgradeDictionaryRefs(db: MigrateDb): void {
+  if (db.prepare('SELECT 1 FROM objects WHERE codec = 3 AND length(base) = 32 LIMIT 1').get() === undefined) return;
+  db.exec(`${LAZY_TABLES.dictionaries}
+INSERT INTO dictionaries (ref, id)
+  SELECT unhex(CASE WHEN n < 256 THEN printf('%02x', n) ELSE printf('%04x', n) END), base
+    FROM (SELECT base, row_number() OVER (ORDER BY base) AS n FROM (SELECT DISTINCT base FROM objects WHERE codec = 3 AND length(base) = 32))
+   WHERE n <= 65535;
+UPDATE objects SET base = (SELECT ref FROM dictionaries d WHERE d.id = objects.base)
+ WHERE codec = 3 AND length(base) = 32 AND base IN (SELECT id FROM dictionaries);`);
+}
 
 /** The format this layerfs writes: the last step's. */
 export const FORMAT_VERSION = UPGRADE_STEPS[UPGRADE_STEPS.length - 1]!.to;

@@ -175,7 +175,11 @@ export const MAPPED_BYTES = 1 << 30;
 
 /** Runs every upgrade step after format `from`, in order (schema.ts UPGRADE_STEPS). */
 function applySteps(db: Db, from: number): void {
-  for (const step of UPGRADE_STEPS) if (step.to > from && step.sql) db.exec(step.sql);
+  for (const step of UPGRADE_STEPS) {
+    if (step.to <= from) continue;
+    if (step.sql) db.exec(step.sql);
+    step.migrate?.(db);
+  }
 }
 
 /**

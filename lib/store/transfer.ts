@@ -18,6 +18,7 @@ import { decodeNode, TreeKind } from './tree/pages.js';
 import { decodeRoot } from './tree/root.js';
 
 import { mapSqliteError } from './sqlite-errors.js';
+import { resolveRow } from './dictionary-refs.js';
 
 /** An object's index row without its place: what a receiver needs to read it from a frame. */
 export interface ObjectForm {
@@ -95,7 +96,7 @@ export class FrameSource {
     let loc = this.known.get(key);
     if (!loc) {
       loc = this.locate.get(id) as Locator | undefined;
-      if (loc) this.known.set(key, loc);
+      if (loc) this.known.set(key, resolveRow(this.store.db, loc));
     }
     return loc;
   }
@@ -110,7 +111,9 @@ export class FrameSource {
     try {
       for (const id of ids) {
         // Not the cached locator: a repack may have moved the object since it was looked up.
-        const loc = this.locate.get(id) as Locator | undefined;
+        const row = this.locate.get(id) as Locator | undefined;
+        // What travels names a dictionary by its id, never by this Store's ref (dictionary-refs.ts).
+        const loc = row && resolveRow(this.store.db, row);
         if (!loc) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(id)} is missing from the Store`, { id: toHex(id), path: this.store.path, hint: 'run layerfs verify' });
         // A dictionary frame needs its dictionary as a delta needs its bases.
         if ((loc.codec === Codec.Delta || loc.codec === Codec.Dict) && whole(id, loc)) {

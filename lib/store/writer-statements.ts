@@ -10,6 +10,7 @@ import { slice, type Pending, type RowBuffer } from './object-groups.js';
 import type { WriteStats } from './object-id.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
 import type { Dictionary } from './dictionary.js';
+import { dictionaryRef } from './dictionary-refs.js';
 import { ObjectKind } from './object-id.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { prepared, type Db, type PreparedStatement } from './store-file.js';
@@ -56,6 +57,7 @@ export function writeDictionaryRow(st: Pick<WriterStatements, 'insertPack' | 'in
 
 /** What writeChunkRow writes with: an ObjectWriter's statements, row buffer, dictionary and counts. */
 export interface ChunkRowContext {
+  db: Db;
   statements: Pick<WriterStatements, 'insertPack' | 'insertObject'>;
   rows: RowBuffer;
   compress: boolean;
@@ -101,10 +103,12 @@ export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pendin
   }
   const row = ctx.rows.join(parts, rowBytes);
   try {
+    // Format 12: the rows name the dictionary by its ref (dictionary-refs.ts).
+    const dictBase = dict && entries.some((e) => e[1] === Codec.Dict) ? dictionaryRef(ctx.db, dict.id) : null;
     const pack = Number(statements.insertPack.run(row).lastInsertRowid);
     for (let k = 0; k < entries.length; k++) {
       const e = entries[k]!;
-      statements.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[1] === Codec.Dict ? dict!.id : null);
+      statements.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[1] === Codec.Dict ? dictBase : null);
     }
   } catch (e) {
     throw mapSqliteError(e, ctx.path);

@@ -6,9 +6,11 @@
 import type { Database } from 'better-sqlite3';
 import { LAZY_TABLES } from '../../lib/store/schema.js';
 
-const UNDO: { from: number; sql: string }[] = [
-  // Format 11 makes LAZY_TABLES on first use: format 10 had every one of them.
-  { from: 11, sql: Object.values(LAZY_TABLES).join('\n') },
+const UNDO: { from: number; sql: string; fn?: (db: Database) => void }[] = [
+  // Format 12 names a codec-3 row's dictionary by a ref into `dictionaries` (made on first use).
+  { from: 12, sql: '', fn: undoDictionaryRefs },
+  // Format 11 makes LAZY_TABLES on first use: format 10 had every one of them (format 12's dictionaries aside).
+  { from: 11, sql: Object.entries(LAZY_TABLES).filter(([name]) => name !== 'dictionaries').map(([, sql]) => sql).join('\n') },
   // Format 10 adds a codec and a kind, no tables: a Store no repack has dictionary-coded is format 9 as is.
   { from: 10, sql: '' },
   { from: 9, sql: 'DROP TABLE workspace_conflicts;' },
@@ -20,8 +22,17 @@ const UNDO: { from: number; sql: string }[] = [
   { from: 2, sql: 'ALTER TABLE objects DROP COLUMN base; ALTER TABLE objects DROP COLUMN at;' },
 ];
 
+function undoDictionaryRefs(db: Database): void {
+  if (db.prepare("SELECT 1 FROM sqlite_schema WHERE type = 'table' AND name = 'dictionaries'").get() === undefined) return;
+  db.exec('UPDATE objects SET base = (SELECT d.id FROM dictionaries d WHERE d.ref = objects.base) WHERE codec = 3 AND length(base) <> 32; DROP TABLE dictionaries;');
+}
+
 export function asFormat(db: Database, version: number): void {
   const current = db.pragma('user_version', { simple: true }) as number;
-  for (const u of UNDO) if (u.from > version && u.from <= current) db.exec(u.sql);
+  for (const u of UNDO) {
+    if (u.from <= version || u.from > current) continue;
+    db.exec(u.sql);
+    u.fn?.(db);
+  }
   db.pragma(`user_version = ${version}`);
 }

@@ -60,9 +60,11 @@ test('a format-9 Store is upgraded, reads as before, and a repack stores content
   const coded = ids(path, 'codec = ?', Codec.Dict);
   assert.ok(coded.length > 100, `${coded.length} objects in dictionary frames`);
   const db = new Database(path, { readonly: true });
+  // Format 12: the rows name the dictionary by a one-byte ref the dictionaries table resolves.
   const bases = new Set((db.prepare('SELECT DISTINCT hex(base) FROM objects WHERE codec = ?').pluck().all(Codec.Dict) as string[]));
+  const named = db.prepare('SELECT hex(id) FROM dictionaries WHERE hex(ref) = ?').pluck();
+  assert.deepEqual([...bases].map((b) => [b.length, named.get(b)]), [[2, dicts[0]!.toString('hex').toUpperCase()]]);
   db.close();
-  assert.deepEqual([...bases], [dicts[0]!.toString('hex').toUpperCase()]);
 });
 
 test('a damaged dictionary: every object of its frames fails to read with ERR_CORRUPT and verify names each', { timeout: 300_000 }, async () => {
@@ -186,9 +188,11 @@ test('a large transaction on a Store without a dictionary trains one; later tran
     const first = s.writeSync((w) => Array.from({ length: 2100 }, (_, i) => w.add(ObjectKind.Blob, text(i + 1, 600 + (i % 50) * 40))));
     const dict = s.db.prepare("SELECT value FROM meta WHERE key = 'dictionary'").pluck().get() as string | undefined;
     assert.ok(dict, 'the import-sized transaction trained a dictionary');
-    const codecOf = s.db.prepare('SELECT codec, hex(base) AS base FROM objects WHERE id = ?');
-    assert.equal((codecOf.get(first[0]!) as { codec: number }).codec, Codec.Zstd, 'its own groups were sealed before the dictionary existed');
+    const codec = s.db.prepare('SELECT codec FROM objects WHERE id = ?').pluck();
+    assert.equal(codec.get(first[0]!), Codec.Zstd, 'its own groups were sealed before the dictionary existed');
     const later = s.writeSync((w) => Array.from({ length: 40 }, (_, i) => w.add(ObjectKind.Blob, text(5000 + i, 900))));
+    // Format 12: the rows name it by a ref into the dictionaries table (made by this write).
+    const codecOf = s.db.prepare('SELECT codec, hex(coalesce((SELECT d.id FROM dictionaries d WHERE d.ref = o.base), o.base)) AS base FROM objects o WHERE o.id = ?');
     for (const id of later) assert.deepEqual(codecOf.get(id), { codec: Codec.Dict, base: dict.toUpperCase() });
     for (const [i, id] of later.entries()) assert.ok(s.objects.get(id, ObjectKind.Blob).equals(text(5000 + i, 900)));
   } finally {
