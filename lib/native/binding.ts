@@ -212,6 +212,7 @@ export interface NativeBinding {
   defaultThreads: number;
   simd: string;
   mallocTrim(): boolean;
+  mallocTune(mmapThreshold: number, arenaMax: number): boolean;
   version: string;
   blake3Version: string;
 }
