@@ -3,7 +3,7 @@
 // own Store holding the same random --mib MiB file, the daemons' order alternating per round.
 // Per round and daemon: a cold read of the stored file (its pages dropped with
 // posix_fadvise(DONTNEED) first; the Store file's pages stay cached), a sequential write of a
-// --write MiB file (`dd bs=1M` from a random file in the page cache, close included; the same dd
+// --write MiB file (`dd bs=1M` from a random file in the page cache, new each round, close included; the same dd
 // into a plain directory of the same file system first, in the same round), the commit of it
 // (new content), then `rm`, commit, the same write again and its commit (content already stored:
 // chunking and hashing only), each commit's SDK wall time and the daemon's CPU over it
@@ -98,6 +98,8 @@ try {
   for (const s of sides) coldRead(path.join(s.at, 'a.bin'));
   const push = (s: Side, k: string, v: number) => (s.figs[k] ??= []).push(v);
   for (let r = 0; r < rounds; r++) {
+    // New random content each round: every round's first commit stores new content.
+    if (r > 0) sh(`head -c ${writeMib * 1048576} /dev/urandom > '${tmp}/w.src'; cat '${tmp}/w.src' > /dev/null`);
     const line: Record<string, unknown> = { round: r, load: load() };
     for (const s of r % 2 ? [...sides].reverse() : sides) {
       const plain = coldRead(path.join(src, 'a.bin'));
