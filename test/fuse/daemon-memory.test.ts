@@ -9,18 +9,19 @@
 // compiled here, file by file, with esbuild (what tsx uses), into a copy of the package layout.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
-import { commitFuse } from '../../lib/fuse/index.js';
+import { commitFuse, fuseAvailable } from '../../lib/fuse/index.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { setupStore, withMount } from './helpers.js';
 
 const BOUND_MIB = 256;
-const isRoot = process.getuid?.() === 0;
+const skip =
+  process.getuid?.() !== 0 ? 'needs root (kernel backend)' : !fuseAvailable().ok ? `FUSE is not usable here: ${fuseAvailable().reason}` : spawnSync('rsync', ['--version']).status !== 0 ? 'needs rsync' : false;
 const repo = join(dirname(fileURLToPath(import.meta.url)), '../..');
 
 function sourcesOf(dir: string): string[] {
@@ -60,7 +61,7 @@ function coldRead(file: string): void {
   execFileSync('dd', [`if=${file}`, 'of=/dev/null', 'bs=1M', 'status=none']);
 }
 
-test('the daemon stays within 256 MiB through cold reads, an rsync of many files and a large commit', { skip: !isRoot && 'needs root for the kernel backend' }, async () => {
+test('the daemon stays within 256 MiB through cold reads, an rsync of many files and a large commit', { skip, timeout: 600_000 }, async () => {
   const pkg = compiledPackage();
   const s = await setupStore((src) => execFileSync('sh', ['-c', `head -c ${256 << 20} /dev/urandom > '${src}/a.bin'`]), 'layerfs-memory-');
   // Started by the compiled client from a plain node: the daemon runs without a loader.
