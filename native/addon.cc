@@ -42,6 +42,22 @@ Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// mallocTune(mmapThreshold, arenaMax): a long-lived process (the mount daemon) fixes glibc's
+// mmap threshold (blocks at least this large are mapped and unmapped, so a freed row or write
+// buffer goes back to the system at once, instead of the threshold rising to the largest block
+// freed so far and such blocks filling the arenas) and caps the arenas its threads allocate in.
+// Call before threads start. True when both took effect.
+Napi::Value MallocTune(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__)
+  const int threshold = info[0].As<Napi::Number>().Int32Value();
+  const int arenas = info[1].As<Napi::Number>().Int32Value();
+  const bool ok = mallopt(M_MMAP_THRESHOLD, threshold) == 1 && mallopt(M_ARENA_MAX, arenas) == 1;
+  return Napi::Boolean::New(info.Env(), ok);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -60,6 +76,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitBlobs(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
+  exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());
   return exports;

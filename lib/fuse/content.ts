@@ -19,7 +19,7 @@ import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { CowPages, CowSource } from '../native/cow.js';
-import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, idOf, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
 import { MemoryBudget, MemSpool, PAGE, SPILL_FILE, Spool, type SpoolFactory, type SpoolLike } from './spool.js';
@@ -349,8 +349,7 @@ export class FileData {
         read: (pos, len, dst) => {
           this.read(pos, len, dst);
         },
-        emit: (cut, bytes) => {
-          const id = idOf(ObjectKind.Chunk, bytes);
+        emit: (cut, bytes, id) => {
           // The old chunks this piece overlaps are its delta bases (cuts take a few chunks to
           // meet old ones again, so a piece often straddles two). Offered now, while it is the
           // newest of its group: a later hint finds all but the last chunks sealed.

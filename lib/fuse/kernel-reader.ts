@@ -10,6 +10,7 @@ import { fdWrite, fdWritev } from '../native/fd.js';
 import { Store } from '../store/index.js';
 import type { StartedViews } from '../store/chunk-run.js';
 import { StreamedContent } from './kernel-reader-content.js';
+import { READER_CACHE_KIB } from './budget.js';
 import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';
 import { MAX_WRITE, OUT_HDR, writeHeader } from './kernel-wire.js';
 
@@ -118,7 +119,7 @@ function serve(store: Store): void {
 
 let store: Store | null = null;
 try {
-  store = Store.open(data.storePath);
+  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB });
   serve(store);
 } finally {
   // Gone: the serving thread answers every READ itself from now on.

@@ -14,6 +14,7 @@ import { LayerFsError } from '../errors.js';
 import { fdRead, fdWrite } from '../native/fd.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
+import { CHUNK_CACHE_BYTES, SERVING_CACHE_KIB } from './budget.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
 import { passthrough } from './kernel-passthrough.js';
@@ -76,7 +77,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     { branchId: hex(params.branchId), expectedHead: params.expectedHead ? hex(params.expectedHead) : null, expectedBase: hex(params.expectedBase), workspaceId: params.workspaceId ? hex(params.workspaceId) : null },
     {
       spoolDir: params.spoolDir,
-      cache: new ContentCache(store.objects),
+      cache: new ContentCache(store.objects, { chunkBytes: CHUNK_CACHE_BYTES }),
       ...(params.memoryBudget === undefined ? {} : { memoryBudget: params.memoryBudget }),
       onChange: () => {
         try {
@@ -184,7 +185,7 @@ deferSpoolRemoval();
 const { storePath, checkpoints } = workerData as SpareData;
 let store: Store | null = null;
 try {
-  store = Store.open(storePath);
+  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB });
 } catch {
   /* opened again below, where a failure is reported */
 }
@@ -197,7 +198,7 @@ port.on('message', (m: StartWorker | ToWorker) => {
       store.close();
       store = null;
     }
-    store ??= Store.open(m.params.storePath);
+    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB });
     if (pool && pool.storePath !== m.params.storePath) {
       pool.close();
       pool = null;

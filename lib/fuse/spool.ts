@@ -27,13 +27,13 @@ export interface SpoolLike {
 export const SPILL_FILE = 1 << 20;
 
 /**
- * Memory all in-memory spools of one overlay may hold by default: 64 MiB, or
+ * Memory all in-memory spools of one overlay may hold by default: 16 MiB, or
  * $LAYERFS_SPOOL_MEMORY_MIB. It bounds the daemon's resident size while a tool writes a large
  * change (the rest goes to spool files), so it stays well under the 256 MiB a daemon may use.
  */
 export function spoolMemoryBudget(): number {
   const mib = Number(process.env.LAYERFS_SPOOL_MEMORY_MIB);
-  return (Number.isFinite(mib) && mib >= 0 ? mib : 64) * 1024 * 1024;
+  return (Number.isFinite(mib) && mib >= 0 ? mib : 16) * 1024 * 1024;
 }
 
 /** Memory all in-memory spools of one overlay may hold together. */

@@ -139,7 +139,8 @@ export interface RawCowPages {
 export interface RawRechunkIo {
   chunkStart(x: number): number;
   read(pos: number, len: number, dst: Buffer): void;
-  emit(offset: number, bytes: Buffer): void;
+  /** A batch of new chunks: their bytes back to back (readable during the call only), [offset, start, length] each, their ids. */
+  emit(bytes: Buffer, table: Float64Array, ids: Buffer): void;
   replace(from: number, to: number, chunks: number): void;
 }
 
@@ -211,6 +212,7 @@ export interface NativeBinding {
   defaultThreads: number;
   simd: string;
   mallocTrim(): boolean;
+  mallocTune(mmapThreshold: number, arenaMax: number): boolean;
   version: string;
   blake3Version: string;
 }

@@ -38,8 +38,13 @@ export interface RechunkIo {
   chunkStart(x: number): number;
   /** Fills dst[0, len) with the new content at pos. */
   read(pos: number, len: number, dst: Buffer): void;
-  /** The next new chunk (a fresh Buffer), which starts at `offset`. */
-  emit(offset: number, bytes: Buffer): void;
+  /**
+   * The next new chunk, which starts at `offset`, and its id (objectId of the chunk domain, a
+   * Buffer of its own). `bytes` is a view the re-chunk reuses: it may be read only during the
+   * call (copy what must outlive it). Chunks are hashed a batch at a time on the addon's pool,
+   * so emit() calls come in bursts, always before the replace() that names them.
+   */
+  emit(offset: number, bytes: Buffer, id: Buffer): void;
   /** Old chunks covering [from, to) are replaced by the last `chunks` emitted. */
   replace(from: number, to: number, chunks: number): void;
 }
@@ -141,6 +146,16 @@ export class CowPages {
     const params = resolveParams(opts.params);
     const piece = offset(opts.piece ?? 64 * 1024, 'piece');
     if (piece === 0 || piece > 64 * 1024 * 1024) throw invalidArgument(`piece must be 1..64 MiB, got ${piece}`, { argument: 'piece' });
-    return this.#p.rechunk(params, baseIsExtents, piece, io);
+    return this.#p.rechunk(params, baseIsExtents, piece, {
+      chunkStart: (x) => io.chunkStart(x),
+      read: (pos, len, dst) => io.read(pos, len, dst),
+      emit: (bytes, table, ids) => {
+        for (let i = 0, k = 0; k < table.length; i++, k += 3) {
+          const start = table[k + 1]!;
+          io.emit(table[k]!, bytes.subarray(start, start + table[k + 2]!), ids.subarray(i * 32, i * 32 + 32));
+        }
+      },
+      replace: (from, to, chunks) => io.replace(from, to, chunks),
+    });
   }
 }

@@ -1,4 +1,5 @@
 import { native } from './binding.js';
+import { invalidArgument } from '../errors.js';
 
 export interface NativeInfo {
   /** The BLAKE3 path the C dispatcher picks on this CPU: avx512, avx2, sse41, sse2, neon or portable. */
@@ -21,4 +22,15 @@ export function nativeInfo(): NativeInfo {
  */
 export function mallocTrim(): boolean {
   return native.mallocTrim();
+}
+
+/**
+ * Fixes glibc's mmap threshold at `mmapThreshold` bytes (larger blocks go back to the system
+ * when freed) and caps malloc's arenas at `arenaMax`; for a long-lived process, before its
+ * threads start. False elsewhere or when refused.
+ */
+export function mallocTune(mmapThreshold: number, arenaMax: number): boolean {
+  if (!Number.isSafeInteger(mmapThreshold) || mmapThreshold < 4096 || mmapThreshold > 32 * 1024 * 1024) throw invalidArgument(`mmapThreshold must be 4 KiB … 32 MiB, got ${mmapThreshold}`, { argument: 'mmapThreshold' });
+  if (!Number.isSafeInteger(arenaMax) || arenaMax < 1 || arenaMax > 64) throw invalidArgument(`arenaMax must be 1 … 64, got ${arenaMax}`, { argument: 'arenaMax' });
+  return native.mallocTune(mmapThreshold, arenaMax);
 }

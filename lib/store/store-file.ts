@@ -168,6 +168,12 @@ export interface OpenOptions {
    * counts toward the process's resident memory, so only short-lived readers ask for it.
    */
   mapped?: boolean;
+  /**
+   * SQLite's page cache of the connection, KiB (default 16 MiB). A connection that reads large
+   * rows once (a FUSE reader thread: the pack rows' overflow pages are never read again) keeps
+   * its memory with a small one; the file's pages stay in the kernel's page cache either way.
+   */
+  cacheKiB?: number;
 }
 
 /** How much of a Store file a `mapped` connection maps (SQLite maps the file's first bytes up to this). */
@@ -220,7 +226,9 @@ export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; i
     if (!opts.readonly) {
       applyPragmas(db);
       if (version < FORMAT_VERSION) version = upgrade(db);
-    } else {
+    }
+    if (opts.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(opts.cacheKiB))}`);
+    if (opts.readonly) {
       db.pragma('busy_timeout = 30000');
       if (opts.mapped) db.pragma(`mmap_size = ${MAPPED_BYTES}`);
       // An older Store read as is: TEMP shims make it read like the current format.

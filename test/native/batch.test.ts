@@ -83,6 +83,18 @@ describe('lifecycle', () => {
     return { status: r.status, ms: Date.now() - started, out: `${r.stdout}${r.stderr}` };
   };
 
+  test('mallocTune fixes the mmap threshold and the arenas of a fresh process; bad values are typed errors', () => {
+    const r = run(
+      `import { mallocTune, hashBuffers } from './lib/native/index.ts';` +
+        `const ok = mallocTune(256 * 1024, 4);` +
+        `const bad = [[1, 4], [256 * 1024, 0], [1.5, 4], [256 * 1024, 65]].map(([t, a]) => { try { mallocTune(t, a); return 'accepted'; } catch (e) { return e.code; } });` +
+        `await hashBuffers([Buffer.alloc(4 << 20, 7)], { threads: 4 });` +
+        `console.log(JSON.stringify({ ok, bad }));`,
+    );
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), { ok: true, bad: ['ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT'] });
+  });
+
   test('an idle process exits promptly after batch work', () => {
     const r = run(
       `import { hashBuffers, scanPaths } from './lib/native/index.ts';` +

@@ -4,7 +4,7 @@
  * re-chunk's replacements to the chunk list. The spool and base are plain Buffers, so every byte
  * the core routes can be checked against a plain model of the file.
  */
-import { chunkLengths, CowPages, CowSource, type ChunkerParams } from '../../lib/native/index.js';
+import { chunkLengths, CowPages, CowSource, DOMAIN, objectId, type ChunkerParams } from '../../lib/native/index.js';
 
 export interface Replaced {
   from: number;
@@ -104,10 +104,11 @@ export class CowFile {
       {
         chunkStart,
         read: (pos, len, dst) => this.readInto(pos, len, dst),
-        emit: (offset, bytes) => {
+        emit: (offset, bytes, id) => {
           if (expectOffset >= 0 && offset !== expectOffset && run.length > 0) throw new Error(`chunk at ${offset}, expected ${expectOffset}`);
           expectOffset = offset + bytes.length;
           if (!bytes.equals(this.read(offset, bytes.length))) throw new Error(`chunk at ${offset} does not hold the file's bytes`);
+          if (!id.equals(objectId(DOMAIN.chunk, bytes))) throw new Error(`chunk at ${offset}: its id is not the chunk's`);
           (hasBase ? run : whole).push(bytes.length);
         },
         replace: (from, to, chunks) => {

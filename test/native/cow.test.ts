@@ -3,7 +3,7 @@
 // Cut points are part of the on-disk format, so a change to any number here is a format change.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chunkLengths, COW_PAGE, CowPages, CowSource } from '../../lib/native/index.js';
+import { chunkLengths, COW_PAGE, CowPages, CowSource, DOMAIN, objectId } from '../../lib/native/index.js';
 import { LayerFsError } from '../../lib/errors.js';
 import { CowFile } from './cow-support.js';
 import { goldenInput } from './golden-input.js';
@@ -182,4 +182,33 @@ test('bad arguments are typed errors; a failing callback stops the re-chunk with
   // The map is unchanged by the failed re-chunks.
   assert.equal(f.pages.dirtyPages, 1);
   assert.ok(f.read(100_000, 1).equals(Buffer.from('x')));
+});
+
+test('a large re-chunk hashes on the pool: every chunk once, in order, with its id; a throwing emit stops it', () => {
+  const data = goldenInput(11, 24 * 1024 * 1024 + 12345);
+  const p = new CowPages(0);
+  assert.equal(p.write(0, data.length), null);
+  const read = (pos: number, len: number, dst: Buffer) => void data.copy(dst, 0, pos, pos + len);
+  const lengths: number[] = [];
+  let at = 0;
+  const r = p.rechunk(false, {
+    chunkStart: () => 0,
+    read,
+    emit: (offset, bytes, id) => {
+      assert.equal(offset, at);
+      assert.ok(bytes.equals(data.subarray(at, at + bytes.length)), `chunk at ${offset}`);
+      assert.ok(id.equals(objectId(DOMAIN.chunk, bytes)), `id of the chunk at ${offset}`);
+      lengths.push(bytes.length);
+      at += bytes.length;
+    },
+    replace: () => assert.fail('no base: nothing is replaced'),
+  });
+  assert.equal(at, data.length);
+  assert.equal(r.chunks, lengths.length);
+  assert.deepEqual(lengths, chunkLengths(data));
+  // An emit that throws once a batch came back: the error is the caller's, batches in flight are waited for.
+  const boom = new Error('stop');
+  let seen = 0;
+  assert.throws(() => p.rechunk(false, { chunkStart: () => 0, read, emit: () => { if (++seen > 40) throw boom; }, replace: () => {} }), (e: unknown) => e === boom);
+  assert.equal(p.rechunk(false, { chunkStart: () => 0, read, emit: () => {}, replace: () => {} }).chunks, lengths.length);
 });

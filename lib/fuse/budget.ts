@@ -1,0 +1,33 @@
+/**
+ * The mount daemon's memory budget: its resident set stays at most 256 MiB while it serves
+ * (cold reads of large files, many files written, large commits). What each part may hold:
+ *   - the JavaScript heaps: one per thread (main, a serving thread per mount and a spare one,
+ *     reader threads, the checkpointer), each young generation capped at YOUNG_MIB semi-spaces
+ *     (V8's default lets each grow to 16 MiB while a thread copies through Buffers);
+ *   - SQLite's page cache per connection: READER_CACHE_KIB for reader threads (they read each
+ *     pack row once), SERVING_CACHE_KIB for serving threads and the daemon's own connection;
+ *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
+ *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 16 MiB per mount;
+ *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
+ *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
+ *     write buffers go back to the system when freed), at most ARENA_MAX arenas.
+ * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
+ */
+
+/** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */
+export const YOUNG_MIB = 1;
+
+/** SQLite page cache of a reader thread's connection, KiB. */
+export const READER_CACHE_KIB = 2048;
+
+/** SQLite page cache of a serving thread's connection and of the daemon's, KiB. */
+export const SERVING_CACHE_KIB = 4096;
+
+/** Verified chunks the serving thread keeps (it answers READs only until a reader is ready). */
+export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;
+
+/** glibc's mmap threshold in the daemon, bytes (native mallocTune). */
+export const MMAP_THRESHOLD = 256 * 1024;
+
+/** glibc malloc arenas the daemon's threads share. */
+export const ARENA_MAX = 4;
