@@ -207,17 +207,13 @@ export class DeltaPlanner {
       if (e instanceof LayerFsError) return undefined;
       throw e;
     }
-    return this.remember(key, bytes);
+    this.remember(key, bytes);
+    return bytes;
   }
 
-  /**
-   * Keeps a stored base's bytes for the next deltas, within BASE_CACHE_BYTES; returns them. A base
-   * read out of a decoded frame is a view of it: it is kept as a copy, or each kept base held its
-   * whole frame (a 64 KiB chunk held 256 KiB) and the bound counted a fraction of what it held.
-   */
-  private remember(key: string, read: Buffer): Buffer {
-    if (read.length > BASE_CACHE_BYTES / 8) return read;
-    const bytes = read.buffer.byteLength > 2 * read.length + 8192 ? Buffer.from(read) : read;
+  /** Keeps a stored base's bytes for the next deltas, within BASE_CACHE_BYTES. */
+  private remember(key: string, bytes: Buffer): void {
+    if (bytes.length > BASE_CACHE_BYTES / 8) return;
     this.bases.set(key, bytes);
     this.basesBytes += bytes.length;
     for (const [k, v] of this.bases) {
@@ -225,6 +221,5 @@ export class DeltaPlanner {
       this.bases.delete(k);
       this.basesBytes -= v.length;
     }
-    return bytes;
   }
 }

@@ -15,15 +15,6 @@ import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.j
 /** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 
-/**
- * Bytes of decoded frames an ObjectReader keeps (groupFrame), and of chunk rows (storedBytes):
- * bounded by bytes, not count, since a chunk frame decodes to 256 KiB and a chunk row is 1 MiB
- * where a small-file group is 32 KiB. The reads that come back to them are neighbours: the next
- * object of the same group, the next chunk of the same row.
- */
-const FRAME_CACHE_BYTES = 2 * 1024 * 1024;
-const ROW_CACHE_BYTES = 4 * 1024 * 1024;
-
 /** Locators looked up in one statement by prefetch(). */
 const PREFETCH_BATCH = 64;
 
@@ -35,10 +26,10 @@ export class ObjectReader {
   private readonly locate;
   private readonly readPack;
   private readonly readPart;
-  /** A few recent packs (ROW_CACHE_BYTES): sequential reads of a large file touch each pack many times. */
-  private readonly packs = new ByteBoundedCache<number>(ROW_CACHE_BYTES, 8);
-  /** A few recently decoded frames (FRAME_CACHE_BYTES): neighbouring small files usually share a group. */
-  private readonly frames = new ByteBoundedCache<string>(FRAME_CACHE_BYTES, 32);
+  /** A few recent packs: sequential reads of a large file touch each pack many times. */
+  private readonly packs = new Map<number, Buffer>();
+  /** A few recently decoded frames: neighbouring small files usually share a group. */
+  private readonly frames = new Map<string, Buffer>();
   /**
    * Recently used delta bases: consecutive new chunks of a changed large file share old chunks
    * as bases, and versions of one file share their chain. `checked`: re-hashed against the id
@@ -133,6 +124,7 @@ export class ObjectReader {
         row = this.readPack.get(loc.pack) as Buffer | undefined;
         if (!row) return undefined;
         this.packs.set(loc.pack, row);
+        if (this.packs.size > 8) this.packs.delete(this.packs.keys().next().value!);
       }
       return loc.offset + loc.length <= row.length ? row.subarray(loc.offset, loc.offset + loc.length) : undefined;
     }
@@ -160,10 +152,8 @@ export class ObjectReader {
       this.bases.set(key, hit);
       return hit.data;
     }
-    const read = this.read(id, expected, depth);
+    const data = this.read(id, expected, depth);
     if (hit) this.evict(key, hit.data.length);
-    // Kept as a copy when it is a view of a much larger decoded frame (it would hold the frame).
-    const data = read.length <= BASE_CACHE_BYTES / 8 && read.buffer.byteLength > 2 * read.length + 8192 ? Buffer.from(read) : read;
     if (data.length <= BASE_CACHE_BYTES / 8) {
       this.bases.set(key, { data, checked: this.strict || expected === ObjectKind.Dictionary });
       this.basesBytes += data.length;
@@ -335,45 +325,12 @@ export class ObjectReader {
       throw damaged('frame does not decode', e);
     }
     this.frames.set(key, frame);
+    if (this.frames.size > 32) this.frames.delete(this.frames.keys().next().value!);
     return frame;
   }
 }
 
 type Damaged = (why: string, cause?: unknown) => LayerFsError;
-
-/** Buffers by key, oldest dropped first past `maxBytes` or `maxEntries` (the newest is always kept). */
-class ByteBoundedCache<K> {
-  private readonly map = new Map<K, Buffer>();
-  private bytes = 0;
-
-  constructor(
-    private readonly maxBytes: number,
-    private readonly maxEntries: number,
-  ) {}
-
-  get(key: K): Buffer | undefined {
-    return this.map.get(key);
-  }
-
-  set(key: K, value: Buffer): void {
-    this.delete(key);
-    this.map.set(key, value);
-    this.bytes += value.length;
-    while (this.map.size > 1 && (this.bytes > this.maxBytes || this.map.size > this.maxEntries)) this.delete(this.map.keys().next().value!);
-  }
-
-  private delete(key: K): void {
-    const old = this.map.get(key);
-    if (old === undefined) return;
-    this.map.delete(key);
-    this.bytes -= old.length;
-  }
-
-  clear(): void {
-    this.map.clear();
-    this.bytes = 0;
-  }
-}
 
 /** A locator, with its stored bytes when a chain's statement fetched them (fetchChain). */
 type Located = Locator & { bytes?: Buffer | null };
