@@ -84,12 +84,14 @@ namespace {
 // One thread serves a writer that keeps one job queued; a second one (up to the machine's cores,
 // at most kMaxThreads) starts when more jobs wait than threads are idle, as a repack's batch
 // queues all of its groups (lib/store/repack-rows.ts).
+using SharedBytes = std::shared_ptr<const std::vector<uint8_t>>;
+
 struct Job {
   std::vector<uint8_t> input;
-  // A zstd dictionary to compress with (napi_zstd_dict.cc), or empty.
-  std::vector<uint8_t> dict;
-  // Raw content the frame may refer to (a delta's base), or empty.
-  std::vector<uint8_t> prefix;
+  // A zstd dictionary to compress with (napi_zstd_dict.cc), or null.
+  SharedBytes dict;
+  // Raw content the frame may refer to (a delta's base), or null.
+  SharedBytes prefix;
   int level = 3;
   std::string output;
   std::string error;
@@ -101,10 +103,13 @@ class Compressor {
   uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict, const Bytes* prefix) {
     auto job = std::make_shared<Job>();
     job->input.assign(data, data + size);
-    if (dict) job->dict.assign(dict->data, dict->data + dict->size);
-    if (prefix) job->prefix.assign(prefix->data, prefix->data + prefix->size);
     job->level = level;
     std::lock_guard<std::mutex> lock(mu_);
+    // Consecutive jobs mostly share their dictionary (every content group) or their prefix (the
+    // new chunks of a changed file against the same old chunks): the copy the last job made is
+    // shared when the bytes are the same, instead of a fresh copy (and its page faults) per job.
+    if (dict) job->dict = Shared(last_dict_, *dict);
+    if (prefix) job->prefix = Shared(last_prefix_, *prefix);
     const uint64_t id = ++next_;
     jobs_[id] = job;
     queue_.push_back(job);
@@ -113,16 +118,29 @@ class Compressor {
     return id;
   }
 
-  // Waits for job `id`; false if there is no such job.
+  // Job `id`'s frame; false if there is no such job. A job no thread has started yet is taken
+  // off the queue and compressed by the caller (with its thread's context): the caller would only
+  // wait while the threads work through the jobs queued before it, and on a busy machine they
+  // may not be running at all.
   bool Take(uint64_t id, std::string* out, std::string* error) {
-    std::unique_lock<std::mutex> lock(mu_);
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) return false;
-    std::shared_ptr<Job> job = it->second;
-    done_cv_.wait(lock, [&] { return job->done; });
-    jobs_.erase(it);
-    out->swap(job->output);
-    error->swap(job->error);
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      auto it = jobs_.find(id);
+      if (it == jobs_.end()) return false;
+      job = it->second;
+      auto queued = std::find(queue_.begin(), queue_.end(), job);
+      if (queued == queue_.end()) {
+        done_cv_.wait(lock, [&] { return job->done; });
+        jobs_.erase(id);
+        out->swap(job->output);
+        error->swap(job->error);
+        return true;
+      }
+      queue_.erase(queued);
+      jobs_.erase(id);
+    }
+    CompressJob(ThreadCctx(), *job, out, error);
     return true;
   }
 
@@ -136,6 +154,28 @@ class Compressor {
   }
 
  private:
+  // Compresses `job` through `c` (a thread's own context) into `out`, or sets `error`.
+  static void CompressJob(ZSTD_CCtx* c, const Job& job, std::string* out, std::string* error) {
+    size_t r = c ? ConfigureFrame(c, job.level) : 0;
+    if (c && !ZSTD_isError(r) && job.dict && !job.dict->empty()) {
+      ZSTD_CDict* cd = CachedCDict(job.dict->data(), job.dict->size(), job.level);
+      r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
+    } else if (c && !ZSTD_isError(r) && job.prefix && !job.prefix->empty()) {
+      r = ZSTD_CCtx_refPrefix_advanced(c, job.prefix->data(), job.prefix->size(), ZSTD_dct_rawContent);
+    }
+    if (!c) {
+      *error = "zstd: out of memory";
+    } else if (ZSTD_isError(r)) {
+      *error = ZSTD_getErrorName(r);
+    } else {
+      out->resize(ZSTD_compressBound(job.input.size()));
+      r = ZSTD_compress2(c, out->data(), out->size(), job.input.data(), job.input.size());
+      if (ZSTD_isError(r)) *error = ZSTD_getErrorName(r);
+      else out->resize(r);
+      ZSTD_CCtx_refCDict(c, nullptr);
+    }
+  }
+
   void Run() {
     ZSTD_CCtx* c = ZSTD_createCCtx();
     for (;;) {
@@ -151,34 +191,25 @@ class Compressor {
       }
       std::string out;
       std::string error;
-      size_t r = c ? ConfigureFrame(c, job->level) : 0;
-      if (c && !ZSTD_isError(r) && !job->dict.empty()) {
-        ZSTD_CDict* cd = CachedCDict(job->dict.data(), job->dict.size(), job->level);
-        r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
-      } else if (c && !ZSTD_isError(r) && !job->prefix.empty()) {
-        r = ZSTD_CCtx_refPrefix_advanced(c, job->prefix.data(), job->prefix.size(), ZSTD_dct_rawContent);
-      }
-      if (!c) {
-        error = "zstd: out of memory";
-      } else if (ZSTD_isError(r)) {
-        error = ZSTD_getErrorName(r);
-      } else {
-        out.resize(ZSTD_compressBound(job->input.size()));
-        r = ZSTD_compress2(c, out.data(), out.size(), job->input.data(), job->input.size());
-        if (ZSTD_isError(r)) error = ZSTD_getErrorName(r);
-        else out.resize(r);
-        ZSTD_CCtx_refCDict(c, nullptr);
-      }
+      CompressJob(c, *job, &out, &error);
       std::lock_guard<std::mutex> lock(mu_);
       job->output.swap(out);
       job->error.swap(error);
       job->done = true;
       std::vector<uint8_t>().swap(job->input);
-      std::vector<uint8_t>().swap(job->prefix);
+      job->dict.reset();
+      job->prefix.reset();
       while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
       done_cv_.notify_all();
     }
     ZSTD_freeCCtx(c);
+  }
+
+  // `last`'s bytes if they equal `b`'s, else a new copy of `b` that becomes `last`. Under mu_.
+  static SharedBytes Shared(SharedBytes& last, const Bytes& b) {
+    if (last && last->size() == b.size && (b.size == 0 || std::memcmp(last->data(), b.data, b.size) == 0)) return last;
+    last = std::make_shared<const std::vector<uint8_t>>(b.data, b.data + b.size);
+    return last;
   }
 
   std::mutex mu_;
@@ -199,6 +230,9 @@ class Compressor {
   size_t idle_ = 0;
   uint64_t next_ = 0;
   bool stop_ = false;
+  // The dictionary and the prefix the last job that had one was given (Shared).
+  SharedBytes last_dict_;
+  SharedBytes last_prefix_;
 };
 
 Compressor& Background() {

@@ -3,7 +3,7 @@
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
  * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
-import { zstdCompress } from '../native/zstd.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
 import { zstdDictCompress } from '../native/zstd-dict.js';
 import { Codec, COMPRESSION_LEVEL, DICT_LEVEL, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { slice, type Pending, type RowBuffer } from './object-groups.js';
@@ -70,25 +70,52 @@ export interface ChunkRowContext {
   stats: WriteStats;
 }
 
-/** One chunk row: frames of about CHUNK_FRAME_TARGET bytes of `chunks[from, to)`, each compressed if that pays. */
-export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from: number, to: number): void {
-  const { statements, dict } = ctx;
+/** One frame of a chunk row: chunks [i, j), `bytes` of them, and the compression job of all but the first. */
+interface ChunkFrame {
+  i: number;
+  j: number;
+  bytes: number;
+  plain: Buffer;
+  job: number | undefined;
+}
+
+/**
+ * The frames of a chunk row. All but the first are handed to the addon's compression threads at
+ * once, while this thread compresses the first: a row's frames are compressed side by side, and
+ * a frame no thread has started by the time it is needed is compressed here (zstdCompressResult).
+ * The same bytes as compressing each here (the same parameters).
+ */
+function chunkFrames(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from: number, to: number): ChunkFrame[] {
   const frameTarget = ctx.compress ? CHUNK_FRAME_TARGET : Infinity;
-  const parts: Buffer[] = [];
-  const entries: [Pending, Codec, number, number, number][] = [];
-  let rowBytes = 0;
-  let plainBytes = 0;
-  const zipped = dict ? Codec.Dict : Codec.Zstd;
+  const frames: ChunkFrame[] = [];
   for (let i = from; i < to; ) {
     let j = i;
     let bytes = 0;
     while (j < to && bytes < frameTarget) bytes += chunks[j++]!.length;
     const plain = slice(data, chunks, i, j, bytes);
+    const zip = ctx.compress && frames.length > 0 && !looksRandom(plain);
+    frames.push({ i, j, bytes, plain, job: zip ? zstdCompressStart(plain, ctx.dict ? DICT_LEVEL : COMPRESSION_LEVEL, ctx.dict?.bytes) : undefined });
+    i = j;
+  }
+  return frames;
+}
+
+/** One chunk row: frames of about CHUNK_FRAME_TARGET bytes of `chunks[from, to)`, each compressed if that pays. */
+export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from: number, to: number): void {
+  const { statements, dict } = ctx;
+  const parts: Buffer[] = [];
+  const entries: [Pending, Codec, number, number, number][] = [];
+  let rowBytes = 0;
+  let plainBytes = 0;
+  const zipped = dict ? Codec.Dict : Codec.Zstd;
+  const frames = chunkFrames(ctx, data, chunks, from, to);
+  for (let n = 0; n < frames.length; n++) {
+    const { i, j, bytes, plain, job } = frames[n]!;
     let frame: Buffer | null = null;
-    if (ctx.compress && !looksRandom(plain)) {
-      const c = dict ? zstdDictCompress(plain, DICT_LEVEL, dict.bytes) : zstdCompress(plain, COMPRESSION_LEVEL);
-      if (c.length <= plain.length * KEEP_COMPRESSED) frame = c;
-    }
+    let z: Buffer | undefined;
+    if (job !== undefined) z = zstdCompressResult(job);
+    else if (n === 0 && ctx.compress && !looksRandom(plain)) z = dict ? zstdDictCompress(plain, DICT_LEVEL, dict.bytes) : zstdCompress(plain, COMPRESSION_LEVEL);
+    if (z && z.length <= plain.length * KEEP_COMPRESSED) frame = z;
     let at = 0;
     for (let k = i; k < j; k++) {
       const c = chunks[k]!;
@@ -99,7 +126,6 @@ export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pendin
     parts.push(part);
     rowBytes += part.length;
     plainBytes += bytes;
-    i = j;
   }
   const row = ctx.rows.join(parts, rowBytes);
   try {
