@@ -82,6 +82,7 @@ void InitBatch(Napi::Env env, Napi::Object exports);
 void InitXattr(Napi::Env env, Napi::Object exports);
 void InitFd(Napi::Env env, Napi::Object exports);
 void InitWriteBehind(Napi::Env env, Napi::Object exports);
+void InitFileWriter(Napi::Env env, Napi::Object exports);
 void InitWalk(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
 void InitZstd(Napi::Env env, Napi::Object exports);

@@ -9,7 +9,9 @@
 // on one thread (CPU time), against a memcpy of the same canonical bytes (what `cat` does per byte).
 // With --ab, each round also reads the file with pack rows read by SELECT (LAYERFS_PACK_ROWS=0,
 // "selectMs"), before or after the default read alternately: the row reads' A/B in the same round.
-//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli] [--bound] [--ab]  → JSON lines
+// With --mapped, each round also reads it on a `{ readonly: true, mapped: true }` connection
+// ("mappedMs"), before or after the default read alternately.
+//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli] [--bound] [--ab] [--mapped]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -96,10 +98,10 @@ try {
   const ref = String(init.layer.id);
   if (process.argv.includes('--bound')) console.log(JSON.stringify({ bound: bound(storePath), load: os.loadavg()[0]!.toFixed(1) }));
   /** readFile to the end on a fresh connection: wall and CPU ms. */
-  const sdkRead = async (select: boolean): Promise<{ ms: number; cpuMs: number }> => {
+  const sdkRead = async (select: boolean, mapped = false): Promise<{ ms: number; cpuMs: number }> => {
     if (select) process.env.LAYERFS_PACK_ROWS = '0';
     try {
-      c = Client.connect(storePath);
+      c = Client.connect(storePath, mapped ? { readonly: true, mapped: true } : {});
       const cpu0 = process.cpuUsage();
       const t = performance.now();
       let n = 0;
@@ -114,10 +116,13 @@ try {
     }
   };
   const ab = process.argv.includes('--ab');
+  const withMapped = process.argv.includes('--mapped');
   for (let r = 0; r < rounds; r++) {
+    const mappedFirst = withMapped && r % 2 === 1 ? await sdkRead(false, true) : undefined;
     const before = ab && r % 2 === 1 ? await sdkRead(true) : undefined;
     const sdk = await sdkRead(false);
     const select = ab && r % 2 === 0 ? await sdkRead(true) : before;
+    const mapped = withMapped && r % 2 === 0 ? await sdkRead(false, true) : mappedFirst;
     const g = timedSh(`${GIT} cat-file blob HEAD:${name} | cat > /dev/null`, env);
     const out: Record<string, unknown> = {
       round: r,
@@ -125,6 +130,7 @@ try {
       sdkMs: Math.round(sdk.ms),
       sdkCpuMs: Math.round(sdk.cpuMs),
       ...(select ? { selectMs: Math.round(select.ms), selectCpuMs: Math.round(select.cpuMs) } : {}),
+      ...(mapped ? { mappedMs: Math.round(mapped.ms), mappedCpuMs: Math.round(mapped.cpuMs) } : {}),
       gitMs: Math.round(g.ms),
       gitCpuMs: Math.round(g.cpuMs),
     };

@@ -182,6 +182,14 @@ export interface NativeBinding {
   writeBehindChanged(): void;
   /** Bytes queued and not yet written (all descriptors). */
   writeBehindPending(): number;
+  /** A file writer with `threads` background threads and at most `limit` bytes queued. */
+  fileWriterOpen(threads: number, limit: number): unknown;
+  /** Queues a file to create at `path` with the concatenated `pieces`: true once queued, false after a failure. */
+  fileWriterPut(writer: unknown, path: Buffer, pieces: Uint8Array[], mode: number, uid: number, gid: number, mtimeNs: bigint, chown: boolean): boolean;
+  /** Waits for every queued file: null, or the path and errno of the first failure. */
+  fileWriterDrain(writer: unknown): [Buffer, number] | null;
+  /** Waits for the queue, then ends the writer's threads. */
+  fileWriterClose(writer: unknown): void;
   /** flock(fd, LOCK_EX | LOCK_NB): 0, or -errno. */
   fdLock(fd: number): number;
   /** mknod(2) of a FIFO ('p') or device ('c', 'b') at raw path bytes: 0, or -errno. */

@@ -5,6 +5,7 @@
  * retention.ts and remotes.ts through HistoryClient; workspaces.ts, tool-call.ts, sandbox.ts
  * here). Workspaces go through the Projection seam and never ask which projection they have.
  */
+import { invalidArgument } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { MonitorSnapshot } from '../monitor/monitor.js';
 import { Store } from '../store/store.js';
@@ -44,8 +45,13 @@ export class Client extends HistoryClient {
     return { client: new Client(store), result };
   }
 
-  /** Connects to an existing Store, checking that it is a Store of a supported format. */
-  static connect(path: string, opts: { readonly?: boolean } = {}): Client {
+  /**
+   * Connects to an existing Store, checking that it is a Store of a supported format. With
+   * `readonly` and `mapped`, the Store's pages are read through a memory map (large reads cost
+   * less CPU; the pages read count toward the process's resident memory): for short-lived readers.
+   */
+  static connect(path: string, opts: { readonly?: boolean; mapped?: boolean } = {}): Client {
+    if (opts.mapped && !opts.readonly) throw invalidArgument('mapped needs readonly: only a read-only connection maps the Store', { argument: 'mapped', hint: 'connect with { readonly: true, mapped: true }' });
     return new Client(Store.open(path, opts));
   }
 

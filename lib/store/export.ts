@@ -7,8 +7,10 @@
  * is ERR_CORRUPT, and a failed export removes what it wrote (the target too, when it made it).
  */
 import { chmodSync, closeSync, linkSync, lchownSync, mkdirSync, openSync, readdirSync, symlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { resolve } from 'node:path';
 import { makeNode } from '../native/fd.js';
+import { FileWriter } from '../native/file-writer.js';
 import { setTimes, setXattr } from '../native/xattr.js';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { removeTree } from './remove-tree.js';
@@ -132,7 +134,6 @@ export function exportTree(view: FsView, target: string, opts: ExportOptions = {
 }
 
 function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats {
-  const prefix = abs.length + 1;
   const top = opts.from ?? ROOT_SERIAL;
   opts.onEntry?.(Buffer.alloc(0), top, 0);
   // The root is a directory of the state too, counted as the import counts it.
@@ -148,6 +149,31 @@ function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats 
   };
   // A directory serial may be reached once per state: a second time is a cycle or fan-out.
   const seenDirs = new Set<number>([top]);
+  const writer = openWriter();
+  try {
+    walkTree(view, abs, top, opts, { stats, linked, seenDirs, writer, onEntry: () => {
+      entries++;
+      report(false);
+    } });
+  } finally {
+    writer?.close();
+  }
+  report(true);
+  return stats;
+}
+
+interface WalkState {
+  stats: ExportStats;
+  linked: Map<number, Buffer>;
+  seenDirs: Set<number>;
+  writer: FileWriter | undefined;
+  onEntry: () => void;
+}
+
+/** Creates every entry under `top` (directories first, their metadata after their contents). */
+function walkTree(view: FsView, abs: string, top: number, opts: ExportOptions, st: WalkState): void {
+  const prefix = abs.length + 1;
+  const { stats, seenDirs } = st;
   // Directories get their metadata after their contents, deepest first, so writing children
   // does not disturb a directory's restored mtime or a read-only mode.
   const dirs: { path: Buffer; inode: Inode }[] = [];
@@ -162,8 +188,7 @@ function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats 
       const p = Buffer.concat([path, Buffer.from('/'), name]);
       const inode = view.inode(childSerial);
       opts.onEntry?.(p.subarray(prefix), childSerial, serial);
-      entries++;
-      report(false);
+      st.onEntry();
       switch (inode.kind) {
         case InodeKind.Dir:
           if (seenDirs.has(childSerial)) throw new LayerFsError('ERR_CORRUPT', `directory inode ${childSerial} is reached twice (at ${JSON.stringify(p.subarray(prefix).toString())})`, { path: p.toString(), hint: 'the Store is damaged or forged; run layerfs verify' });
@@ -173,13 +198,56 @@ function writeTree(view: FsView, abs: string, opts: ExportOptions): ExportStats 
           stack.push({ path: p, serial: childSerial });
           continue;
         default:
-          writeLeaf(view, p, inode, childSerial, linked, stats);
+          if (!st.writer || !queueFile(view, st.writer, p, inode, stats)) writeLeaf(view, p, inode, childSerial, st.linked, stats);
       }
     }
   }
+  // Every file is in place before the directories get their modes and mtimes.
+  if (st.writer) settle(st.writer);
   for (let i = dirs.length - 1; i >= 0; i--) fsCall(dirs[i]!.path, () => applyMeta(dirs[i]!.path, dirs[i]!.inode, i === 0 && top === ROOT_SERIAL));
-  report(true);
-  return stats;
+}
+
+/**
+ * Background threads for the files' creation (lib/native/file-writer.ts): $LAYERFS_EXPORT_THREADS
+ * of them (default 2; 0 writes every file on the calling thread).
+ */
+function openWriter(): FileWriter | undefined {
+  const n = Number(process.env.LAYERFS_EXPORT_THREADS ?? 2);
+  if (!Number.isInteger(n) || n <= 0) return undefined;
+  return new FileWriter(Math.min(n, 16), WRITER_QUEUE_BYTES);
+}
+
+/** Bytes queued for the writer's threads at most; files above QUEUED_FILE_MAX are written here, streamed. */
+const WRITER_QUEUE_BYTES = 64 << 20;
+const QUEUED_FILE_MAX = 8 << 20;
+
+/**
+ * Hands a plain file (one name, no xattrs, at most QUEUED_FILE_MAX bytes) to the writer's
+ * threads; false for any other entry, which the caller writes itself.
+ */
+function queueFile(view: FsView, writer: FileWriter, p: Buffer, inode: Inode, stats: ExportStats): boolean {
+  if (inode.kind !== InodeKind.File || inode.nlink > 1 || inode.xattrs.length > 0 || inode.size > QUEUED_FILE_MAX) return false;
+  const pieces: Uint8Array[] = [];
+  let size = 0;
+  for (const piece of view.content(inode)) {
+    pieces.push(piece);
+    size += piece.length;
+  }
+  if (!writer.put(p, pieces, inode.mode, inode.uid, inode.gid, inode.mtimeNs, true)) settle(writer);
+  stats.files++;
+  stats.bytes += size;
+  return true;
+}
+
+/** Waits for the writer's queue; its first failure becomes the typed error a file written here would give. */
+function settle(writer: FileWriter): void {
+  const failed = writer.drain();
+  if (failed) throw ioError(failed.path, errnoCode(failed.errno));
+}
+
+function errnoCode(errno: number): string {
+  for (const [name, n] of Object.entries(osConstants.errno)) if (n === errno) return name;
+  return `errno ${errno}`;
 }
 
 function writeFile(view: FsView, p: Buffer, inode: Inode): void {

@@ -124,6 +124,15 @@ test('a reconnected Client sees every state the first one made', async () => {
     } finally {
       ro.close();
     }
+    // A mapped read-only connection reads the same bytes, streamed; mapped needs readonly.
+    const mapped = Client.connect(path, { readonly: true, mapped: true });
+    try {
+      assert.equal(Buffer.concat([...mapped.readFile('work', 'new.txt')]).toString(), 'newer\n');
+      await refuses(() => mapped.forkBranch({ name: 'nope', layer }), 'ERR_READ_ONLY');
+    } finally {
+      mapped.close();
+    }
+    await refuses(() => Client.connect(path, { mapped: true }), 'ERR_INVALID_ARGUMENT');
   } finally {
     again.close();
   }
