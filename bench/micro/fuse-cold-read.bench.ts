@@ -14,6 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
+import { twinStores } from '../lib/twin-stores.js';
 
 function arg(name: string, dflt?: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -65,12 +66,7 @@ interface Served {
 const src = path.join(tmp, 'src');
 fs.mkdirSync(src, { recursive: true });
 spawnSync('sh', ['-c', `head -c ${mib * 1048576} /dev/urandom > '${src}/a.bin'`]);
-const stores = [path.join(tmp, 'a.sqlite'), path.join(tmp, 'b.sqlite')];
-const init = Client.create(stores[0]!);
-const layer = (await init.initLayerStack({ name: 'p', source: src })).layer.id;
-init.forkBranch({ name: 'main', layer });
-await init.close();
-fs.copyFileSync(stores[0]!, stores[1]!);
+const stores = await twinStores(tmp, src);
 const served: Served[] = [];
 try {
   for (const [store, tag, env, C] of [

@@ -13,6 +13,7 @@ import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
+import { twinStores } from '../lib/twin-stores.js';
 
 function arg(name: string, dflt?: string): string | undefined {
   const i = process.argv.indexOf(name);
@@ -76,12 +77,7 @@ async function commit(s: Side): Promise<{ s: number; cpu: number }> {
 const src = path.join(tmp, 'src');
 fs.mkdirSync(src, { recursive: true });
 sh(`head -c ${mib * 1048576} /dev/urandom > '${src}/a.bin'; head -c ${writeMib * 1048576} /dev/urandom > '${tmp}/w.src'; cat '${tmp}/w.src' > /dev/null`);
-const stores = [path.join(tmp, 'a.sqlite'), path.join(tmp, 'b.sqlite')];
-const init = Client.create(stores[0]!);
-const layer = (await init.initLayerStack({ name: 'p', source: src })).layer.id;
-init.forkBranch({ name: 'main', layer });
-await init.close();
-fs.copyFileSync(stores[0]!, stores[1]!);
+const stores = await twinStores(tmp, src);
 const plainDir = path.join(tmp, 'plain');
 fs.mkdirSync(plainDir);
 const sides: Side[] = [];
