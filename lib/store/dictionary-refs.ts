@@ -4,7 +4,7 @@
  * table instead of the dictionary's 32-byte id, which every such row repeated (~31 bytes of a
  * ~110-byte row). Rows written by format 11 and earlier keep the id itself; a `base` of 32 bytes
  * is always an id. Everything above the index (readers, remotes, gc) sees ids: refs are resolved
- * where rows are read (resolveBase) and made where rows are written (storedBase).
+ * where rows are read (resolveBase) and made where rows are written (storedBases).
  *
  * A ref is the big-endian number N ≥ 1 in 1 byte (N < 256) or 2 bytes (N < 65,536), without a
  * leading zero byte. Refs are never reused: a dictionaries row is never deleted, even after gc
@@ -93,12 +93,24 @@ export function dictionaryRef(db: Db, id: Buffer): Buffer {
   return ref;
 }
 
-/** `base` as a row stores it: a codec-3 row's dictionary id becomes its ref (dictionaryRef). */
-export function storedBase(db: Db, codec: number, base: Buffer | null): Buffer | null {
-  return codec === Codec.Dict && base && base.length === 32 ? dictionaryRef(db, base) : base;
-}
 
 /** Forgets the refs this connection resolved (after a rollback, which may take refs away). */
 export function forgetDictionaryRefs(db: Db): void {
   known.delete(db);
+}
+
+/**
+ * `base` as rows store it, for the rows of one frame or pack row: a codec-3 row's dictionary id
+ * becomes its ref (dictionaryRef), looked up once per dictionary rather than once per row (a
+ * lookup is a schema probe and a SELECT). Use within one write transaction.
+ */
+export function storedBases(db: Db): (codec: number, base: Buffer | null) => Buffer | null {
+  const refs = new Map<string, Buffer>();
+  return (codec, base) => {
+    if (codec !== Codec.Dict || !base || base.length !== 32) return base;
+    const key = base.toString('latin1');
+    let ref = refs.get(key);
+    if (!ref) refs.set(key, (ref = dictionaryRef(db, base)));
+    return ref;
+  };
 }

@@ -9,7 +9,7 @@ import type { Db } from './store-file.js';
 import type { Store } from './store.js';
 import type { WriteStats } from './objects.js';
 import { checkFrame, type Frame, type ObjectForm } from './transfer.js';
-import { storedBase } from './dictionary-refs.js';
+import { storedBases } from './dictionary-refs.js';
 
 /** Pack rows written hold about this many stored bytes. */
 export const INSERT_ROW_TARGET = 1024 * 1024;
@@ -89,7 +89,8 @@ export class FrameWriter {
     this.fresh += members.length;
     const seen = this.placed.get(f.data);
     if (seen?.pack !== undefined) {
-      for (const m of members) this.insertObject.run(m.id, m.kind, m.size, m.codec, seen.pack, seen.offset, f.data.length, m.at, storedBase(this.db, m.codec, m.base));
+      const stored = storedBases(this.db);
+      for (const m of members) this.insertObject.run(m.id, m.kind, m.size, m.codec, seen.pack, seen.offset, f.data.length, m.at, stored(m.codec, m.base));
       return false;
     }
     if (seen) {
@@ -111,11 +112,12 @@ export class FrameWriter {
     const data = this.row.length === 1 ? this.row[0]!.data : Buffer.concat(this.row.map((r) => r.data));
     const pack = Number(this.insertPack.run(data).lastInsertRowid);
     let off = 0;
+    const stored = storedBases(this.db);
     for (const r of this.row) {
       r.pack = pack;
       r.offset = off;
       // A dictionary travels by id and is named here by this Store's ref (dictionary-refs.ts).
-      for (const m of r.members) this.insertObject.run(m.id, m.kind, m.size, m.codec, pack, off, r.data.length, m.at, storedBase(this.db, m.codec, m.base));
+      for (const m of r.members) this.insertObject.run(m.id, m.kind, m.size, m.codec, pack, off, r.data.length, m.at, stored(m.codec, m.base));
       off += r.data.length;
     }
     this.bytes += data.length;

@@ -14,7 +14,7 @@ import type { Selection } from './repack-bases.js';
 import { SelectedWriter } from './repack-selected.js';
 import { assemble, finishChunkFrames, finishFrame, newGroup, rawPart, splitRaw, startChunkFrames, startFrame, type FrameJob, type OpenGroup, type Part, type Planned } from './repack-rows.js';
 import type { Dictionary } from './dictionary.js';
-import { storedBase } from './dictionary-refs.js';
+import { storedBases } from './dictionary-refs.js';
 import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
 
 /**
@@ -306,6 +306,7 @@ function writeRows(store: Store, rows: Part[][], stats: BatchStats, progress: Ba
   const insertPack = store.db.prepare('INSERT INTO packs (data) VALUES (?)');
   const move = store.db.prepare('UPDATE objects SET codec = ?, pack = ?, offset = ?, length = ?, at = ?, base = ? WHERE id = ?');
   const ids: number[] = [];
+  const stored = storedBases(store.db);
   for (const parts of rows) {
     const row = Buffer.concat(parts.map((p) => p.bytes));
     const pack = Number(insertPack.run(row).lastInsertRowid);
@@ -313,7 +314,7 @@ function writeRows(store: Store, rows: Part[][], stats: BatchStats, progress: Ba
     let off = 0;
     for (const part of parts) {
       for (const [p, codec, o, len, at, base] of part.entries) {
-        move.run(codec, pack, off + o, len, at, storedBase(store.db, codec, base), p.id);
+        move.run(codec, pack, off + o, len, at, stored(codec, base), p.id);
         stats.objects++;
       }
       off += part.bytes.length;
