@@ -169,8 +169,8 @@ class FdOutputJs : public Napi::ObjectWrap<FdOutputJs> {
     if (!(limit >= 1 && limit <= 1099511627776.0)) throw Napi::RangeError::New(env, "limit must be 1 byte to 1 TiB");
     if (!(pipe >= 0 && pipe <= 1073741824.0)) throw Napi::RangeError::New(env, "pipe size must be 0 to 1 GiB");
     struct stat st;
-    if (fstat(fd, &st) != 0) throw ErrnoError(env, "fstat", errno);
-    if (S_ISFIFO(st.st_mode)) {
+    // A descriptor that is not open fails at the first write (EBADF), like any other write error.
+    if (fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode)) {
 #ifdef F_SETPIPE_SZ
       if (pipe > 0) (void)fcntl(fd, F_SETPIPE_SZ, static_cast<int>(pipe));  // EPERM over the user's limit: kept as is
       const int size = fcntl(fd, F_GETPIPE_SZ);
