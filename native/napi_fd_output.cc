@@ -2,7 +2,8 @@
 // the caller decodes and verifies the next bytes while the last ones go out. The caller hands
 // over Buffers it will not change (they are held, not copied, until written); the thread writes
 // them in order with writev(2), a few at once, waiting in poll(2) when the descriptor is
-// non-blocking and full. Queued bytes are bounded (a hand-over waits while the queue is full).
+// non-blocking and full. The first piece is written on the caller's thread (a small file's
+// output is one piece and starts no thread). Queued bytes are bounded (a hand-over waits while the queue is full).
 // When the descriptor is a pipe, it is first enlarged (F_SETPIPE_SZ, best effort): the reader
 // then takes many pages per wake-up instead of 16. The first failure (EPIPE when the reader went
 // away, ENOSPC for a file) is kept and returned by every later call; nothing after it is written.
@@ -65,12 +66,23 @@ int WriteAllv(int fd, struct iovec* iov, int count) {
 
 class Output {
  public:
-  Output(int fd, size_t limit) : fd_(fd), limit_(limit) { thread_ = std::thread([this] { Run(); }); }
+  Output(int fd, size_t limit) : fd_(fd), limit_(limit) {}
   ~Output() { Stop(); }
 
   // Queues a piece; waits while the queue is full. Returns pieces written so far, or -errno.
+  // The first piece is written on the caller's thread and the thread starts with the second:
+  // a small file's output (one piece) never waits for a thread to be scheduled.
   int64_t Put(Piece p) {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!thread_.joinable() && released_ == 0 && error_ == 0) {
+      struct iovec iov = {const_cast<uint8_t*>(p.data), p.len};
+      const int err = WriteAllv(fd_, &iov, 1);
+      released_++;
+      if (err == 0) written_++;
+      error_ = err;
+      return err != 0 ? -err : static_cast<int64_t>(written_);
+    }
+    if (!thread_.joinable() && error_ == 0) thread_ = std::thread([this] { Run(); });
     space_.wait(lock, [&] { return error_ != 0 || bytes_ == 0 || bytes_ + p.len <= limit_; });
     if (error_ != 0) return -error_;
     bytes_ += p.len;
@@ -103,7 +115,7 @@ class Output {
       stop_ = true;
       work_.notify_all();
     }
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
 
  private:

@@ -3,7 +3,8 @@
  * (native/napi_fd_output.cc), while the caller decodes and verifies the next bytes: Buffers are
  * handed over, held (not copied) until written, and written with large writev(2)s. A pipe is
  * enlarged first (F_SETPIPE_SZ), so the reader takes many pages per wake-up. Queued bytes are
- * bounded. Buffers to fill come from `buffer()`: once written they are reused, so a long stream
+ * bounded; the first piece is written on the calling thread, and the thread starts with the
+ * second (a small file's output starts none). Buffers to fill come from `buffer()`: once written they are reused, so a long stream
  * neither faults in fresh pages nor leaves garbage per piece. The first failure (EPIPE when the
  * reader went away) is thrown by every later call as ERR_NATIVE_IO with its errno.
  */
