@@ -68,6 +68,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitFd(env, exports);
   InitWriteBehind(env, exports);
   InitFileWriter(env, exports);
+  InitFdOutput(env, exports);
   InitWalk(env, exports);  // after InitBatch: its cleanup hook must run before the pool is joined
   InitStream(env, exports);
   InitZstd(env, exports);

@@ -83,6 +83,7 @@ void InitXattr(Napi::Env env, Napi::Object exports);
 void InitFd(Napi::Env env, Napi::Object exports);
 void InitWriteBehind(Napi::Env env, Napi::Object exports);
 void InitFileWriter(Napi::Env env, Napi::Object exports);
+void InitFdOutput(Napi::Env env, Napi::Object exports);
 void InitWalk(Napi::Env env, Napi::Object exports);
 void InitStream(Napi::Env env, Napi::Object exports);
 void InitZstd(Napi::Env env, Napi::Object exports);

@@ -3,6 +3,8 @@
 // Store (Client.create + initLayerStack) and committed once to a fresh git repository (loose
 // objects). layerfs rounds: `readFile` streamed to the end in this process on a fresh
 // connection ("sdk"), and, with --cli, `layerfs cat STATE FILE | cat > /dev/null` as a process.
+// With --before DIR (and --cli), the `layerfs cat` of a checkout of the code before runs in the
+// same rounds, before or after the current one alternately ("beforeCliMs").
 // Reported per round: wall ms and CPU ms (user + system; for processes, of the whole pipeline).
 // With --bound, first the single-core floor of the work a streamed read cannot skip: every pack
 // row of the file held in memory, decodeRun (decode and BLAKE3 re-hash of every chunk) over them
@@ -11,7 +13,7 @@
 // "selectMs"), before or after the default read alternately: the row reads' A/B in the same round.
 // With --mapped, each round also reads it on a `{ readonly: true, mapped: true }` connection
 // ("mappedMs"), before or after the default read alternately.
-//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli] [--bound] [--ab] [--mapped]  → JSON lines
+//   node --import tsx bench/micro/stream-read.bench.ts --file PATH [--rounds 5] [--cli [--before DIR]] [--bound] [--ab] [--mapped]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -32,6 +34,9 @@ const file = path.resolve(arg('--file') ?? '');
 if (!fs.existsSync(file)) throw new Error('--file PATH: the file to read');
 const rounds = Number(arg('--rounds', '5'));
 const cli = process.argv.includes('--cli');
+/** --before DIR: a checkout of the code before (built: dist/ and its addon), whose `layerfs cat` runs in the same rounds. */
+const beforeDir = arg('--before');
+const beforeBin = beforeDir ? path.join(path.resolve(beforeDir), 'bin/layerfs.js') : undefined;
 const size = fs.statSync(file).size;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'layerfs-stream-read-'));
 const BIN = fileURLToPath(new URL('../../bin/layerfs.js', import.meta.url));
@@ -135,9 +140,18 @@ try {
       gitCpuMs: Math.round(g.cpuMs),
     };
     if (cli) {
-      const l = timedSh(`node ${BIN} --store ${storePath} cat ${ref} ${name} | cat > /dev/null`, process.env);
+      const catOf = (bin: string) => timedSh(`node ${bin} --store ${storePath} cat ${ref} ${name} | cat > /dev/null`, process.env);
+      // With --before, the code before's command in the same round, before or after alternately.
+      const early = beforeBin && r % 2 === 1 ? catOf(beforeBin) : undefined;
+      const l = catOf(BIN);
+      const b = beforeBin && r % 2 === 0 ? catOf(beforeBin) : early;
       out.cliMs = Math.round(l.ms);
       out.cliCpuMs = Math.round(l.cpuMs);
+      if (b) {
+        out.beforeCliMs = Math.round(b.ms);
+        out.beforeCliCpuMs = Math.round(b.cpuMs);
+      }
+      out.cliRateVsGit = Math.round((g.ms / l.ms) * 100) / 100;
     }
     out.rateVsGit = Math.round((g.ms / sdk.ms) * 100) / 100;
     out.load = os.loadavg()[0]!.toFixed(1);

@@ -214,6 +214,15 @@ export interface NativeBinding {
   decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
   RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number) => { wait(): void };
+  /** An ordered output to `fd` written by a background thread (native/napi_fd_output.cc); `pipe` > 0 enlarges a pipe. */
+  FdOutput: new (fd: number, limit: number, pipe: number) => {
+    /** Queues `buffer` (held, not copied): pieces written so far, or -errno of the first failure. */
+    put(buffer: Uint8Array): number;
+    /** Waits until `count` pieces are written (-1: all queued): pieces written so far, or -errno. */
+    wait(count: number): number;
+    close(): void;
+    readonly pipeSize: number;
+  };
   blobRead(handle: number, table: string, column: string, rowid: number, offset: number, length: number, out: Uint8Array, outOffset: number): number;
   addonPath: string;
   zstdVersion: string;

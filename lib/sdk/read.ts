@@ -5,6 +5,7 @@
  * its namespace trees and the history rows a reference names (reader.ts).
  */
 import { LayerFsError } from '../errors.js';
+import { FdOutput } from '../native/fd-output.js';
 import type { Store } from '../store/store.js';
 import { InodeKind } from '../store/tree/inode.js';
 import { readRange, type ByteRange } from '../store/read-range.js';
@@ -47,13 +48,41 @@ export function stat(store: Store, ref: StateRef, path?: string | Buffer): Entry
   });
 }
 
-export function* readFile(store: Store, ref: StateRef, path: string | Buffer, range?: ByteRange): Generator<Buffer> {
+export function* readFile(store: Store, ref: StateRef, path: string | Buffer, range?: ByteRange, alloc?: (bytes: number) => Buffer): Generator<Buffer> {
   const view = store.view(stateRoot(store, ref));
   const display = String(path);
   const { inode } = view.resolve(splitStatePath(path), display);
   if (inode.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${display} is not a regular file`, { path: display });
-  if (range === undefined) yield* view.content(inode);
+  if (range === undefined) yield* view.content(inode, alloc);
   else yield* readRange(store.objects, inode, range);
+}
+
+/**
+ * readFile's bytes written to descriptor `fd` by the addon's output thread (lib/native
+ * fd-output.ts) while the next ones are decoded and verified: only verified bytes are handed
+ * over, so a chunk that fails its check ends the output before its bytes (ERR_CORRUPT, after
+ * the verified bytes before it are written). One read transaction: one snapshot throughout.
+ * Returns the bytes written; a failed write throws ERR_NATIVE_IO with its errno (32: EPIPE).
+ */
+export function writeFileTo(store: Store, fd: number, ref: StateRef, path: string | Buffer, range?: ByteRange): number {
+  const out = new FdOutput(fd);
+  try {
+    let bytes = 0;
+    try {
+      store.read(() => {
+        for (const piece of readFile(store, ref, path, range, (n) => out.buffer(n))) {
+          out.put(piece);
+          bytes += piece.length;
+        }
+      });
+    } finally {
+      // What was handed over is verified: it goes out, also before a read error is thrown.
+      out.finish();
+    }
+    return bytes;
+  } finally {
+    out.close();
+  }
 }
 
 

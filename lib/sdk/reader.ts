@@ -36,6 +36,17 @@ export class Reader {
     return read.readFile(this.store, ref, path, range);
   }
 
+  /**
+   * The content of a regular file (or `range` of it) written to descriptor `fd` (stdout: 1) by a
+   * background thread while the next bytes are read and verified; only verified bytes are
+   * written. Returns the bytes written. A failed write throws ERR_NATIVE_IO with its `errno`
+   * (`32`, EPIPE: the reader went away); a chunk that fails its check throws ERR_CORRUPT after
+   * the bytes before it.
+   */
+  writeFileTo(fd: number, ref: StateRef, path: string | Buffer, range?: ByteRange): number {
+    return read.writeFileTo(this.store, fd, ref, path, range);
+  }
+
   layerStacks(): LayerStackInfo[] {
     return read.layerStacks(this.store);
   }

@@ -245,9 +245,10 @@ export class ChunkRunReader {
   /**
    * The verified bytes of `run`, in order, in pieces of one or more whole chunks; each piece is
    * the caller's to keep (never reused). The next stretch's row is read (on this thread) while
-   * the addon decodes and verifies the current one.
+   * the addon decodes and verifies the current one. With `alloc`, the buffers the stretches are
+   * read and decoded into come from it (an output that reuses the buffers it has written).
    */
-  *pieces(run: readonly ChunkRef[]): Generator<Buffer> {
+  *pieces(run: readonly ChunkRef[], alloc?: (bytes: number) => Buffer): Generator<Buffer> {
     let pending: Started | Buffer | null = null;
     try {
       for (let b = 0; b < run.length; b += BATCH) {
@@ -255,7 +256,7 @@ export class ChunkRunReader {
         const rows = this.locate(part.map((c) => c.id));
         for (let i = 0; i < part.length; ) {
           const count = this.stretch(part, rows, i);
-          const next = count > 0 ? this.start(part.slice(i, i + count), rows, null) : this.viaReader(part[i]!);
+          const next = count > 0 ? this.start(part.slice(i, i + count), rows, null, alloc) : this.viaReader(part[i]!);
           const p = pending;
           pending = next;
           if (p) yield this.done(p);
@@ -297,7 +298,7 @@ export class ChunkRunReader {
    * into a new buffer (pieces()), or into reused scratch buffer `scratch` (read(): its
    * bytes must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: { lane: number; i: number } | null): Started {
+  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: { lane: number; i: number } | null, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -319,20 +320,20 @@ export class ChunkRunReader {
       pack = r[4];
     }
     const ok = new Uint8Array(count);
-    if (inPlace && scratch === null && this.handle) return this.startSpan(chunks, spec, ids, ok, pack, total);
+    if (inPlace && scratch === null && this.handle) return this.startSpan(chunks, spec, ids, ok, pack, total, alloc);
     const row = this.handle ? this.pinRow(pack) : undefined;
     const data = row ? row.data : this.handle ? undefined : this.pack(pack);
     if (!data) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false, row: null };
     if (inPlace && spec[0]! + total <= data.length) {
       return { chunks, out: data.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(data, spec, ids, null, ok, this.threads), inPlace: true, row: row ?? null };
     }
-    const out = scratch === null ? Buffer.allocUnsafe(total) : this.scratchOf(scratch.lane, scratch.i, total);
+    const out = scratch === null ? alloc(total) : this.scratchOf(scratch.lane, scratch.i, total);
     return { chunks, out, ok, task: startRun(data, spec, ids, out, ok, this.threads), inPlace: false, row: row ?? null };
   }
 
   /** Raw chunks lying in order in pack row `pack` from spec[0] on, read straight into a new Buffer and verified there. */
-  private startSpan(chunks: readonly ChunkRef[], spec: Float64Array, ids: Buffer, ok: Uint8Array, pack: number, total: number): Started {
-    const out = Buffer.allocUnsafe(total);
+  private startSpan(chunks: readonly ChunkRef[], spec: Float64Array, ids: Buffer, ok: Uint8Array, pack: number, total: number, alloc: (bytes: number) => Buffer): Started {
+    const out = alloc(total);
     const from = spec[0]!;
     if (this.readRow(pack, from, total, out) < 0) return { chunks, out, ok, task: null, inPlace: false, row: null };
     for (let f = 0; f < spec.length; f += RUN_FIELDS) spec[f] = spec[f]! - from;

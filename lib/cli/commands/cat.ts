@@ -1,7 +1,7 @@
 /** cat: a file's content from any state, or a byte range of it. */
 import type { Command } from 'commander';
+import { isLayerFsError } from '../../sdk/errors.js';
 import { byteCount } from '../args.js';
-import { writeStdout } from '../output.js';
 import { withReader, type Runner } from '../runner.js';
 
 export function registerCatCommand(program: Command, run: Runner): void {
@@ -13,8 +13,16 @@ export function registerCatCommand(program: Command, run: Runner): void {
     .action((state: string, path: string, opts: { offset?: string; length?: string }) =>
       run(async (_out, g) => {
         const range = opts.offset !== undefined || opts.length !== undefined ? { offset: byteCount(opts.offset, '--offset'), length: byteCount(opts.length, '--length') } : undefined;
-        await withReader(g.store, async (r) => {
-          for (const piece of r.readFile(state, path, range)) await writeStdout(piece);
+        await withReader(g.store, (r) => {
+          try {
+            // Written by the addon's output thread while the next bytes are read and verified;
+            // only verified bytes reach stdout.
+            r.writeFileTo(1, state, path, range);
+          } catch (e) {
+            // A reader that goes away ends the command quietly, like cat or git.
+            if (isLayerFsError(e) && e.code === 'ERR_NATIVE_IO' && e.details.errno === 'EPIPE') return;
+            throw e;
+          }
         });
       })(),
     );

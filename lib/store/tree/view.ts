@@ -96,8 +96,11 @@ export class FsView {
     return parts.length ? Buffer.concat(parts.flatMap((p, i) => (i ? [Buffer.from('/'), p] : [p]))) : null;
   }
 
-  /** The content of a regular file, chunk by chunk, in order: exactly `size` bytes, or ERR_CORRUPT. */
-  *content(file: Inode): Generator<Buffer> {
+  /**
+   * The content of a regular file, chunk by chunk, in order: exactly `size` bytes, or ERR_CORRUPT.
+   * `alloc`: where runs of chunks are decoded (see ChunkRunReader.pieces).
+   */
+  *content(file: Inode, alloc?: (bytes: number) => Buffer): Generator<Buffer> {
     if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');
     if (file.form === ContentForm.None) {
       if (file.size !== 0) throw new LayerFsError('ERR_CORRUPT', `a file of ${file.size} bytes has no content`, { hint: 'the Store is damaged or forged; run layerfs verify' });
@@ -112,7 +115,7 @@ export class FsView {
     // chunks are read as one run (decoded and verified many at a time), or located in a few
     // statements and read one by one without a run reader.
     const root = loadExtentNode(objects, file.content!, file.size, null);
-    if (root.level === 0) return yield* this.leaf(root);
+    if (root.level === 0) return yield* this.leaf(root, alloc);
     const stack: { node: ExtentNode; i: number }[] = [{ node: root, i: 0 }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
@@ -122,15 +125,15 @@ export class FsView {
       }
       const i = top.i++;
       const node = loadExtentNode(objects, top.node.ids[i]!, top.node.lengths[i]!, top.node.level);
-      if (node.level === 0) yield* this.leaf(node);
+      if (node.level === 0) yield* this.leaf(node, alloc);
       else stack.push({ node, i: 0 });
     }
   }
 
   /** The chunks of a leaf of an extent tree, verified, in order. */
-  private *leaf(node: ExtentNode): Generator<Buffer> {
+  private *leaf(node: ExtentNode, alloc?: (bytes: number) => Buffer): Generator<Buffer> {
     if (this.runs) {
-      yield* this.runs.pieces(node.ids.map((id, i) => ({ id, length: node.lengths[i]! })));
+      yield* this.runs.pieces(node.ids.map((id, i) => ({ id, length: node.lengths[i]! })), alloc);
       return;
     }
     this.objects.prefetch(node.ids);
