@@ -136,6 +136,8 @@ class WriteBehind {
     std::unique_lock<std::mutex> lock(mu_);
     const bool known = fds_.count(fd) != 0;
     if (known) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    // Nothing queued: the request buffers no one holds give their pages back (request_pool.h).
+    if (known && bytes_ == 0) RequestPool::Get().Trim();
     if (release) {
       auto d = direct_fds_.find(fd);
       if (d != direct_fds_.end()) {

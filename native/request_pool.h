@@ -8,10 +8,13 @@
 // took its payload until that job is written; it is reused once neither holds it. Slots are made
 // on demand and kept for the life of the process (the addon is loaded once): at most one per
 // reading thread plus kMaxTaken, as the write-behind takes a slot only while fewer than kMaxTaken
-// are taken (else it copies, as before).
+// are taken (else it copies, as before). Trim() gives the pages of the slots nobody holds back to
+// the system (the write-behind calls it when a drain finds its queue empty: a commit or a read of
+// a spool file), so a daemon that wrote a large file does not keep the pool's memory meanwhile.
 #pragma once
 
 #include <errno.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -87,10 +90,22 @@ class RequestPool {
 
   static constexpr int kMaxTaken = 32;
 
+  // Drops the pages of every slot that no thread or job holds (they read as zeros when next
+  // used). The addresses stay valid: the Buffers over them (fdReadRequest) are kept.
+  void Trim() {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (Slot& slot : slots_) {
+      if (slot.refs != 0 || !slot.used) continue;
+      madvise(slot.base, kSlotBytes, MADV_DONTNEED);
+      slot.used = false;
+    }
+  }
+
  private:
   struct Slot {
     uint8_t* base;
-    int refs;  // the reading thread (1) + the write-behind job that took it (1)
+    int refs;   // the reading thread (1) + the write-behind job that took it (1)
+    bool used;  // read into since the last Trim
   };
   // The slot a thread read its last request into; released when the thread ends.
   struct Held {
@@ -105,13 +120,14 @@ class RequestPool {
     for (size_t i = 0; i < slots_.size(); i++) {
       if (slots_[i].refs == 0) {
         slots_[i].refs = 1;
+        slots_[i].used = true;
         *base = slots_[i].base;
         return static_cast<int>(i);
       }
     }
     auto* p = static_cast<uint8_t*>(std::aligned_alloc(kPage, kSlotBytes));
     if (p == nullptr) throw std::bad_alloc();
-    slots_.push_back(Slot{p, 1});
+    slots_.push_back(Slot{p, 1, true});
     *base = p;
     return static_cast<int>(slots_.size() - 1);
   }

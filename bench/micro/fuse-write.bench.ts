@@ -7,9 +7,10 @@
 // into it, then `dd bs=1M` of the source to a new file of --write MiB, close included
 // (`conv=fsync` on all three with --fsync). Reports each round's MiB/s, the ratios to the plain
 // write of the same round, the daemons' CPU over their write, and the medians and spreads.
-// --after-env K=V,K=V: environment of the after side's daemon only (a feature switch to A/B).
+// --after-env K=V,K=V / --before-env K=V: environment of that side's daemon only (a switch to A/B;
+// --before . compares two settings of this checkout).
 // Needs root (kernel backend, drop_caches) and /dev/fuse.
-//   node --import tsx bench/micro/fuse-write.bench.ts --tmp DIR --before DIR [--write 1024] [--rounds 6] [--fsync] [--no-drop] [--after-env K=V]  → JSON lines
+//   node --import tsx bench/micro/fuse-write.bench.ts --tmp DIR --before DIR [--write 1024] [--rounds 6] [--fsync] [--no-drop] [--after-env K=V] [--before-env K=V]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -29,7 +30,9 @@ const writeMib = Number(arg('--write', '1024'));
 const rounds = Number(arg('--rounds', '6'));
 const fsync = process.argv.includes('--fsync');
 const drop = !process.argv.includes('--no-drop');
-const afterEnv = (arg('--after-env') ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]);
+const envOf = (name: string) => (arg(name) ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]);
+const afterEnv = envOf('--after-env');
+const beforeEnv = envOf('--before-env');
 type ClientClass = typeof Client;
 const BeforeClient = ((await import(path.resolve(before, 'lib/sdk/index.ts'))) as { Client: ClientClass }).Client;
 
@@ -88,7 +91,7 @@ try {
     [stores[0], 'before', BeforeClient],
     [stores[1], 'after', Client],
   ] as const) {
-    const env = tag === 'after' ? afterEnv : [];
+    const env = tag === 'after' ? afterEnv : beforeEnv;
     for (const [k, v] of env) process.env[k] = v;
     const client = C.connect(store);
     const at = path.join(tmp, `w-${tag}`);
@@ -121,7 +124,7 @@ try {
     line.loadAfter = load();
     console.log(JSON.stringify(line));
   }
-  const summary: Record<string, unknown> = { writeMiB: writeMib, fsync, drop, rounds, afterEnv: arg('--after-env') ?? '' };
+  const summary: Record<string, unknown> = { writeMiB: writeMib, fsync, drop, rounds, afterEnv: arg('--after-env') ?? '', beforeEnv: arg('--before-env') ?? '' };
   for (const [k, v] of Object.entries(figs)) summary[k] = { median: r2(median(v)), min: r2(sorted(v)[0]!), max: r2(sorted(v).at(-1)!) };
   for (const s of sides) if (s.pid) summary[`${s.tag}VmHWMMiB`] = Math.round(hwmOf(s.pid));
   console.log(JSON.stringify(summary));
