@@ -7,10 +7,14 @@
 // into it, then `dd bs=1M` of the source to a new file of --write MiB, close included
 // (`conv=fsync` on all three with --fsync). Reports each round's MiB/s, the ratios to the plain
 // write of the same round, the daemons' CPU over their write, and the medians and spreads.
+// --unaligned: the writer is python3 copying 1 MiB at a time from a bytes object (a buffer that
+// is not page-aligned), instead of dd (whose buffer is).
+// --read-back: each file is then read back once (`dd bs=1M` to /dev/null), what a reader of a file
+// just written gets (from the page cache, or through the daemon).
 // --after-env K=V,K=V / --before-env K=V: environment of that side's daemon only (a switch to A/B;
 // --before . compares two settings of this checkout).
 // Needs root (kernel backend, drop_caches) and /dev/fuse.
-//   node --import tsx bench/micro/fuse-write.bench.ts --tmp DIR --before DIR [--write 1024] [--rounds 6] [--fsync] [--no-drop] [--after-env K=V] [--before-env K=V]  → JSON lines
+//   node --import tsx bench/micro/fuse-write.bench.ts --tmp DIR --before DIR [--write 1024] [--rounds 6] [--fsync] [--no-drop] [--read-back] [--unaligned] [--after-env K=V] [--before-env K=V]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -30,6 +34,16 @@ const writeMib = Number(arg('--write', '1024'));
 const rounds = Number(arg('--rounds', '6'));
 const fsync = process.argv.includes('--fsync');
 const drop = !process.argv.includes('--no-drop');
+const readBack = process.argv.includes('--read-back');
+const unaligned = process.argv.includes('--unaligned');
+const PY_COPY = String.raw`import os, sys
+src = open(sys.argv[1], "rb", buffering=0); dst = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+while True:
+    b = src.read(1 << 20)
+    if not b: break
+    os.write(dst, b)
+if len(sys.argv) > 3: os.fsync(dst)
+os.close(dst)`;
 const envOf = (name: string) => (arg(name) ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]);
 const afterEnv = envOf('--after-env');
 const beforeEnv = envOf('--before-env');
@@ -53,7 +67,10 @@ function write(to: string): number {
   fs.rmSync(to, { force: true });
   settle();
   const t = performance.now();
-  sh(`dd if='${source}' of='${to}' bs=1M status=none${fsync ? ' conv=fsync' : ''}`);
+  if (unaligned) {
+    const r = spawnSync('python3', ['-c', PY_COPY, source, to, ...(fsync ? ['fsync'] : [])], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`python copy: ${r.stderr}`);
+  } else sh(`dd if='${source}' of='${to}' bs=1M status=none${fsync ? ' conv=fsync' : ''}`);
   return (performance.now() - t) / 1000;
 }
 function cpuOf(pid: number): number {
@@ -113,6 +130,13 @@ try {
         push(`${s.tag}DaemonCpuS`, cpu);
         line[`${s.tag}DaemonCpuS`] = r2(cpu);
       }
+      if (readBack) {
+        const t = performance.now();
+        sh(`dd if='${s.file}' of=/dev/null bs=1M status=none`);
+        const mibps = writeMib / ((performance.now() - t) / 1000);
+        push(`${s.tag}ReadBackMiBps`, mibps);
+        line[`${s.tag}ReadBack`] = Math.round(mibps);
+      }
       fs.rmSync(s.file, { force: true });
     }
     for (const tag of ['before', 'after']) {
@@ -124,7 +148,7 @@ try {
     line.loadAfter = load();
     console.log(JSON.stringify(line));
   }
-  const summary: Record<string, unknown> = { writeMiB: writeMib, fsync, drop, rounds, afterEnv: arg('--after-env') ?? '', beforeEnv: arg('--before-env') ?? '' };
+  const summary: Record<string, unknown> = { writeMiB: writeMib, fsync, drop, readBack, unaligned, rounds, afterEnv: arg('--after-env') ?? '', beforeEnv: arg('--before-env') ?? '' };
   for (const [k, v] of Object.entries(figs)) summary[k] = { median: r2(median(v)), min: r2(sorted(v)[0]!), max: r2(sorted(v).at(-1)!) };
   for (const s of sides) if (s.pid) summary[`${s.tag}VmHWMMiB`] = Math.round(hwmOf(s.pid));
   console.log(JSON.stringify(summary));

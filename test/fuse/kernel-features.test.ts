@@ -196,7 +196,7 @@ test('readdirplus on: a listing carries attributes (no LOOKUP per name); off: pl
 });
 
 test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', () => {
-  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true, passthrough: false, directwrite: false });
+  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true, passthrough: false, directwrite: true });
   assert.throws(
     () => kernelFeatures('+passthru'),
     (e) => isLayerFsError(e, 'ERR_INVALID_ARGUMENT') && (e.details as { name?: string }).name === 'passthru' && /writeback/.test(String((e.details as { hint?: string }).hint)),
@@ -204,7 +204,7 @@ test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', 
 });
 
 test('writeback is off by default (docs/DECISIONS.md: an untar is slower with it)', () => {
-  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: false, passthrough: false, directwrite: false });
+  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: false, passthrough: false, directwrite: true });
 });
 
 /** truncate(2) to the current size, then the mtime `stat` shows (python: ns). */
