@@ -12,6 +12,7 @@
 #include <sys/uio.h>
 
 #include "napi_util.h"
+#include "request_pool.h"
 
 namespace layerfs {
 
@@ -24,6 +25,25 @@ Napi::Value FdRead(const Napi::CallbackInfo& info) {
   Bytes b = GetBytes(env, info[1], "buffer");
   const ssize_t n = read(fd, const_cast<uint8_t*>(b.data), b.size);
   return Napi::Number::New(env, n < 0 ? -errno : static_cast<double>(n));
+}
+
+// fdReadRequest(fd) -> bytes read * 65536 + the slot read into (request_pool.h), or -errno.
+// The calling thread's previous slot is released first.
+Napi::Value FdReadRequest(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const int fd = GetFd(env, info[0]);
+  int slot = 0;
+  const ssize_t n = RequestPool::Get().Read(fd, &slot);
+  return Napi::Number::New(env, n < 0 ? static_cast<double>(n) : static_cast<double>(n) * 65536 + slot);
+}
+
+// requestSlot(slot) -> a Buffer over a slot's request bytes (the memory is the pool's, never freed).
+Napi::Value RequestSlot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "slot must be a number");
+  const int slot = info[0].As<Napi::Number>().Int32Value();
+  if (slot < 0 || slot >= RequestPool::Get().Count()) throw Napi::RangeError::New(env, "no such request slot");
+  return Napi::Buffer<uint8_t>::New(env, RequestPool::Get().Request(slot), RequestPool::kRequestMax);
 }
 
 // fdWrite(fd, buffer, length) -> bytes written, or -errno
@@ -92,6 +112,8 @@ Napi::Value MakeNode(const Napi::CallbackInfo& info) {
 
 void InitFd(Napi::Env env, Napi::Object exports) {
   exports.Set("fdRead", Napi::Function::New<FdRead>(env, "fdRead"));
+  exports.Set("fdReadRequest", Napi::Function::New<FdReadRequest>(env, "fdReadRequest"));
+  exports.Set("requestSlot", Napi::Function::New<RequestSlot>(env, "requestSlot"));
   exports.Set("fdWrite", Napi::Function::New<FdWrite>(env, "fdWrite"));
   exports.Set("fdWritev", Napi::Function::New<FdWritev>(env, "fdWritev"));
   exports.Set("fdLock", Napi::Function::New<FdLock>(env, "fdLock"));

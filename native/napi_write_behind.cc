@@ -1,10 +1,14 @@
-// Write-behind for spool files: the FUSE serving thread hands a WRITE's payload over (one memcpy)
-// and replies at once, while a background thread does the pwrite(2) into the spool file (the
+// Write-behind for spool files: the FUSE serving thread hands a WRITE's payload over and replies
+// at once, while a background thread does the pwrite(2) into the spool file (the
 // page-cache copy that made up most of a WRITE's round trip). Pending bytes are bounded: a
 // hand-over waits while the buffer is full. Anything that reads or changes the spool file other
 // than by writing first waits for that descriptor's pending writes (writeBehindDrain). The first
 // failure of a background pwrite on a descriptor is kept and returned by its next hand-over or
 // drain, never dropped.
+//
+// A payload of at least kTakeMin bytes that lies in the buffer its request was read into
+// (request_pool.h) is not copied: the job takes that buffer and gives it back once written.
+// Others are copied into a buffer of the queue. $LAYERFS_WRITE_HANDOVER=0 copies every payload.
 //
 // Large aligned pieces are written with O_DIRECT (through a second descriptor on the same file),
 // so a spool file's bytes do not also fill the page cache: on a VM whose host takes back free guest
@@ -34,6 +38,7 @@
 #include "direct_files.h"
 #include "direct_read_ahead.h"
 #include "napi_util.h"
+#include "request_pool.h"
 
 namespace layerfs {
 
@@ -48,9 +53,14 @@ struct Job {
   int fd;
   int64_t pos;
   size_t len;
+  const uint8_t* bytes;  // the payload: in data, or in the request buffer slot
+  int slot;              // the request buffer taken (RequestPool), or -1
   size_t capacity;
   Buffer data;
 };
+
+// Payloads this long or longer are taken as they lie in their request buffer.
+constexpr size_t kTakeMin = 64u << 10;
 
 // Pieces written with O_DIRECT: page-aligned offset and length, at least this long (smaller
 // writes wait for the disk each time; they stay buffered).
@@ -88,7 +98,7 @@ struct PerFd {
 
 class WriteBehind {
  public:
-  WriteBehind(size_t limit, bool direct) : limit_(limit), direct_(direct) {}
+  WriteBehind(size_t limit, bool direct, bool handover) : limit_(limit), direct_(direct), handover_(handover) {}
 
   // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
   // on fd (then nothing is queued and the error is reported, once).
@@ -98,19 +108,16 @@ class WriteBehind {
     if (int e = TakeError(fd)) return -e;
     space_.wait(lock, [&] { return bytes_ == 0 || bytes_ + len <= limit_; });
     if (int e = TakeError(fd)) return -e;
-    Job job{fd, pos, len, 0, nullptr};
-    for (size_t i = spare_.size(); i-- > 0;) {
-      if (spare_[i].second < len) continue;
-      job.data = std::move(spare_[i].first);
-      job.capacity = spare_[i].second;
-      spare_bytes_ -= job.capacity;
-      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(i));
-      break;
+    Job job{fd, pos, len, data, -1, 0, nullptr};
+    if (handover_ && len >= kTakeMin) job.slot = RequestPool::Get().Take(data, len);
+    if (job.slot < 0) {
+      TakeSpare(&job);
+      lock.unlock();
+      if (!job.data) job.data = NewBuffer(len < kMinBuffer ? kMinBuffer : len, &job.capacity);
+      std::memcpy(job.data.get(), data, len);
+      job.bytes = job.data.get();
+      lock.lock();
     }
-    lock.unlock();
-    if (!job.data) job.data = NewBuffer(len < kMinBuffer ? kMinBuffer : len, &job.capacity);
-    std::memcpy(job.data.get(), data, len);
-    lock.lock();
     bytes_ += len;
     fds_[fd].pending++;
     queue_.push_back(std::move(job));
@@ -129,6 +136,8 @@ class WriteBehind {
     std::unique_lock<std::mutex> lock(mu_);
     const bool known = fds_.count(fd) != 0;
     if (known) done_.wait(lock, [&] { return fds_[fd].pending == 0; });
+    // Nothing queued: the request buffers no one holds give their pages back (request_pool.h).
+    if (known && bytes_ == 0) RequestPool::Get().Trim();
     if (release) {
       auto d = direct_fds_.find(fd);
       if (d != direct_fds_.end()) {
@@ -264,6 +273,18 @@ class WriteBehind {
   }
 
  private:
+  // A kept buffer for job (mu_ held), when one is large enough.
+  void TakeSpare(Job* job) {
+    for (size_t i = spare_.size(); i-- > 0;) {
+      if (spare_[i].second < job->len) continue;
+      job->data = std::move(spare_[i].first);
+      job->capacity = spare_[i].second;
+      spare_bytes_ -= job->capacity;
+      spare_.erase(spare_.begin() + static_cast<std::ptrdiff_t>(i));
+      return;
+    }
+  }
+
   int TakeError(int fd) {
     auto it = fds_.find(fd);
     if (it == fds_.end()) return 0;
@@ -280,6 +301,7 @@ class WriteBehind {
   // (so Drain(fd, true) cannot close it meanwhile).
   int DirectFor(const Job& job) {
     if (!direct_ || job.len < kDirectMin || job.len % kDirectAlign != 0 || job.pos % kDirectAlign != 0) return -1;
+    if (reinterpret_cast<uintptr_t>(job.bytes) % kDirectAlign != 0) return -1;
     auto it = direct_fds_.find(job.fd);
     if (it != direct_fds_.end()) return it->second;
     char path[64];
@@ -325,13 +347,14 @@ class WriteBehind {
       int err = 0;
       if (!failed_before) {
         size_t done = 0;
-        if (direct >= 0 && WriteAll(direct, job.data.get(), job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
-        if (done < job.len) err = WriteAll(job.fd, job.data.get(), job.len, job.pos, &done);
+        if (direct >= 0 && WriteAll(direct, job.bytes, job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
+        if (done < job.len) err = WriteAll(job.fd, job.bytes, job.len, job.pos, &done);
         // Again once the bytes are in the file: a window read meanwhile may hold the old ones.
         Changed();
       }
+      if (job.slot >= 0) RequestPool::Get().Untake(job.slot);
       lock.lock();
-      if (spare_bytes_ + job.capacity <= limit_ / 4) {
+      if (job.data && spare_bytes_ + job.capacity <= limit_ / 4) {
         spare_bytes_ += job.capacity;
         spare_.emplace_back(std::move(job.data), job.capacity);
       }
@@ -352,6 +375,7 @@ class WriteBehind {
   std::unordered_map<int, PerFd> fds_;
   std::vector<std::pair<Buffer, size_t>> spare_;
   const bool direct_;
+  const bool handover_;
   std::unordered_map<int, int> direct_fds_;  // fd -> its O_DIRECT descriptor, -1 when none
   size_t spare_bytes_ = 0;
   size_t bytes_ = 0;
@@ -368,7 +392,9 @@ WriteBehind& Instance() {
     long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
     if (mib < 1 || mib > 1024) mib = 32;
     const char* direct = getenv("LAYERFS_SPOOL_DIRECT");
-    return new WriteBehind(static_cast<size_t>(mib) << 20, direct == nullptr || std::strcmp(direct, "0") != 0);
+    const char* handover = getenv("LAYERFS_WRITE_HANDOVER");
+    const auto on = [](const char* v) { return v == nullptr || std::strcmp(v, "0") != 0; };
+    return new WriteBehind(static_cast<size_t>(mib) << 20, on(direct), on(handover));
   }();
   return *wb;
 }

@@ -14,17 +14,20 @@
  *   passthrough  FUSE passthrough: the kernel reads a file whose content sits whole in a spool
  *                file itself, for read-only opens (kernel-passthrough.ts; root daemons, Linux
  *                6.9+, not with writeback). While such opens live, writers of that file get ETXTBSY
+ *   directwrite  write-only opens get FOPEN_DIRECT_IO: each WRITE carries the writer's own pages
+ *                (pinned), not a copy in the mount's page cache; the kernel drops cached pages of
+ *                the written range first. Not with writeback (on by default: docs/DECISIONS.md)
  */
 import { LayerFsError } from '../errors.js';
 
 export const FEATURES_ENV = 'LAYERFS_FUSE_FEATURES';
 
-export type KernelFeature = 'readdirplus' | 'maxpages' | 'writeback' | 'passthrough';
+export type KernelFeature = 'readdirplus' | 'maxpages' | 'writeback' | 'passthrough' | 'directwrite';
 
 export type KernelFeatures = Record<KernelFeature, boolean>;
 
 /** What the backend asks for when $LAYERFS_FUSE_FEATURES says nothing (docs/DECISIONS.md says why). */
-export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: false, passthrough: false };
+export const DEFAULT_FEATURES: Readonly<KernelFeatures> = { readdirplus: true, maxpages: true, writeback: false, passthrough: false, directwrite: true };
 
 /** The features asked for: the defaults, changed by `spec` (default $LAYERFS_FUSE_FEATURES). */
 export function kernelFeatures(spec: string | undefined = process.env[FEATURES_ENV]): KernelFeatures {

@@ -20,6 +20,7 @@ import {
   FATTR_MTIME_NOW,
   FATTR_SIZE,
   FATTR_UID,
+  FOPEN_DIRECT_IO,
   FOPEN_KEEP_CACHE,
   FOPEN_PASSTHROUGH,
   FUSE_INIT_EXT,
@@ -54,6 +55,8 @@ export interface Conn {
   initialized: boolean;
   /** The kernel caches writes (FUSE_WRITEBACK_CACHE granted): it places appends itself. */
   writebackCache: boolean;
+  /** Write-only opens bypass the kernel's page cache (the `directwrite` feature). */
+  directWrites: boolean;
   log(message: string): void;
   send(b: Buffer, len: number): void;
   error(unique: number, errno: number): void;
@@ -98,6 +101,7 @@ function init(c: Conn, { b, p, unique }: Request): void {
   out.writeUInt32LE(1, 24);
   if (features.maxpages) out.writeUInt16LE(MAX_PAGES, 28);
   c.writebackCache = (granted & FUSE_WRITEBACK_CACHE) !== 0;
+  c.directWrites = features.directwrite && !c.writebackCache;
   // Passthrough is in flags2; the kernel refuses it together with the writeback cache.
   const flags2 = flags & FUSE_INIT_EXT ? b.readUInt32LE(p + 16) : 0;
   const pass = features.passthrough && !c.writebackCache && (flags2 & FUSE_PASSTHROUGH_FLAGS2) !== 0;
@@ -221,6 +225,15 @@ function link(c: Conn, { b, p, len, node, unique }: Request): void {
   c.replyEntry(unique, old);
 }
 
+/**
+ * An open's cache flags: the page cache is kept (every change of the content goes through this
+ * kernel inode), except for a write-only open with `directwrite`, whose WRITEs carry the writer's
+ * own pages (no copy into the page cache; the kernel drops cached pages of the range first).
+ */
+function cacheFlags(c: Conn, flags: number): number {
+  return c.directWrites && (flags & 3) === fsc.O_WRONLY ? FOPEN_DIRECT_IO : FOPEN_KEEP_CACHE;
+}
+
 function open(c: Conn, { b, p, node, unique }: Request): void {
   const flags = b.readUInt32LE(p);
   passthrough.admit(node, flags);
@@ -230,7 +243,7 @@ function open(c: Conn, { b, p, node, unique }: Request): void {
   const out = c.payload(OPEN_OUT);
   u64(out, OUT_HDR, fh);
   // Every change of the content goes through this kernel inode: its page cache stays valid.
-  out.writeUInt32LE(backing ? FOPEN_PASSTHROUGH : FOPEN_KEEP_CACHE, OUT_HDR + 8);
+  out.writeUInt32LE(backing ? FOPEN_PASSTHROUGH : cacheFlags(c, flags), OUT_HDR + 8);
   out.writeInt32LE(backing, OUT_HDR + 12);
   c.okPayload(unique, OPEN_OUT);
 }
@@ -243,7 +256,7 @@ function create(c: Conn, { b, p, len, node, unique, owner }: Request): void {
   const out = c.payload(ENTRY_OUT + OPEN_OUT);
   c.fillEntry(out, OUT_HDR, r.serial);
   u64(out, OUT_HDR + ENTRY_OUT, r.fh);
-  out.writeUInt32LE(FOPEN_KEEP_CACHE, OUT_HDR + ENTRY_OUT + 8);
+  out.writeUInt32LE(cacheFlags(c, flags), OUT_HDR + ENTRY_OUT + 8);
   c.okPayload(unique, ENTRY_OUT + OPEN_OUT);
 }
 

@@ -120,6 +120,8 @@ export const FATTR_ATIME_NOW = 1 << 7;
 export const FATTR_MTIME_NOW = 1 << 8;
 export const FATTR_KILL_SUIDGID = 1 << 11;
 export const FUSE_GETATTR_FH = 1;
+/** The open's reads and writes bypass the kernel's page cache (kernel-features.ts `directwrite`). */
+export const FOPEN_DIRECT_IO = 1 << 0;
 export const FOPEN_KEEP_CACHE = 1 << 1;
 /** The open's reads and writes go to the backing file the reply names (kernel-passthrough.ts). */
 export const FOPEN_PASSTHROUGH = 1 << 7;

@@ -11,7 +11,7 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
-import { fdRead, fdWrite } from '../native/fd.js';
+import { fdWrite, RequestReader } from '../native/fd.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { CHUNK_CACHE_BYTES, SERVING_CACHE_KIB } from './budget.js';
@@ -101,10 +101,12 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   };
   passthrough.attach(fd);
   const messages = (): void => answerMessages(store, fd, overlay, proto!, marker);
-  const buf = Buffer.allocUnsafeSlow((1 << 20) + 8192);
+  // Requests are read into the addon's buffers: a large WRITE's payload goes to the write-behind
+  // thread as it lies (native/request_pool.h).
+  const reader = new RequestReader();
   try {
     for (;;) {
-      const n = fdRead(fd, buf);
+      const n = reader.read(fd);
       if (n < 0) {
         if (n === -E.EINTR || n === -E.EAGAIN || n === -E.ENOENT) continue;
         if (n !== -E.ENODEV && n !== -E.EBADF) log(`read from /dev/fuse failed: ${errnoName(-n)}`);
@@ -112,7 +114,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       }
       messages();
       if (n <= 0) continue;
-      const req = buf.subarray(0, n);
+      const req = reader.buffer.subarray(0, n);
       if (KernelProtocol.isWake(req, n)) {
         proto.wakeReply(req);
         continue;

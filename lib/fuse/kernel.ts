@@ -68,6 +68,7 @@ export class KernelProtocol implements Conn {
   /** Set once INIT has been answered. */
   initialized = false;
   writebackCache = false;
+  directWrites = false;
   /** Has a thread other than this one write these notifications (kernel-worker.ts). */
   forgetEntries: ((notes: Buffer[]) => void) | null = null;
 

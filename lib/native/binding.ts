@@ -169,10 +169,14 @@ export interface NativeBinding {
   listXattrs(path: Buffer): string[];
   /** read(2) into `buffer`: bytes read, or -errno. */
   fdRead(fd: number, buffer: Uint8Array): number;
+  /** read(2) of one request into a free request buffer: bytes * 65536 + its slot, or -errno. */
+  fdReadRequest(fd: number): number;
+  /** A Buffer over request buffer `slot`'s bytes. */
+  requestSlot(slot: number): Buffer;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
   fdWritev(fd: number, buffers: Uint8Array[]): number;
-  /** Queues a copy of `buffer` for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
+  /** Queues `buffer` (a copy, or the request buffer it lies in) for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
   writeBehind(fd: number, buffer: Uint8Array, position: number): number;
   /** Waits for fd's queued writes: 0, or -errno of a failure not reported before. `release`: fd is about to be closed. */
   writeBehindDrain(fd: number, release?: boolean): number;

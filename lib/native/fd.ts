@@ -10,6 +10,27 @@ export function fdRead(fd: number, buffer: Uint8Array): number {
   return native.fdRead(fd, buffer);
 }
 
+/**
+ * Reads FUSE requests into the addon's request buffers (native/request_pool.h), so that the
+ * write-behind can take a large WRITE's payload as it lies instead of copying it. `buffer` is the
+ * last request read; it stays valid until the next `read` (the write-behind holds its own claim).
+ * One reader per thread.
+ */
+export class RequestReader {
+  /** The buffer the last request was read into (its first `read()` bytes). */
+  buffer: Buffer = Buffer.alloc(0);
+  private readonly slots: Buffer[] = [];
+
+  /** Reads one request from `fd`: the bytes read (into `buffer`), or -errno. Blocks the thread. */
+  read(fd: number): number {
+    const r = native.fdReadRequest(fd);
+    if (r < 0) return r;
+    const slot = r % 65536;
+    this.buffer = this.slots[slot] ??= native.requestSlot(slot);
+    return (r - slot) / 65536;
+  }
+}
+
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */
 export function fdWrite(fd: number, buffer: Uint8Array, length: number): number {
   return native.fdWrite(fd, buffer, length);
@@ -39,7 +60,7 @@ export function makeNode(path: Uint8Array, kind: 'p' | 'c' | 'b', permissions: n
 }
 
 /**
- * Write-behind (native/napi_write_behind.cc): queues a copy of `buffer` to be written at
+ * Write-behind (native/napi_write_behind.cc): queues `buffer` (a copy, or the request buffer it lies in when it came from a RequestReader) to be written at
  * `position` of `fd` by a background thread, waiting while 32 MiB are queued already. Returns 0,
  * or -errno of an earlier background failure on `fd` (reported once; nothing is queued then).
  */

@@ -94,8 +94,9 @@ function compare(backend: Backend, user: User, plain: Results, mount: Results, d
   return { rate, unexpected };
 }
 
-// Without the writeback cache (the default) and with it.
-for (const features of ['', '+writeback']) {
+// The defaults (write-only opens bypass the page cache: directwrite), with the writeback cache,
+// and without directwrite.
+for (const features of ['', '+writeback', '-directwrite']) {
   test(`POSIX conformance: a kernel mount${features ? ` (${features})` : ''} equals a plain directory, as root and as another uid`, async () => {
     const before = process.env[FEATURES_ENV];
     process.env[FEATURES_ENV] = features;

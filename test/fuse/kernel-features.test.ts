@@ -137,6 +137,50 @@ test('maxpages on: 1 MiB WRITEs; off: the kernel’s 128 KiB', async () => {
   }
 });
 
+/** Writes a file of 8 MiB through a write-only handle (1 MiB WRITEs, each the writer's own pages with directwrite). */
+const directWrite = (f: string) => `
+import os
+w = os.open(${JSON.stringify(f)}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(8):
+    os.write(w, bytes([65 + i]) * (1 << 20))
+os.close(w)
+`;
+
+/** A reader's cached pages of the file, overwritten in the middle through a write-only handle. */
+const directOverwrite = (f: string) => `
+import os
+r = os.open(${JSON.stringify(f)}, os.O_RDONLY)
+assert os.pread(r, 8 << 20, 0) == b"".join(bytes([65 + i]) * (1 << 20) for i in range(8))
+w = os.open(${JSON.stringify(f)}, os.O_WRONLY)
+os.pwrite(w, b"z" * 10000, 3 * 4096 + 17)
+assert os.pread(r, 10000, 3 * 4096 + 17) == b"z" * 10000, "stale cached pages after a direct write"
+os.close(w)
+os.close(r)
+`;
+
+test('directwrite on and off: 1 MiB WRITEs through a write-only open; a reader with cached pages sees an overwrite through another write-only open; the commit holds the bytes', async () => {
+  for (const on of [true, false]) {
+    await withFeatures(`-writeback,${on ? '+' : '-'}directwrite`, async (s) => {
+      await withMount(s, async (m) => {
+        const f = join(m.path, 'd.bin');
+        await ok('python3', ['-c', directWrite(f)]);
+        // With directwrite a write(2) from a buffer that is not page-aligned spans 257 pages:
+        // the kernel sends it as two WRITEs.
+        const writes = (await requests(s)).WRITE;
+        if (on) assert.ok(writes === 8 || writes === 16, `${writes} WRITEs`);
+        else assert.equal(writes, 8);
+        await ok('python3', ['-c', directOverwrite(f)]);
+        const c = await commitFuse(s.storePath, m.workspaceId);
+        assert.equal(c.outcome, 'Created');
+        const want = Buffer.concat(Array.from({ length: 8 }, (_, i) => Buffer.alloc(1 << 20, 65 + i)));
+        want.fill('z', 3 * 4096 + 17, 3 * 4096 + 17 + 10000);
+        assert.equal(sha(s.client.cat(s.client.branch('main').headCommitId!, 'd.bin')), sha(want));
+      });
+      assertIntact(s.client);
+    });
+  }
+});
+
 test('readdirplus on: a listing carries attributes (no LOOKUP per name); off: plain READDIR', async () => {
   for (const on of [true, false]) {
     await withFeatures(on ? '+readdirplus' : '-readdirplus', async (s) => {
@@ -152,7 +196,7 @@ test('readdirplus on: a listing carries attributes (no LOOKUP per name); off: pl
 });
 
 test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', () => {
-  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true, passthrough: false });
+  assert.deepEqual(kernelFeatures('-readdirplus, +writeback'), { readdirplus: false, maxpages: true, writeback: true, passthrough: false, directwrite: true });
   assert.throws(
     () => kernelFeatures('+passthru'),
     (e) => isLayerFsError(e, 'ERR_INVALID_ARGUMENT') && (e.details as { name?: string }).name === 'passthru' && /writeback/.test(String((e.details as { hint?: string }).hint)),
@@ -160,7 +204,7 @@ test('an unknown feature name is refused with ERR_INVALID_ARGUMENT and a hint', 
 });
 
 test('writeback is off by default (docs/DECISIONS.md: an untar is slower with it)', () => {
-  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: false, passthrough: false });
+  assert.deepEqual(kernelFeatures(''), { readdirplus: true, maxpages: true, writeback: false, passthrough: false, directwrite: true });
 });
 
 /** truncate(2) to the current size, then the mtime `stat` shows (python: ns). */

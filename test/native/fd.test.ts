@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fdRead, fdWrite, fdWritev } from '../../lib/native/index.js';
+import { fdRead, fdWrite, fdWritev, RequestReader, writeBehind, writeBehindDrain } from '../../lib/native/index.js';
 import { seededBytes } from './helpers.js';
 
 const E = os.constants.errno;
@@ -53,4 +53,42 @@ test('fdWritev writes its buffers in order in one call and reports failures as -
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('RequestReader: a large payload handed to the write-behind is written from its request buffer as it lies, while the next requests are read into other buffers', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'layerfs-reqreader-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // "Requests" of the largest size read from a file: each read fills a request buffer; bytes
+  // 80.. of each (where a WRITE's payload sits, page-aligned) go to the write-behind, large
+  // (taken as they lie, O_DIRECT) and small (copied) alternating, and are checked once drained.
+  const src = path.join(dir, 'requests');
+  const chunk = (1 << 20) + 8192;
+  const data = seededBytes(11, chunk * 12);
+  fs.writeFileSync(src, data);
+  const out = path.join(dir, 'out');
+  const o = fs.openSync(out, 'w+');
+  const r = fs.openSync(src, 'r');
+  const reader = new RequestReader();
+  const expected = Buffer.alloc(12 << 20);
+  const buffers = new Set<ArrayBufferLike>();
+  for (let i = 0; i < 12; i++) {
+    assert.equal(reader.read(r), chunk);
+    assert.ok(reader.buffer.equals(data.subarray(i * chunk, (i + 1) * chunk)));
+    buffers.add(reader.buffer.buffer);
+    const len = i % 3 === 2 ? 4096 : 1 << 20;
+    const payload = reader.buffer.subarray(80, 80 + len);
+    assert.equal(writeBehind(o, payload, i << 20), 0);
+    payload.copy(expected, i << 20);
+  }
+  assert.equal(reader.read(r), 0); // end of file
+  assert.equal(writeBehindDrain(o, true), 0);
+  const back = fs.readFileSync(out);
+  for (let i = 0; i < 12; i++) {
+    const len = i % 3 === 2 ? 4096 : 1 << 20;
+    assert.ok(back.subarray(i << 20, (i << 20) + len).equals(expected.subarray(i << 20, (i << 20) + len)), `piece ${i}`);
+  }
+  assert.ok(buffers.size >= 1);
+  fs.closeSync(o);
+  fs.closeSync(r);
+  assert.equal(reader.read(r), -E.EBADF);
 });
