@@ -16,6 +16,9 @@ import { forgetDictionaryRefs, resolveBase, resolveRow } from './dictionary-refs
 /** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
 
+/** Bytes of remembered objects an ObjectReader keeps (ObjectReader.remember). */
+const RECENT_BYTES = 4 * 1024 * 1024;
+
 /** Locators looked up in one statement by prefetch(). */
 const PREFETCH_BATCH = 64;
 
@@ -51,6 +54,13 @@ export class ObjectReader {
    */
   private strict = false;
   private basesUsed = false;
+  /**
+   * Canonical bytes of objects this handle has just written or read ahead (remember), by id, at
+   * most RECENT_BYTES: the tree pages a commit writes are the first the next commit of the same
+   * Workspace reads, and its delta bases are read before the write lock is taken.
+   */
+  private readonly recent = new Map<string, { kind: ObjectKind; data: Buffer }>();
+  private recentBytes = 0;
 
   constructor(
     private readonly db: Db,
@@ -136,8 +146,37 @@ export class ObjectReader {
     return part && part.length === loc.length ? part : undefined;
   }
 
-  /** Forget cached packs (after a rollback removed some). */
+  /**
+   * Keeps `data`, the canonical bytes of object `id` of `kind`, for the next get() of it. The
+   * caller vouches for them: they hashed to `id` when written (a page's id is its hash) or were
+   * returned by get(). Not kept over RECENT_BYTES / 8; a strict read never takes them.
+   */
+  remember(id: Buffer, kind: ObjectKind, data: Buffer): void {
+    if (data.length > RECENT_BYTES / 8) return;
+    const key = id.toString('latin1');
+    const old = this.recent.get(key);
+    if (old) {
+      this.recent.delete(key);
+      this.recentBytes -= old.data.length;
+    }
+    this.recent.set(key, { kind, data });
+    this.recentBytes += data.length;
+    for (const [k, v] of this.recent) {
+      if (this.recentBytes <= RECENT_BYTES) break;
+      this.recent.delete(k);
+      this.recentBytes -= v.data.length;
+    }
+  }
+
+  /** Drops what remember() kept: the next reads come from the Store file (verify reads what is stored). */
+  forgetRemembered(): void {
+    this.recent.clear();
+    this.recentBytes = 0;
+  }
+
+  /** Forget cached packs (after a rollback removed some) and remembered objects. */
   reset(): void {
+    this.forgetRemembered();
     this.ahead.clear();
     this.packs.clear();
     this.frames.clear();
@@ -182,6 +221,10 @@ export class ObjectReader {
    */
   get(id: Uint8Array, expected?: ObjectKind): Buffer {
     if (this.strict) return this.read(id, expected, 0);
+    if (this.recent.size > 0) {
+      const hit = this.recent.get(Buffer.from(id.buffer, id.byteOffset, id.byteLength).toString('latin1'));
+      if (hit && (expected === undefined || hit.kind === expected)) return hit.data;
+    }
     this.basesUsed = false;
     try {
       return this.read(id, expected, 0);

@@ -63,6 +63,8 @@ export class PageStore implements PageIO {
   save(kind: TreeKind, data: Buffer): Buffer {
     if (!this.writer) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'page save outside a write transaction');
     const id = idOf(ObjectKind.Page, data);
+    // The next commit on this tree loads this page first (its base is this commit's root).
+    this.reader.remember(id, ObjectKind.Page, data);
     if (this.writer.put(ObjectKind.Page, id, data)) {
       // Page byte 1 is its level (docs/FORMAT.md).
       const base = this.lastLoaded.get(kind * 256 + data[1]!);

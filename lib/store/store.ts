@@ -12,7 +12,7 @@ import { PageStore } from './page-io.js';
 import type { GcOptions, GcStats } from './gc.js';
 import type { RepackOptions, RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
-import { createStoreFile, openStoreFile, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
+import { createStoreFile, openStoreFile, prepared, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { LAZY_TABLES, type LazyTable } from './schema.js';
 import { FsView } from './tree/view.js';
 import type { ObjectKind } from './object-id.js';
@@ -71,10 +71,16 @@ export class Store implements StoreAccess {
 
   /** Bytes of database pages in use (file size less free pages), counting the WAL's newer pages. */
   allocatedBytes(): number {
-    const pageSize = this.db.pragma('page_size', { simple: true }) as number;
-    const pages = this.db.pragma('page_count', { simple: true }) as number;
-    const free = this.db.pragma('freelist_count', { simple: true }) as number;
+    // Prepared once per connection: a write transaction asks twice, inside the write lock.
+    const pageSize = this.pragmaValue('page_size');
+    const pages = this.pragmaValue('page_count');
+    const free = this.pragmaValue('freelist_count');
     return (pages - free) * pageSize;
+  }
+
+  /** `PRAGMA name` (or `name = value`) through a statement prepared once per connection (db.pragma prepares each call). */
+  private pragmaValue(pragma: string): number {
+    return prepared(this.db, `PRAGMA ${pragma}`, 'pluck').get() as number;
   }
 
   /** The objects stored (history's rows are counted by lib/history `historyCounts`). */
@@ -130,16 +136,16 @@ export class Store implements StoreAccess {
    * error of another process holding it.
    */
   private tryBeginImmediate(): unknown {
-    const timeout = this.db.pragma('busy_timeout', { simple: true }) as number;
-    this.db.pragma('busy_timeout = 0');
+    const timeout = this.pragmaValue('busy_timeout');
+    this.pragmaValue('busy_timeout = 0');
     try {
-      this.exec('BEGIN IMMEDIATE');
+      prepared(this.db, 'BEGIN IMMEDIATE').run();
       return undefined;
     } catch (e) {
       if (String((e as { code?: unknown }).code).startsWith('SQLITE_BUSY')) return e;
       throw e;
     } finally {
-      this.db.pragma(`busy_timeout = ${timeout}`);
+      this.pragmaValue(`busy_timeout = ${timeout}`);
     }
   }
 
@@ -150,7 +156,7 @@ export class Store implements StoreAccess {
    * free while every waiter slept; an async wait also lets this process go on meanwhile.
    */
   private async waitForWriteLock(busy: unknown): Promise<void> {
-    const deadline = performance.now() + (this.db.pragma('busy_timeout', { simple: true }) as number);
+    const deadline = performance.now() + this.pragmaValue('busy_timeout');
     for (let attempt = 0; performance.now() < deadline; attempt++) {
       // 1 ms at first, then up to LOCK_POLL_MS, with jitter so waiters do not retry in step.
       await new Promise((r) => setTimeout(r, Math.min(LOCK_POLL_MS, 1 + attempt) * (0.5 + Math.random())));

@@ -162,6 +162,8 @@ class ObjectWalk {
 export function verifyStore(store: Store, states: StateRef[], onProgress?: (p: VerifyProgress) => void): VerifyReport {
   const totalObjects = onProgress ? store.counts().objects : 0;
   const report: VerifyReport = { ok: true, states: states.length, objectsChecked: 0, bytesChecked: 0, sqliteCheck: 'ok', damaged: [] };
+  // Every object is read from the file, none from the bytes a recent commit left in memory.
+  store.objects.forgetRemembered();
   report.sqliteCheck = sqliteCheck(store);
   const walk = new ObjectWalk(store, report, onProgress, totalObjects);
   const damage = new Map<string, Damage>();

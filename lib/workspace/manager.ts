@@ -15,7 +15,7 @@ import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { recordChanges, startReading, type RecordClock } from './record.js';
+import { readBasesAhead, recordChanges, startReading, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
@@ -188,18 +188,21 @@ export async function commitWorkspace(
   t = performance.now();
   const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
   const reading = await startReading(cs, clock);
-  // The new stat cache is encoded and compressed while the first reads run, before the lock.
+  const oldSerialAt = (i: number): number => {
+    const j = cs.oldIndex[i]!;
+    return j >= 0 ? cache.serial[j]! : 0;
+  };
+  // The new stat cache is encoded and compressed while the first reads run, before the lock, and
+  // so are a small commit's delta bases read.
   const plan = cachePlan(cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+  readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
   const readMs = performance.now() - t;
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {
       t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      await recordChanges(reading, base, editor, w, clock, (i) => {
-        const j = cs.oldIndex[i]!;
-        return j >= 0 ? cache.serial[j]! : 0;
-      });
+      await recordChanges(reading, base, editor, w, clock, oldSerialAt);
       // Every changed serial's record is in the editor now: its list (a few hundred bytes of
       // heap per changed path) goes before the trees are written, the commit's largest step.
       cs.changedSerials.clear();

@@ -15,7 +15,7 @@
 import { mallocTrim } from '../native/info.js';
 import { WalkKind } from '../native/walk.js';
 import type { ScanEntry, ScanEntryOk } from '../native/scan.js';
-import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ObjectKind, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
 import { LayerFsError } from '../errors.js';
 import type { ChangeSet } from './changes.js';
 
@@ -100,6 +100,32 @@ function checked(r: ScanEntry): ScanEntryOk {
   const details: { path: string; errno?: string } = { path: r.error.path };
   if (r.error.errno !== undefined) details.errno = r.error.errno;
   throw new LayerFsError(r.error.code, r.error.message, details);
+}
+
+/** Change sets of at most this many changed serials have their delta bases read before the write lock. */
+export const BASES_AHEAD_LIMIT = 256;
+
+/**
+ * Reads the previous versions of a small change set's changed files (their delta bases,
+ * recordOne's predecessor) and the tree pages that lead to them, in one read snapshot before the
+ * write lock is taken: the reader keeps the bases (ObjectReader.remember) and the page cache the
+ * pages, so the transaction finds them in memory and holds the lock for less. A hint only:
+ * whatever cannot be read here is read (and its error reported) inside the transaction.
+ */
+export function readBasesAhead(store: Store, cs: ChangeSet, baseRoot: Buffer, oldSerialAt: (index: number) => number): void {
+  if (cs.changedSerials.size > BASES_AHEAD_LIMIT) return;
+  try {
+    store.read(() => {
+      const base = store.view(baseRoot);
+      for (const [serial, { index }] of cs.changedSerials) {
+        if (cs.now.kind[index] !== WalkKind.File) continue;
+        const old = predecessor(base, serial, oldSerialAt(index));
+        if (old?.form === ContentForm.Whole) store.objects.remember(old.content!, ObjectKind.Blob, store.objects.get(old.content!, ObjectKind.Blob));
+      }
+    });
+  } catch {
+    // Read again inside the transaction, which reports what is wrong.
+  }
 }
 
 /** Batches of changed files (512 each) between two mallocTrim calls of a commit. */
