@@ -5,7 +5,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ChunkDeltaSource } from '../../lib/store/chunk-delta.js';
+import { ChunkDeltaSource, GIVE_UP_AFTER, PROBE_EVERY } from '../../lib/store/chunk-delta.js';
 
 const LEN = 16 * 1024;
 
@@ -29,25 +29,26 @@ function offer(src: ChunkDeltaSource, i: number, kept: boolean): boolean {
   return true;
 }
 
-test('a file whose deltas never paid gives up after 24 misses', () => {
+test(`a file whose deltas never paid gives up after ${GIVE_UP_AFTER} misses`, () => {
   const src = source(200);
   let tried = 0;
   for (let i = 0; i < 200; i++) if (offer(src, i, false)) tried++;
-  assert.equal(tried, 24);
+  assert.equal(tried, GIVE_UP_AFTER);
   assert.equal(src.active, false);
 });
 
-test('a file whose deltas paid earlier probes every 8th chunk after 24 misses, and resumes on a hit', () => {
+test(`a file whose deltas paid earlier probes every ${PROBE_EVERY}th chunk after ${GIVE_UP_AFTER} misses, and resumes on a hit`, () => {
   const src = source(400);
   assert.equal(offer(src, 0, true), true);
   const tried: number[] = [];
   for (let i = 1; i <= 200; i++) if (offer(src, i, false)) tried.push(i);
-  // 24 misses in a row, then one probe per 8 chunks: (200 - 24) / 8 = 22 probes.
-  assert.equal(tried.length, 24 + 22);
-  assert.deepEqual(tried.slice(24, 27), [32, 40, 48]);
+  // GIVE_UP_AFTER misses in a row (chunks 1…GIVE_UP_AFTER), then one probe per PROBE_EVERY chunks.
+  const probes = Math.floor((200 - GIVE_UP_AFTER) / PROBE_EVERY);
+  assert.equal(tried.length, GIVE_UP_AFTER + probes);
+  assert.deepEqual(tried.slice(GIVE_UP_AFTER, GIVE_UP_AFTER + 3), [1, 2, 3].map((k) => GIVE_UP_AFTER + k * PROBE_EVERY));
   // The next probe pays: every chunk is tried again.
   let i = 201;
   while (!offer(src, i, true)) i++;
-  assert.equal(i, 208);
+  assert.equal((i - GIVE_UP_AFTER) % PROBE_EVERY, 0, `chunk ${i} is a probe`);
   for (let k = 1; k <= 10; k++) assert.equal(offer(src, i + k, false), true, `chunk ${i + k} is tried after the probe paid`);
 });
