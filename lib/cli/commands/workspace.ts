@@ -4,6 +4,7 @@
  */
 import type { Command } from 'commander';
 import { LayerFsError, type CommitResult, type ExecutionInfo, type ExportProgress, type ShellSession } from '../../sdk/index.js';
+import { tuneMemoryForCommand } from '../../sdk/process-memory.js';
 import { collect, parseMetadata } from '../args.js';
 import { CHANGE_LETTER, quoteName, short } from '../output.js';
 import { patchOptions, patchRequest, printPatch, type PatchFlags } from '../patches.js';
@@ -169,6 +170,8 @@ function commitCommand(ws: Command, run: Runner, state: ExitState): void {
       run(async (out, g) => {
         const metadata = opts.metadata === undefined ? undefined : parseMetadata(opts.metadata);
         let branch = 'BRANCH';
+        // The process exits after this one commit: glibc as the mount daemon sets it (a lower peak).
+        tuneMemoryForCommand();
         const busy = activity(barsWanted(g), 'commit: scanning and storing changes');
         const r = await withClient(g.store, (c) => {
           branch = c.workspace(ref ?? here()).branch;
