@@ -54,6 +54,26 @@ function step(cells: Int32Array | undefined): void {
   }
 }
 
+/** How often, at most, a commit's steps hand the thread to `between` (ms). */
+export const BETWEEN_STEPS_MS = 5;
+
+/**
+ * A commit's step function: counts and honours an abort (`step`), and every BETWEEN_STEPS_MS at
+ * most runs `between`, which may answer requests that read the overlay (never one that changes
+ * it: the commit is a consistent cut of the state it started from).
+ */
+function stepper(cells: Int32Array | undefined, between: (() => void) | undefined): () => void {
+  if (!between) return () => step(cells);
+  let last = performance.now();
+  return () => {
+    step(cells);
+    const now = performance.now();
+    if (now - last < BETWEEN_STEPS_MS) return;
+    between();
+    last = performance.now();
+  };
+}
+
 interface CommitWrite {
   published: Published;
   root: Buffer;
@@ -131,8 +151,8 @@ export class Overlay extends OverlayStatus {
    * moves onto the merged state. HeadMoved and Conflicted store nothing and leave the overlay as
    * it was.
    */
-  commitSync(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): OverlayCommitOutcome {
-    return this.commitWith((fn) => this.store.writeSync(fn), note, strict, cells);
+  commitSync(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array, between?: () => void): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note, strict, stepper(cells, between));
   }
 
   /**
@@ -143,14 +163,14 @@ export class Overlay extends OverlayStatus {
    * the pipeline measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
    */
   async commit(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): Promise<OverlayCommitOutcome> {
-    return this.commitWith((fn) => this.store.write(fn), note, strict, cells, true);
+    return this.commitWith((fn) => this.store.write(fn), note, strict, stepper(cells, undefined), true);
   }
 
   protected commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
     write: (fn: (w: ObjectWriter) => CommitWrite | Promise<CommitWrite>) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
     strict: boolean,
-    cells?: Int32Array,
+    tick: () => void,
     ahead = false,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
@@ -186,7 +206,7 @@ export class Overlay extends OverlayStatus {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => (ahead ? this.storeAhead(w, build, contents, cells).then(() => this.writeCommit(w, target, build, contents, note, strict, cells)) : this.writeCommit(w, target, build, contents, note, strict, cells)));
+      r = write((w) => (ahead ? this.storeAhead(w, build, contents, tick).then(() => this.writeCommit(w, target, build, contents, note, strict, tick)) : this.writeCommit(w, target, build, contents, note, strict, tick)));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -214,7 +234,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, cells?: Int32Array): Promise<void> {
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, tick: () => void): Promise<void> {
     const files: SpooledFile[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
@@ -222,11 +242,11 @@ export class Overlay extends OverlayStatus {
       const path = n.data!.spooledWhole;
       if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: this.versionOf(n) });
     }
-    await storeSpooled(files, w, build, contents, () => step(cells));
+    await storeSpooled(files, w, build, contents, tick);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, cells?: Int32Array): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, tick: () => void): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -239,11 +259,11 @@ export class Overlay extends OverlayStatus {
       const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases || contents.has(serial));
       editor.setInode(serial, this.record(n, w, build, contents), hinted);
       build.records++;
-      step(cells);
+      tick();
     }
     for (const s of this.deleted) {
       editor.deleteInode(s);
-      step(cells);
+      tick();
     }
     build.deleted = this.deleted.size;
     for (const [dir, m] of this.nameEdits) {
@@ -252,11 +272,11 @@ export class Overlay extends OverlayStatus {
       // A socket's name is left out (it may replace a stored name, which then goes).
       for (const { name, serial } of m.values()) editor.setName(dir, name, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
       build.names += m.size;
-      step(cells);
+      tick();
     }
     // Each directory written is a step: a client waiting for a large commit sees it progress.
-    const own = editor.finish(() => step(cells));
-    step(cells);
+    const own = editor.finish(tick);
+    tick();
     const { published, head } = publishWorkspaceCommit(store, w, { ...target, baseRoot: this.rootId, workspaceId: target.workspaceId ?? null }, own, { note, strict });
     const root = published.root;
     return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };
