@@ -101,6 +101,9 @@ function layerfsRun(pkg: string, round: number): Record<string, unknown> {
   const src = files > 0 ? generated(files) : B;
   const r = spawnSync(process.execPath, [driver, path.join(pkg, 'lib/sdk/index.js'), dir, A, src, files > 0 ? 'copy' : 'rsync'], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
   spawnSync('sh', ['-c', `grep -q ' ${dir}/ws ' /proc/mounts && umount -l '${dir}/ws'`]);
+  // The daemon's log stays (LAYERFS_DAEMON_MEMORY=1 makes it note the commit's memory).
+  const log = path.join(dir, 'two.sqlite.d', 'daemon.log');
+  if (fs.existsSync(log)) fs.copyFileSync(log, path.join(tmp, `daemon-${round}-${path.basename(pkg)}.log`));
   if (r.status !== 0) throw new Error(`driver (${pkg}) failed: ${r.stderr}`);
   fs.rmSync(dir, { recursive: true, force: true });
   return JSON.parse(r.stdout.trim().split('\n').pop()!) as Record<string, unknown>;

@@ -62,17 +62,26 @@ export const BETWEEN_STEPS_MS = 5;
  * most runs `between`, which may answer requests that read the overlay (never one that changes
  * it: the commit is a consistent cut of the state it started from).
  */
-function stepper(cells: Int32Array | undefined, between: (() => void) | undefined): () => void {
-  if (!between) return () => step(cells);
+function stepper(cells: Int32Array | undefined, between: (() => void) | undefined): Tick {
+  if (!between) return Object.assign(() => step(cells), { pause: () => {} });
   let last = performance.now();
-  return () => {
-    step(cells);
+  const pause = () => {
     const now = performance.now();
     if (now - last < BETWEEN_STEPS_MS) return;
     between();
     last = performance.now();
   };
+  return Object.assign(
+    () => {
+      step(cells);
+      pause();
+    },
+    { pause },
+  );
 }
+
+/** A commit's step (counts, honours an abort, may pause); `pause` alone inside a long step (a large file's chunks): never throws. */
+type Tick = (() => void) & { pause: () => void };
 
 interface CommitWrite {
   published: Published;
@@ -99,7 +108,7 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>): Inode {
+  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, pause?: () => void): Inode {
     const rec: Inode = {
       kind: n.kind,
       mode: n.mode,
@@ -115,7 +124,7 @@ export class Overlay extends OverlayStatus {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial));
+        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial), pause);
         contents.set(n.serial, c);
         rec.size = c.size;
         rec.form = c.form;
@@ -170,7 +179,7 @@ export class Overlay extends OverlayStatus {
     write: (fn: (w: ObjectWriter) => CommitWrite | Promise<CommitWrite>) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
     strict: boolean,
-    tick: () => void,
+    tick: Tick,
     ahead = false,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
@@ -234,7 +243,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, tick: () => void): Promise<void> {
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, tick: Tick): Promise<void> {
     const files: SpooledFile[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
@@ -246,7 +255,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, tick: () => void): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -257,7 +266,7 @@ export class Overlay extends OverlayStatus {
       // thrown error, tens of microseconds, and rsync makes every file a new serial.
       // Content stored ahead was offered its previous version already.
       const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases || contents.has(serial));
-      editor.setInode(serial, this.record(n, w, build, contents), hinted);
+      editor.setInode(serial, this.record(n, w, build, contents, tick.pause), hinted);
       build.records++;
       tick();
     }
