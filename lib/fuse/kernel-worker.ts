@@ -118,14 +118,21 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         if (n !== -E.ENODEV && n !== -E.EBADF) log(`read from /dev/fuse failed: ${errnoName(-n)}`);
         break; // the connection is gone (unmounted or aborted)
       }
-      messages();
       if (n <= 0) {
+        messages();
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
         continue;
       }
       const req = buf.subarray(0, n);
-      if (KernelProtocol.isWake(req, n)) proto.wakeReply(req);
-      else if (!(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
+      // A wake-up (or any request that only reads) is answered before the daemon's messages: one
+      // left waiting through a commit keeps its name's lookup open in the kernel, and lookups in
+      // that directory then wait too. Others are answered after them, as before.
+      const wake = KernelProtocol.isWake(req, n);
+      const first = wake || READ_ONLY_OPS.has(req.readUInt32LE(4));
+      if (wake) proto.wakeReply(req);
+      else if (first) proto.handle(req);
+      messages();
+      if (!first && !(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
       // Requests held during a commit come after the one read before it.
       if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
       if (!proto.initialized) continue;

@@ -12,7 +12,7 @@ import { seededBytes } from '../helpers/tmp.js';
 import { run, setupStore, withMount } from './helpers.js';
 
 const skip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
-const FILES = 6_000;
+const FILES = 10_000;
 const PROBE = `
 import os, sys, time
 root, stop = sys.argv[1], sys.argv[2]
@@ -20,7 +20,7 @@ n = 0
 while not os.path.exists(stop):
     t = time.time() * 1000
     try:
-        os.stat(os.path.join(root, "d1", "missing-%d" % n))
+        os.stat(os.path.join(root, "missing-%d" % n))
     except FileNotFoundError:
         pass
     print("%.1f %.1f" % (t, time.time() * 1000), flush=True)
@@ -29,7 +29,10 @@ while not os.path.exists(stop):
 `;
 
 test('lookups and listings are answered during a large commit; a write made meanwhile lands after it', { skip, timeout: 600_000 }, async () => {
-  const s = await setupStore((src) => writeFileSync(join(src, 'log.txt'), 'before\n'), 'layerfs-commit-serving-');
+  const s = await setupStore((src) => {
+    mkdirSync(join(src, 'logs'));
+    writeFileSync(join(src, 'logs', 'log.txt'), 'before\n');
+  }, 'layerfs-commit-serving-');
   const gen = join(s.dir, 'gen');
   for (let i = 0; i < FILES; i++) {
     const sub = join(gen, `d${Math.floor(i / 200)}`);
@@ -40,9 +43,9 @@ test('lookups and listings are answered during a large commit; a write made mean
     const cp = await run('cp', ['-r', `${gen}/.`, `${m.path}/`]);
     assert.equal(cp.code, 0, cp.stderr);
     // A separate process stats fresh names (never cached by the kernel: each one is a LOOKUP the
-    // daemon answers) every 10 ms and prints each one's time, until told to stop. In d1: the
-    // append below creates its file's entry in the root directory, and the kernel holds that
-    // directory's lock while the request waits for the commit's end.
+    // daemon answers) every 10 ms and prints each one's time, until told to stop. In the root
+    // directory, where the daemon's wake-up lookups go; the append below opens a file in logs/,
+    // whose lock the kernel holds while that request waits for the commit's end.
     const stop = join(s.dir, 'stop-probe');
     const probe = run('python3', ['-c', PROBE, m.path, stop]);
     await new Promise((r) => setTimeout(r, 300));
@@ -50,7 +53,7 @@ test('lookups and listings are answered during a large commit; a write made mean
     const committing = commitFuse(s.storePath, m.workspaceId);
     // Sent once the commit runs (some lookups answered after it started): it waits for the commit's end, then lands.
     await new Promise((r) => setTimeout(r, 200));
-    const appending = fsp.appendFile(join(m.path, 'log.txt'), 'during\n');
+    const appending = fsp.appendFile(join(m.path, 'logs', 'log.txt'), 'during\n');
     const c = await committing;
     const commitMs = performance.now() - t0;
     writeFileSync(stop, '');
@@ -68,15 +71,15 @@ test('lookups and listings are answered during a large commit; a write made mean
     if (commitMs > 1000) assert.ok(answered.length >= 3, `${answered.length} lookups answered during a ${commitMs.toFixed(0)} ms commit`);
     if (commitMs > 1000) assert.ok((requests.ANSWERED_DURING_COMMIT ?? 0) > 0, 'the daemon answered requests during the commit');
     // The Commit holds log.txt whole: as it was before (the append waited) or with the append, never part of it.
-    const committed = s.client.cat(c.outcome === 'Created' ? c.commitId : '', 'log.txt').toString();
+    const committed = s.client.cat(c.outcome === 'Created' ? c.commitId : '', 'logs/log.txt').toString();
     assert.ok(committed === 'before\n' || committed === 'before\nduring\n', JSON.stringify(committed));
     {
       // The append did land, and the next commit holds it.
-      for (let i = 0; i < 200 && (await fsp.readFile(join(m.path, 'log.txt'), 'utf8')) !== 'before\nduring\n'; i++) await new Promise((r) => setTimeout(r, 50));
-      assert.equal(await fsp.readFile(join(m.path, 'log.txt'), 'utf8'), 'before\nduring\n');
+      for (let i = 0; i < 200 && (await fsp.readFile(join(m.path, 'logs', 'log.txt'), 'utf8')) !== 'before\nduring\n'; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(await fsp.readFile(join(m.path, 'logs', 'log.txt'), 'utf8'), 'before\nduring\n');
       const next = await commitFuse(s.storePath, m.workspaceId);
       if (committed === 'before\n') assert.equal(next.outcome, 'Created');
-      assert.equal(s.client.cat(s.client.branch('main').headCommitId!, 'log.txt').toString(), 'before\nduring\n');
+      assert.equal(s.client.cat(s.client.branch('main').headCommitId!, 'logs/log.txt').toString(), 'before\nduring\n');
     }
     // Every file of the first commit is there.
     const listed = await fsp.readdir(join(m.path, 'd0'));
