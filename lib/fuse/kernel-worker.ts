@@ -25,6 +25,7 @@ import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { changedMarker } from './protocol.js';
 import { Overlay } from './overlay.js';
+import { CommitCell } from './overlay-commit.js';
 import { deferSpoolRemoval, spoolTrashSize, takeSpoolTrash } from './spool.js';
 
 const port = parentPort!;
@@ -165,7 +166,7 @@ function memoryNote(what: string, cells: Int32Array | undefined, everyMs = 0): v
   const m = process.memoryUsage();
   const c = mallocStats();
   const mib = (b: number) => (b / 1048576).toFixed(1);
-  const steps = cells ? Atomics.load(cells, 1) : 0;
+  const steps = cells ? Atomics.load(cells, CommitCell.Done) : 0;
   log(`memory ${what}: steps ${steps} rss ${mib(m.rss)} heapUsed ${mib(m.heapUsed)} heapTotal ${mib(m.heapTotal)} external ${mib(m.external)} arrayBuffers ${mib(m.arrayBuffers)}${c ? ` malloc arena ${mib(c.arena)} mmap ${mib(c.mmap)} inUse ${mib(c.inUse)} free ${mib(c.free)}` : ''} MiB`);
 }
 
