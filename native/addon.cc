@@ -58,6 +58,23 @@ Napi::Value MallocTune(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// mallocStats() → { arena, mmap, inUse, free } bytes of glibc's heap (mallinfo2: the arenas'
+// main heaps, blocks mapped on their own, bytes allocated, bytes free in the arenas); null
+// without glibc. The mount daemon logs it while a commit runs when asked to (LAYERFS_DAEMON_MEMORY).
+Napi::Value MallocStats(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+  const struct mallinfo2 m = mallinfo2();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("arena", static_cast<double>(m.arena));
+  o.Set("mmap", static_cast<double>(m.hblkhd));
+  o.Set("inUse", static_cast<double>(m.uordblks));
+  o.Set("free", static_cast<double>(m.fordblks));
+  return o;
+#else
+  return info.Env().Null();
+#endif
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -79,6 +96,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("simd", SimdName());
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
+  exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());
   return exports;

@@ -12,6 +12,10 @@
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
  *     write buffers go back to the system when freed), at most ARENA_MAX arenas.
  * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
+ * Not bounded yet: the overlay's state per inode a change set touches (about 1.7 KiB of V8 heap
+ * and Buffers each: 600 MiB after an rsync of the real tree's next release) and what a commit
+ * of such a change set adds (+60 MiB of heap, +115 MiB of Buffers); docs/BENCHMARKS.md, "FUSE
+ * commit of the real tree, compiled daemon".
  */
 
 /** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */

@@ -283,7 +283,8 @@ export class FileData {
   }
 
   /** The content to record at commit: unchanged content is reused, changed content stored. */
-  store(w: ObjectWriter, stats: ContentBuild, predecessor?: Inode): StoredContent {
+  /** `pause`: called after each new chunk of a large file (a commit answers read-only requests there, overlay-commit.ts). */
+  store(w: ObjectWriter, stats: ContentBuild, predecessor?: Inode, pause?: () => void): StoredContent {
     if (!this.changed) return this.base ?? { form: ContentForm.None, id: null, size: 0 };
     const size = this.size;
     if (size === 0) return { form: ContentForm.None, id: null, size: 0 };
@@ -297,7 +298,7 @@ export class FileData {
       return { form: ContentForm.Whole, id, size };
     }
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
-    const plan = this.rechunk(w, stats, base ? undefined : chunkDeltaSource(predecessor, size, (id) => w.read(id)));
+    const plan = this.rechunk(w, stats, base ? undefined : chunkDeltaSource(predecessor, size, (id) => w.read(id)), pause);
     if (!base || plan.whole) {
       return { form: ContentForm.Extents, id: buildExtentTree(plan.whole ?? [], (node) => w.add(ObjectKind.Extents, node)), size };
     }
@@ -325,7 +326,7 @@ export class FileData {
    * the whole file. Returns the replaced runs of old chunks, or the whole chunk list when there is
    * no stored extent tree to edit.
    */
-  rechunk(w: ObjectWriter, stats: ContentBuild, source?: ChunkDeltaSource): { whole: Extent[] | null; replacements: Replacement[] } {
+  rechunk(w: ObjectWriter, stats: ContentBuild, source?: ChunkDeltaSource, pause?: () => void): { whole: Extent[] | null; replacements: Replacement[] } {
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
     const oldSize = base ? base.size : 0;
     const nodes = this.cache.nodes;
@@ -359,6 +360,7 @@ export class FileData {
           const bases = source?.next(id, bytes.length, fresh);
           if (bases && bases.length > 0) source!.result(w.suggestBase(id, bases));
           (base ? run : whole).push({ id, length: bytes.length });
+          pause?.();
         },
         replace: (from, to, chunks) => {
           if (chunks !== run.length) throw new LayerFsError('ERR_CORRUPT', `re-chunking replaced ${chunks} chunks where ${run.length} were emitted`);

@@ -79,6 +79,12 @@ export const MUTATING = new Set<number>([
   Op.RELEASE,
 ]);
 
+/**
+ * Requests that only read the overlay: answered between the steps of a commit (kernel-worker.ts
+ * serveDuringCommit); every other request read meanwhile waits for the commit's end.
+ */
+export const READ_ONLY_OPS = new Set<number>([Op.LOOKUP, Op.GETATTR, Op.READLINK, Op.STATFS, Op.GETXATTR, Op.LISTXATTR, Op.ACCESS, Op.OPENDIR, Op.READDIR, Op.READDIRPLUS, Op.RELEASEDIR]);
+
 // INIT flags
 const FUSE_ASYNC_READ = 1 << 0;
 const FUSE_ATOMIC_O_TRUNC = 1 << 3;

@@ -11,7 +11,8 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
-import { fdWrite, RequestReader } from '../native/fd.js';
+import { fdReadReady, fdWrite, RequestReader } from '../native/fd.js';
+import { mallocStats } from '../native/info.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
 import { CHUNK_CACHE_BYTES, SERVING_CACHE_KIB } from './budget.js';
@@ -19,11 +20,12 @@ import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from
 import { invalidations } from './kernel-notify.js';
 import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
-import { IN_HDR, Op, r64 } from './kernel-wire.js';
+import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
 import { wireChanges, wireOutcome } from './outcome.js';
 import { changedMarker } from './protocol.js';
 import { Overlay } from './overlay.js';
+import { CommitCell } from './overlay-commit.js';
 import { deferSpoolRemoval, spoolTrashSize, takeSpoolTrash } from './spool.js';
 
 const port = parentPort!;
@@ -45,7 +47,12 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
       if (m.type === 'commit') {
         const a0 = store.meter.allocatedGrowth;
         const from = overlay.rootId;
-        const out = overlay.commitSync(m.note, m.strict, m.cells);
+        memoryNote('commit start', m.cells);
+        const out = overlay.commitSync(m.note, m.strict, m.cells, () => {
+          serveDuringCommit(store.path, fd, overlay, proto);
+          memoryNote('commit', m.cells, 1000);
+        });
+        memoryNote('commit end', m.cells);
         if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
         if (!overlay.changed) rmSync(marker, { force: true });
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
@@ -56,6 +63,8 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
       } else {
         const requests = proto.requestCounts();
         requests.READ_ON_READER_THREADS = handed;
+        requests.ANSWERED_DURING_COMMIT = answeredDuringCommit;
+        requests.HELD_DURING_COMMIT = heldDuringCommit;
         value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
       }
       post({ type: 'result', id: m.id, ok: true, value });
@@ -112,15 +121,23 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         if (n !== -E.ENODEV && n !== -E.EBADF) log(`read from /dev/fuse failed: ${errnoName(-n)}`);
         break; // the connection is gone (unmounted or aborted)
       }
-      messages();
-      if (n <= 0) continue;
-      const req = reader.buffer.subarray(0, n);
-      if (KernelProtocol.isWake(req, n)) {
-        proto.wakeReply(req);
+      if (n <= 0) {
+        messages();
+        if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
         continue;
       }
-      if (handReads && handOver(params.storePath, fd, overlay, req)) continue;
-      proto.handle(req);
+      const req = reader.buffer.subarray(0, n);
+      // A wake-up (or any request that only reads) is answered before the daemon's messages: one
+      // left waiting through a commit keeps its name's lookup open in the kernel, and lookups in
+      // that directory then wait too. Others are answered after them, as before.
+      const wake = KernelProtocol.isWake(req, n);
+      const first = wake || READ_ONLY_OPS.has(req.readUInt32LE(4));
+      if (wake) proto.wakeReply(req);
+      else if (first) proto.handle(req);
+      messages();
+      if (!first && !(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
+      // Requests held during a commit come after the one read before it.
+      if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -133,6 +150,76 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (passthrough.stopped) log(passthrough.stopped);
     passthrough.detach();
     overlay.dispose();
+  }
+}
+
+const memoryLog = process.env.LAYERFS_DAEMON_MEMORY === '1';
+let memoryAt = 0;
+
+/**
+ * With LAYERFS_DAEMON_MEMORY=1, logs (daemon.log) the process's resident set, this thread's V8
+ * heap and Buffers, and glibc's heap, at most once per `everyMs` (diagnostics of a commit's memory).
+ */
+function memoryNote(what: string, cells: Int32Array | undefined, everyMs = 0): void {
+  if (!memoryLog) return;
+  const now = performance.now();
+  if (now - memoryAt < everyMs) return;
+  memoryAt = now;
+  const m = process.memoryUsage();
+  const c = mallocStats();
+  const mib = (b: number) => (b / 1048576).toFixed(1);
+  const steps = cells ? Atomics.load(cells, CommitCell.Done) : 0;
+  log(`memory ${what}: steps ${steps} rss ${mib(m.rss)} heapUsed ${mib(m.heapUsed)} heapTotal ${mib(m.heapTotal)} external ${mib(m.external)} arrayBuffers ${mib(m.arrayBuffers)}${c ? ` malloc arena ${mib(c.arena)} mmap ${mib(c.mmap)} inUse ${mib(c.inUse)} free ${mib(c.free)}` : ''} MiB`);
+}
+
+/** Requests read during a commit that change the overlay: answered, in order, once it is over. */
+const held: Buffer[] = [];
+/** The buffer requests are read into during a commit (the serving loop's own holds the request read before it). */
+let commitBuf: Buffer | null = null;
+/** Requests answered during commits of this mount, and held until their end (diagnostics: the mount's state). */
+let answeredDuringCommit = 0;
+let heldDuringCommit = 0;
+
+/**
+ * Between two steps of a commit (overlay-commit.ts stepper): answers the requests waiting on
+ * /dev/fuse that only read the overlay (lookups, attributes, listings, READs a reader thread
+ * takes), so metadata requests do not wait for a large commit; a request that would change the
+ * overlay (or READ a changed file) is copied and answered after the commit, in order, so the
+ * commit stays a consistent cut of the state it started from and every write lands after it.
+ * Never waits: returns when nothing more is waiting, or after 64 requests.
+ */
+function serveDuringCommit(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+  commitBuf ??= Buffer.allocUnsafeSlow((1 << 20) + 8192);
+  for (let i = 0; i < 64; i++) {
+    const n = fdReadReady(fd, commitBuf);
+    if (n === -E.EINTR || n === -E.ENOENT) continue;
+    if (n <= 0) return;
+    const req = commitBuf.subarray(0, n);
+    if (KernelProtocol.isWake(req, n)) {
+      proto.wakeReply(req);
+      continue;
+    }
+    if (handReads && handOver(storePath, fd, overlay, req)) {
+      answeredDuringCommit++;
+      continue;
+    }
+    // Requests read together were sent together: answering one before another held is an order the kernel allows.
+    if (READ_ONLY_OPS.has(req.readUInt32LE(4))) {
+      proto.handle(req);
+      answeredDuringCommit++;
+      continue;
+    }
+    held.push(Buffer.from(req));
+    heldDuringCommit++;
+  }
+}
+
+/** Answers the requests held during a commit, in the order they came (serveDuringCommit). */
+function answerHeld(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+  while (held.length > 0) {
+    const req = held.shift()!;
+    if (handReads && handOver(storePath, fd, overlay, req)) continue;
+    proto.handle(req);
   }
 }
 
@@ -206,6 +293,9 @@ port.on('message', (m: StartWorker | ToWorker) => {
       pool = null;
     }
     handed = 0;
+    answeredDuringCommit = 0;
+    heldDuringCommit = 0;
+    held.length = 0;
     // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground):
     // the daemon's checkpointer does, one for all its mounts (kernel-spare.ts sharedCheckpoints).
     store.checkpointInBackground(undefined, m.params.storePath === storePath ? checkpoints : undefined);

@@ -54,6 +54,35 @@ function step(cells: Int32Array | undefined): void {
   }
 }
 
+/** How often, at most, a commit's steps hand the thread to `between` (ms). */
+export const BETWEEN_STEPS_MS = 5;
+
+/**
+ * A commit's step function: counts and honours an abort (`step`), and every BETWEEN_STEPS_MS at
+ * most runs `between`, which may answer requests that read the overlay (never one that changes
+ * it: the commit is a consistent cut of the state it started from).
+ */
+function stepper(cells: Int32Array | undefined, between: (() => void) | undefined): Tick {
+  if (!between) return Object.assign(() => step(cells), { pause: () => {} });
+  let last = performance.now();
+  const pause = () => {
+    const now = performance.now();
+    if (now - last < BETWEEN_STEPS_MS) return;
+    between();
+    last = performance.now();
+  };
+  return Object.assign(
+    () => {
+      step(cells);
+      pause();
+    },
+    { pause },
+  );
+}
+
+/** A commit's step (counts, honours an abort, may pause); `pause` alone inside a long step (a large file's chunks): never throws. */
+type Tick = (() => void) & { pause: () => void };
+
 interface CommitWrite {
   published: Published;
   root: Buffer;
@@ -79,7 +108,7 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>): Inode {
+  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, pause?: () => void): Inode {
     const rec: Inode = {
       kind: n.kind,
       mode: n.mode,
@@ -95,7 +124,7 @@ export class Overlay extends OverlayStatus {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial));
+        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial), pause);
         contents.set(n.serial, c);
         rec.size = c.size;
         rec.form = c.form;
@@ -131,8 +160,8 @@ export class Overlay extends OverlayStatus {
    * moves onto the merged state. HeadMoved and Conflicted store nothing and leave the overlay as
    * it was.
    */
-  commitSync(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): OverlayCommitOutcome {
-    return this.commitWith((fn) => this.store.writeSync(fn), note, strict, cells);
+  commitSync(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array, between?: () => void): OverlayCommitOutcome {
+    return this.commitWith((fn) => this.store.writeSync(fn), note, strict, stepper(cells, between));
   }
 
   /**
@@ -143,14 +172,14 @@ export class Overlay extends OverlayStatus {
    * the pipeline measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
    */
   async commit(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): Promise<OverlayCommitOutcome> {
-    return this.commitWith((fn) => this.store.write(fn), note, strict, cells, true);
+    return this.commitWith((fn) => this.store.write(fn), note, strict, stepper(cells, undefined), true);
   }
 
   protected commitWith<R extends OverlayCommitOutcome | Promise<OverlayCommitOutcome>>(
     write: (fn: (w: ObjectWriter) => CommitWrite | Promise<CommitWrite>) => CommitWrite | Promise<CommitWrite>,
     note: CommitNote,
     strict: boolean,
-    cells?: Int32Array,
+    tick: Tick,
     ahead = false,
   ): R {
     if (this.committing) throw new LayerFsError('ERR_BUSY', 'a commit of this Workspace is already running');
@@ -186,7 +215,7 @@ export class Overlay extends OverlayStatus {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => (ahead ? this.storeAhead(w, build, contents, cells).then(() => this.writeCommit(w, target, build, contents, note, strict, cells)) : this.writeCommit(w, target, build, contents, note, strict, cells)));
+      r = write((w) => (ahead ? this.storeAhead(w, build, contents, tick).then(() => this.writeCommit(w, target, build, contents, note, strict, tick)) : this.writeCommit(w, target, build, contents, note, strict, tick)));
     } catch (e) {
       done();
       return fail(e) as R;
@@ -214,7 +243,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, cells?: Int32Array): Promise<void> {
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, tick: Tick): Promise<void> {
     const files: SpooledFile[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
@@ -222,11 +251,11 @@ export class Overlay extends OverlayStatus {
       const path = n.data!.spooledWhole;
       if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: this.versionOf(n) });
     }
-    await storeSpooled(files, w, build, contents, () => step(cells));
+    await storeSpooled(files, w, build, contents, tick);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, cells?: Int32Array): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -237,13 +266,13 @@ export class Overlay extends OverlayStatus {
       // thrown error, tens of microseconds, and rsync makes every file a new serial.
       // Content stored ahead was offered its previous version already.
       const hinted = n.kind === InodeKind.File && (!n.inBase || n.data!.offersDeltaBases || contents.has(serial));
-      editor.setInode(serial, this.record(n, w, build, contents), hinted);
+      editor.setInode(serial, this.record(n, w, build, contents, tick.pause), hinted);
       build.records++;
-      step(cells);
+      tick();
     }
     for (const s of this.deleted) {
       editor.deleteInode(s);
-      step(cells);
+      tick();
     }
     build.deleted = this.deleted.size;
     for (const [dir, m] of this.nameEdits) {
@@ -252,11 +281,11 @@ export class Overlay extends OverlayStatus {
       // A socket's name is left out (it may replace a stored name, which then goes).
       for (const { name, serial } of m.values()) editor.setName(dir, name, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
       build.names += m.size;
-      step(cells);
+      tick();
     }
     // Each directory written is a step: a client waiting for a large commit sees it progress.
-    const own = editor.finish(() => step(cells));
-    step(cells);
+    const own = editor.finish(tick);
+    tick();
     const { published, head } = publishWorkspaceCommit(store, w, { ...target, baseRoot: this.rootId, workspaceId: target.workspaceId ?? null }, own, { note, strict });
     const root = published.root;
     return { published, root, head, write: { ...w.stats }, ...(published.reconciliation ? { reconciliation: published.reconciliation } : {}) };

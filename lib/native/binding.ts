@@ -173,6 +173,7 @@ export interface NativeBinding {
   fdReadRequest(fd: number): number;
   /** A Buffer over request buffer `slot`'s bytes. */
   requestSlot(slot: number): Buffer;
+  fdReadReady(fd: number, buffer: Uint8Array): number;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
   fdWritev(fd: number, buffers: Uint8Array[]): number;
@@ -233,9 +234,18 @@ export interface NativeBinding {
   defaultThreads: number;
   simd: string;
   mallocTrim(): boolean;
+  mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
   version: string;
   blake3Version: string;
+}
+
+/** glibc's heap (mallinfo2), bytes: arenas' main heaps, blocks mapped on their own, allocated, free in the arenas. */
+export interface MallocStats {
+  arena: number;
+  mmap: number;
+  inUse: number;
+  free: number;
 }
 
 export function findPackageRoot(from: string): string {

@@ -31,6 +31,11 @@ export class RequestReader {
   }
 }
 
+/** Reads once into `buffer` when something is waiting, else -EAGAIN at once (poll(2) first): bytes read, or -errno. Never blocks. */
+export function fdReadReady(fd: number, buffer: Uint8Array): number {
+  return native.fdReadReady(fd, buffer);
+}
+
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */
 export function fdWrite(fd: number, buffer: Uint8Array, length: number): number {
   return native.fdWrite(fd, buffer, length);

@@ -1,4 +1,4 @@
-import { native } from './binding.js';
+import { native, type MallocStats } from './binding.js';
 import { invalidArgument } from '../errors.js';
 
 export interface NativeInfo {
@@ -22,6 +22,11 @@ export function nativeInfo(): NativeInfo {
  */
 export function mallocTrim(): boolean {
   return native.mallocTrim();
+}
+
+/** glibc's heap figures (mallinfo2), bytes; null without glibc (diagnostics). */
+export function mallocStats(): MallocStats | null {
+  return native.mallocStats();
 }
 
 /**

@@ -1,0 +1,101 @@
+// The layerfs side of fuse-real-tree.bench.ts, run by a plain `node` so that the SDK it imports
+// (a compiled package) starts the daemon as it ships. Prints one JSON line.
+//   node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+
+const [sdk, dir, A, src, mode] = process.argv.slice(2);
+const { Client } = await import(sdk);
+const store = path.join(dir, 'two.sqlite');
+const ws = path.join(dir, 'ws');
+const out = { load: [] };
+const load = () => fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
+const s = (ms) => Math.round(ms / 10) / 100;
+const run = (cmd, argv) =>
+  new Promise((resolve, reject) => {
+    const t = performance.now();
+    const p = spawn(cmd, argv, { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    p.stderr.on('data', (d) => (err += d));
+    p.on('close', (code) => (code === 0 ? resolve(performance.now() - t) : reject(new Error(`${cmd}: ${err}`))));
+  });
+
+const c = Client.create(store);
+let t = performance.now();
+const init = await c.initLayerStack({ name: 'real', source: path.resolve(A) });
+out.importS = s(performance.now() - t);
+c.forkBranch({ name: 'next', layer: init.layer.id });
+const w = await c.createWorkspace('next', { at: ws, projection: 'fuse' });
+const pid = (await c.daemonStatus()).pid;
+
+// The daemon's memory, every second: the highest VmRSS per step.
+const mem = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+let step = 'mounted';
+const peak = {};
+const sample = () => {
+  try {
+    const rss = mem('VmRSS');
+    peak[step] = Math.max(peak[step] ?? 0, Math.round(rss));
+  } catch {
+    /* the daemon is gone */
+  }
+};
+const timer = setInterval(sample, 1000);
+sample();
+
+// LOOKUPs of fresh names (never cached): how long metadata requests wait.
+let probing = false;
+let seq = 0;
+async function probe(lat) {
+  while (probing) {
+    const t0 = performance.now();
+    await fs.promises.stat(path.join(ws, `.probe-${process.pid}-${seq++}`)).catch(() => {});
+    lat.push(performance.now() - t0);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const summary = (lat) => {
+  const a = [...lat].sort((x, y) => x - y);
+  return { n: a.length, medianMs: Math.round(a[a.length >> 1] * 10) / 10, p99Ms: Math.round(a[Math.floor(a.length * 0.99)] * 10) / 10, maxMs: Math.round(a[a.length - 1]) };
+};
+const idle = [];
+probing = true;
+const idleDone = probe(idle);
+await new Promise((r) => setTimeout(r, 2000));
+probing = false;
+await idleDone;
+out.statIdle = summary(idle);
+
+step = 'rsync';
+out.load.push(load());
+out.rsyncS = s(mode === 'rsync' ? await run('rsync', ['-a', '--delete', `${path.resolve(src)}/`, `${ws}/`]) : await run('cp', ['-r', `${path.resolve(src)}/.`, `${ws}/`]));
+sample();
+out.hwmAfterRsync = Math.round(mem('VmHWM'));
+step = 'commit';
+out.load.push(load());
+const during = [];
+probing = true;
+const probed = probe(during);
+t = performance.now();
+const commit = await c.commitWorkspace(w.id, { message: 'B' });
+out.commitS = s(performance.now() - t);
+probing = false;
+await probed;
+sample();
+out.statDuringCommit = summary(during);
+out.load.push(load());
+if (commit.outcome !== 'Created') throw new Error(`commit: ${commit.outcome}`);
+out.objectsInserted = commit.objectsInserted;
+out.bytesInserted = commit.bytesInserted;
+out.hwmAfterCommit = Math.round(mem('VmHWM'));
+const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+out.smaps = Object.fromEntries(['Rss', 'Anonymous', 'Shared_Clean', 'Private_Dirty'].map((k) => [k, Math.round(Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(rollup)[1]) / 1024)]));
+clearInterval(timer);
+out.peakRss = peak;
+t = performance.now();
+await c.endWorkspace(w.id);
+out.endS = s(performance.now() - t);
+await c.stopDaemon({ discard: true });
+c.close();
+console.log(JSON.stringify(out));
