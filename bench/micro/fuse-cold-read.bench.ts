@@ -14,12 +14,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
+import { arg } from '../lib/micro-args.js';
 import { twinStores } from '../lib/twin-stores.js';
-
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
 
 const tmp = path.resolve(arg('--tmp') ?? '');
 if (!arg('--tmp') || fs.existsSync(path.join(tmp, 'a.sqlite'))) throw new Error('--tmp DIR: a new scratch directory');

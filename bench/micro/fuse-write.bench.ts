@@ -20,16 +20,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { twinStores } from '../lib/twin-stores.js';
+import { arg, scratchAndBefore } from '../lib/micro-args.js';
 
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
-
-const tmp = path.resolve(arg('--tmp') ?? '');
-if (!arg('--tmp') || fs.existsSync(path.join(tmp, 'a.sqlite'))) throw new Error('--tmp DIR: a new scratch directory');
-const before = arg('--before');
-if (!before) throw new Error('--before DIR: the checkout to compare with');
+const { tmp, before } = scratchAndBefore();
 const writeMib = Number(arg('--write', '1024'));
 const rounds = Number(arg('--rounds', '6'));
 const fsync = process.argv.includes('--fsync');

@@ -24,11 +24,7 @@ import { chunkAndHash, decodeRun, RUN_FIELDS } from '../../lib/native/index.js';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
 import { GIT, gitEnv, gitInitCommit } from '../lib/git.js';
-
-function arg(name: string, dflt?: string): string | undefined {
-  const i = process.argv.indexOf(name);
-  return i >= 0 ? process.argv[i + 1] : dflt;
-}
+import { arg } from '../lib/micro-args.js';
 
 const file = path.resolve(arg('--file') ?? '');
 if (!fs.existsSync(file)) throw new Error('--file PATH: the file to read');
