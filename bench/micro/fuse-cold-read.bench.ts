@@ -14,7 +14,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
-import { arg } from '../lib/micro-args.js';
+import { arg } from '../lib/micro-ab.js';
 import { twinStores } from '../lib/twin-stores.js';
 
 const tmp = path.resolve(arg('--tmp') ?? '');

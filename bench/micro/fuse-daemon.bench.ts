@@ -14,20 +14,14 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { twinStores } from '../lib/twin-stores.js';
-import { arg, scratchAndBefore } from '../lib/micro-args.js';
+import { arg, clientOf, scratchAndBefore, sh } from '../lib/micro-ab.js';
 
 const { tmp, before } = scratchAndBefore();
 const mib = Number(arg('--mib', '256'));
 const writeMib = Number(arg('--write', '1024'));
 const rounds = Number(arg('--rounds', '3'));
-type ClientClass = typeof Client;
-const BeforeClient = ((await import(path.resolve(before, 'lib/sdk/index.ts'))) as { Client: ClientClass }).Client;
+const BeforeClient = await clientOf(before);
 
-const sh = (cmd: string) => {
-  const r = spawnSync('sh', ['-c', cmd], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-  return r.stdout;
-};
 const DROP = String.raw`import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)`;
 function timed(fn: () => void): number {

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { twinStores } from '../lib/twin-stores.js';
-import { arg, scratchAndBefore } from '../lib/micro-args.js';
+import { arg, clientOf, scratchAndBefore, sh } from '../lib/micro-ab.js';
 
 const { tmp, before } = scratchAndBefore();
 const writeMib = Number(arg('--write', '1024'));
@@ -40,14 +40,8 @@ os.close(dst)`;
 const envOf = (name: string) => (arg(name) ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]);
 const afterEnv = envOf('--after-env');
 const beforeEnv = envOf('--before-env');
-type ClientClass = typeof Client;
-const BeforeClient = ((await import(path.resolve(before, 'lib/sdk/index.ts'))) as { Client: ClientClass }).Client;
+const BeforeClient = await clientOf(before);
 
-const sh = (cmd: string) => {
-  const r = spawnSync('sh', ['-c', cmd], { encoding: 'utf8' });
-  if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
-  return r.stdout;
-};
 const source = path.join(tmp, 'w.src');
 /** The same start for every write: no dirty pages, the page cache dropped, the source cached. */
 function settle(): void {

@@ -24,7 +24,7 @@ import { chunkAndHash, decodeRun, RUN_FIELDS } from '../../lib/native/index.js';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
 import { GIT, gitEnv, gitInitCommit } from '../lib/git.js';
-import { arg } from '../lib/micro-args.js';
+import { arg } from '../lib/micro-ab.js';
 
 const file = path.resolve(arg('--file') ?? '');
 if (!fs.existsSync(file)) throw new Error('--file PATH: the file to read');
