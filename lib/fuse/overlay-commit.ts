@@ -12,7 +12,7 @@ import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild, StoredContent } from './content.js';
 import { storeSpooled, type SpooledFile } from './commit-content.js';
-import type { CommitTarget, Node } from './overlay-nodes.js';
+import { parentsOf, type CommitTarget, type Node } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
 
 /** A reconciling commit's report: paths combining both sides, compare-and-swap retries, time (ms). */
@@ -279,7 +279,10 @@ export class Overlay extends OverlayStatus {
       const d = this.nodes.get(dir);
       if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
       // A socket's name is left out (it may replace a stored name, which then goes).
-      for (const { name, serial } of m.values()) editor.setName(dir, name, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
+      for (const [k, edit] of m) {
+        const serial = edit === null ? null : Math.abs(edit);
+        editor.setName(dir, Buffer.from(k, 'latin1'), serial !== null && this.nodes.get(serial)?.socket ? null : serial);
+      }
       build.names += m.size;
       tick();
     }
@@ -352,7 +355,7 @@ export class Overlay extends OverlayStatus {
       n.children = undefined;
       n.subdirs = undefined;
       try {
-        n.parents = [...(this.view.inode(n.serial).parents ?? [])];
+        n.parents = parentsOf(this.view.inode(n.serial));
       } catch {
         n.parents = [];
       }

@@ -6,7 +6,7 @@ import { constants as fsc } from 'node:fs';
 import { InodeKind, ROOT_SERIAL } from '../store/index.js';
 import type { StoredContent } from './content.js';
 import { fail } from './errno.js';
-import { nowNs, OverlayNodes, type Attr, type Handle, type Node } from './overlay-nodes.js';
+import { NO_XATTRS, nowNs, OverlayNodes, type Attr, type Handle, type Node } from './overlay-nodes.js';
 
 /** Largest user xattr value accepted (Linux's XATTR_SIZE_MAX). */
 export const XATTR_SIZE_MAX = 65536;
@@ -65,8 +65,7 @@ export abstract class OverlayContent extends OverlayNodes {
     if (i >= 0 && flags & XATTR_CREATE) fail('EEXIST');
     if (i < 0 && flags & XATTR_REPLACE) fail('ENODATA');
     const x = { name: Buffer.from(name), value: Buffer.from(value) };
-    if (i >= 0) n.xattrs[i] = x;
-    else n.xattrs.push(x);
+    n.xattrs = i >= 0 ? n.xattrs.map((y, j) => (j === i ? x : y)) : [...n.xattrs, x];
     n.ctimeNs = nowNs();
     this.markDirty(n);
   }
@@ -90,7 +89,7 @@ export abstract class OverlayContent extends OverlayNodes {
     const n = this.node(serial);
     const i = n.xattrs.findIndex((x) => x.name.equals(name));
     if (i < 0) fail('ENODATA');
-    n.xattrs.splice(i, 1);
+    n.xattrs = n.xattrs.length === 1 ? NO_XATTRS : n.xattrs.filter((_, j) => j !== i);
     n.ctimeNs = nowNs();
     this.markDirty(n);
   }

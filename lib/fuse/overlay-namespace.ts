@@ -8,7 +8,7 @@ import { constants as fsc } from 'node:fs';
 import { InodeKind, ROOT_SERIAL } from '../store/index.js';
 import { fail } from './errno.js';
 import { OverlayContent } from './overlay-content.js';
-import { key, nowNs, TYPE_BITS, type Attr, type DirEntryAttr, type Node, type Owner } from './overlay-nodes.js';
+import { addParent, dropParent, key, nowNs, TYPE_BITS, type Attr, type DirEntryAttr, type Node, type Owner } from './overlay-nodes.js';
 
 export const NAME_MAX = 255;
 export const RENAME_NOREPLACE = 1;
@@ -113,7 +113,7 @@ export abstract class OverlayNamespace extends OverlayContent {
     const d = this.dir(parent);
     this.checkNew(d, name);
     const n = this.newNode(InodeKind.Dir, mode, d, owner);
-    n.parents.push(d.serial);
+    addParent(n, d.serial);
     this.bind(d, name, n.serial);
     this.markDirty(n);
     this.dirChanged(d);
@@ -133,7 +133,7 @@ export abstract class OverlayNamespace extends OverlayContent {
     // A bound Unix socket lives in the overlay only: a state cannot hold one (import skips them too).
     if (socket) n.socket = true;
     if (kind === InodeKind.CharDev || kind === InodeKind.BlockDev) n.rdev = rdev;
-    n.parents.push(d.serial);
+    addParent(n, d.serial);
     this.bind(d, name, n.serial);
     this.markDirty(n);
     this.dirChanged(d);
@@ -160,7 +160,7 @@ export abstract class OverlayNamespace extends OverlayContent {
     this.checkNew(d, name);
     const n = this.newNode(InodeKind.Symlink, 0o777, d, owner);
     n.target = Buffer.from(target);
-    n.parents.push(d.serial);
+    addParent(n, d.serial);
     this.bind(d, name, n.serial);
     this.markDirty(n);
     this.dirChanged(d);
@@ -173,7 +173,7 @@ export abstract class OverlayNamespace extends OverlayContent {
     if (!this.alive(n)) fail('ENOENT');
     const d = this.dir(parent);
     this.checkNew(d, name);
-    n.parents.push(d.serial);
+    addParent(n, d.serial);
     n.ctimeNs = nowNs();
     this.bind(d, name, n.serial);
     this.markDirty(n);
@@ -280,9 +280,8 @@ export abstract class OverlayNamespace extends OverlayContent {
   protected reparent(n: Node, from: number, to: number): void {
     n.ctimeNs = nowNs();
     if (from === to) return;
-    const i = n.parents.indexOf(from);
-    if (i >= 0) n.parents.splice(i, 1);
-    n.parents.push(to);
+    dropParent(n, from);
+    addParent(n, to);
     this.markDirty(n);
   }
 }

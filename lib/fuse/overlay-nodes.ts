@@ -54,9 +54,13 @@ export interface Node {
   mtimeNs: bigint;
   ctimeNs: bigint;
   atimeNs: bigint;
-  /** One directory serial per name (a multiset); empty for the root and for unlinked inodes. */
-  parents: number[];
-  xattrs: Xattr[];
+  /**
+   * One directory serial per name (a multiset); empty for the root and for unlinked inodes.
+   * Replaced, never changed in place (addParent, dropParent): most are one serial, kept exact.
+   */
+  parents: readonly number[];
+  /** Replaced, never changed in place: most inodes share NO_XATTRS. */
+  xattrs: readonly Xattr[];
   target?: Buffer;
   rdev?: number;
   /** The serial exists in the current base state. */
@@ -111,6 +115,49 @@ export interface Owner {
   gid: number;
 }
 
+/** The xattrs of every inode that has none (a whole tree's inodes, each with an empty array, cost MiBs). */
+export const NO_XATTRS: readonly Xattr[] = Object.freeze([]);
+const NO_PARENTS: readonly number[] = Object.freeze([]);
+
+/** A node with every field present from the start: one shape, its fields in the object itself. */
+function makeNode(serial: number, kind: InodeKind, mode: number, uid: number, gid: number, t: bigint, inBase: boolean): Node {
+  return {
+    serial,
+    kind,
+    mode,
+    uid,
+    gid,
+    mtimeNs: t,
+    ctimeNs: t,
+    atimeNs: t,
+    parents: NO_PARENTS,
+    xattrs: NO_XATTRS,
+    target: undefined,
+    rdev: undefined,
+    inBase,
+    children: undefined,
+    data: undefined,
+    open: 0,
+    socket: undefined,
+    subdirs: undefined,
+  };
+}
+
+export function addParent(n: Node, dir: number): void {
+  n.parents = n.parents.length === 0 ? [dir] : [...n.parents, dir];
+}
+
+/** Removes one occurrence of `dir` (a name of `n` in it went). */
+export function dropParent(n: Node, dir: number): void {
+  const i = n.parents.indexOf(dir);
+  if (i < 0) return;
+  n.parents = n.parents.length === 1 ? NO_PARENTS : n.parents.filter((_, j) => j !== i);
+}
+
+export function parentsOf(r: Inode): readonly number[] {
+  return r.parents && r.parents.length > 0 ? [...r.parents] : NO_PARENTS;
+}
+
 export function nowNs(): bigint {
   return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
 }
@@ -133,8 +180,11 @@ export class OverlayNodes {
    * base of the new content, as an edit in place would be.
    */
   protected readonly replaced = new Map<number, number>();
-  /** Name changes per directory since the base: key → serial (null = removed). */
-  protected readonly nameEdits = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
+  /**
+   * Name changes per directory since the base: key (the name as latin1) → serial, negated for a
+   * name the base does not have (its removal then drops the edit), or null for a removed name.
+   */
+  protected readonly nameEdits = new Map<number, Map<string, number | null>>();
   protected readonly handles = new Map<number, Handle>();
   protected nextFh = 1;
   protected nextSerial: number;
@@ -218,20 +268,9 @@ export class OverlayNodes {
   // Nodes
 
   protected fromRecord(serial: number, r: Inode): Node {
-    const n: Node = {
-      serial,
-      kind: r.kind,
-      mode: r.mode,
-      uid: r.uid,
-      gid: r.gid,
-      mtimeNs: r.mtimeNs,
-      ctimeNs: r.mtimeNs,
-      atimeNs: r.mtimeNs,
-      parents: [...(r.parents ?? [])],
-      xattrs: r.xattrs.map((x) => ({ name: x.name, value: x.value })),
-      inBase: true,
-      open: 0,
-    };
+    const n = makeNode(serial, r.kind, r.mode, r.uid, r.gid, r.mtimeNs, true);
+    n.parents = parentsOf(r);
+    if (r.xattrs.length > 0) n.xattrs = r.xattrs.map((x) => ({ name: x.name, value: x.value }));
     if (r.kind === InodeKind.Symlink) n.target = r.target ?? Buffer.alloc(0);
     if (r.kind === InodeKind.CharDev || r.kind === InodeKind.BlockDev) n.rdev = r.rdev ?? 0;
     if (r.kind === InodeKind.File) n.data = new FileData({ form: r.form, id: r.content, size: r.size }, this.cache, this.newSpool, this.budget);
@@ -275,20 +314,7 @@ export class OverlayNodes {
     const t = nowNs();
     // BSD group semantics under a setgid directory, as Linux does.
     const setgidDir = (parent.mode & S_ISGID) !== 0;
-    const n: Node = {
-      serial: this.nextSerial++,
-      kind,
-      mode: mode & 0o7777,
-      uid: owner?.uid ?? this.uid,
-      gid: setgidDir ? parent.gid : (owner?.gid ?? this.gid),
-      mtimeNs: t,
-      ctimeNs: t,
-      atimeNs: t,
-      parents: [],
-      xattrs: [],
-      inBase: false,
-      open: 0,
-    };
+    const n = makeNode(this.nextSerial++, kind, mode & 0o7777, owner?.uid ?? this.uid, setgidDir ? parent.gid : (owner?.gid ?? this.gid), t, false);
     if (kind === InodeKind.Dir) {
       n.children = new Map();
       if (setgidDir) n.mode |= S_ISGID;
@@ -325,12 +351,17 @@ export class OverlayNodes {
 
   protected bind(d: Node, name: Buffer, serial: number): void {
     const k = key(name);
-    this.countSubdir(d, this.children(d).get(k), -1);
+    const children = this.children(d);
+    const was = children.get(k);
+    this.countSubdir(d, was, -1);
     this.countSubdir(d, serial, 1);
-    this.children(d).set(k, serial);
+    children.set(k, serial);
     let m = this.nameEdits.get(d.serial);
     if (!m) this.nameEdits.set(d.serial, (m = new Map()));
-    m.set(k, { name, serial });
+    const prev = m.get(k);
+    // Without an edit the listing still shows the base: no name there, none in the base.
+    const newName = prev === undefined ? was === undefined : prev !== null && prev < 0;
+    m.set(k, newName ? -serial : serial);
     this.touched();
   }
 
@@ -340,7 +371,12 @@ export class OverlayNodes {
     this.children(d).delete(k);
     let m = this.nameEdits.get(d.serial);
     if (!m) this.nameEdits.set(d.serial, (m = new Map()));
-    m.set(k, { name, serial: null });
+    const prev = m.get(k);
+    if (prev !== undefined && prev !== null && prev < 0) {
+      // A name made since the base goes as if it never was (rsync's temporary names: one each per file).
+      m.delete(k);
+      if (m.size === 0) this.nameEdits.delete(d.serial);
+    } else m.set(k, null);
     this.touched();
   }
 
@@ -350,8 +386,7 @@ export class OverlayNodes {
   }
 
   protected removeParent(n: Node, dir: number): void {
-    const i = n.parents.indexOf(dir);
-    if (i >= 0) n.parents.splice(i, 1);
+    dropParent(n, dir);
     n.ctimeNs = nowNs();
     if (n.parents.length > 0) {
       this.markDirty(n);

@@ -8,6 +8,7 @@ import { closeSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync
 import { unlink } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
 import { join } from 'node:path';
+import { threadId } from 'node:worker_threads';
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { writeBehind, writeBehindChanged, writeBehindDrain, writeBehindRead } from '../native/fd.js';
@@ -145,9 +146,20 @@ export class Spool implements SpoolLike {
   /** The first background write failure, sticky. */
   private failure: ErrnoName | null = null;
 
-  constructor(readonly path: string) {
+  /**
+   * The file's path is `prefix` (shared by every spool of an overlay) and a number: with tens of
+   * thousands of spooled files a path string each would cost MiBs.
+   */
+  constructor(
+    private readonly prefix: string,
+    private readonly n: number,
+  ) {
     // Created now, exclusively and without following links; reopened later without O_CREAT.
     spoolFd(this, fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW);
+  }
+
+  get path(): string {
+    return this.prefix + this.n.toString(36);
   }
 
   private get fd(): number {
@@ -326,5 +338,7 @@ export interface SpoolFactory {
 let spoolCounter = 0;
 
 export function spoolFactory(dir: string): SpoolFactory {
-  return () => new Spool(join(dir, `${process.pid}-${Date.now().toString(36)}-${(spoolCounter++).toString(36)}`));
+  // The thread is named as well: serving threads of one process each count from 0.
+  const prefix = join(dir, `${process.pid}-${threadId}-${Date.now().toString(36)}-`);
+  return () => new Spool(prefix, spoolCounter++);
 }

@@ -59,28 +59,51 @@ function offset(v: number, name: string): number {
   return v;
 }
 
-/** The page map of one file's content over its stored base (base size 0: no base). */
+/**
+ * One plan buffer for every map of this thread: a file's map is one of ~170,000 in a daemon
+ * serving a whole-tree change, where a buffer each cost 1 KiB per file. Taken while a read's
+ * visits run (a visit that plans another read gets a buffer of its own).
+ */
+let sharedPlan: Float64Array | null = new Float64Array(3 * 40);
+
+/**
+ * The page map of one file's content over its stored base (base size 0: no base). The two
+ * states nearly every file is in are kept here without a native map: the stored base and nothing
+ * dirty (a file looked up or committed), or no base at all (a file written whole). A native map
+ * is made at the first write over a base or partial truncate of one, and dropped at rebase.
+ */
 export class CowPages {
-  readonly #p: RawCowPages;
-  #plan = new Float64Array(3 * 40);
+  #p: RawCowPages | null = null;
+  /** Without a native map: the base size (0: none) and the content's size (equal when there is a base). */
+  #base: number;
+  #size: number;
 
   constructor(baseSize = 0) {
     offset(baseSize, 'baseSize');
-    this.#p = callNative(() => new native.CowPages(baseSize));
+    this.#base = baseSize;
+    this.#size = baseSize;
+  }
+
+  #native(): RawCowPages {
+    if (this.#p) return this.#p;
+    const p = callNative(() => new native.CowPages(this.#base));
+    if (this.#base === 0 && this.#size > 0) p.commitWrite(0, this.#size);
+    this.#p = p;
+    return p;
   }
 
   get size(): number {
-    return this.#p.size;
+    return this.#p ? this.#p.size : this.#size;
   }
 
   /** Bytes of the base that still show through where no page is dirty (a prefix). */
   get validBase(): number {
-    return this.#p.validBase;
+    return this.#p ? this.#p.validBase : this.#base;
   }
 
   /** Pages copied-on-write since the last rebase. */
   get dirtyPages(): number {
-    return this.#p.dirtyPages;
+    return this.#p ? this.#p.dirtyPages : 0;
   }
 
   /**
@@ -89,7 +112,14 @@ export class CowPages {
    */
   write(pos: number, len: number): CowCopy[] | null {
     if (pos + len > Number.MAX_SAFE_INTEGER) offset(pos + len, 'pos + len');
-    const r = this.#p.write(offset(pos, 'pos'), offset(len, 'len'));
+    offset(pos, 'pos');
+    offset(len, 'len');
+    if (!this.#p && this.#base === 0) {
+      // No base: nothing to copy, the content just grows.
+      if (len > 0) this.#size = Math.max(this.#size, pos + len);
+      return null;
+    }
+    const r = this.#native().write(pos, len);
     if (r === null) return null;
     const out: CowCopy[] = [];
     for (let i = 0; i < r.length; i += 2) out.push({ start: r[i]!, len: r[i + 1]! });
@@ -97,21 +127,37 @@ export class CowPages {
   }
 
   commitWrite(pos: number, len: number): void {
-    this.#p.commitWrite(offset(pos, 'pos'), offset(len, 'len'));
+    offset(pos, 'pos');
+    offset(len, 'len');
+    if (!this.#p && this.#base === 0) {
+      if (len > 0) this.#size = Math.max(this.#size, pos + len);
+      return;
+    }
+    this.#native().commitWrite(pos, len);
   }
 
   /** Calls visit for each segment of [pos, min(pos + len, size)), in order. */
   read(pos: number, len: number, visit: (source: CowSource, pos: number, len: number) => void): void {
     offset(pos, 'pos');
     offset(len, 'len');
-    let n = this.#p.planRead(pos, len, this.#plan);
-    if (n * 3 > this.#plan.length) {
-      this.#plan = new Float64Array(n * 3);
-      n = this.#p.planRead(pos, len, this.#plan);
+    if (!this.#p) {
+      if (pos >= this.#size || len === 0) return;
+      visit(this.#base > 0 ? CowSource.Base : CowSource.Spool, pos, Math.min(len, this.#size - pos));
+      return;
     }
-    // The plan buffer is reused: visit must not plan another read on this map.
-    const plan = this.#plan;
-    for (let i = 0; i < n * 3; i += 3) visit(plan[i]! as CowSource, plan[i + 1]!, plan[i + 2]!);
+    let plan = sharedPlan ?? new Float64Array(3 * 40);
+    sharedPlan = null;
+    try {
+      let n = this.#p.planRead(pos, len, plan);
+      if (n * 3 > plan.length) {
+        plan = new Float64Array(n * 3);
+        n = this.#p.planRead(pos, len, plan);
+      }
+      for (let i = 0; i < n * 3; i += 3) visit(plan[i]! as CowSource, plan[i + 1]!, plan[i + 2]!);
+    } finally {
+      // A plan grown for a scattered file is not kept: it would stay for the thread's life.
+      if (plan.length === 3 * 40) sharedPlan = plan;
+    }
   }
 
   /** The segments of a read, as a list. */
@@ -122,17 +168,26 @@ export class CowPages {
   }
 
   truncate(size: number): void {
-    this.#p.truncate(offset(size, 'size'));
+    offset(size, 'size');
+    if (size === 0) {
+      // Truncated to nothing: no base, nothing dirty (as the native map would have it).
+      this.#p = null;
+      this.#base = this.#size = 0;
+    } else if (this.#p) this.#p.truncate(size);
+    else if (this.#base === 0) this.#size = size;
+    else if (size !== this.#size) this.#native().truncate(size);
   }
 
   /** The content was stored: `size` bytes of base, nothing dirty. */
   rebase(size: number): void {
-    this.#p.rebase(offset(size, 'size'));
+    offset(size, 'size');
+    this.#p = null;
+    this.#base = this.#size = size;
   }
 
   /** Changed ranges [begin, end) against a stored extent tree (end Infinity: to the end). */
   changedRanges(baseIsExtents: boolean): [number, number][] {
-    const r = this.#p.changedRanges(baseIsExtents);
+    const r = this.#native().changedRanges(baseIsExtents);
     const out: [number, number][] = [];
     for (let i = 0; i < r.length; i += 2) out.push([r[i]!, r[i + 1]!]);
     return out;
@@ -146,7 +201,7 @@ export class CowPages {
     const params = resolveParams(opts.params);
     const piece = offset(opts.piece ?? 64 * 1024, 'piece');
     if (piece === 0 || piece > 64 * 1024 * 1024) throw invalidArgument(`piece must be 1..64 MiB, got ${piece}`, { argument: 'piece' });
-    return this.#p.rechunk(params, baseIsExtents, piece, {
+    return this.#native().rechunk(params, baseIsExtents, piece, {
       chunkStart: (x) => io.chunkStart(x),
       read: (pos, len, dst) => io.read(pos, len, dst),
       emit: (bytes, table, ids) => {
