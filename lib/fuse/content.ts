@@ -183,6 +183,11 @@ export class FileData {
     if (this.changed && this.spool instanceof Spool) this.spool.check(path);
   }
 
+  /** Nothing written since the base, no spool: the content is the base's. */
+  get idle(): boolean {
+    return !this.changed && this.spool === null;
+  }
+
   /** Pages copied from stored content (a measure of copy-on-write work). */
   get dirtyPages(): number {
     return this.pages.dirtyPages;

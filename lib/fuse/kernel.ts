@@ -125,6 +125,7 @@ export class KernelProtocol implements Conn {
       if (!(e instanceof FsError)) this.log(`op ${r.op} failed: ${(e as Error)?.stack ?? String(e)}`);
       this.error(r.unique, negErrno(e));
     }
+    this.overlay.trim();
   }
 
   // -------------------------------------------------------------------------------------------

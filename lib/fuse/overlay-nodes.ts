@@ -105,6 +105,8 @@ export interface OverlayOptions {
   gid?: number;
   /** Called once when the overlay goes from clean to changed (after mount or a commit). */
   onChange?: () => void;
+  /** Nodes held before trim() lets clean ones go (default 16384). */
+  trimAfter?: number;
   /** True while something outside (the kernel) still references an inode: an unlinked one then stays until `forget`. */
   retain?: (serial: number) => boolean;
 }
@@ -166,6 +168,9 @@ export function key(name: Buffer): string {
   return name.toString('latin1');
 }
 
+/** Nodes held before trim() looks for clean ones to let go. */
+const TRIM_MIN = 16384;
+
 /** Shared by every part of the overlay: its state since the base, and the inodes. */
 export class OverlayNodes {
   protected view: FsView;
@@ -186,6 +191,9 @@ export class OverlayNodes {
    */
   protected readonly nameEdits = new Map<number, Map<string, number | null>>();
   protected readonly handles = new Map<number, Handle>();
+  /** trim() runs when more nodes than this are held (twice what the last one kept, at least TRIM_MIN). */
+  private trimAt: number;
+  private readonly trimMin: number;
   protected nextFh = 1;
   protected nextSerial: number;
   protected committing = false;
@@ -215,6 +223,7 @@ export class OverlayNodes {
     this.gid = opts.gid ?? process.getgid?.() ?? 0;
     this.onChange = opts.onChange;
     this.retain = opts.retain;
+    this.trimMin = this.trimAt = opts.trimAfter ?? TRIM_MIN;
     this.nextSerial = this.maxStoredSerial() + 1;
     const root = this.node(ROOT_SERIAL);
     if (root.kind !== InodeKind.Dir) throw new LayerFsError('ERR_CORRUPT', 'the root of this state is not a directory');
@@ -408,6 +417,25 @@ export class OverlayNodes {
   forget(serial: number): void {
     const n = this.nodes.get(serial);
     if (n && n.open === 0 && !this.alive(n)) this.free(n);
+  }
+
+  /**
+   * Lets go of the nodes that say nothing the base does not (a tool walking a whole tree looks
+   * up every inode, and a node each stayed for the overlay's life): node() loads them again.
+   * Only between requests (the kernel backend calls it after each): no operation holds a Node then.
+   */
+  trim(): void {
+    if (this.nodes.size <= this.trimAt || this.committing) return;
+    for (const n of this.nodes.values()) if (this.clean(n)) this.nodes.delete(n.serial);
+    this.trimAt = Math.max(this.trimMin, 2 * this.nodes.size);
+  }
+
+  /** The node equals what node() loads from the base: nothing changed, nothing open. */
+  private clean(n: Node): boolean {
+    if (!n.inBase || n.open !== 0 || n.socket || n.serial === ROOT_SERIAL) return false;
+    if (this.dirtyRecords.has(n.serial) || this.nameEdits.has(n.serial)) return false;
+    if (n.atimeNs !== n.mtimeNs || n.ctimeNs !== n.mtimeNs) return false;
+    return !n.data || n.data.idle;
   }
 
   protected free(n: Node): void {
