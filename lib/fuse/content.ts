@@ -294,7 +294,9 @@ export class FileData {
     const size = this.size;
     if (size === 0) return { form: ContentForm.None, id: null, size: 0 };
     if (size < SMALL_FILE_THRESHOLD) {
-      const bytes = Buffer.allocUnsafe(size);
+      // Not from Buffer's shared pool: a slice of it there kept the whole pool alive as long as a
+      // small Buffer allocated next to it (the ids a commit keeps), 8 KiB per file over a large commit.
+      const bytes = Buffer.allocUnsafeSlow(size);
       this.read(0, size, bytes);
       stats.bytesRead += size;
       const id = w.add(ObjectKind.Blob, bytes);
