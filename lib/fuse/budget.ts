@@ -17,6 +17,7 @@
  * of such a change set adds (+60 MiB of heap, +115 MiB of Buffers); docs/BENCHMARKS.md, "FUSE
  * commit of the real tree, compiled daemon".
  */
+import { mallocTune } from '../native/info.js';
 
 /** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */
 export const YOUNG_MIB = 1;
@@ -35,3 +36,14 @@ export const MMAP_THRESHOLD = 256 * 1024;
 
 /** glibc malloc arenas the daemon's threads share. */
 export const ARENA_MAX = 4;
+
+/**
+ * Applies the glibc part of the budget to this process: blocks of MMAP_THRESHOLD bytes or more
+ * are mapped and unmapped, so a freed row, frame or job buffer goes back to the system at once
+ * (instead of the threshold rising to the largest block freed so far and such blocks filling
+ * the heap), and the threads share at most ARENA_MAX arenas. Call before the process's threads
+ * start; true when glibc took both settings (false elsewhere).
+ */
+export function applyGlibcBudget(): boolean {
+  return mallocTune(MMAP_THRESHOLD, ARENA_MAX);
+}
