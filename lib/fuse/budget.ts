@@ -9,6 +9,7 @@
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
  *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 16 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
+ *   - requests held during a commit (kernel-worker.ts): HELD_REQUESTS request buffers per mount;
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
  *     write buffers go back to the system when freed), at most ARENA_MAX arenas.
  * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
@@ -30,6 +31,13 @@ export const SERVING_CACHE_KIB = 4096;
 
 /** Verified chunks the serving thread keeps (it answers READs only until a reader is ready). */
 export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Requests that would change the overlay, read between the steps of a commit and held in their
+ * request buffers (up to 1 MiB each: a WRITE's payload) until it ends. With this many held the
+ * serving thread reads nothing more until the commit's end; the rest wait in the kernel's queue.
+ */
+export const HELD_REQUESTS = 16;
 
 /** glibc's mmap threshold in the daemon, bytes (native mallocTune). */
 export const MMAP_THRESHOLD = 256 * 1024;
