@@ -16,7 +16,9 @@
  * Not bounded yet: the overlay's state per inode a change set touches (about 1.7 KiB of V8 heap
  * and Buffers each: 600 MiB after an rsync of the real tree's next release) and what a commit
  * of such a change set adds (+60 MiB of heap, +115 MiB of Buffers); docs/BENCHMARKS.md, "FUSE
- * commit of the real tree, compiled daemon".
+ * commit of the real tree, compiled daemon". Nor glibc's arenas in a commit of many small files:
+ * they grow 27-35 MiB in its first second, mostly free memory afterwards, from small blocks not
+ * yet traced (docs/BENCHMARKS.md, "The mount daemon's memory during a commit of many small files").
  */
 import { mallocTune } from '../native/info.js';
 
