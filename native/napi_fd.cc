@@ -3,7 +3,6 @@
 // routine conditions (EINTR, ENOENT for an interrupted request) through errno and the serving
 // loop must not build an exception for them; node's readSync/writeSync cost ~0.5 us more each.
 #include <errno.h>
-#include <poll.h>
 #include <string>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -47,21 +46,23 @@ Napi::Value RequestSlot(const Napi::CallbackInfo& info) {
   return Napi::Buffer<uint8_t>::New(env, RequestPool::Get().Request(slot), RequestPool::kRequestMax);
 }
 
-// fdReadReady(fd, buffer) -> bytes read, or -errno; -EAGAIN without reading when nothing is
-// waiting (poll(2) with no timeout first): the serving thread takes requests between the steps
-// of a commit this way without ever blocking in it. Only one thread reads the descriptor, so
-// what poll reports is still there for the read.
-Napi::Value FdReadReady(const Napi::CallbackInfo& info) {
+// fdReadRequestReady(fd) -> bytes read * 65536 + the slot read into, or -errno; -EAGAIN without
+// reading when nothing is waiting: the serving thread takes requests between the steps of a
+// commit this way without ever blocking in it. The slot stays held until requestRelease(slot).
+Napi::Value FdReadRequestReady(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int fd = GetFd(env, info[0]);
-  Bytes b = GetBytes(env, info[1], "buffer");
-  struct pollfd p = {fd, POLLIN, 0};
-  const int r = poll(&p, 1, 0);
-  if (r < 0) return Napi::Number::New(env, -errno);
-  if (r == 0) return Napi::Number::New(env, -EAGAIN);
-  if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0 && (p.revents & POLLIN) == 0) return Napi::Number::New(env, -ENODEV);
-  const ssize_t n = read(fd, const_cast<uint8_t*>(b.data), b.size);
-  return Napi::Number::New(env, n < 0 ? -errno : static_cast<double>(n));
+  int slot = 0;
+  const ssize_t n = RequestPool::Get().ReadReady(fd, &slot);
+  return Napi::Number::New(env, n <= 0 ? static_cast<double>(n) : static_cast<double>(n) * 65536 + slot);
+}
+
+// requestRelease(slot): the slot of a request read by fdReadRequestReady may be reused.
+Napi::Value RequestRelease(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "slot must be a number");
+  RequestPool::Get().ReleaseHeld(info[0].As<Napi::Number>().Int32Value());
+  return env.Undefined();
 }
 
 // fdWrite(fd, buffer, length) -> bytes written, or -errno
@@ -132,7 +133,8 @@ void InitFd(Napi::Env env, Napi::Object exports) {
   exports.Set("fdRead", Napi::Function::New<FdRead>(env, "fdRead"));
   exports.Set("fdReadRequest", Napi::Function::New<FdReadRequest>(env, "fdReadRequest"));
   exports.Set("requestSlot", Napi::Function::New<RequestSlot>(env, "requestSlot"));
-  exports.Set("fdReadReady", Napi::Function::New<FdReadReady>(env, "fdReadReady"));
+  exports.Set("fdReadRequestReady", Napi::Function::New<FdReadRequestReady>(env, "fdReadRequestReady"));
+  exports.Set("requestRelease", Napi::Function::New<RequestRelease>(env, "requestRelease"));
   exports.Set("fdWrite", Napi::Function::New<FdWrite>(env, "fdWrite"));
   exports.Set("fdWritev", Napi::Function::New<FdWritev>(env, "fdWritev"));
   exports.Set("fdLock", Napi::Function::New<FdLock>(env, "fdLock"));

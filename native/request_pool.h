@@ -5,15 +5,19 @@
 // header, the 40-byte fuse_write_in and the payload, so the payload starts page-aligned and can be
 // written to the spool file with O_DIRECT straight from the slot. A slot is held by the thread
 // that read into it until that thread reads the next request, and by the write-behind job that
-// took its payload until that job is written; it is reused once neither holds it. Slots are made
-// on demand and kept for the life of the process (the addon is loaded once): at most one per
-// reading thread plus kMaxTaken, as the write-behind takes a slot only while fewer than kMaxTaken
-// are taken (else it copies, as before). Trim() gives the pages of the slots nobody holds back to
+// took its payload until that job is written; it is reused once neither holds it. A request read
+// with ReadReady (between the steps of a commit) keeps its slot until its reader releases it, so a
+// request held until the commit ends is answered from where it was read. Slots are made on demand
+// and kept for the life of the process (the addon is loaded once): at most one per reading thread,
+// plus the requests its caller holds (the serving thread bounds those, budget.ts), plus
+// kMaxTaken, as the write-behind takes a slot only while fewer than kMaxTaken are taken (else it
+// copies, as before). Trim() gives the pages of the slots nobody holds back to
 // the system (the write-behind calls it when a drain finds its queue empty: a commit or a read of
 // a spool file), so a daemon that wrote a large file does not keep the pool's memory meanwhile.
 #pragma once
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -51,6 +55,35 @@ class RequestPool {
     *slot = held.slot;
     const ssize_t n = read(fd, base + kLead, kRequestMax);
     return n < 0 ? -errno : n;
+  }
+
+  // Reads one request from fd into a free slot of the caller's own if one is waiting (poll(2)
+  // with no timeout first), -EAGAIN at once otherwise: bytes read, or -errno. The slot (*slot)
+  // stays held, whatever the calling thread reads next, until ReleaseHeld. Only one thread reads
+  // the descriptor, so what poll reports is still there for the read.
+  ssize_t ReadReady(int fd, int* slot) {
+    struct pollfd p = {fd, POLLIN, 0};
+    const int r = poll(&p, 1, 0);
+    if (r < 0) return -errno;
+    if (r == 0) return -EAGAIN;
+    if ((p.revents & (POLLERR | POLLHUP | POLLNVAL)) != 0 && (p.revents & POLLIN) == 0) return -ENODEV;
+    uint8_t* base = nullptr;
+    const int s = Acquire(&base);
+    const ssize_t n = read(fd, base + kLead, kRequestMax);
+    if (n <= 0) {
+      const int e = errno;
+      Release(s);
+      return n < 0 ? -e : 0;
+    }
+    *slot = s;
+    return n;
+  }
+
+  // The caller of ReadReady is done with the request in slot.
+  void ReleaseHeld(int slot) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (slot < 0 || static_cast<size_t>(slot) >= slots_.size() || slots_[static_cast<size_t>(slot)].refs <= 0) return;
+    slots_[static_cast<size_t>(slot)].refs--;
   }
 
   // Slots made so far.
@@ -104,7 +137,7 @@ class RequestPool {
  private:
   struct Slot {
     uint8_t* base;
-    int refs;   // the reading thread (1) + the write-behind job that took it (1)
+    int refs;   // the reading thread or the holder of a ReadReady request (1) + the write-behind job that took it (1)
     bool used;  // read into since the last Trim
   };
   // The slot a thread read its last request into; released when the thread ends.

@@ -9,14 +9,18 @@
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
  *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 16 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
+ *   - requests held during a commit (kernel-worker.ts): HELD_REQUESTS request buffers per mount;
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
  *     write buffers go back to the system when freed), at most ARENA_MAX arenas.
  * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
  * Not bounded yet: the overlay's state per inode a change set touches (about 1.7 KiB of V8 heap
  * and Buffers each: 600 MiB after an rsync of the real tree's next release) and what a commit
  * of such a change set adds (+60 MiB of heap, +115 MiB of Buffers); docs/BENCHMARKS.md, "FUSE
- * commit of the real tree, compiled daemon".
+ * commit of the real tree, compiled daemon". Nor glibc's arenas in a commit of many small files:
+ * they grow 27-35 MiB in its first second, mostly free memory afterwards, from small blocks not
+ * yet traced (docs/BENCHMARKS.md, "The mount daemon's memory during a commit of many small files").
  */
+import { mallocTune } from '../native/info.js';
 
 /** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */
 export const YOUNG_MIB = 1;
@@ -30,8 +34,26 @@ export const SERVING_CACHE_KIB = 4096;
 /** Verified chunks the serving thread keeps (it answers READs only until a reader is ready). */
 export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;
 
+/**
+ * Requests that would change the overlay, read between the steps of a commit and held in their
+ * request buffers (up to 1 MiB each: a WRITE's payload) until it ends. With this many held the
+ * serving thread reads nothing more until the commit's end; the rest wait in the kernel's queue.
+ */
+export const HELD_REQUESTS = 16;
+
 /** glibc's mmap threshold in the daemon, bytes (native mallocTune). */
 export const MMAP_THRESHOLD = 256 * 1024;
 
 /** glibc malloc arenas the daemon's threads share. */
 export const ARENA_MAX = 4;
+
+/**
+ * Applies the glibc part of the budget to this process: blocks of MMAP_THRESHOLD bytes or more
+ * are mapped and unmapped, so a freed row, frame or job buffer goes back to the system at once
+ * (instead of the threshold rising to the largest block freed so far and such blocks filling
+ * the heap), and the threads share at most ARENA_MAX arenas. Call before the process's threads
+ * start; true when glibc took both settings (false elsewhere).
+ */
+export function applyGlibcBudget(): boolean {
+  return mallocTune(MMAP_THRESHOLD, ARENA_MAX);
+}

@@ -1,6 +1,5 @@
 /** Entry point of the mount daemon process: `node daemon-main.js <store path>` (started by client.ts). */
-import { mallocTune } from '../native/info.js';
-import { ARENA_MAX, MMAP_THRESHOLD } from './budget.js';
+import { applyGlibcBudget } from './budget.js';
 import { prepareServingWorker } from './kernel-spare.js';
 
 const storePath = process.argv[2];
@@ -9,7 +8,7 @@ if (!storePath) {
   process.exitCode = 2;
 } else {
   // Before any thread starts: the daemon's memory budget (budget.ts).
-  mallocTune(MMAP_THRESHOLD, ARENA_MAX);
+  applyGlibcBudget();
   // The first mount's serving thread loads while this thread loads the daemon (kernel-spare.ts).
   prepareServingWorker(storePath);
   const { runDaemon } = await import('./daemon.js');

@@ -11,11 +11,11 @@ import { rmSync, writeFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
-import { fdReadReady, fdWrite, RequestReader } from '../native/fd.js';
+import { fdWrite, RequestReader, type HeldRequest } from '../native/fd.js';
 import { mallocStats } from '../native/info.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
-import { CHUNK_CACHE_BYTES, SERVING_CACHE_KIB } from './budget.js';
+import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB } from './budget.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
 import { passthrough } from './kernel-passthrough.js';
@@ -36,7 +36,7 @@ const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
 /** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
-function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string): void {
+function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string, reader: RequestReader): void {
   // Closed spool files are removed by the daemon's thread (spool.ts), a batch at a time.
   if (spoolTrashSize() >= 256) post({ type: 'discard', paths: takeSpoolTrash() });
   for (;;) {
@@ -49,7 +49,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         const from = overlay.rootId;
         memoryNote('commit start', m.cells);
         const out = overlay.commitSync(m.note, m.strict, m.cells, () => {
-          serveDuringCommit(store.path, fd, overlay, proto);
+          serveDuringCommit(store.path, fd, overlay, proto, reader);
           memoryNote('commit', m.cells, 1000);
         });
         memoryNote('commit end', m.cells);
@@ -65,6 +65,8 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         requests.READ_ON_READER_THREADS = handed;
         requests.ANSWERED_DURING_COMMIT = answeredDuringCommit;
         requests.HELD_DURING_COMMIT = heldDuringCommit;
+        requests.HELD_PEAK_DURING_COMMIT = heldPeak;
+        requests.COMMIT_READS_STOPPED = readsStopped;
         value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
       }
       post({ type: 'result', id: m.id, ok: true, value });
@@ -109,10 +111,10 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     if (!readers(params.storePath).notify(fd, notes)) log('a kernel entry invalidation was not written before the request was answered');
   };
   passthrough.attach(fd);
-  const messages = (): void => answerMessages(store, fd, overlay, proto!, marker);
   // Requests are read into the addon's buffers: a large WRITE's payload goes to the write-behind
   // thread as it lies (native/request_pool.h).
   const reader = new RequestReader();
+  const messages = (): void => answerMessages(store, fd, overlay, proto!, marker, reader);
   try {
     for (;;) {
       const n = reader.read(fd);
@@ -123,7 +125,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       }
       if (n <= 0) {
         messages();
-        if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
+        if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
         continue;
       }
       const req = reader.buffer.subarray(0, n);
@@ -137,7 +139,7 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       messages();
       if (!first && !(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
       // Requests held during a commit come after the one read before it.
-      if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto);
+      if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -145,6 +147,8 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       }
     }
   } finally {
+    // Held requests of a connection that is gone are never answered: their buffers go back.
+    for (const h of held.splice(0)) reader.release(h);
     // Every READ handed out is answered before the daemon may close (and reuse) the descriptor.
     pool?.drain();
     if (passthrough.stopped) log(passthrough.stopped);
@@ -172,54 +176,71 @@ function memoryNote(what: string, cells: Int32Array | undefined, everyMs = 0): v
   log(`memory ${what}: steps ${steps} rss ${mib(m.rss)} heapUsed ${mib(m.heapUsed)} heapTotal ${mib(m.heapTotal)} external ${mib(m.external)} arrayBuffers ${mib(m.arrayBuffers)}${c ? ` malloc arena ${mib(c.arena)} mmap ${mib(c.mmap)} inUse ${mib(c.inUse)} free ${mib(c.free)}` : ''} MiB`);
 }
 
-/** Requests read during a commit that change the overlay: answered, in order, once it is over. */
-const held: Buffer[] = [];
-/** The buffer requests are read into during a commit (the serving loop's own holds the request read before it). */
-let commitBuf: Buffer | null = null;
+/** Requests read during a commit that change the overlay: answered, in order, once it is over (each in its request buffer). */
+const held: HeldRequest[] = [];
+/** At most this many are held (budget.ts HELD_REQUESTS; LAYERFS_FUSE_HELD=N sets another bound). */
+const heldMax = heldBound();
 /** Requests answered during commits of this mount, and held until their end (diagnostics: the mount's state). */
 let answeredDuringCommit = 0;
 let heldDuringCommit = 0;
+/** The most requests held at once, and how often reading stopped because heldMax were held (diagnostics). */
+let heldPeak = 0;
+let readsStopped = 0;
+
+function heldBound(): number {
+  const env = process.env.LAYERFS_FUSE_HELD;
+  return env !== undefined && /^\d+$/.test(env) ? Math.min(1024, Number(env)) : HELD_REQUESTS;
+}
 
 /**
  * Between two steps of a commit (overlay-commit.ts stepper): answers the requests waiting on
  * /dev/fuse that only read the overlay (lookups, attributes, listings, READs a reader thread
  * takes), so metadata requests do not wait for a large commit; a request that would change the
- * overlay (or READ a changed file) is copied and answered after the commit, in order, so the
- * commit stays a consistent cut of the state it started from and every write lands after it.
- * Never waits: returns when nothing more is waiting, or after 64 requests.
+ * overlay (or READ a changed file) stays in its request buffer and is answered after the commit,
+ * in order, so the commit stays a consistent cut of the state it started from and every write
+ * lands after it. Once heldMax requests are held it reads no more (what follows waits in the
+ * kernel's queue until the commit's end), so held requests never take more than heldMax request
+ * buffers. Never waits: returns when nothing more is waiting, or after 64 requests.
  */
-function serveDuringCommit(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol): void {
-  commitBuf ??= Buffer.allocUnsafeSlow((1 << 20) + 8192);
+function serveDuringCommit(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol, reader: RequestReader): void {
   for (let i = 0; i < 64; i++) {
-    const n = fdReadReady(fd, commitBuf);
-    if (n === -E.EINTR || n === -E.ENOENT) continue;
-    if (n <= 0) return;
-    const req = commitBuf.subarray(0, n);
-    if (KernelProtocol.isWake(req, n)) {
-      proto.wakeReply(req);
-      continue;
+    if (held.length >= heldMax) {
+      readsStopped++;
+      return;
     }
-    if (handReads && handOver(storePath, fd, overlay, req)) {
-      answeredDuringCommit++;
-      continue;
+    const r = reader.readReady(fd);
+    if (r === -E.EINTR || r === -E.ENOENT) continue;
+    if (typeof r === 'number') return;
+    const req = r.request;
+    let keep = false;
+    try {
+      if (KernelProtocol.isWake(req, req.length)) proto.wakeReply(req);
+      else if (handReads && handOver(storePath, fd, overlay, req)) answeredDuringCommit++;
+      // Requests read together were sent together: answering one before another held is an order the kernel allows.
+      else if (READ_ONLY_OPS.has(req.readUInt32LE(4))) {
+        proto.handle(req);
+        answeredDuringCommit++;
+      } else {
+        keep = true;
+        held.push(r);
+        heldDuringCommit++;
+        if (held.length > heldPeak) heldPeak = held.length;
+      }
+    } finally {
+      if (!keep) reader.release(r);
     }
-    // Requests read together were sent together: answering one before another held is an order the kernel allows.
-    if (READ_ONLY_OPS.has(req.readUInt32LE(4))) {
-      proto.handle(req);
-      answeredDuringCommit++;
-      continue;
-    }
-    held.push(Buffer.from(req));
-    heldDuringCommit++;
   }
 }
 
-/** Answers the requests held during a commit, in the order they came (serveDuringCommit). */
-function answerHeld(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol): void {
+/** Answers the requests held during a commit, in the order they came (serveDuringCommit), and gives their buffers back. */
+function answerHeld(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol, reader: RequestReader): void {
   while (held.length > 0) {
-    const req = held.shift()!;
-    if (handReads && handOver(storePath, fd, overlay, req)) continue;
-    proto.handle(req);
+    const h = held.shift()!;
+    try {
+      if (!(handReads && handOver(storePath, fd, overlay, h.request))) proto.handle(h.request);
+    } finally {
+      reader.release(h);
+    }
   }
 }
 
@@ -295,7 +316,8 @@ port.on('message', (m: StartWorker | ToWorker) => {
     handed = 0;
     answeredDuringCommit = 0;
     heldDuringCommit = 0;
-    held.length = 0;
+    heldPeak = 0;
+    readsStopped = 0;
     // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground):
     // the daemon's checkpointer does, one for all its mounts (kernel-spare.ts sharedCheckpoints).
     store.checkpointInBackground(undefined, m.params.storePath === storePath ? checkpoints : undefined);

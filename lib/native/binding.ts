@@ -173,7 +173,10 @@ export interface NativeBinding {
   fdReadRequest(fd: number): number;
   /** A Buffer over request buffer `slot`'s bytes. */
   requestSlot(slot: number): Buffer;
-  fdReadReady(fd: number, buffer: Uint8Array): number;
+  /** read(2) of one request into a free request buffer when one waits (poll first): bytes * 65536 + its slot, -EAGAIN when none waits, or -errno. The slot stays held until requestRelease. */
+  fdReadRequestReady(fd: number): number;
+  /** A request buffer read by fdReadRequestReady may be reused. */
+  requestRelease(slot: number): void;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
   fdWritev(fd: number, buffers: Uint8Array[]): number;

@@ -3,18 +3,29 @@
  * returned as -errno, never thrown, since errors such as EINTR or ENOENT are routine there.
  */
 import { invalidArgument, LayerFsError } from '../errors.js';
+import { constants } from 'node:os';
 import { native } from './binding.js';
+
+const E_AGAIN = constants.errno.EAGAIN;
 
 /** Reads once into `buffer`: the bytes read, or -errno. Blocks the calling thread. */
 export function fdRead(fd: number, buffer: Uint8Array): number {
   return native.fdRead(fd, buffer);
 }
 
+/** A request read by RequestReader.readReady: its bytes lie in a request buffer of its own until released. */
+export interface HeldRequest {
+  readonly slot: number;
+  /** The request's bytes (a view of the request buffer, valid until release). */
+  readonly request: Buffer;
+}
+
 /**
  * Reads FUSE requests into the addon's request buffers (native/request_pool.h), so that the
  * write-behind can take a large WRITE's payload as it lies instead of copying it. `buffer` is the
- * last request read; it stays valid until the next `read` (the write-behind holds its own claim).
- * One reader per thread.
+ * last request `read`; it stays valid until the next `read` (the write-behind holds its own
+ * claim). A request taken with `readReady` keeps a buffer of its own until `release`: one read
+ * path and one set of buffers whether a request is answered at once or held. One reader per thread.
  */
 export class RequestReader {
   /** The buffer the last request was read into (its first `read()` bytes). */
@@ -26,14 +37,31 @@ export class RequestReader {
     const r = native.fdReadRequest(fd);
     if (r < 0) return r;
     const slot = r % 65536;
-    this.buffer = this.slots[slot] ??= native.requestSlot(slot);
+    this.buffer = this.slotBuffer(slot);
     return (r - slot) / 65536;
   }
-}
 
-/** Reads once into `buffer` when something is waiting, else -EAGAIN at once (poll(2) first): bytes read, or -errno. Never blocks. */
-export function fdReadReady(fd: number, buffer: Uint8Array): number {
-  return native.fdReadReady(fd, buffer);
+  /**
+   * Reads one request from `fd` when one is waiting (poll(2) first; never blocks): the request,
+   * held in its buffer until `release`, or -errno (-EAGAIN when nothing waits). `buffer` and the
+   * request `read` last stay as they are.
+   */
+  readReady(fd: number): HeldRequest | number {
+    const r = native.fdReadRequestReady(fd);
+    if (r < 0) return r;
+    if (r === 0) return -E_AGAIN;
+    const slot = r % 65536;
+    return { slot, request: this.slotBuffer(slot).subarray(0, (r - slot) / 65536) };
+  }
+
+  /** The request's buffer may be read into again. Once per request from `readReady`. */
+  release(held: HeldRequest): void {
+    native.requestRelease(held.slot);
+  }
+
+  private slotBuffer(slot: number): Buffer {
+    return (this.slots[slot] ??= native.requestSlot(slot));
+  }
 }
 
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */

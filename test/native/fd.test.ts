@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { test } from 'node:test';
-import { fdRead, fdWrite, fdWritev, RequestReader, writeBehind, writeBehindDrain } from '../../lib/native/index.js';
+import { fdRead, fdWrite, fdWritev, makeNode, RequestReader, writeBehind, writeBehindDrain } from '../../lib/native/index.js';
 import { seededBytes } from './helpers.js';
 
 const E = os.constants.errno;
@@ -91,4 +91,52 @@ test('RequestReader: a large payload handed to the write-behind is written from 
   fs.closeSync(o);
   fs.closeSync(r);
   assert.equal(reader.read(r), -E.EBADF);
+});
+
+test('RequestReader.readReady: nothing waiting gives -EAGAIN at once; a request read is held in its own buffer, untouched by later reads, until released', (t) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'layerfs-reqready-'));
+  t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+  // A FIFO opened for reading and writing stands in for /dev/fuse: each write is one "request".
+  const fifo = path.join(dir, 'fifo');
+  assert.equal(makeNode(Buffer.from(fifo), 'p', 0o600), 0);
+  const fd = fs.openSync(fifo, fs.constants.O_RDWR);
+  const reader = new RequestReader();
+  assert.equal(reader.readReady(fd), -E.EAGAIN);
+  const a = seededBytes(21, 3000);
+  const b = seededBytes(22, 60_000);
+  const c = seededBytes(23, 500);
+  fs.writeSync(fd, a);
+  const ha = reader.readReady(fd);
+  assert.ok(typeof ha !== 'number');
+  assert.ok(ha.request.equals(a));
+  assert.equal(reader.readReady(fd), -E.EAGAIN);
+  fs.writeSync(fd, b);
+  const hb = reader.readReady(fd);
+  assert.ok(typeof hb !== 'number');
+  fs.writeSync(fd, c);
+  assert.equal(reader.read(fd), c.length);
+  assert.ok(reader.buffer.subarray(0, c.length).equals(c));
+  // Two more blocking reads (each releases the buffer of the one before): the held ones keep their bytes.
+  fs.writeSync(fd, c.subarray(0, 7));
+  assert.equal(reader.read(fd), 7);
+  assert.ok(ha.request.equals(a), 'the first held request is intact');
+  assert.ok(hb.request.equals(b), 'the second held request is intact');
+  assert.notEqual(ha.slot, hb.slot);
+  reader.release(ha);
+  reader.release(hb);
+  // Released buffers are read into again: holding and releasing does not grow the pool.
+  const seen = new Set<number>();
+  for (let i = 0; i < 20; i++) {
+    fs.writeSync(fd, a.subarray(0, 100 + i));
+    const h = reader.readReady(fd);
+    assert.ok(typeof h !== 'number');
+    assert.ok(h.request.equals(a.subarray(0, 100 + i)));
+    seen.add(h.slot);
+    reader.release(h);
+  }
+  assert.equal(seen.size, 1);
+  assert.ok(seen.has(ha.slot) || seen.has(hb.slot));
+  fs.closeSync(fd);
+  const closed = reader.readReady(fd);
+  assert.ok(typeof closed === 'number' && closed < 0);
 });
