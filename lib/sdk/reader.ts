@@ -6,13 +6,13 @@
  * fraction of the Client's load time.
  */
 import type { ByteRange } from '../store/read-range.js';
-import { Store } from '../store/store.js';
+import { ReadStore } from '../store/store-read.js';
 import * as read from './read.js';
 import type { StateRef } from './read.js';
 import type { EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
 
 export class Reader {
-  private constructor(private readonly store: Store) {}
+  private constructor(private readonly store: ReadStore) {}
 
   /**
    * Opens an existing Store read-only, checking that it is a Store of a supported format. Its
@@ -20,7 +20,7 @@ export class Reader {
    * about a fifth less CPU than through a pread(2) per page.
    */
   static open(path: string): Reader {
-    return new Reader(Store.open(path, { readonly: true, mapped: true }));
+    return new Reader(ReadStore.openForReading(path, { readonly: true, mapped: true }));
   }
 
   ls(ref: StateRef, path?: string | Buffer): EntryInfo[] {

@@ -122,7 +122,7 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   const cat = loaded(['--store', store, 'cat', 'demo', 'a.txt']);
   assert.equal(cat.code, 0);
   assert.equal(cat.stdout, 'hello\n');
-  assert.ok(cat.modules.includes('lib/cli/commands/cat.ts') && cat.modules.includes('lib/store/store.ts'), cat.modules.join(' '));
+  assert.ok(cat.modules.includes('lib/cli/commands/cat.ts') && cat.modules.includes('lib/store/store-read.ts'), cat.modules.join(' '));
   const heavy = cat.modules.filter(
     (m) =>
       /^lib\/(remote\/(index|connection)|sdk\/remote-transfer|cli\/mcp\/)/.test(m) ||
@@ -131,7 +131,12 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   );
   assert.deepEqual(heavy, []);
   // The read path only: no Workspace, FUSE, remote or diff code, and no Client (sdk/client*.ts).
-  const readPath = (m: string[]) => m.filter((x) => /^lib\/(fuse|workspace|remote)\/|^lib\/history\/(diff|reconcile|git-patch|add)|^lib\/store\/(import\/|gc|repack|export)|^lib\/sdk\/(index|client)/.test(x));
+  // Nor the Store's writer side (store.ts: object writer, groups, deltas, dictionary training,
+  // checkpointer): a read-only process opens the read side (store-read.ts) alone.
+  const readPath = (m: string[]) =>
+    m.filter((x) =>
+      /^lib\/(fuse|workspace|remote)\/|^lib\/history\/(diff|reconcile|git-patch|add)|^lib\/store\/(import\/|gc|repack|export|store\.ts|objects\.ts|object-writer|object-groups|object-deltas|dictionary(-training)?\.ts|writer-statements|checkpointer)|^lib\/native\/zstd-train|^lib\/sdk\/(index|client)/.test(x),
+    );
   assert.deepEqual(readPath(cat.modules), []);
   const ls = loaded(['--store', store, 'ls', 'demo']);
   assert.equal(ls.code, 0);
