@@ -130,6 +130,8 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
       (m.startsWith('lib/cli/commands/') && m !== 'lib/cli/commands/cat.ts'),
   );
   assert.deepEqual(heavy, []);
+  // A plain cat command line is read without commander (plain-cat.ts).
+  assert.deepEqual(cat.modules.filter((m) => m.startsWith('node_modules/commander/')), []);
   // The read path only: no Workspace, FUSE, remote or diff code, and no Client (sdk/client*.ts).
   // Nor the Store's writer side (store.ts: object writer, groups, deltas, dictionary training,
   // checkpointer): a read-only process opens the read side (store-read.ts) alone.
