@@ -7,9 +7,10 @@
  */
 import type { ByteRange } from '../store/read-range.js';
 import { ReadStore } from '../store/store-read.js';
+import { commitLog } from './log.js';
 import * as read from './read.js';
 import type { StateRef } from './read.js';
-import type { EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
+import type { CommitInfo, EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
 
 export class Reader {
   private constructor(private readonly store: ReadStore) {}
@@ -54,6 +55,11 @@ export class Reader {
   /** Layers, oldest first; of one LayerStack with `layerStack`. */
   layers(opts: { layerStack?: string } = {}): LayerInfo[] {
     return read.layers(this.store, opts);
+  }
+
+  /** A Branch's Commits, newest first (or a checkpoint's), as the Client's log() without a path. */
+  log(branch: string, opts: { limit?: number } = {}): CommitInfo[] {
+    return commitLog(this.store, branch, { limit: opts.limit });
   }
 
   close(): void {

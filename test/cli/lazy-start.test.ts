@@ -102,7 +102,7 @@ function loaded(args: string[], env: Record<string, string> = {}): { modules: st
   return { modules, stdout: r.stdout, code: r.status };
 }
 
-test('--version and --help load no SDK; cat, ls and query layers load only the read path', async () => {
+test('--version and --help load no SDK; cat, ls, query layers and log load only the read path', async () => {
   const version = loaded(['--version']);
   assert.match(version.stdout, /^layerfs \d+\.\d+\.\d+/);
   assert.ok(version.modules.includes('lib/cli/start.ts'), 'the trace sees the CLI load (else the checks below prove nothing)');
@@ -118,6 +118,7 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   const store = join(dir, 'store.sqlite');
   const c = Client.create(store);
   await c.initLayerStack({ name: 'demo', source: src });
+  c.forkBranch({ name: 'dev', layer: 'demo' });
   c.close();
   const cat = loaded(['--store', store, 'cat', 'demo', 'a.txt']);
   assert.equal(cat.code, 0);
@@ -148,4 +149,9 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   assert.equal(layers.code, 0);
   assert.equal(JSON.parse(layers.stdout).layers[0].layerStack, 'demo');
   assert.deepEqual(readPath(layers.modules), []);
+  // log without a path is on the Reader too (with a path it needs the Client's diff).
+  const log = loaded(['--store', store, '--json', 'log', 'dev']);
+  assert.equal(log.code, 0);
+  assert.deepEqual(JSON.parse(log.stdout).commits, []);
+  assert.deepEqual(readPath(log.modules), []);
 });
