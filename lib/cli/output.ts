@@ -49,6 +49,20 @@ export function quoteName(name: string | Buffer): string {
   return `"${out}"`;
 }
 
+/**
+ * A reader that goes away (`layerfs cat … | head`) ends the command quietly, like cat or git:
+ * the output nobody reads is dropped and the exit is clean. Nothing is lost: results are printed
+ * after the operation has finished.
+ */
+export function endQuietlyOnClosedPipe(): void {
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw e;
+    });
+  }
+}
+
 export class Out {
   constructor(readonly json: boolean) {}
 

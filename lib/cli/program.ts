@@ -6,7 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { LayerFsError } from '../sdk/errors.js';
-import { toJson } from './output.js';
+import { endQuietlyOnClosedPipe, toJson } from './output.js';
 import type { ExitState } from './runner.js';
 
 export function packageVersion(): string {
@@ -43,20 +43,6 @@ function wantsJson(argv: string[]): boolean {
 function quietUsage(cmd: Command, sink: string[]): void {
   cmd.configureOutput({ writeErr: (s) => sink.push(s), outputError: (s) => sink.push(s) });
   for (const sub of cmd.commands) quietUsage(sub, sink);
-}
-
-/**
- * A reader that goes away (`layerfs cat … | head`) ends the command quietly, like cat or git:
- * the output nobody reads is dropped and the exit is clean. Nothing is lost: results are printed
- * after the operation has finished.
- */
-function endQuietlyOnClosedPipe(): void {
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw e;
-    });
-  }
 }
 
 /** Runs `argv` against `program` (its commands registered); sets the process exit code. */

@@ -26,15 +26,17 @@ export type Runner = (fn: CommandBody) => () => Promise<void>;
 
 /** A runner for `program`: errors thrown by a command become its output and exit code. */
 export function makeRunner(program: Command, state: ExitState): Runner {
-  return (fn) => async () => {
-    const g = program.opts<Globals>();
-    const out = new Out(Boolean(g.json));
-    try {
-      await fn(out, g);
-    } catch (e) {
-      state.code = out.error(e);
-    }
-  };
+  return (fn) => () => runBody(program.opts<Globals>(), state, fn);
+}
+
+/** Runs a command's body with the program's options `g`: an error becomes its output and exit code. */
+export async function runBody(g: Globals, state: ExitState, fn: CommandBody): Promise<void> {
+  const out = new Out(Boolean(g.json));
+  try {
+    await fn(out, g);
+  } catch (e) {
+    state.code = out.error(e);
+  }
 }
 
 /**

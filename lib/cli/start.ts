@@ -1,15 +1,16 @@
 /**
  * The `layerfs` command as the bin runs it: the program with every command of the help (from
  * the light table in groups.ts), but only the module of the command being run loaded, so
- * `layerfs --version` or `layerfs cat` does not load what `mcp`, `remote` or `sandbox` need.
+ * `layerfs --version` or `layerfs cat` does not load what `mcp`, `remote` or `sandbox` need; a
+ * plain `layerfs cat STATE PATH` does not load commander either (plain-cat.ts).
  */
-import { Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { GROUPS, groupFor, type CommandGroup, type GroupName } from './groups.js';
-import { packageVersion, rootProgram, runProgram } from './program.js';
+import { plainCat } from './plain-cat.js';
 import type { ExitState } from './runner.js';
 
 /** A command as `--help` lists it, standing in for one whose module is not loaded. */
-function placeholder(program: Command, group: CommandGroup): void {
+function placeholder(program: Command, group: CommandGroup, Option: typeof import('commander').Option): void {
   for (const line of group.commands) {
     const cmd = program.command(line.spec).description(line.description);
     // Only the count shows (`[options]`); groupFor() loads a command's module before it runs.
@@ -22,18 +23,24 @@ function placeholder(program: Command, group: CommandGroup): void {
 
 /** The program for `args`: the wanted group's module (or every one) loaded, the rest placeholders. */
 export async function programFor(args: string[], state: ExitState): Promise<Command> {
+  // Loaded here, not on import: a plain `cat` (main) never loads commander.
+  const { Option } = await import('commander');
+  const { packageVersion, rootProgram } = await import('./program.js');
   const program = rootProgram();
   const wanted = groupFor(args);
   const run = wanted === undefined ? undefined : (await import('./runner.js')).makeRunner(program, state);
   const version = packageVersion();
   for (const [name, group] of Object.entries(GROUPS) as [GroupName, CommandGroup][]) {
     if (run && (wanted === 'all' || wanted === name)) (await group.load())(program, run, state, version);
-    else placeholder(program, group);
+    else placeholder(program, group, Option);
   }
   return program;
 }
 
 export async function main(argv: string[]): Promise<void> {
+  const cat = plainCat(argv.slice(2));
+  if (cat) return (await import('./commands/cat.js')).runPlainCat(cat);
   const state = { code: 0 };
+  const { runProgram } = await import('./program.js');
   await runProgram(await programFor(argv.slice(2), state), argv, state);
 }

@@ -7,6 +7,7 @@ import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import { prepared } from '../store/store-file.js';
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 import { commitIdV2, uuidv7 } from './ids.js';
 import { canonicalJson, EMPTY_NOTE, type CommitNote } from './note.js';
 import { deletedBranch, deletedError } from './tombstones.js';
@@ -15,21 +16,21 @@ import { uniqueByPrefix } from './resolve.js';
 import { BRANCH_COLUMNS, COMMIT_COLUMNS, type BranchRow, type CommitRow } from './rows.js';
 import { ensureHistoryTable, historyColumn } from './tables.js';
 
-export function getBranch(store: Store, id: Buffer): BranchRow | undefined {
+export function getBranch(store: ReadStore, id: Buffer): BranchRow | undefined {
   return prepared(store.db, `SELECT ${BRANCH_COLUMNS} FROM branches WHERE id = ?`).get(id) as BranchRow | undefined;
 }
 
-export function getCommit(store: Store, id: Buffer): CommitRow | undefined {
+export function getCommit(store: ReadStore, id: Buffer): CommitRow | undefined {
   return prepared(store.db, `SELECT ${COMMIT_COLUMNS} FROM commits WHERE id = ?`).get(id) as CommitRow | undefined;
 }
 
-export function listBranches(store: Store, layerStackId?: Buffer): BranchRow[] {
+export function listBranches(store: ReadStore, layerStackId?: Buffer): BranchRow[] {
   if (layerStackId) return store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE layer_stack_id = ? ORDER BY created_ms, name`).all(layerStackId) as BranchRow[];
   return store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches ORDER BY created_ms, name`).all() as BranchRow[];
 }
 
 /** A Branch by name (unique per LayerStack; ambiguous across stacks) or by id prefix. */
-export function resolveBranch(store: Store, ref: string): BranchRow {
+export function resolveBranch(store: ReadStore, ref: string): BranchRow {
   const byName = store.db.prepare(`SELECT ${BRANCH_COLUMNS} FROM branches WHERE name = ? ORDER BY id`).all(ref) as BranchRow[];
   if (byName.length > 1) {
     const candidates = byName.map((b) => toHex(b.id));
@@ -50,19 +51,19 @@ export function resolveBranch(store: Store, ref: string): BranchRow {
   return row;
 }
 
-export function resolveCommit(store: Store, ref: string): CommitRow | undefined {
+export function resolveCommit(store: ReadStore, ref: string): CommitRow | undefined {
   const id = uniqueByPrefix(ref, 32, 'Commit', (lo, hi, limit) => store.db.prepare('SELECT id FROM commits WHERE id BETWEEN ? AND ? ORDER BY id LIMIT ?').pluck().all(lo, hi, limit) as Buffer[]);
   return id ? getCommit(store, id) : undefined;
 }
 
 /** The root a Branch currently exposes. */
-export function branchRoot(store: Store, b: BranchRow): Buffer {
+export function branchRoot(store: ReadStore, b: BranchRow): Buffer {
   if (b.headCommitId) return getCommit(store, b.headCommitId)!.rootId;
   return getLayer(store, b.baseLayerId)!.rootId;
 }
 
 /** The Branch's Commits, newest first (following parents from the head). */
-export function branchLog(store: Store, b: BranchRow, limit = Number.MAX_SAFE_INTEGER): CommitRow[] {
+export function branchLog(store: ReadStore, b: BranchRow, limit = Number.MAX_SAFE_INTEGER): CommitRow[] {
   const out: CommitRow[] = [];
   let id = b.headCommitId;
   while (id && out.length < limit) {
@@ -74,7 +75,7 @@ export function branchLog(store: Store, b: BranchRow, limit = Number.MAX_SAFE_IN
   return out;
 }
 
-export function isInHistory(store: Store, b: BranchRow, commit: Buffer): boolean {
+export function isInHistory(store: ReadStore, b: BranchRow, commit: Buffer): boolean {
   let id = b.headCommitId;
   while (id) {
     if (id.equals(commit)) return true;
@@ -133,7 +134,7 @@ export type PublishOutcome =
  * still `expectedBase`). The objects `root` reaches must already be written. The note (message,
  * metadata, author) and the creation time are part of the new Commit's id.
  */
-export function publishCommit(store: Store, branchId: Buffer, root: Buffer, expectedHead: Buffer | null, expectedBase: Buffer, note: CommitNote = EMPTY_NOTE): PublishOutcome {
+export function publishCommit(store: ReadStore, branchId: Buffer, root: Buffer, expectedHead: Buffer | null, expectedBase: Buffer, note: CommitNote = EMPTY_NOTE): PublishOutcome {
   const b = getBranch(store, branchId);
   if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(branchId)} no longer exists`, { id: toHex(branchId) });
   const sameHead = (b.headCommitId === null && expectedHead === null) || (b.headCommitId !== null && expectedHead !== null && b.headCommitId.equals(expectedHead));

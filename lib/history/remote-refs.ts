@@ -7,6 +7,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 import { ensureHistoryTable, hasHistoryTable } from './tables.js';
 
 export interface RemoteRefRow {
@@ -22,7 +23,7 @@ export interface RemoteRefRow {
 
 const REMOTE_REF_COLUMNS = 'remote, kind, name, layer_stack_id AS layerStackId, id, head, base_layer_id AS baseLayerId, updated_ms AS updatedMs';
 
-export function remoteRefs(store: Store, remote?: string): RemoteRefRow[] {
+export function remoteRefs(store: ReadStore, remote?: string): RemoteRefRow[] {
   if (!hasHistoryTable(store, 'remote_refs')) return [];
   if (remote) return store.db.prepare(`SELECT ${REMOTE_REF_COLUMNS} FROM remote_refs WHERE remote = ? ORDER BY kind, name`).all(remote) as RemoteRefRow[];
   return store.db.prepare(`SELECT ${REMOTE_REF_COLUMNS} FROM remote_refs ORDER BY remote, kind, name`).all() as RemoteRefRow[];
@@ -40,7 +41,7 @@ export function setRemoteRef(store: Store, r: Omit<RemoteRefRow, 'updatedMs'>): 
 }
 
 /** The head Commits of the remote-tracking Branches: retention keeps their histories like a local Branch's. */
-export function remoteBranchHeads(store: Store): Buffer[] {
+export function remoteBranchHeads(store: ReadStore): Buffer[] {
   if (!hasHistoryTable(store, 'remote_refs')) return [];
   return store.db.prepare("SELECT head FROM remote_refs WHERE kind = 'branch' AND head IS NOT NULL").pluck().all() as Buffer[];
 }
@@ -56,7 +57,7 @@ export interface RemoteRefTarget {
  * `REMOTE/NAME`: the head a remote had for a LayerStack or Branch of that name at the last fetch
  * or push (names cannot hold '/', so nothing else is read this way). LayerStacks come first.
  */
-export function resolveRemoteRef(store: Store, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
+export function resolveRemoteRef(store: ReadStore, ref: string, kinds: ('layerstack' | 'branch')[] = ['layerstack', 'branch']): RemoteRefTarget | undefined {
   const m = /^([^/]+)\/([^/]+)$/.exec(ref);
   if (!m || !hasHistoryTable(store, 'remote_refs')) return undefined;
   for (const kind of kinds) {

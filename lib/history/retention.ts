@@ -12,6 +12,7 @@
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 import { remoteBranchHeads } from './remote-refs.js';
 import { ensureHistoryTable, hasHistoryTable, historyColumn, historyRows } from './tables.js';
 
@@ -35,7 +36,7 @@ export interface KeptState {
   rootId: Buffer;
 }
 
-export function getPolicy(store: Store): RetentionPolicy {
+export function getPolicy(store: ReadStore): RetentionPolicy {
   const rows = new Map(historyRows<{ key: string; value: number }>(store, 'retention', 'SELECT key, value FROM retention').map((r) => [r.key, r.value]));
   return { branchCommits: rows.get('branch_commits') ?? null, olderThanMs: rows.get('older_than_ms') ?? null };
 }
@@ -69,7 +70,7 @@ interface CommitLink {
 }
 
 /** Every Commit row, by id (latin1 key): walking many Branch histories reads each row once. */
-function commitLinks(store: Store): Map<string, CommitLink> {
+function commitLinks(store: ReadStore): Map<string, CommitLink> {
   const m = new Map<string, CommitLink>();
   const q = store.db.prepare('SELECT id, root_id AS root, parent_commit_id AS parent, created_ms AS created FROM commits');
   for (const r of q.iterate() as IterableIterator<CommitLink & { id: Buffer }>) m.set(r.id.toString('latin1'), { root: r.root, parent: r.parent, created: r.created });
@@ -85,7 +86,7 @@ export function policyKeeps(p: RetentionPolicy, index: number, createdMs: number
 }
 
 /** The ids (hex) of the Commits retention keeps: policy, fork bases, and pins of Commits. */
-export function keptCommits(store: Store, now = Date.now()): Set<string> {
+export function keptCommits(store: ReadStore, now = Date.now()): Set<string> {
   return new Set(historyStates(store, now).filter((s) => s.kind === 'commit').map((s) => s.id));
 }
 
@@ -94,14 +95,14 @@ export function keptCommits(store: Store, now = Date.now()): Set<string> {
  * Read both inside one read (or write) transaction: gc calls `roots` again under the write lock
  * before each deleting transaction, e.g. `roots: () => keptStates(s, workspaceRoots(s))`.
  */
-export function keptStates(store: Store, workspaces: Iterable<WorkspaceRoot>, now = Date.now()): KeptState[] {
+export function keptStates(store: ReadStore, workspaces: Iterable<WorkspaceRoot>, now = Date.now()): KeptState[] {
   const out = historyStates(store, now);
   for (const w of workspaces) out.push({ kind: 'workspace', id: toHex(w.id), rootId: w.rootId });
   return out;
 }
 
 /** The kept states of the history tier's own tables: every kind but `workspace`. */
-function historyStates(store: Store, now: number): KeptState[] {
+function historyStates(store: ReadStore, now: number): KeptState[] {
   const out: KeptState[] = [];
   for (const l of store.db.prepare('SELECT id, root_id AS rootId FROM layers').iterate() as IterableIterator<{ id: Buffer; rootId: Buffer }>) {
     out.push({ kind: 'layer', id: toHex(l.id), rootId: l.rootId });
@@ -165,7 +166,7 @@ export function recordPruned(store: Store, live: (id: Buffer) => boolean): numbe
   return n;
 }
 
-export function isPruned(store: Store, commitId: Buffer): boolean {
+export function isPruned(store: ReadStore, commitId: Buffer): boolean {
   return historyColumn(store, 'pruned_commits', 'SELECT 1 FROM pruned_commits WHERE id = ?', commitId).length > 0;
 }
 
@@ -177,7 +178,7 @@ export interface Pin {
   createdMs: number;
 }
 
-export function listPins(store: Store): Pin[] {
+export function listPins(store: ReadStore): Pin[] {
   return historyRows<Pin>(store, 'pins', 'SELECT state, root_id AS rootId, created_ms AS createdMs FROM pins ORDER BY created_ms, state');
 }
 

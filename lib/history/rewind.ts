@@ -8,6 +8,7 @@ import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 import { branchRoot, getBranch, isInHistory, publishCommit, resolveCommit, type PublishOutcome } from './branches.js';
 import { getLayer, layerIdByPrefix } from './layerstacks.js';
 import type { CommitNote } from './note.js';
@@ -25,17 +26,17 @@ export interface CheckpointRow {
 
 const CHECKPOINT_COLUMNS = 'branch_id AS branchId, name, commit_id AS commitId, base_layer_id AS baseLayerId, root_id AS rootId, created_ms AS createdMs';
 
-export function getCheckpoint(store: Store, branchId: Buffer, name: string): CheckpointRow | undefined {
+export function getCheckpoint(store: ReadStore, branchId: Buffer, name: string): CheckpointRow | undefined {
   return historyRows<CheckpointRow>(store, 'checkpoints', `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? AND name = ?`, branchId, name)[0];
 }
 
 /** Checkpoints named `name`, on any Branch, with their Branch's name (by Branch name). */
-export function findCheckpoints(store: Store, name: string): (CheckpointRow & { branchName: string })[] {
+export function findCheckpoints(store: ReadStore, name: string): (CheckpointRow & { branchName: string })[] {
   const cols = CHECKPOINT_COLUMNS.replace(/(^|, )/g, '$1c.');
   return historyRows<CheckpointRow & { branchName: string }>(store, 'checkpoints', `SELECT ${cols}, b.name AS branchName FROM checkpoints c JOIN branches b ON b.id = c.branch_id WHERE c.name = ? ORDER BY b.name, b.id`, name);
 }
 
-export function listCheckpoints(store: Store, branchId: Buffer): CheckpointRow[] {
+export function listCheckpoints(store: ReadStore, branchId: Buffer): CheckpointRow[] {
   return historyRows<CheckpointRow>(store, 'checkpoints', `SELECT ${CHECKPOINT_COLUMNS} FROM checkpoints WHERE branch_id = ? ORDER BY created_ms, name`, branchId);
 }
 
@@ -68,7 +69,7 @@ export interface RewindTarget {
  * What a Branch may be rewound to: one of its checkpoints (by name), a Commit of its history (id
  * or prefix), or its base Layer (the state before its first Commit).
  */
-export function resolveRewindTarget(store: Store, b: BranchRow, ref: string): RewindTarget {
+export function resolveRewindTarget(store: ReadStore, b: BranchRow, ref: string): RewindTarget {
   if (typeof ref !== 'string' || ref === '') throw new LayerFsError('ERR_INVALID_ARGUMENT', 'give the Commit, checkpoint or base Layer to rewind to');
   // The kind prefixes of state references (checkpoint:, commit:, layer:) say which one is meant;
   // bare, the Branch's own checkpoints come first, as they always did.

@@ -3,11 +3,12 @@
  * LAZY_TABLES): a missing one reads as empty, and a writer makes it before its first row.
  */
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 
 export type HistoryTable = 'checkpoints' | 'tombstones' | 'pins' | 'retention' | 'holds' | 'pruned_commits' | 'fork_bases' | 'remote_refs';
 
 /** Whether `name` exists in this Store (remembered per Store handle once seen). */
-export function hasHistoryTable(store: Store, name: HistoryTable): boolean {
+export function hasHistoryTable(store: ReadStore, name: HistoryTable): boolean {
   return store.hasTable(name);
 }
 
@@ -17,11 +18,11 @@ export function ensureHistoryTable(store: Store, name: HistoryTable): void {
 }
 
 /** The rows `sql` reads from `table`, or none while the Store has not made that table. */
-export function historyRows<T>(store: Store, table: HistoryTable, sql: string, ...params: unknown[]): T[] {
+export function historyRows<T>(store: ReadStore, table: HistoryTable, sql: string, ...params: unknown[]): T[] {
   return hasHistoryTable(store, table) ? (store.db.prepare(sql).all(...params) as T[]) : [];
 }
 
 /** The first column of each row `sql` reads from `table`, or none while the table is missing. */
-export function historyColumn<T>(store: Store, table: HistoryTable, sql: string, ...params: unknown[]): T[] {
+export function historyColumn<T>(store: ReadStore, table: HistoryTable, sql: string, ...params: unknown[]): T[] {
   return hasHistoryTable(store, table) ? (store.db.prepare(sql).pluck().all(...params) as T[]) : [];
 }

@@ -12,6 +12,7 @@ import { LayerFsError } from '../errors.js';
 import { checkName } from '../format/names.js';
 import { toHex } from '../format/hex.js';
 import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 import { idsWithPrefix } from './resolve.js';
 import type { BranchRow, LayerStackRow } from './rows.js';
 import { ensureHistoryTable, hasHistoryTable, historyRows } from './tables.js';
@@ -30,7 +31,7 @@ export interface Tombstone {
 const COLUMNS = 'kind, id, name, layer_stack_id AS layerStackId, layer_stack AS layerStack, head_id AS headId, deleted_ms AS deletedMs';
 
 /** The latest tombstone of a Branch by name, or by id (or unambiguous prefix of one). */
-export function deletedBranch(store: Store, ref: string): Tombstone | undefined {
+export function deletedBranch(store: ReadStore, ref: string): Tombstone | undefined {
   if (!hasHistoryTable(store, 'tombstones')) return undefined;
   const byName = store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'branch' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(ref) as Tombstone | undefined;
   if (byName) return byName;
@@ -41,12 +42,12 @@ export function deletedBranch(store: Store, ref: string): Tombstone | undefined 
 }
 
 /** The latest tombstone of a LayerStack by name. */
-export function deletedLayerStack(store: Store, name: string): Tombstone | undefined {
+export function deletedLayerStack(store: ReadStore, name: string): Tombstone | undefined {
   if (!hasHistoryTable(store, 'tombstones')) return undefined;
   return store.db.prepare(`SELECT ${COLUMNS} FROM tombstones WHERE kind = 'layerstack' AND name = ? ORDER BY deleted_ms DESC LIMIT 1`).get(name) as Tombstone | undefined;
 }
 
-export function listTombstones(store: Store): Tombstone[] {
+export function listTombstones(store: ReadStore): Tombstone[] {
   return historyRows<Tombstone>(store, 'tombstones', `SELECT ${COLUMNS} FROM tombstones ORDER BY deleted_ms, name`);
 }
 

@@ -5,7 +5,6 @@ import {
   branchLog,
   branchRoot,
   forkBranch as fork,
-  getLayer,
   getLayerStack,
   keptCommits,
   listBranches,
@@ -13,13 +12,12 @@ import {
   resolveLayerStack,
   touchesPath,
   type BranchRow,
-  type CommitRow,
 } from '../history/index.js';
 import type { Store } from '../store/store.js';
 import { createResolutionWorkspace } from '../workspace/index.js';
 import type { ClientContext } from './context.js';
 import { forkSource, type ForkFrom } from './fork-source.js';
-import { resolveLogStart } from './refs.js';
+import { commitLog } from './log.js';
 import { branchInfo, commitInfo, layerInfo } from './convert.js';
 import { conflictInfos, withReconcilePhase } from './reconcile.js';
 import { layerRow } from './states.js';
@@ -48,23 +46,7 @@ export function branches(store: Store, opts: { layerStack?: string }): BranchInf
 }
 
 export function log(store: Store, branch: string, opts: { limit?: number; path?: string }): CommitInfo[] {
-  return store.read(() => {
-    const kept = keptCommits(store);
-    const info = (c: CommitRow): CommitInfo => ({ ...commitInfo(c), pruned: !kept.has(toHex(c.id)) });
-    // A Branch from its head, or a checkpoint from the Commit it pinned.
-    const start = resolveLogStart(store, branch);
-    const b: BranchRow = { ...start.branch, headCommitId: start.head };
-    if (opts.path === undefined) return branchLog(store, b, opts.limit).map(info);
-    const path = opts.path;
-    const all = branchLog(store, b);
-    const baseRoot = (c: (typeof all)[number]): Buffer => (c.parentCommitId ? all.find((p) => p.id.equals(c.parentCommitId!))?.rootId : undefined) ?? getLayer(store, c.baseLayerId)!.rootId;
-    const out: CommitInfo[] = [];
-    for (const c of all) {
-      if (out.length >= (opts.limit ?? Number.MAX_SAFE_INTEGER)) break;
-      if (touchesPath(store, baseRoot(c), c.rootId, path)) out.push(info(c));
-    }
-    return out;
-  });
+  return commitLog(store, branch, opts, (from, to, path) => touchesPath(store, from, to, path));
 }
 
 export function commits(store: Store, opts: { branch?: string }): CommitInfo[] {

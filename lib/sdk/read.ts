@@ -6,7 +6,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { FdOutput } from '../native/fd-output.js';
-import type { Store } from '../store/store.js';
+import type { ReadStore as Store } from '../store/store-read.js';
 import { InodeKind } from '../store/tree/inode.js';
 import { readRange, type ByteRange } from '../store/read-range.js';
 import { toHex } from '../format/hex.js';

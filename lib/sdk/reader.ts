@@ -6,13 +6,14 @@
  * fraction of the Client's load time.
  */
 import type { ByteRange } from '../store/read-range.js';
-import { Store } from '../store/store.js';
+import { ReadStore } from '../store/store-read.js';
+import { commitLog } from './log.js';
 import * as read from './read.js';
 import type { StateRef } from './read.js';
-import type { EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
+import type { CommitInfo, EntryInfo, LayerInfo, LayerStackInfo } from './types.js';
 
 export class Reader {
-  private constructor(private readonly store: Store) {}
+  private constructor(private readonly store: ReadStore) {}
 
   /**
    * Opens an existing Store read-only, checking that it is a Store of a supported format. Its
@@ -20,7 +21,7 @@ export class Reader {
    * about a fifth less CPU than through a pread(2) per page.
    */
   static open(path: string): Reader {
-    return new Reader(Store.open(path, { readonly: true, mapped: true }));
+    return new Reader(ReadStore.openForReading(path, { readonly: true, mapped: true }));
   }
 
   ls(ref: StateRef, path?: string | Buffer): EntryInfo[] {
@@ -54,6 +55,11 @@ export class Reader {
   /** Layers, oldest first; of one LayerStack with `layerStack`. */
   layers(opts: { layerStack?: string } = {}): LayerInfo[] {
     return read.layers(this.store, opts);
+  }
+
+  /** A Branch's Commits, newest first (or a checkpoint's), as the Client's log() without a path. */
+  log(branch: string, opts: { limit?: number } = {}): CommitInfo[] {
+    return commitLog(this.store, branch, { limit: opts.limit });
   }
 
   close(): void {

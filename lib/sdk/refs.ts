@@ -19,7 +19,7 @@ import { getLayer, layerIdByPrefix, layerStackByName, resolveLayer } from '../hi
 import { isPruned } from '../history/retention.js';
 import { resolveRemoteRef } from '../history/remote-refs.js';
 import type { BranchRow } from '../history/rows.js';
-import type { Store } from '../store/store.js';
+import type { ReadStore } from '../store/store-read.js';
 
 export interface ResolvedState {
   kind: 'layer' | 'commit' | 'branch';
@@ -39,11 +39,11 @@ export function refPrefix(ref: string): { kind: RefKind; rest: string } | undefi
   return { kind: m[1] as RefKind, rest: m[2]! };
 }
 
-function layerState(store: Store, id: Buffer): ResolvedState {
+function layerState(store: ReadStore, id: Buffer): ResolvedState {
   return { kind: 'layer', id, rootId: getLayer(store, id)!.rootId };
 }
 
-function commitState(store: Store, id: Buffer): ResolvedState {
+function commitState(store: ReadStore, id: Buffer): ResolvedState {
   const commit = getCommit(store, id)!;
   if (isPruned(store, commit.id) || !store.objects.has(commit.rootId)) {
     throw new LayerFsError('ERR_PRUNED', `the state of Commit ${toHex(commit.id)} was reclaimed by db gc (retention no longer kept it)`, { id: toHex(commit.id), hint: 'pin states to keep them; see `layerfs retention show`' });
@@ -51,7 +51,7 @@ function commitState(store: Store, id: Buffer): ResolvedState {
   return { kind: 'commit', id: commit.id, rootId: commit.rootId };
 }
 
-function checkpointState(store: Store, cp: CheckpointRow): ResolvedState {
+function checkpointState(store: ReadStore, cp: CheckpointRow): ResolvedState {
   const s = cp.commitId ? commitState(store, cp.commitId) : layerState(store, cp.baseLayerId);
   return { ...s, rootId: cp.rootId, checkpoint: { branchId: cp.branchId, name: cp.name } };
 }
@@ -61,7 +61,7 @@ function notFound(what: string, ref: string, hint: string): LayerFsError {
 }
 
 /** `checkpoint:NAME` or `checkpoint:BRANCH/NAME`. */
-export function resolveCheckpointRef(store: Store, rest: string): CheckpointRow & { branchName: string } {
+export function resolveCheckpointRef(store: ReadStore, rest: string): CheckpointRow & { branchName: string } {
   const slash = rest.lastIndexOf('/');
   if (slash >= 0) {
     const b = resolveBranch(store, rest.slice(0, slash));
@@ -78,7 +78,7 @@ export function resolveCheckpointRef(store: Store, rest: string): CheckpointRow 
   return found[0];
 }
 
-function resolvePrefixed(store: Store, kind: RefKind, rest: string): ResolvedState {
+function resolvePrefixed(store: ReadStore, kind: RefKind, rest: string): ResolvedState {
   switch (kind) {
     case 'layer': {
       const l = resolveLayer(store, rest);
@@ -114,7 +114,7 @@ interface Matches {
 }
 
 /** The lookups a bare reference gets; Branch and LayerStack names only when no id matched (as always). */
-function matchesOf(store: Store, ref: string): Matches {
+function matchesOf(store: ReadStore, ref: string): Matches {
   const m: Matches = { layerId: layerIdByPrefix(store, ref), commitId: resolveCommit(store, ref)?.id, checkpoints: [] };
   if (NAME_PATTERN.test(ref)) m.checkpoints = findCheckpoints(store, ref);
   if (m.layerId || m.commitId) return m;
@@ -161,7 +161,7 @@ function checkAmbiguity(ref: string, m: Matches): void {
   });
 }
 
-export function resolveState(store: Store, ref: string): ResolvedState {
+export function resolveState(store: ReadStore, ref: string): ResolvedState {
   if (typeof ref !== 'string' || ref.length === 0) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'a state reference must be a non-empty string');
   const prefixed = refPrefix(ref);
   if (prefixed) return resolvePrefixed(store, prefixed.kind, prefixed.rest);
@@ -188,7 +188,7 @@ export function resolveState(store: Store, ref: string): ResolvedState {
  * Where a log starts: a Branch (its head) or a checkpoint (its Commit, on its Branch). Parsed
  * by the rules above; anything else is the Branch lookup's own error.
  */
-export function resolveLogStart(store: Store, ref: string): { branch: BranchRow; head: Buffer | null } {
+export function resolveLogStart(store: ReadStore, ref: string): { branch: BranchRow; head: Buffer | null } {
   const prefixed = refPrefix(ref);
   if (prefixed?.kind === 'checkpoint') {
     const cp = resolveCheckpointRef(store, prefixed.rest);
@@ -217,7 +217,7 @@ export function describeState(s: ResolvedState): string {
  * The state a state's changes are counted from: a Commit's or Branch's base Layer (where its
  * Branch was forked), a Layer's parent. A LayerStack's first Layer has none.
  */
-export function forkBase(store: Store, s: ResolvedState): ResolvedState | undefined {
+export function forkBase(store: ReadStore, s: ResolvedState): ResolvedState | undefined {
   let layerId: Buffer | null | undefined;
   if (s.kind === 'commit') layerId = resolveCommit(store, toHex(s.id))?.baseLayerId;
   else if (s.kind === 'branch') layerId = getBranch(store, s.id)?.baseLayerId;

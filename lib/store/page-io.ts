@@ -6,7 +6,9 @@
 import { LRUCache } from 'lru-cache';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { idOf, ObjectKind, type ObjectReader, type ObjectWriter } from './objects.js';
+import { idOf, ObjectKind } from './object-id.js';
+import type { ObjectReader } from './object-reader.js';
+import type { ObjectWriter } from './object-writer.js';
 import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pages.js';
 
 /** Heap a decoded page's entry costs beside its bytes: two Buffer views and their array slots. */

@@ -5,7 +5,8 @@
  * skipped unread, and the walk stops at the first entry past its end.
  */
 import { LayerFsError } from '../errors.js';
-import { ObjectKind, type ObjectReader } from './objects.js';
+import { ObjectKind } from './object-id.js';
+import type { ObjectReader } from './object-reader.js';
 import { checkLength, loadExtentNode } from './tree/extent-check.js';
 import type { ExtentNode } from './tree/extents.js';
 import { ContentForm, InodeKind, type Inode } from './tree/inode.js';

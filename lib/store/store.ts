@@ -1,21 +1,16 @@
 /**
- * A Store handle: one SQLite connection, authenticated object reads, and write transactions in
- * which objects land first and history rows last.
+ * A Store handle: one SQLite connection, authenticated object reads (the read side:
+ * store-read.ts), and write transactions in which objects land first and history rows last.
  */
-import type { Statement } from 'better-sqlite3';
 import { LayerFsError } from '../errors.js';
-import type { StoreAccess } from './access.js';
 import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
-import { ChunkRunReader } from './chunk-run.js';
-import { ObjectReader, ObjectWriter } from './objects.js';
-import { PageStore } from './page-io.js';
+import { ObjectWriter } from './object-writer.js';
 import type { GcOptions, GcStats } from './gc.js';
 import type { RepackOptions, RepackStats } from './repack.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, prepared, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { LAZY_TABLES, type LazyTable } from './schema.js';
-import { FsView } from './tree/view.js';
-import type { ObjectKind } from './object-id.js';
+import { ReadStore } from './store-read.js';
 
 /** The longest pause between two tries for the write lock while another process holds it (Store.write). */
 const LOCK_POLL_MS = 4;
@@ -24,17 +19,12 @@ const BACKGROUND_CHECKPOINT_BYTES = 32 * 1024 * 1024;
 /** SQLite's automatic checkpoint limit (its default), for a connection whose checkpointer has gone. */
 const AUTO_CHECKPOINT_FRAMES = 1000;
 
-export class Store implements StoreAccess {
-  readonly objects: ObjectReader;
-  readonly pages: PageStore;
+export class Store extends ReadStore {
   private writing = false;
   private closed = false;
   private checkpointer: Checkpointer | undefined;
   /** Commits leave every checkpoint to the checkpointer (checkpointInBackground). */
   private background = false;
-  /** The LAZY_TABLES seen committed on this handle (a table, once made, is never dropped). */
-  private readonly tables = new Set<LazyTable>();
-  private tableLookup: Statement | undefined;
   /**
    * Sums over this handle's write transactions, so a receipt can take differences. Allocated
    * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
@@ -42,12 +32,8 @@ export class Store implements StoreAccess {
    */
   readonly meter = { allocatedGrowth: 0, transactions: 0 };
 
-  private constructor(
-    readonly db: Db,
-    readonly info: StoreInfo,
-  ) {
-    this.objects = new ObjectReader(db, info.path);
-    this.pages = new PageStore(this.objects);
+  private constructor(db: Db, info: StoreInfo) {
+    super(db, info);
   }
 
   static create(path: string): Store {
@@ -58,57 +44,6 @@ export class Store implements StoreAccess {
   static open(path: string, opts: OpenOptions = {}): Store {
     const { db, info } = openStoreFile(path, opts);
     return new Store(db, info);
-  }
-
-  get path(): string {
-    return this.info.path;
-  }
-
-  /** Paths that belong to this Store on disk (an import must never read them). */
-  get files(): string[] {
-    return [this.path, `${this.path}-wal`, `${this.path}-shm`, `${this.path}-journal`];
-  }
-
-  /** Bytes of database pages in use (file size less free pages), counting the WAL's newer pages. */
-  allocatedBytes(): number {
-    // Prepared once per connection: a write transaction asks twice, inside the write lock.
-    const pageSize = this.pragmaValue('page_size');
-    const pages = this.pragmaValue('page_count');
-    const free = this.pragmaValue('freelist_count');
-    return (pages - free) * pageSize;
-  }
-
-  /** `PRAGMA name` (or `name = value`) through a statement prepared once per connection (db.pragma prepares each call). */
-  private pragmaValue(pragma: string): number {
-    return prepared(this.db, `PRAGMA ${pragma}`, 'pluck').get() as number;
-  }
-
-  /** The objects stored (history's rows are counted by lib/history `historyCounts`). */
-  counts(): { objects: number } {
-    return this.db.prepare('SELECT count(*) AS objects FROM objects').get() as { objects: number };
-  }
-
-  /** How many objects of one kind are stored (a full scan of the index: for reports, not hot paths). */
-  countObjects(kind: ObjectKind): number {
-    return this.db.prepare('SELECT count(*) FROM objects WHERE kind = ?').pluck().get(kind) as number;
-  }
-
-  /** Whether any object is stored at all: an empty Store lacks everything (a clone into it fetches all). */
-  hasObjects(): boolean {
-    return this.db.prepare('SELECT 1 FROM objects LIMIT 1').get() !== undefined;
-  }
-
-  /** A reader of chunk runs on this Store's connection (a FUSE reader thread has a Store of its own). */
-  chunkRuns(): ChunkRunReader {
-    return new ChunkRunReader(this.db, this.objects);
-  }
-
-  /** The chunk-run reader of this Store's views (streamed reads of whole files). */
-  private runs: ChunkRunReader | undefined;
-
-  view(rootId: Buffer): FsView {
-    this.runs ??= this.chunkRuns();
-    return new FsView(rootId, this.objects, this.pages, this.runs);
   }
 
   /**
@@ -164,21 +99,6 @@ export class Store implements StoreAccess {
       if (busy === undefined) return;
     }
     throw busy;
-  }
-
-  /**
-   * Whether one of the tables made on first use (schema.ts LAZY_TABLES) exists: a missing one
-   * reads as empty, so its owner answers without querying it. Each owner folder asks for its
-   * own tables only (its helper: lib/history/tables.ts, lib/remote/remotes.ts,
-   * lib/workspace/tables.ts).
-   */
-  hasTable(name: LazyTable): boolean {
-    if (this.tables.has(name)) return true;
-    this.tableLookup ??= this.db.prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ?");
-    const found = this.tableLookup.get(name) !== undefined;
-    // Inside a transaction the table may be this transaction's own, gone again on a rollback.
-    if (found && !this.db.inTransaction) this.tables.add(name);
-    return found;
   }
 
   /**
@@ -280,40 +200,6 @@ export class Store implements StoreAccess {
     }
   }
 
-  /** A consistent read snapshot across several statements. */
-  read<T>(fn: () => T): T {
-    if (this.db.inTransaction) {
-      try {
-        return fn();
-      } catch (e) {
-        throw mapSqliteError(e, this.path);
-      }
-    }
-    let out: T;
-    try {
-      this.db.exec('BEGIN DEFERRED');
-      out = fn();
-    } catch (e) {
-      // On a damaged file the rollback can fail too: the first error is the one to report.
-      if (this.db.inTransaction) {
-        try {
-          this.db.exec('ROLLBACK');
-        } catch {
-          /* reported below */
-        }
-      }
-      throw mapSqliteError(e, this.path);
-    }
-    // A damaged file can make SQLite end the transaction itself inside fn (an I/O or corruption
-    // error that fn reported as a finding, e.g. verify's quick_check): nothing is left to end.
-    try {
-      if (this.db.inTransaction) this.db.exec('COMMIT');
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    }
-    return out;
-  }
-
   private exec(sql: string): void {
     this.db.exec(sql);
   }
@@ -387,11 +273,11 @@ export class Store implements StoreAccess {
     this.checkpointer.start();
   }
 
-  close(): void {
+  override close(): void {
     if (this.closed) return;
     this.closed = true;
     // Its connection closes first, so ours is the last one and SQLite removes the WAL.
     this.checkpointer?.close();
-    this.db.close();
+    super.close();
   }
 }

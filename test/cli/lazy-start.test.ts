@@ -102,7 +102,7 @@ function loaded(args: string[], env: Record<string, string> = {}): { modules: st
   return { modules, stdout: r.stdout, code: r.status };
 }
 
-test('--version and --help load no SDK; cat, ls and query layers load only the read path', async () => {
+test('--version and --help load no SDK; cat, ls, query layers and log load only the read path', async () => {
   const version = loaded(['--version']);
   assert.match(version.stdout, /^layerfs \d+\.\d+\.\d+/);
   assert.ok(version.modules.includes('lib/cli/start.ts'), 'the trace sees the CLI load (else the checks below prove nothing)');
@@ -118,11 +118,12 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   const store = join(dir, 'store.sqlite');
   const c = Client.create(store);
   await c.initLayerStack({ name: 'demo', source: src });
+  c.forkBranch({ name: 'dev', layer: 'demo' });
   c.close();
   const cat = loaded(['--store', store, 'cat', 'demo', 'a.txt']);
   assert.equal(cat.code, 0);
   assert.equal(cat.stdout, 'hello\n');
-  assert.ok(cat.modules.includes('lib/cli/commands/cat.ts') && cat.modules.includes('lib/store/store.ts'), cat.modules.join(' '));
+  assert.ok(cat.modules.includes('lib/cli/commands/cat.ts') && cat.modules.includes('lib/store/store-read.ts'), cat.modules.join(' '));
   const heavy = cat.modules.filter(
     (m) =>
       /^lib\/(remote\/(index|connection)|sdk\/remote-transfer|cli\/mcp\/)/.test(m) ||
@@ -130,8 +131,15 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
       (m.startsWith('lib/cli/commands/') && m !== 'lib/cli/commands/cat.ts'),
   );
   assert.deepEqual(heavy, []);
+  // A plain cat command line is read without commander (plain-cat.ts).
+  assert.deepEqual(cat.modules.filter((m) => m.startsWith('node_modules/commander/')), []);
   // The read path only: no Workspace, FUSE, remote or diff code, and no Client (sdk/client*.ts).
-  const readPath = (m: string[]) => m.filter((x) => /^lib\/(fuse|workspace|remote)\/|^lib\/history\/(diff|reconcile|git-patch|add)|^lib\/store\/(import\/|gc|repack|export)|^lib\/sdk\/(index|client)/.test(x));
+  // Nor the Store's writer side (store.ts: object writer, groups, deltas, dictionary training,
+  // checkpointer): a read-only process opens the read side (store-read.ts) alone.
+  const readPath = (m: string[]) =>
+    m.filter((x) =>
+      /^lib\/(fuse|workspace|remote)\/|^lib\/history\/(diff|reconcile|git-patch|add)|^lib\/store\/(import\/|gc|repack|export|store\.ts|objects\.ts|object-writer|object-groups|object-deltas|dictionary(-training)?\.ts|writer-statements|checkpointer)|^lib\/native\/zstd-train|^lib\/sdk\/(index|client)/.test(x),
+    );
   assert.deepEqual(readPath(cat.modules), []);
   const ls = loaded(['--store', store, 'ls', 'demo']);
   assert.equal(ls.code, 0);
@@ -141,4 +149,9 @@ test('--version and --help load no SDK; cat, ls and query layers load only the r
   assert.equal(layers.code, 0);
   assert.equal(JSON.parse(layers.stdout).layers[0].layerStack, 'demo');
   assert.deepEqual(readPath(layers.modules), []);
+  // log without a path is on the Reader too (with a path it needs the Client's diff).
+  const log = loaded(['--store', store, '--json', 'log', 'dev']);
+  assert.equal(log.code, 0);
+  assert.deepEqual(JSON.parse(log.stdout).commits, []);
+  assert.deepEqual(readPath(log.modules), []);
 });

@@ -57,3 +57,32 @@ test('Reader: the Client’s bytes, entries and errors, across a concurrent writ
   assertIntact(client);
   client.close();
 });
+
+test('Reader.log: the Client’s log of a Branch (limit, unknown Branch), while the Workspace commits', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  writeFileSync(join(src, 'a.txt'), 'a\n');
+  const path = join(dir, 'store.layerfs');
+  const client = Client.create(path);
+  await client.initLayerStack({ name: 'proj', source: src });
+  client.forkBranch({ name: 'dev', layer: 'proj' });
+  const reader = Reader.open(path);
+  try {
+    assert.deepEqual(reader.log('dev'), []);
+    const ws = await client.createWorkspace('dev', { at: join(dir, 'ws') });
+    for (const text of ['one\n', 'two\n', 'three\n']) {
+      writeFileSync(join(ws.path, 'a.txt'), text);
+      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+    }
+    assert.equal(reader.log('dev').length, 3);
+    assert.deepEqual(reader.log('dev'), client.log('dev'));
+    assert.deepEqual(reader.log('dev', { limit: 2 }), client.log('dev', { limit: 2 }));
+    assert.equal(codeOf(() => reader.log('nosuch')), codeOf(() => client.log('nosuch')));
+    assert.equal(codeOf(() => reader.log('nosuch')), 'ERR_NOT_FOUND');
+    await client.endWorkspace(ws.id);
+  } finally {
+    reader.close();
+  }
+  client.close();
+});

@@ -8,7 +8,8 @@
  */
 import { LayerFsError } from '../../errors.js';
 import { toHex } from '../../format/hex.js';
-import { ObjectKind, type ObjectReader } from '../objects.js';
+import { ObjectKind } from '../object-id.js';
+import type { ObjectReader } from '../object-reader.js';
 import { decodeExtentNode, type ExtentNode } from './extents.js';
 
 function corrupt(message: string, id: Buffer): LayerFsError {

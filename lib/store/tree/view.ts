@@ -4,7 +4,8 @@
  */
 import { LayerFsError } from '../../errors.js';
 import type { ChunkRunReader } from '../chunk-run.js';
-import { ObjectKind, type ObjectReader } from '../objects.js';
+import { ObjectKind } from '../object-id.js';
+import type { ObjectReader } from '../object-reader.js';
 import { checkLength, loadExtentNode } from './extent-check.js';
 import type { ExtentNode } from './extents.js';
 import { ContentForm, decodeInode, decodeSerial, InodeKind, keySerial, serialKey, type Inode } from './inode.js';
