@@ -10,12 +10,12 @@ import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath, WalkKind } from '../native/walk.js';
-import { cachePlan, loadCache, saveCache, writeCache, type StatCache } from './cache.js';
+import { cachePlan, loadCache, saveCache, writeCache, type CachePlan, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { readBasesAhead, recordChanges, startReading, type RecordClock } from './record.js';
+import { readBasesAhead, recordChanges, startReading, tickWaitMs, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
@@ -187,15 +187,21 @@ export async function commitWorkspace(
   // The racy tick and the first reads happen before the write lock is taken (record.ts).
   t = performance.now();
   const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
-  const reading = await startReading(cs, clock);
   const oldSerialAt = (i: number): number => {
     const j = cs.oldIndex[i]!;
     return j >= 0 ? cache.serial[j]! : 0;
   };
-  // The new stat cache is encoded and compressed while the first reads run, before the lock, and
-  // so are a small commit's delta bases read.
-  const plan = cachePlan(cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
-  readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
+  // The new stat cache is encoded and compressed, and a small commit's delta bases are read,
+  // before the lock: inside the racy tick when the files must wait for it (a commit right after a
+  // tool's edits: the wait is then most of the commit), else while the first reads run.
+  const prepare = (): CachePlan => {
+    const p = cachePlan(cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+    readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
+    return p;
+  };
+  let plan = tickWaitMs(cs) > 0 ? prepare() : undefined;
+  const reading = await startReading(cs, clock);
+  plan ??= prepare();
   const readMs = performance.now() - t;
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {

@@ -60,6 +60,11 @@ function newestChangedCtime(cs: ChangeSet): bigint {
   return max;
 }
 
+/** How long the changed files of `cs` must wait before they are read (racyWaitMs), now. */
+export function tickWaitMs(cs: ChangeSet): number {
+  return racyWaitMs(newestChangedCtime(cs), Date.now());
+}
+
 async function waitPastTick(cs: ChangeSet, clock: RecordClock): Promise<void> {
   const newest = newestChangedCtime(cs);
   for (;;) {
