@@ -13,12 +13,13 @@
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
  *     write buffers go back to the system when freed), at most ARENA_MAX arenas.
  * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
- * Not bounded yet: the overlay's state per inode a change set touches (about 1.7 KiB of V8 heap
- * and Buffers each: 600 MiB after an rsync of the real tree's next release) and what a commit
- * of such a change set adds (+60 MiB of heap, +115 MiB of Buffers); docs/BENCHMARKS.md, "FUSE
- * commit of the real tree, compiled daemon". Nor glibc's arenas in a commit of many small files:
- * they grow 27-35 MiB in its first second, mostly free memory afterwards, from small blocks not
- * yet traced (docs/BENCHMARKS.md, "The mount daemon's memory during a commit of many small files").
+ * Not bounded yet: the overlay's state per inode a change set touches (a node, its content state
+ * and its name edits, kept until the commit: an rsync of the real tree's next release rewrites
+ * nearly every file, so few nodes are clean enough for trim() to let go) and what a commit of
+ * such a change set adds (the namespace editor's pages, the object writer's rows); nor glibc's
+ * arenas in a commit of many small files, which grow in its first second from small blocks not
+ * yet traced. docs/BENCHMARKS.md has the figures ("FUSE overlay memory per inode on a
+ * whole-tree change", "The mount daemon's memory during a commit of many small files").
  */
 import { mallocTune } from '../native/info.js';
 
