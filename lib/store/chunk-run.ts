@@ -33,7 +33,7 @@ export interface ChunkRef {
   readonly length: number;
 }
 
-/** Ids one locator query takes (well under SQLite's limit on bound parameters). */
+/** Ids one locator query takes (one blob of 32 bytes per id, split by SQLite). */
 const BATCH = 256;
 
 /** Canonical bytes one decode call takes at most (a chunk row decodes to about 1–1.5 MiB). */
