@@ -7,9 +7,6 @@
 // When the descriptor is a pipe, it is first enlarged (F_SETPIPE_SZ, best effort): the reader
 // then takes many pages per wake-up instead of 16. The first failure (EPIPE when the reader went
 // away, ENOSPC for a file) is kept and returned by every later call; nothing after it is written.
-// A piece may come with the chunks it holds and their ids (putChecked): the thread re-hashes
-// them before writing it (run_decode.h, on this thread), so the caller's thread only reads; a
-// chunk that does not verify ends the output before its bytes, with EBADMSG and its place kept.
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -28,7 +25,6 @@
 #include <vector>
 
 #include "napi_util.h"
-#include "run_decode.h"
 
 namespace layerfs {
 
@@ -37,33 +33,10 @@ namespace {
 // Iovecs one writev takes (well under IOV_MAX).
 constexpr size_t kMaxIov = 64;
 
-// The chunks a checked piece holds (raw, in order, offsets within the piece) and their ids.
-struct Check {
-  std::vector<RunChunk> chunks;
-  std::vector<uint8_t> ids;
-};
-
 struct Piece {
   const uint8_t* data;
   size_t len;
-  std::shared_ptr<const Check> check;
 };
-
-// Bytes of `p` from its start that verified: p.len when every chunk did (or it has no check),
-// else the offset of the first chunk that did not.
-size_t VerifiedPrefix(const Piece& p, std::vector<uint8_t>* ok, size_t* bad) {
-  if (!p.check || p.check->chunks.empty()) return p.len;
-  const Check& c = *p.check;
-  ok->assign(c.chunks.size(), 0);
-  DecodeRun(p.data, p.len, c.chunks.data(), c.chunks.size(), c.ids.data(), nullptr, 0, ok->data(), 1);
-  for (size_t k = 0; k < c.chunks.size(); k++) {
-    if (!(*ok)[k]) {
-      *bad = k;
-      return static_cast<size_t>(c.chunks[k].src_off);
-    }
-  }
-  return p.len;
-}
 
 // Writes all of `iov` (advanced in place); 0 or errno. A non-blocking descriptor that is full is
 // waited for in poll(2).
@@ -102,16 +75,9 @@ class Output {
   int64_t Put(Piece p) {
     std::unique_lock<std::mutex> lock(mu_);
     if (!thread_.joinable() && released_ == 0 && error_ == 0) {
-      size_t bad = 0;
-      const size_t good = VerifiedPrefix(p, &ok_, &bad);
-      struct iovec iov = {const_cast<uint8_t*>(p.data), good};
-      int err = WriteAllv(fd_, &iov, 1);
+      struct iovec iov = {const_cast<uint8_t*>(p.data), p.len};
+      const int err = WriteAllv(fd_, &iov, 1);
       released_++;
-      if (err == 0 && good < p.len) {
-        err = EBADMSG;
-        bad_piece_ = 1;
-        bad_chunk_ = bad;
-      }
       if (err == 0) written_++;
       error_ = err;
       return err != 0 ? -err : static_cast<int64_t>(written_);
@@ -120,7 +86,7 @@ class Output {
     space_.wait(lock, [&] { return error_ != 0 || bytes_ == 0 || bytes_ + p.len <= limit_; });
     if (error_ != 0) return -error_;
     bytes_ += p.len;
-    queue_.push_back(std::move(p));
+    queue_.push_back(p);
     work_.notify_one();
     return static_cast<int64_t>(written_);
   }
@@ -133,12 +99,6 @@ class Output {
       return error_ != 0 || (count < 0 ? queue_.empty() && !busy_ : written_ >= static_cast<uint64_t>(count));
     });
     return error_ != 0 ? -error_ : static_cast<int64_t>(written_);
-  }
-
-  // The piece (1-based, in order of hand-over) and chunk that did not verify (EBADMSG); 0, 0 if none.
-  std::pair<uint64_t, uint64_t> Failure() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return {bad_piece_, bad_chunk_};
   }
 
   // Pieces written so far (or failed and dropped): the caller may let go of the first this many.
@@ -162,48 +122,27 @@ class Output {
   void Run() {
     pthread_setname_np(pthread_self(), "layerfs-out");  // ps -L, /proc/<pid>/task/*/comm
     std::vector<struct iovec> iov;
-    std::vector<Piece> taken_pieces;
-    std::vector<uint8_t> ok;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       work_.wait(lock, [&] { return stop_ || !queue_.empty(); });
       if (queue_.empty()) return;
-      taken_pieces.clear();
-      for (size_t i = 0; i < queue_.size() && taken_pieces.size() < kMaxIov; i++) taken_pieces.push_back(queue_[i]);
+      iov.clear();
+      size_t len = 0;
+      for (size_t i = 0; i < queue_.size() && iov.size() < kMaxIov; i++) {
+        iov.push_back({const_cast<uint8_t*>(queue_[i].data), queue_[i].len});
+        len += queue_[i].len;
+      }
+      const size_t taken = iov.size();
       const bool skip = error_ != 0;
-      const uint64_t first = released_ + 1;
       busy_ = true;
       lock.unlock();
-      // Checked pieces are verified here, outside the lock; the first chunk that fails ends the
-      // batch before its bytes (the pieces after it are dropped below, as after a write error).
-      iov.clear();
-      size_t len = 0, taken = 0, bad = 0;
-      bool failed = false;
-      for (const Piece& p : taken_pieces) {
-        len += p.len;
-        taken++;
-        const size_t good = skip ? p.len : VerifiedPrefix(p, &ok, &bad);
-        if (good > 0) iov.push_back({const_cast<uint8_t*>(p.data), good});
-        if (good < p.len) {
-          failed = true;
-          break;
-        }
-      }
-      const int write_err = skip ? 0 : WriteAllv(fd_, iov.data(), static_cast<int>(iov.size()));
-      int err = write_err;
+      const int err = skip ? 0 : WriteAllv(fd_, iov.data(), static_cast<int>(taken));
       lock.lock();
       busy_ = false;
       for (size_t i = 0; i < taken; i++) queue_.pop_front();
       bytes_ -= len;
       released_ += taken;
-      if (err == 0 && failed) {
-        err = EBADMSG;
-        if (error_ == 0) {
-          bad_piece_ = first + taken - 1;
-          bad_chunk_ = bad;
-        }
-      }
-      if (!skip && write_err == 0) written_ += failed ? taken - 1 : taken;
+      if (err == 0 && !skip) written_ += taken;
       if (err != 0 && error_ == 0) error_ = err;
       space_.notify_all();
       done_.notify_all();
@@ -222,9 +161,6 @@ class Output {
   bool busy_ = false;
   bool stop_ = false;
   int error_ = 0;
-  uint64_t bad_piece_ = 0;
-  uint64_t bad_chunk_ = 0;
-  std::vector<uint8_t> ok_;  // the caller's thread's, for the first piece
 };
 
 // new FdOutput(fd, limitBytes, pipeBytes): pipeBytes > 0 enlarges a pipe to that size (best
@@ -234,8 +170,7 @@ class FdOutputJs : public Napi::ObjectWrap<FdOutputJs> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "FdOutput",
                        {InstanceMethod<&FdOutputJs::PutJs>("put"), InstanceMethod<&FdOutputJs::WaitJs>("wait"),
-                        InstanceMethod<&FdOutputJs::CloseJs>("close"), InstanceMethod<&FdOutputJs::PutCheckedJs>("putChecked"),
-                       InstanceMethod<&FdOutputJs::FailureJs>("failure"), InstanceAccessor<&FdOutputJs::PipeSize>("pipeSize")});
+                        InstanceMethod<&FdOutputJs::CloseJs>("close"), InstanceAccessor<&FdOutputJs::PipeSize>("pipeSize")});
   }
 
   explicit FdOutputJs(const Napi::CallbackInfo& info) : Napi::ObjectWrap<FdOutputJs>(info) {
@@ -267,65 +202,9 @@ class FdOutputJs : public Napi::ObjectWrap<FdOutputJs> {
     Bytes b = GetBytes(env, info[0], "buffer");
     Release();
     if (b.size == 0) return Napi::Number::New(env, static_cast<double>(out_->Wait(0)));
-    const int64_t r = out_->Put(Piece{b.data, b.size, nullptr});
+    const int64_t r = out_->Put(Piece{b.data, b.size});
     if (r >= 0) held_.push_back(Napi::Persistent(info[0].As<Napi::Object>()));
     return Napi::Number::New(env, static_cast<double>(r));
-  }
-
-  // putChecked(buffer, spec, ids): put() of raw chunks lying in order in `buffer`, each verified
-  // against its id by the output thread before any of its bytes is written. spec: 5 numbers per
-  // chunk as decodeRun's (offset in buffer, length, codec 0, 0, size); ids: 32 bytes per chunk.
-  Napi::Value PutCheckedJs(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!out_) throw Napi::Error::New(env, "the output is closed");
-    Bytes b = GetBytes(env, info[0], "buffer");
-    napi_typedarray_type type;
-    void* data = nullptr;
-    size_t count = 0;
-    bool typed = false;
-    if (napi_is_typedarray(env, info[1], &typed) != napi_ok || !typed ||
-        napi_get_typedarray_info(env, info[1], &type, &count, &data, nullptr, nullptr) != napi_ok || type != napi_float64_array ||
-        count % 5 != 0) {
-      throw Napi::TypeError::New(env, "spec must be a Float64Array of 5 numbers per chunk");
-    }
-    const double* spec = static_cast<const double*>(data);
-    const size_t n = count / 5;
-    Bytes ids = GetBytes(env, info[2], "ids");
-    if (ids.size < 32 * n) throw Napi::RangeError::New(env, "ids must hold 32 bytes per chunk");
-    auto check = std::make_shared<Check>();
-    check->chunks.resize(n);
-    uint64_t end = 0;
-    for (size_t k = 0; k < n; k++) {
-      const double* f = spec + 5 * k;
-      for (size_t i = 0; i < 5; i++) {
-        if (!(f[i] >= 0 && f[i] <= 1099511627776.0) || f[i] != static_cast<double>(static_cast<uint64_t>(f[i]))) {
-          throw Napi::RangeError::New(env, "spec fields must be non-negative integers");
-        }
-      }
-      RunChunk c{static_cast<uint64_t>(f[0]), static_cast<uint64_t>(f[1]), static_cast<uint32_t>(f[2]), static_cast<uint64_t>(f[3]), static_cast<uint64_t>(f[4])};
-      if (c.codec != kRunRaw || c.src_len != c.size || c.src_off != end) throw Napi::RangeError::New(env, "checked chunks must be raw and lie in order from the buffer's start");
-      end += c.size;
-      check->chunks[k] = c;
-    }
-    if (end != b.size) throw Napi::RangeError::New(env, "the chunks must fill the buffer");
-    check->ids.assign(ids.data, ids.data + 32 * n);
-    Release();
-    if (b.size == 0) return Napi::Number::New(env, static_cast<double>(out_->Wait(0)));
-    const int64_t r = out_->Put(Piece{b.data, b.size, std::move(check)});
-    if (r >= 0) held_.push_back(Napi::Persistent(info[0].As<Napi::Object>()));
-    return Napi::Number::New(env, static_cast<double>(r));
-  }
-
-  // failure() -> [piece, chunk]: after EBADMSG, the checked piece (1-based, in order of hand-over)
-  // and its chunk that did not verify; [0, 0] otherwise.
-  Napi::Value FailureJs(const Napi::CallbackInfo& info) {
-    Napi::Env env = info.Env();
-    if (!out_) throw Napi::Error::New(env, "the output is closed");
-    const auto f = out_->Failure();
-    Napi::Array a = Napi::Array::New(env, 2);
-    a.Set(uint32_t{0}, Napi::Number::New(env, static_cast<double>(f.first)));
-    a.Set(uint32_t{1}, Napi::Number::New(env, static_cast<double>(f.second)));
-    return a;
   }
 
   // wait(count) -> pieces written so far once at least `count` are (every queued one for -1), or -errno.

@@ -228,10 +228,6 @@ export interface NativeBinding {
     put(buffer: Uint8Array): number;
     /** Waits until `count` pieces are written (-1: all queued): pieces written so far, or -errno. */
     wait(count: number): number;
-    /** put() of raw chunks filling `buffer` in order, each verified on the output thread before it is written (spec and ids as decodeRun's); -74 (EBADMSG): one did not verify. */
-    putChecked(buffer: Uint8Array, spec: Float64Array, ids: Uint8Array): number;
-    /** After EBADMSG: [piece (1-based, in order of hand-over), chunk] that did not verify; [0, 0] otherwise. */
-    failure(): [number, number];
     close(): void;
     readonly pipeSize: number;
   };

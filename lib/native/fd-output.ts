@@ -7,10 +7,6 @@
  * second (a small file's output starts none). Buffers to fill come from `buffer()`: once written they are reused, so a long stream
  * neither faults in fresh pages nor leaves garbage per piece. The first failure (EPIPE when the
  * reader went away) is thrown by every later call as ERR_NATIVE_IO with its errno.
- *
- * `putChecked` hands over raw chunks with their ids: the output thread re-hashes them before
- * writing (so the reading thread only reads), and a chunk that does not verify ends the output
- * before its bytes; every later call then throws what `onBadChunk` throws for it (ERR_CORRUPT).
  */
 import { constants } from 'node:os';
 import { LayerFsError } from '../errors.js';
@@ -43,9 +39,6 @@ export class FdOutput {
   /** Reused buffers: `seq` is the number of pieces that must be written before it is free again (0: free). */
   private readonly own: { buf: Buffer; seq: number }[] = [];
   private closed = false;
-  private onBadChunk: ((piece: number, chunk: number) => never) | undefined;
-  /** Pieces written, as the last call here learned. */
-  written = 0;
 
   constructor(
     readonly fd: number,
@@ -89,31 +82,10 @@ export class FdOutput {
     const r = this.w.put(piece);
     this.check(r);
     this.puts++;
-    this.settle(piece, r);
-  }
-
-  /** Marks the reused buffer `piece` lies in as queued, and those written (`r` pieces) as free. */
-  private settle(piece: Buffer, r: number): void {
     for (const o of this.own) {
       if (o.seq === -1 && o.buf.buffer === piece.buffer) o.seq = this.puts;
       else if (o.seq > 0 && o.seq <= r) o.seq = 0;
     }
-  }
-
-  /**
-   * put() of raw chunks filling `piece` in order (decodeRun's `spec`, `ids`), verified by the
-   * output thread before a byte of them is written. If one does not, `onBadChunk(piece, chunk)`
-   * is called by the next call here (piece: the 1-based number of the put that held it) and must
-   * throw.
-   */
-  putChecked(piece: Buffer, spec: Float64Array, ids: Buffer, onBadChunk: (piece: number, chunk: number) => never): number {
-    this.onBadChunk = onBadChunk;
-    if (piece.length === 0) return this.puts;
-    const r = this.w.putChecked(piece, spec, ids);
-    this.check(r);
-    this.puts++;
-    this.settle(piece, r);
-    return this.puts;
   }
 
   /** Waits until everything queued is written; throws the first failure. */
@@ -129,11 +101,6 @@ export class FdOutput {
   }
 
   private check(r: number): void {
-    if (r >= 0) this.written = r;
-    if (r === -constants.errno.EBADMSG && this.onBadChunk) {
-      const [piece, chunk] = this.w.failure();
-      if (piece > 0) this.onBadChunk(piece, chunk);
-    }
     if (r < 0) throw outputError(this.fd, -r);
     for (const o of this.own) if (o.seq > 0 && o.seq <= r) o.seq = 0;
   }

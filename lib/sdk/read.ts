@@ -7,8 +7,6 @@
 import { LayerFsError } from '../errors.js';
 import { FdOutput } from '../native/fd-output.js';
 import type { ReadStore as Store } from '../store/store-read.js';
-import type { ChunkRef, UnverifiedPiece } from '../store/chunk-run.js';
-import { ObjectKind } from '../store/object-id.js';
 import { InodeKind } from '../store/tree/inode.js';
 import { readRange, type ByteRange } from '../store/read-range.js';
 import { toHex } from '../format/hex.js';
@@ -68,30 +66,13 @@ export function* readFile(store: Store, ref: StateRef, path: string | Buffer, ra
  */
 export function writeFileTo(store: Store, fd: number, ref: StateRef, path: string | Buffer, range?: ByteRange): number {
   const out = new FdOutput(fd);
-  // The chunks of the pieces the output thread verifies, by the number of their put, until written.
-  const checked = new Map<number, readonly ChunkRef[]>();
-  const onBadChunk = (piece: number, chunk: number): never => {
-    const c = checked.get(piece)?.[chunk];
-    // Read again through the ObjectReader, which fails with the damaged object's own error.
-    if (c) store.objects.get(c.id, ObjectKind.Chunk);
-    throw new LayerFsError('ERR_CORRUPT', `chunk ${c ? toHex(c.id) : `${chunk} of piece ${piece}`} did not verify`, { hint: 'run layerfs verify' });
-  };
   try {
     let bytes = 0;
     try {
       store.read(() => {
-        for (const piece of outputPieces(store, ref, path, range, (n) => out.buffer(n))) {
-          if (Buffer.isBuffer(piece)) {
-            out.put(piece);
-            bytes += piece.length;
-            continue;
-          }
-          checked.set(out.putChecked(piece.out, piece.spec, piece.ids, onBadChunk), piece.chunks);
-          for (const k of checked.keys()) {
-            if (k > out.written) break;
-            checked.delete(k);
-          }
-          bytes += piece.out.length;
+        for (const piece of readFile(store, ref, path, range, (n) => out.buffer(n))) {
+          out.put(piece);
+          bytes += piece.length;
         }
       });
     } finally {
@@ -104,15 +85,6 @@ export function writeFileTo(store: Store, fd: number, ref: StateRef, path: strin
   }
 }
 
-/** readFile's pieces for writeFileTo: a whole file's raw runs left for the output thread to verify. */
-function outputPieces(store: Store, ref: StateRef, path: string | Buffer, range: ByteRange | undefined, alloc: (bytes: number) => Buffer): Iterable<Buffer | UnverifiedPiece> {
-  if (range !== undefined) return readFile(store, ref, path, range, alloc);
-  const view = store.view(stateRoot(store, ref));
-  const display = String(path);
-  const { inode } = view.resolve(splitStatePath(path), display);
-  if (inode.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', `${display} is not a regular file`, { path: display });
-  return view.content(inode, alloc, true);
-}
 
 export function layerStacks(store: Store): LayerStackInfo[] {
   return listLayerStacks(store).map(layerStackInfo);

@@ -42,18 +42,6 @@ const MAX_STRETCH = 4 * 1024 * 1024;
 /** Threads a decode call shares its work with (the caller's included). */
 const THREADS = Math.min(2, Math.max(1, availableParallelism()));
 
-/**
- * Raw chunks read straight into `out`, in order, not yet verified (pieces() with `unverified`):
- * whoever takes them re-hashes each against its id before using a byte (an output thread does it
- * before writing them, lib/native/fd-output.ts putChecked). `spec` and `ids` are decodeRun's.
- */
-export interface UnverifiedPiece {
-  readonly out: Buffer;
-  readonly spec: Float64Array;
-  readonly ids: Buffer;
-  readonly chunks: readonly ChunkRef[];
-}
-
 /** A stretch being decoded: its chunks, where its bytes go, and which of them verified. */
 export interface Started {
   chunks: readonly ChunkRef[];
@@ -64,8 +52,6 @@ export interface Started {
   inPlace: boolean;
   /** The reused row the task reads, released when the stretch is finished. */
   row: RowBuffer | null;
-  /** Read, left for the taker to verify (pieces() with `unverified`). */
-  unverified?: UnverifiedPiece;
 }
 
 /** A pack row held in a reused buffer; `users` stretches still read it. */
@@ -274,19 +260,6 @@ export class ChunkRunReader {
    * read and decoded into come from it (an output that reuses the buffers it has written).
    */
   *pieces(run: readonly ChunkRef[], alloc?: (bytes: number) => Buffer): Generator<Buffer> {
-    yield* this.piecesOf(run, alloc, false) as Generator<Buffer>;
-  }
-
-  /**
-   * pieces(), except that raw chunks lying in order in a row are yielded read and not verified
-   * (UnverifiedPiece): a taker that verifies them on another thread (an output thread, before it
-   * writes) saves this thread a hand-over to the pool per stretch. Everything else is verified.
-   */
-  *unverifiedPieces(run: readonly ChunkRef[], alloc?: (bytes: number) => Buffer): Generator<Buffer | UnverifiedPiece> {
-    yield* this.piecesOf(run, alloc, true);
-  }
-
-  private *piecesOf(run: readonly ChunkRef[], alloc: ((bytes: number) => Buffer) | undefined, unverified: boolean): Generator<Buffer | UnverifiedPiece> {
     let pending: Started | Buffer | null = null;
     try {
       for (let b = 0; b < run.length; b += BATCH) {
@@ -294,16 +267,16 @@ export class ChunkRunReader {
         const rows = this.locate(part.map((c) => c.id));
         for (let i = 0; i < part.length; ) {
           const count = this.stretch(part, rows, i);
-          const next = count > 0 ? this.start(part.slice(i, i + count), rows.slice(i, i + count), null, alloc, unverified) : this.viaReader(part[i]!);
+          const next = count > 0 ? this.start(part.slice(i, i + count), rows.slice(i, i + count), null, alloc) : this.viaReader(part[i]!);
           const p = pending;
           pending = next;
-          if (p) yield this.done(p, true);
+          if (p) yield this.done(p);
           i += Math.max(1, count);
         }
       }
       const p = pending;
       pending = null;
-      if (p) yield this.done(p, true);
+      if (p) yield this.done(p);
     } finally {
       // A reader that stops early: the stretch still being decoded lets go of its row.
       if (pending && !Buffer.isBuffer(pending)) this.release(pending);
@@ -337,7 +310,7 @@ export class ChunkRunReader {
    * into a new buffer (pieces()), or into reused scratch buffer `scratch` (read(): its
    * bytes must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: Located, scratch: { lane: number; i: number } | null, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe, unverified = false): Started {
+  private start(chunks: readonly ChunkRef[], rows: Located, scratch: { lane: number; i: number } | null, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -359,7 +332,7 @@ export class ChunkRunReader {
       pack = r[4];
     }
     const ok = new Uint8Array(count);
-    if (inPlace && scratch === null && this.handle) return this.startSpan(chunks, spec, ids, ok, pack, total, alloc, unverified);
+    if (inPlace && scratch === null && this.handle) return this.startSpan(chunks, spec, ids, ok, pack, total, alloc);
     const row = this.handle ? this.pinRow(pack) : undefined;
     const data = row ? row.data : this.handle ? undefined : this.pack(pack);
     if (!data) return { chunks, out: Buffer.allocUnsafe(total), ok, task: null, inPlace: false, row: null };
@@ -371,12 +344,11 @@ export class ChunkRunReader {
   }
 
   /** Raw chunks lying in order in pack row `pack` from spec[0] on, read straight into a new Buffer and verified there. */
-  private startSpan(chunks: readonly ChunkRef[], spec: Float64Array, ids: Buffer, ok: Uint8Array, pack: number, total: number, alloc: (bytes: number) => Buffer, unverified: boolean): Started {
+  private startSpan(chunks: readonly ChunkRef[], spec: Float64Array, ids: Buffer, ok: Uint8Array, pack: number, total: number, alloc: (bytes: number) => Buffer): Started {
     const out = alloc(total);
     const from = spec[0]!;
     if (this.readRow(pack, from, total, out) < 0) return { chunks, out, ok, task: null, inPlace: false, row: null };
     for (let f = 0; f < spec.length; f += RUN_FIELDS) spec[f] = spec[f]! - from;
-    if (unverified) return { chunks, out, ok, task: null, inPlace: true, row: null, unverified: { out, spec, ids, chunks } };
     return { chunks, out, ok, task: startRun(out, spec, ids, null, ok, this.threads), inPlace: true, row: null };
   }
 
@@ -415,11 +387,8 @@ export class ChunkRunReader {
     return r;
   }
 
-  private done(p: Started | Buffer): Buffer;
-  private done(p: Started | Buffer, unverified: true): Buffer | UnverifiedPiece;
-  private done(p: Started | Buffer, unverified = false): Buffer | UnverifiedPiece {
-    if (Buffer.isBuffer(p)) return p;
-    return unverified && p.unverified ? p.unverified : this.finish(p);
+  private done(p: Started | Buffer): Buffer {
+    return Buffer.isBuffer(p) ? p : this.finish(p);
   }
 
   /** Waits for a started stretch and lets go of its row, its bytes unused. */

@@ -8,7 +8,6 @@ import { test } from 'node:test';
 import { FdOutput } from '../../lib/native/fd-output.js';
 import { makeNode } from '../../lib/native/fd.js';
 import { LayerFsError } from '../../lib/errors.js';
-import { idOf, ObjectKind } from '../../lib/store/object-id.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
 const SEED = 17;
@@ -97,76 +96,5 @@ test('a write that fails is thrown with its errno, and kept', () => {
   } finally {
     out.close();
     closeSync(ro);
-  }
-});
-
-/** Raw chunks filling `data` (lengths cut by a seeded generator), as putChecked takes them. */
-function checkedPiece(data: Buffer, seed: number): { spec: Float64Array; ids: Buffer; starts: number[] } {
-  const starts: number[] = [];
-  const spec: number[] = [];
-  const ids: Buffer[] = [];
-  let k = seed;
-  for (let at = 0; at < data.length; ) {
-    k = (k * 1103515245 + 12345) % 2147483648;
-    const n = Math.min(data.length - at, 1 + (k % 40000));
-    starts.push(at);
-    spec.push(at, n, 0, 0, n);
-    ids.push(idOf(ObjectKind.Chunk, data.subarray(at, at + n)));
-    at += n;
-  }
-  return { spec: new Float64Array(spec), ids: Buffer.concat(ids), starts };
-}
-
-test(`putChecked: chunks verified on the output thread; a bad one ends the output before its bytes (seed ${SEED})`, () => {
-  const dir = tempDir();
-  const data = seededBytes(SEED + 1, 6 * 1024 * 1024 + 7);
-  const pieces = [data.subarray(0, 1 << 20), data.subarray(1 << 20, 3 << 20), data.subarray(3 << 20)];
-  // Whole and exact, checked pieces mixed with plain ones.
-  const file = join(dir, 'ok.bin');
-  let fd = openSync(file, 'w');
-  let out = new FdOutput(fd);
-  const never = (): never => assert.fail('no chunk should fail');
-  try {
-    pieces.forEach((p, i) => {
-      if (i === 1) return out.put(p);
-      const c = checkedPiece(p, SEED + i);
-      out.putChecked(p, c.spec, c.ids, never);
-    });
-    out.finish();
-  } finally {
-    out.close();
-    closeSync(fd);
-  }
-  assert.ok(readFileSync(file).equals(data));
-
-  // A wrong id in the first piece (written on the caller's thread) or in a later one (the output thread).
-  for (const bad of [0, 2]) {
-    const f = join(dir, `bad-${bad}.bin`);
-    fd = openSync(f, 'w');
-    out = new FdOutput(fd);
-    const specs = pieces.map((p, i) => checkedPiece(p, SEED + i));
-    const c = specs[bad]!;
-    const chunk = c.starts.length >> 1;
-    c.ids[32 * chunk]! ^= 1;
-    let reported: [number, number] | undefined;
-    const onBad = (piece: number, k: number): never => {
-      reported = [piece, k];
-      throw new LayerFsError('ERR_CORRUPT', 'a chunk did not verify');
-    };
-    try {
-      assert.throws(() => {
-        pieces.forEach((p, i) => out.putChecked(p, specs[i]!.spec, specs[i]!.ids, onBad));
-        out.finish();
-      }, { code: 'ERR_CORRUPT' });
-      assert.throws(() => out.finish(), { code: 'ERR_CORRUPT' }, 'kept');
-    } finally {
-      out.close();
-      closeSync(fd);
-    }
-    assert.deepEqual(reported, [bad + 1, chunk]);
-    const got = readFileSync(f);
-    const end = pieces.slice(0, bad).reduce((a, p) => a + p.length, 0) + c.starts[chunk]!;
-    assert.equal(got.length, end, 'everything before the bad chunk, nothing of it or after');
-    assert.ok(got.equals(data.subarray(0, end)));
   }
 });

@@ -3,7 +3,7 @@
  * and file content, all through authenticated object reads.
  */
 import { LayerFsError } from '../../errors.js';
-import type { ChunkRunReader, UnverifiedPiece } from '../chunk-run.js';
+import type { ChunkRunReader } from '../chunk-run.js';
 import { ObjectKind } from '../object-id.js';
 import type { ObjectReader } from '../object-reader.js';
 import { checkLength, loadExtentNode } from './extent-check.js';
@@ -99,13 +99,9 @@ export class FsView {
 
   /**
    * The content of a regular file, chunk by chunk, in order: exactly `size` bytes, or ERR_CORRUPT.
-   * `alloc`: where runs of chunks are decoded (see ChunkRunReader.pieces). With `unverified`, raw
-   * chunks that lie in order in a row come as UnverifiedPiece, for a taker that verifies them
-   * (ChunkRunReader.unverifiedPieces).
+   * `alloc`: where runs of chunks are decoded (see ChunkRunReader.pieces).
    */
-  content(file: Inode, alloc?: (bytes: number) => Buffer): Generator<Buffer>;
-  content(file: Inode, alloc: ((bytes: number) => Buffer) | undefined, unverified: true): Generator<Buffer | UnverifiedPiece>;
-  *content(file: Inode, alloc?: (bytes: number) => Buffer, unverified = false): Generator<Buffer | UnverifiedPiece> {
+  *content(file: Inode, alloc?: (bytes: number) => Buffer): Generator<Buffer> {
     if (file.kind !== InodeKind.File) throw new LayerFsError('ERR_INVALID_ARGUMENT', 'not a regular file');
     if (file.form === ContentForm.None) {
       if (file.size !== 0) throw new LayerFsError('ERR_CORRUPT', `a file of ${file.size} bytes has no content`, { hint: 'the Store is damaged or forged; run layerfs verify' });
@@ -120,7 +116,7 @@ export class FsView {
     // chunks are read as one run (decoded and verified many at a time), or located in a few
     // statements and read one by one without a run reader.
     const root = loadExtentNode(objects, file.content!, file.size, null);
-    if (root.level === 0) return yield* this.leaf(root, alloc, unverified);
+    if (root.level === 0) return yield* this.leaf(root, alloc);
     const stack: { node: ExtentNode; i: number }[] = [{ node: root, i: 0 }];
     while (stack.length > 0) {
       const top = stack[stack.length - 1]!;
@@ -130,16 +126,15 @@ export class FsView {
       }
       const i = top.i++;
       const node = loadExtentNode(objects, top.node.ids[i]!, top.node.lengths[i]!, top.node.level);
-      if (node.level === 0) yield* this.leaf(node, alloc, unverified);
+      if (node.level === 0) yield* this.leaf(node, alloc);
       else stack.push({ node, i: 0 });
     }
   }
 
   /** The chunks of a leaf of an extent tree, verified, in order. */
-  private *leaf(node: ExtentNode, alloc: ((bytes: number) => Buffer) | undefined, unverified: boolean): Generator<Buffer | UnverifiedPiece> {
+  private *leaf(node: ExtentNode, alloc?: (bytes: number) => Buffer): Generator<Buffer> {
     if (this.runs) {
-      const run = node.ids.map((id, i) => ({ id, length: node.lengths[i]! }));
-      yield* unverified ? this.runs.unverifiedPieces(run, alloc) : this.runs.pieces(run, alloc);
+      yield* this.runs.pieces(node.ids.map((id, i) => ({ id, length: node.lengths[i]! })), alloc);
       return;
     }
     this.objects.prefetch(node.ids);
