@@ -7,7 +7,7 @@
 // against git in the same rounds: `git --version`, `git cat-file -p HEAD:small.txt | cat`,
 // `git cat-file -p HEAD:large.bin | cat` (loose objects), and `node -e 0` (the floor of any Node
 // command). The Store is made by this checkout's SDK. Reported: median wall ms and median CPU ms
-// (user + system of the whole pipeline, bash `times`) per command.
+// (user + system of the whole pipeline, bash `times`) per command, and the CPU range.
 //   node --import tsx bench/micro/cli-start.bench.ts [--rounds 10] [--mib 100] [--bin NAME=PATH/bin/layerfs.js]…
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -89,7 +89,7 @@ try {
     }
   }
   const load = os.loadavg().map((l) => l.toFixed(2)).join(' ');
-  for (const [name, v] of got) console.log(JSON.stringify({ command: name, rounds, wallMs: Math.round(median(v.ms)), cpuMs: Math.round(median(v.cpuMs)), load }));
+  for (const [name, v] of got) console.log(JSON.stringify({ command: name, rounds, wallMs: Math.round(median(v.ms)), cpuMs: Math.round(median(v.cpuMs)), cpuRange: [Math.round(Math.min(...v.cpuMs)), Math.round(Math.max(...v.cpuMs))], load }));
 } finally {
   fs.rmSync(tmp, { recursive: true, force: true });
 }

@@ -39,7 +39,7 @@ export async function programFor(args: string[], state: ExitState): Promise<Comm
 
 export async function main(argv: string[]): Promise<void> {
   const cat = plainCat(argv.slice(2));
-  if (cat) return (await import('./commands/cat.js')).runPlainCat(cat);
+  if (cat) return (await import('./plain-cat-entry.js')).runPlainCat(cat);
   const state = { code: 0 };
   const { runProgram } = await import('./program.js');
   await runProgram(await programFor(argv.slice(2), state), argv, state);

@@ -33,7 +33,7 @@ export interface ChunkRef {
   readonly length: number;
 }
 
-/** Ids one locator query takes (well under SQLite's limit on bound parameters). */
+/** Ids one locator query takes (one blob of 32 bytes per id, split by SQLite). */
 const BATCH = 256;
 
 /** Canonical bytes one decode call takes at most (a chunk row decodes to about 1–1.5 MiB). */
@@ -99,11 +99,15 @@ function packRowsHandle(db: Db): number {
   }
 }
 
-/** [id, kind, size, codec, pack, offset, length, at] of a located chunk. */
-type Row = [Buffer, number, number, number, number, number, number, number];
+/** [position in the ids located, kind, size, codec, pack, offset, length, at] of a located chunk. */
+type Row = [number, number, number, number, number, number, number, number];
+
+/** Located chunks, aligned with the ids asked for (undefined: not in the objects table). */
+type Located = (Row | undefined)[];
 
 export class ChunkRunReader {
-  private readonly locates = new Map<number, ReturnType<Db['prepare']>>();
+  /** The locator statement (locate()), prepared on first use. */
+  private locates: ReturnType<Db['prepare']> | undefined;
   private readonly readPack;
   /** The `at` column (format 2 on; a format-1 Store opened read-only has only raw objects). */
   private readonly at: string;
@@ -123,7 +127,7 @@ export class ChunkRunReader {
     packRows = true,
   ) {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
-    this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'at' : '0 AS at';
+    this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'o.at' : '0';
     this.handle = packRows ? packRowsHandle(db) : 0;
   }
 
@@ -154,16 +158,23 @@ export class ChunkRunReader {
     return data;
   }
 
-  private locate(ids: readonly Buffer[]): Map<string, Row> {
-    const out = new Map<string, Row>();
+  /**
+   * The locators of `ids`, in their order: one statement per BATCH ids, the ids handed over as
+   * one blob and split by SQLite, each row tagged with its position. No Buffer per id and no
+   * map keyed by id: a 100 MiB file is ~5,000 chunks, and per-row objects and keys were a
+   * large part of a cold process's read (docs/BENCHMARKS.md, 2026-12-03).
+   */
+  private locate(ids: readonly Buffer[]): Located {
+    const out: Located = new Array<Row | undefined>(ids.length).fill(undefined);
+    this.locates ??= this.db
+      .prepare(
+        'WITH RECURSIVE ids(i, id) AS (SELECT 0, substr(:ids, 1, 32) UNION ALL SELECT i + 1, substr(:ids, i * 32 + 33, 32) FROM ids WHERE i * 32 + 64 <= length(:ids)) ' +
+          `SELECT ids.i, o.kind, o.size, o.codec, o.pack, o.offset, o.length, ${this.at} FROM ids JOIN objects o ON o.id = ids.id`,
+      )
+      .raw();
     for (let i = 0; i < ids.length; i += BATCH) {
       const part = ids.slice(i, i + BATCH);
-      let q = this.locates.get(part.length);
-      if (!q) {
-        q = this.db.prepare(`SELECT id, kind, size, codec, pack, offset, length, ${this.at} FROM objects WHERE id IN (${'?,'.repeat(part.length - 1)}?)`).raw();
-        this.locates.set(part.length, q);
-      }
-      for (const row of q.all(part) as Row[]) out.set(row[0].toString('latin1'), row);
+      for (const row of this.locates.all({ ids: Buffer.concat(part) }) as Row[]) out[i + row[0]] = row;
     }
     return out;
   }
@@ -201,7 +212,7 @@ export class ChunkRunReader {
     try {
       for (let i = 0, at = -from; i < run.length && at < len; ) {
         const count = this.stretch(run, rows, i);
-        parts.push(count > 0 ? this.start(run.slice(i, i + count), rows, { lane, i: parts.length }) : this.viaReader(run[i]!));
+        parts.push(count > 0 ? this.start(run.slice(i, i + count), rows.slice(i, i + count), { lane, i: parts.length }) : this.viaReader(run[i]!));
         for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
         i += Math.max(1, count);
       }
@@ -256,7 +267,7 @@ export class ChunkRunReader {
         const rows = this.locate(part.map((c) => c.id));
         for (let i = 0; i < part.length; ) {
           const count = this.stretch(part, rows, i);
-          const next = count > 0 ? this.start(part.slice(i, i + count), rows, null, alloc) : this.viaReader(part[i]!);
+          const next = count > 0 ? this.start(part.slice(i, i + count), rows.slice(i, i + count), null, alloc) : this.viaReader(part[i]!);
           const p = pending;
           pending = next;
           if (p) yield this.done(p);
@@ -273,18 +284,19 @@ export class ChunkRunReader {
   }
 
   /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
-  private stretch(run: readonly ChunkRef[], rows: Map<string, Row>, i: number): number {
-    const usable = (c: ChunkRef): Row | undefined => {
-      const r = rows.get(c.id.toString('latin1'));
+  private stretch(run: readonly ChunkRef[], rows: Located, i: number): number {
+    const usable = (k: number): Row | undefined => {
+      const c = run[k]!;
+      const r = rows[k];
       if (!r || r[1] !== ObjectKind.Chunk || r[2] !== c.length || r[5] < 0 || r[6] < 0 || r[7] < 0) return undefined;
       return (r[3] === Codec.Raw && r[6] === c.length) || r[3] === Codec.Zstd ? r : undefined;
     };
-    const head = usable(run[i]!);
+    const head = usable(i);
     if (!head) return 0;
     let bytes = head[2];
     let k = i + 1;
     for (; k < run.length; k++) {
-      const r = usable(run[k]!);
+      const r = usable(k);
       if (!r || r[4] !== head[4] || bytes + r[2] > MAX_STRETCH) break;
       bytes += r[2];
     }
@@ -292,13 +304,13 @@ export class ChunkRunReader {
   }
 
   /**
-   * Starts decoding `chunks` (all in one pack row, located in `rows`). Raw chunks that lie in
+   * Starts decoding `chunks` (all in one pack row, located in `rows`, aligned with them). Raw chunks that lie in
    * order in the row are verified in place: for pieces() (`scratch` null) read straight into the
    * Buffer that is handed out, for read() in the row's reused buffer. Anything else is decoded
    * into a new buffer (pieces()), or into reused scratch buffer `scratch` (read(): its
    * bytes must be copied out before the next read()).
    */
-  private start(chunks: readonly ChunkRef[], rows: Map<string, Row>, scratch: { lane: number; i: number } | null, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Started {
+  private start(chunks: readonly ChunkRef[], rows: Located, scratch: { lane: number; i: number } | null, alloc: (bytes: number) => Buffer = Buffer.allocUnsafe): Started {
     const count = chunks.length;
     const spec = new Float64Array(count * RUN_FIELDS);
     const ids = Buffer.allocUnsafe(count * 32);
@@ -307,7 +319,7 @@ export class ChunkRunReader {
     let pack = -1;
     for (let k = 0; k < count; k++) {
       const c = chunks[k]!;
-      const r = rows.get(c.id.toString('latin1'))!;
+      const r = rows[k]!;
       const f = k * RUN_FIELDS;
       spec[f] = r[5];
       spec[f + 1] = r[6];

@@ -9,7 +9,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tempDir } from '../helpers/tmp.js';
@@ -83,6 +83,10 @@ test('the packed tarball installs and works in a fresh project: CLI tour, ESM, C
   writeFileSync(join(project, 'check.mjs'), esm);
   const out = JSON.parse(run(process.execPath, ['check.mjs'], project));
   assert.deepEqual([out.text, out.ok, out.files], ['packed and working', true, 1]);
+  // A plain `cat` runs from the bundled module the package ships (scripts/bundle-cat.mjs): no
+  // static import of another module of ours is left in it.
+  assert.equal(run(process.execPath, [join(pkgDir, 'bin/layerfs.js'), '--store', 'esm/store.sqlite', 'cat', 'p', 'a.txt'], project), 'packed and working');
+  assert.doesNotMatch(readFileSync(join(pkgDir, 'dist/lib/cli/plain-cat-entry.js'), 'utf8'), /^import[^'"]*['"]\.{1,2}\//m);
 
   const cjs = `
     const { Client } = require('layerfs');
