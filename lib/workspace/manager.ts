@@ -79,7 +79,7 @@ export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: Stat
   const base = store.view(ws.baseRootId);
   const same = {
     dir: (i: number, s: number) => !dirChangedItself(base, s, cs.absPath(i)),
-    racy: (i: number, s: number) => racyUnchanged(base, s, cs.absPath(i)),
+    racy: (i: number, s: number) => racyUnchanged(base, s, cs.absPath(i), cs.changedSerials.get(s)?.parents.length ?? 0),
   };
   return { entries: statusEntries(cs, cache, same), skipped: cs.skipped };
 }

@@ -57,13 +57,16 @@ function sameXattrs(path: Buffer, old: Inode): boolean {
 
 /**
  * Whether the file or symlink at `path` still records exactly what serial `serial` records in
- * `base`: kind, permissions, owner, size, mtime, xattrs and content (files: its content identity
- * through the commit's own content path, storeFileContent; symlinks: the target). Anything that
- * cannot be read or changes while read counts as changed.
+ * `base`: kind, permissions, owner, size, mtime, xattrs, its number of names (`names`: in the
+ * Workspace now, as the commit would record them; not which directories hold them, whose serials
+ * a walk may renumber while nothing of the file changed) and content (files: its content
+ * identity through the commit's own content path, storeFileContent; symlinks: the target).
+ * Anything that cannot be read or changes while read counts as changed.
  */
-export function racyUnchanged(base: View, serial: number, path: Buffer): boolean {
+export function racyUnchanged(base: View, serial: number, path: Buffer, names: number): boolean {
   try {
     const old = base.inode(serial);
+    if ((old.parents?.length ?? old.nlink) !== names) return false;
     const st = lstatSync(path, { bigint: true });
     const kind = st.isFile() ? InodeKind.File : st.isSymbolicLink() ? InodeKind.Symlink : undefined;
     if (kind === undefined || kind !== old.kind) return false;
