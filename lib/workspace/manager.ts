@@ -213,7 +213,7 @@ export async function commitWorkspace(
       t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      await recordChanges(reading, base, editor, w, clock, oldSerialAt);
+      const same = await recordChanges(reading, base, editor, w, clock, oldSerialAt);
       // Every changed serial's record is in the editor now: its list (a few hundred bytes of
       // heap per changed path) goes before the trees are written, the commit's largest step.
       cs.changedSerials.clear();
@@ -230,8 +230,12 @@ export async function commitWorkspace(
       if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache, readFromMs);
       else writeCache(store, ws.id, plan);
       if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
+      // A racy entry read again that records what it did is not a changed path.
       let changedPaths = cs.deletedPaths.length;
-      for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;
+      for (let i = 0; i < cs.now.count; i++) {
+        const j = cs.oldIndex[i]!;
+        if (cs.changed[i] && !(j >= 0 && isSmudged(cache, j) && cache.serial[j] === cs.now.serial[i] && same.has(cs.now.serial[i]!))) changedPaths++;
+      }
       const out: CommitOutcome = { outcome: 'Created', commit: published.commit, previousHead: published.previousHead, changedPaths, write: { ...w.stats } };
       if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
       return out;

@@ -129,13 +129,17 @@ export function startReading(cs: ChangeSet): ChangeReading {
  * batches are read while this one is stored. `oldSerialAt`: the serial the path of a change-set
  * entry had in the stored state (0 if none), for delta bases.
  */
-export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<Set<number>> {
   const { changed, scans } = reading;
+  const same = new Set<number>();
   let batches = 0;
   try {
     while (!scans.done) {
       const { batch, paths, release } = await scans.next(clock);
-      for (let j = 0; j < batch.count; j++) await recordOne(changed.next().value!, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt);
+      for (let j = 0; j < batch.count; j++) {
+        const c = changed.next().value!;
+        if (await recordOne(c, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt)) same.add(c[0]);
+      }
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
       // A long commit gives freed memory back now and then (native mallocTrim): resident memory
@@ -146,12 +150,16 @@ export async function recordChanges(reading: ChangeReading, base: View, editor: 
     await scans.settle();
     throw e;
   }
+  return same;
 }
 
 type Changed = [serial: number, change: { index: number; parents: number[] }];
 
-/** Stores one scanned changed serial and sets its record in `editor`. */
-async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+/**
+ * Stores one scanned changed serial and sets its record in `editor`; true when a file or symlink
+ * records exactly what the serial recorded in `base` (a racy entry read again, racy.ts).
+ */
+async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<boolean> {
   const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
   // A changed large file's new chunks are offered the old version's chunks as delta bases.
   w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
@@ -163,7 +171,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   }
   // A changed small file: its blob is still the newest of its group.
   if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.proposeBase(inode.content!, before.content!);
-  if (!inode) return;
+  if (!inode) return false;
   if (inode.kind === InodeKind.Dir) {
     const old = safeInode(base, serial);
     if (old && old.kind === InodeKind.Dir) {
@@ -177,4 +185,20 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   inode.parents = parents;
   // Bases were offered above (the path's previous file first): the editor need not again.
   editor.setInode(serial, inode, before !== undefined);
+  if (inode.kind !== InodeKind.File && inode.kind !== InodeKind.Symlink) return false;
+  const old = safeInode(base, serial);
+  return old !== undefined && sameRecord(old, inode);
+}
+
+const sameBytes = (a: Buffer | null | undefined, b: Buffer | null | undefined): boolean => (a ?? null) === (b ?? null) || (a != null && b != null && a.equals(b));
+
+/** Whether two file or symlink records say the same, parents compared as sets with counts. */
+function sameRecord(a: Inode, b: Inode): boolean {
+  if (a.kind !== b.kind || a.mode !== b.mode || a.uid !== b.uid || a.gid !== b.gid || a.mtimeNs !== b.mtimeNs || a.size !== b.size || a.form !== b.form) return false;
+  if (!sameBytes(a.content, b.content) || !sameBytes(a.target, b.target) || a.xattrs.length !== b.xattrs.length) return false;
+  const pa = [...(a.parents ?? [])].sort((x, y) => x - y);
+  const pb = [...(b.parents ?? [])].sort((x, y) => x - y);
+  if (pa.length !== pb.length || pa.some((p, k) => p !== pb[k])) return false;
+  const xa = new Map(a.xattrs.map((x) => [x.name.toString('latin1'), x.value]));
+  return b.xattrs.every((x) => xa.get(x.name.toString('latin1'))?.equals(x.value) === true);
 }

@@ -56,6 +56,8 @@ test(`a same-size write right after a commit is listed and stored (seed ${SEED})
       writeFileSync(join(at, f), first);
       const c1 = await client.commitWorkspace(ws.id);
       assert.equal(c1.outcome, 'Created', `seed ${SEED} round ${round}`);
+      // Racy entries of the commit before, read again unchanged, are not changed paths.
+      assert.equal(c1.changedPaths, 1, `seed ${SEED} round ${round}`);
       // Status right after a commit lists nothing, racy entries or not.
       assert.deepEqual((await client.workspaceStatus(ws.id)).changes, [], `seed ${SEED} round ${round}: status after a commit`);
       if (smudged(cache()) > 0) racy++;
@@ -65,6 +67,7 @@ test(`a same-size write right after a commit is listed and stored (seed ${SEED})
       assert.deepEqual(st.changes.map((c) => [c.change, c.path]), [['modified', f]], `seed ${SEED} round ${round}: the second write`);
       const c2 = await client.commitWorkspace(ws.id);
       assert.equal(c2.outcome, 'Created', `seed ${SEED} round ${round}: the second write was missed`);
+      assert.equal(c2.changedPaths, 1, `seed ${SEED} round ${round}`);
       assert.ok(client.cat('b', f).equals(second), `seed ${SEED} round ${round}`);
       assert.deepEqual((await client.workspaceStatus(ws.id)).changes, [], `seed ${SEED} round ${round}: status after the second commit`);
     }
