@@ -10,12 +10,13 @@ import { toHex } from '../format/hex.js';
 import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
 import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
 import { walkRelPath, WalkKind } from '../native/walk.js';
-import { cachePlan, loadCache, saveCache, writeCache, type CachePlan, type StatCache } from './cache.js';
+import { cachePlan, loadCache, saveCache, writeCache, type StatCache } from './cache.js';
 import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { readBasesAhead, recordChanges, startReading, tickWaitMs, type RecordClock } from './record.js';
+import { isSmudged, racyUnchanged, smudgeRacy } from './racy.js';
+import { readBasesAhead, recordChanges, startReading, type RecordClock } from './record.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
@@ -76,11 +77,19 @@ export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: Stat
   const cache = loadCache(store, ws.id);
   const cs = computeChangesSync(ws.path, cache);
   const base = store.view(ws.baseRootId);
-  return { entries: statusEntries(cs, cache, (i, s) => dirChangedItself(base, s, cs.absPath(i))), skipped: cs.skipped };
+  const same = {
+    dir: (i: number, s: number) => !dirChangedItself(base, s, cs.absPath(i)),
+    racy: (i: number, s: number) => racyUnchanged(base, s, cs.absPath(i), cs.changedSerials.get(s)?.parents.length ?? 0),
+  };
+  return { entries: statusEntries(cs, cache, same), skipped: cs.skipped };
 }
 
-/** `dirChanged(i, serial)`: whether directory entry i, mode unchanged, changed as a diff counts it. */
-function statusEntries(cs: ChangeSet, cache: StatCache, dirChanged: (i: number, serial: number) => boolean): StatusEntry[] {
+/**
+ * `same.dir(i, serial)`: whether directory entry i, mode unchanged, is unchanged as a diff counts
+ * it; `same.racy(i, serial)`: whether entry i, racy in the cache (racy.ts), still records
+ * exactly its stored record.
+ */
+function statusEntries(cs: ChangeSet, cache: StatCache, same: { dir: (i: number, serial: number) => boolean; racy: (i: number, serial: number) => boolean }): StatusEntry[] {
   const out: StatusEntry[] = [];
   const { now, oldIndex } = cs;
   // Old entry → the entry now at its path, to tell whether an old path still holds its serial.
@@ -97,8 +106,9 @@ function statusEntries(cs: ChangeSet, cache: StatCache, dirChanged: (i: number, 
     if (j >= 0 && cache.serial[j] === s) {
       // A directory whose mode stayed changed only if its owner or xattrs did: its mtime moves
       // with its entries (they are listed), which a diff does not count as its own change.
-      const ownChange = now.kind[i] !== WalkKind.Dir || cache.mode[j] !== now.mode[i] || dirChanged(i, s);
-      if (ownChange) out.push({ change: 'modified', path: rel, kind });
+      const ownChange = now.kind[i] !== WalkKind.Dir || cache.mode[j] !== now.mode[i] || !same.dir(i, s);
+      // A racy entry reads as changed whatever happened to it: its content decides.
+      if (ownChange && !(isSmudged(cache, j) && now.kind[i] === cache.kind[j] && same.racy(i, s))) out.push({ change: 'modified', path: rel, kind });
       continue;
     }
     if (!sourceOf) {
@@ -151,8 +161,7 @@ export interface CommitRun {
 
 /**
  * Wall time (ms) of a commit by phase: walkRead = stat cache load and the walk compared with it;
- * chunkHash = waiting for the addon to read, chunk and hash changed files (and for the racy
- * timestamp tick before reading them, record.ts); write = storing
+ * chunkHash = waiting for the addon to read, chunk and hash changed files; write = storing
  * objects and editing the trees. The caller counts the rest as publish (Commit row, stat cache
  * save, COMMIT).
  */
@@ -184,49 +193,49 @@ export async function commitWorkspace(
     if (u.moveTo) await store.write(() => moveOnto(store, ws, cache));
     return { outcome: 'UpToDate', head: u.head };
   }
-  // The racy tick and the first reads happen before the write lock is taken (record.ts).
+  // The first reads happen before the write lock is taken (record.ts), at once: entries read
+  // within their ctime's timestamp tick are marked racy in the new stat cache (racy.ts).
   t = performance.now();
-  const clock: RecordClock = { waitMs: 0, racyWaitMs: 0 };
+  const clock: RecordClock = { waitMs: 0 };
   const oldSerialAt = (i: number): number => {
     const j = cs.oldIndex[i]!;
     return j >= 0 ? cache.serial[j]! : 0;
   };
+  const readFromMs = Date.now();
+  const reading = startReading(cs);
   // The new stat cache is encoded and compressed, and a small commit's delta bases are read,
-  // before the lock: inside the racy tick when the files must wait for it (a commit right after a
-  // tool's edits: the wait is then most of the commit), else while the first reads run.
-  const prepare = (): CachePlan => {
-    const p = cachePlan(cs.now, { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
-    readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
-    return p;
-  };
-  let plan = tickWaitMs(cs) > 0 ? prepare() : undefined;
-  const reading = await startReading(cs, clock);
-  plan ??= prepare();
+  // before the lock, while the addon reads the first files.
+  const plan = cachePlan(smudgeRacy(cs.now, cs.changed, readFromMs), { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
+  readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
   const readMs = performance.now() - t;
   try {
     return await store.write(async (w): Promise<CommitOutcome> => {
       t = performance.now();
       const base = store.view(ws.baseRootId);
       const editor = new NamespaceEditor(base, store.pages, w);
-      await recordChanges(reading, base, editor, w, clock, oldSerialAt);
+      const same = await recordChanges(reading, base, editor, w, clock, oldSerialAt);
       // Every changed serial's record is in the editor now: its list (a few hundred bytes of
       // heap per changed path) goes before the trees are written, the commit's largest step.
       cs.changedSerials.clear();
       for (const s of cs.deletedSerials) editor.deleteInode(s);
       for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
       const root = editor.finish();
-      // chunkHash: the racy tick and the reads before the transaction, and the waits inside it.
+      // chunkHash: the reads before the transaction, and the waits inside it.
       phases.chunkHash = readMs + clock.waitMs;
       phases.write = performance.now() - t - clock.waitMs;
       const target = { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, baseRoot: ws.baseRootId, workspaceId: ws.id };
       const { published, head } = publishWorkspaceCommit(store, w, target, root, { note, strict, resolved: resolvedPaths(store, ws.id) });
       const rec = published.reconciliation;
       // The Workspace shows what was published: the other side's changes are written in.
-      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache);
+      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache, readFromMs);
       else writeCache(store, ws.id, plan);
       if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
+      // A racy entry read again that records what it did is not a changed path.
       let changedPaths = cs.deletedPaths.length;
-      for (let i = 0; i < cs.now.count; i++) changedPaths += cs.changed[i]!;
+      for (let i = 0; i < cs.now.count; i++) {
+        const j = cs.oldIndex[i]!;
+        if (cs.changed[i] && !(j >= 0 && isSmudged(cache, j) && cache.serial[j] === cs.now.serial[i] && same.has(cs.now.serial[i]!))) changedPaths++;
+      }
       const out: CommitOutcome = { outcome: 'Created', commit: published.commit, previousHead: published.previousHead, changedPaths, write: { ...w.stats } };
       if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
       return out;

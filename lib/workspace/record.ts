@@ -5,12 +5,9 @@
  * are streamed in pieces and never held whole, so a commit's memory does not grow with the
  * number or size of changed files.
  *
- * Racy edits: a stat cache entry is only trustworthy if any later write changes its stat. A
- * write in the same timestamp tick as the ctime the walk saw, with the same size, leaves
- * size/mtime/ctime as they were; if the content were read within that tick too, the cache
- * would call the newer content clean forever (git's "racy clean" problem). So changed files are
- * read only once the clock is a full tick past their ctime (racyWaitMs): every write after the
- * read then gets a later ctime and the next commit sees it.
+ * Racy edits: a stat cache entry is only trustworthy if any later write changes its stat. Changed
+ * files are read at once; the entries whose read began within the timestamp tick of their ctime
+ * are marked racy in the new stat cache (racy.ts), so the next walk offers them again.
  */
 import { mallocTrim } from '../native/info.js';
 import { WalkKind } from '../native/walk.js';
@@ -27,53 +24,21 @@ export const RACY_TICK_MS = 20;
 /** Filesystems whose times have whole seconds only (ctime without nanoseconds): FAT rounds to 2 s. */
 export const COARSE_TICK_MS = 2000;
 
-/** Time accounting of one recording: `waitMs` waiting for the addon, `racyWaitMs` for the clock. */
+/** Time accounting of one recording: `waitMs` waiting for the addon to read and hash. */
 export interface RecordClock {
   waitMs: number;
-  racyWaitMs: number;
 }
 
 /**
- * How long to wait before reading files whose newest ctime is `ctimeNs`, at wall time `nowMs`,
- * so that the read happens a full timestamp tick after it. 0 when the tick has passed.
+ * How long after wall time `nowMs` a read of a file whose ctime is `ctimeNs` must begin so that
+ * every later write gets a later ctime: a full timestamp tick after it. 0 when the tick has
+ * passed (the entry is not racy).
  */
 export function racyWaitMs(ctimeNs: bigint, nowMs: number): number {
   if (ctimeNs <= 0n) return 0;
   const tick = ctimeNs % 1_000_000_000n === 0n ? COARSE_TICK_MS : RACY_TICK_MS;
   const ready = Number(ctimeNs / 1_000_000n) + 1 + tick;
   return Math.max(0, ready - nowMs);
-}
-
-/**
- * Newest ctime among the changed entries of `cs` whose content is read (0 when none): files and
- * symlink targets. A directory's record takes nothing from a read, so a deletion, which only
- * changes its directory, waits for nothing.
- */
-function newestChangedCtime(cs: ChangeSet): bigint {
-  let max = 0n;
-  for (const { index } of cs.changedSerials.values()) {
-    const k = cs.now.kind[index];
-    if (k !== WalkKind.File && k !== WalkKind.Symlink) continue;
-    const c = cs.now.ctimeNs[index]!;
-    if (c > max) max = c;
-  }
-  return max;
-}
-
-/** How long the changed files of `cs` must wait before they are read (racyWaitMs), now. */
-export function tickWaitMs(cs: ChangeSet): number {
-  return racyWaitMs(newestChangedCtime(cs), Date.now());
-}
-
-async function waitPastTick(cs: ChangeSet, clock: RecordClock): Promise<void> {
-  const newest = newestChangedCtime(cs);
-  for (;;) {
-    const ms = racyWaitMs(newest, Date.now());
-    if (ms <= 0) return;
-    const t = performance.now();
-    await new Promise((r) => setTimeout(r, ms));
-    clock.racyWaitMs += performance.now() - t;
-  }
 }
 
 type View = ReturnType<Store['view']>;
@@ -144,14 +109,13 @@ export interface ChangeReading {
 }
 
 /**
- * Waits until the changed files of `cs` may be read (the racy tick) and starts reading them:
- * the addon reads the first batches into reused arenas (ScanAhead, as import does). Called before
- * the write transaction, so neither the wait nor the first reads hold the Store's write lock
- * (a small commit's files are all read by then). The caller must pass the result to
- * recordChanges, or `settle` it.
+ * Starts reading the changed files of `cs`: the addon reads the first batches into reused arenas
+ * (ScanAhead, as import does). Called before the write transaction, so the first reads do not
+ * hold the Store's write lock (a small commit's files are all read by then). The caller must
+ * pass the result to recordChanges, or `settle` it; it must take the wall time for racy
+ * entries (racy.ts) before calling this.
  */
-export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<ChangeReading> {
-  await waitPastTick(cs, clock);
+export function startReading(cs: ChangeSet): ChangeReading {
   // Two cursors over the change set: the scans' runs ahead of the records'. ScanAhead asks for
   // paths in order, each once.
   const ahead = cs.changedSerials.values();
@@ -165,13 +129,17 @@ export async function startReading(cs: ChangeSet, clock: RecordClock): Promise<C
  * batches are read while this one is stored. `oldSerialAt`: the serial the path of a change-set
  * entry had in the stored state (0 if none), for delta bases.
  */
-export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<Set<number>> {
   const { changed, scans } = reading;
+  const same = new Set<number>();
   let batches = 0;
   try {
     while (!scans.done) {
       const { batch, paths, release } = await scans.next(clock);
-      for (let j = 0; j < batch.count; j++) await recordOne(changed.next().value!, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt);
+      for (let j = 0; j < batch.count; j++) {
+        const c = changed.next().value!;
+        if (await recordOne(c, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt)) same.add(c[0]);
+      }
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
       // A long commit gives freed memory back now and then (native mallocTrim): resident memory
@@ -182,12 +150,16 @@ export async function recordChanges(reading: ChangeReading, base: View, editor: 
     await scans.settle();
     throw e;
   }
+  return same;
 }
 
 type Changed = [serial: number, change: { index: number; parents: number[] }];
 
-/** Stores one scanned changed serial and sets its record in `editor`. */
-async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<void> {
+/**
+ * Stores one scanned changed serial and sets its record in `editor`; true when a file or symlink
+ * records exactly what the serial recorded in `base` (a racy entry read again, racy.ts).
+ */
+async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<boolean> {
   const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
   // A changed large file's new chunks are offered the old version's chunks as delta bases.
   w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
@@ -199,7 +171,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   }
   // A changed small file: its blob is still the newest of its group.
   if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.proposeBase(inode.content!, before.content!);
-  if (!inode) return;
+  if (!inode) return false;
   if (inode.kind === InodeKind.Dir) {
     const old = safeInode(base, serial);
     if (old && old.kind === InodeKind.Dir) {
@@ -213,4 +185,20 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   inode.parents = parents;
   // Bases were offered above (the path's previous file first): the editor need not again.
   editor.setInode(serial, inode, before !== undefined);
+  if (inode.kind !== InodeKind.File && inode.kind !== InodeKind.Symlink) return false;
+  const old = safeInode(base, serial);
+  return old !== undefined && sameRecord(old, inode);
+}
+
+const sameBytes = (a: Buffer | null | undefined, b: Buffer | null | undefined): boolean => (a ?? null) === (b ?? null) || (a != null && b != null && a.equals(b));
+
+/** Whether two file or symlink records say the same, parents compared as sets with counts. */
+function sameRecord(a: Inode, b: Inode): boolean {
+  if (a.kind !== b.kind || a.mode !== b.mode || a.uid !== b.uid || a.gid !== b.gid || a.mtimeNs !== b.mtimeNs || a.size !== b.size || a.form !== b.form) return false;
+  if (!sameBytes(a.content, b.content) || !sameBytes(a.target, b.target) || a.xattrs.length !== b.xattrs.length) return false;
+  const pa = [...(a.parents ?? [])].sort((x, y) => x - y);
+  const pb = [...(b.parents ?? [])].sort((x, y) => x - y);
+  if (pa.length !== pb.length || pa.some((p, k) => p !== pb[k])) return false;
+  const xa = new Map(a.xattrs.map((x) => [x.name.toString('latin1'), x.value]));
+  return b.xattrs.every((x) => xa.get(x.name.toString('latin1'))?.equals(x.value) === true);
 }

@@ -7,11 +7,12 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { diffStates, maxSerial } from '../history/index.js';
-import { walkRelPath } from '../native/walk.js';
+import { walkRelPath, WalkKind } from '../native/walk.js';
 import { exportEntry, InodeKind, type Store } from '../store/index.js';
 import { saveCache, type StatCache } from './cache.js';
 import { compactWalk, computeChangesSync } from './changes.js';
 import { waitPastTickSync } from './materialize.js';
+import { isSmudged, SMUDGED_SIZE, smudgeRacy } from './racy.js';
 
 /** Splits a '/'-joined path into name buffers. */
 function parts(path: Buffer): Buffer[] {
@@ -65,10 +66,11 @@ export function writeDifference(store: Store, dir: string, fromRoot: Buffer, toR
 /**
  * Rewrites `dir` (which shows `fromRoot`) to show `toRoot`, and saves the stat cache of `toRoot`
  * for the Workspace. `cache` is the Workspace's stored cache (of an older state that `dir`
- * showed: its unchanged entries are the same inodes in `toRoot`). Runs inside the caller's write
- * transaction.
+ * showed: its unchanged entries are the same inodes in `toRoot`). `readFromMs`: when a commit
+ * read the Workspace's changed files from that wall time on (its racy entries stay racy).
+ * Runs inside the caller's write transaction.
  */
-export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache): { written: number } {
+export function syncProjection(store: Store, workspaceId: Buffer, dir: string, fromRoot: Buffer, toRoot: Buffer, cache: StatCache, readFromMs?: number): { written: number } {
   const placed = new Map<string, number>();
   const written = writeDifference(store, dir, fromRoot, toRoot, placed);
   const to = store.view(toRoot);
@@ -80,6 +82,8 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
   const now = cs.now;
   const serial = Uint32Array.from(now.serial);
   const keep = new Uint8Array(now.count).fill(1);
+  // Changed entries this call did not write: read by the commit, or racy in the cache before.
+  const notPlaced = new Uint8Array(now.count);
   let foreign = false;
   for (let i = 1; i < now.count; i++) {
     if (!cs.changed[i]) continue;
@@ -89,6 +93,7 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
       serial[i] = known;
       continue;
     }
+    notPlaced[i] = 1;
     try {
       serial[i] = to.resolve(parts(rel), rel.toString('utf8')).serial;
     } catch {
@@ -96,13 +101,33 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
       foreign = true;
     }
   }
-  waitPastTickSync(now.ctimeNs);
+  const racy = racyEntries(now, cs.oldIndex, cache, notPlaced, readFromMs);
+  // What this call wrote is cached once its tick has passed; racy entries need no wait.
+  let newest = 0n;
+  for (let i = 1; i < now.count; i++) if (cs.changed[i] && !racy[i] && now.ctimeNs[i]! > newest) newest = now.ctimeNs[i]!;
+  waitPastTickSync(BigInt64Array.of(newest));
   const top = Math.max(cache.maxSerial, maxSerial(store, to));
-  let next: StatCache = { ...now, serial, maxSerial: top };
+  const size = racy.includes(1) ? now.size.map((v, i) => (racy[i] ? SMUDGED_SIZE : v)) : now.size;
+  let next: StatCache = { ...now, size, serial, maxSerial: top };
   if (foreign) {
-    const { walk, from } = compactWalk(now, keep);
+    const { walk, from } = compactWalk(next, keep);
     next = { ...walk, serial: Uint32Array.from(from, (i) => serial[i]!), maxSerial: top };
   }
   saveCache(store, workspaceId, next, foreign ? undefined : { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
   return { written };
+}
+
+/**
+ * Entries of `now` to keep racy (racy.ts): of those this sync did not write (`notPlaced`), the
+ * ones racy in `cache` and, with `readFromMs`, those a commit read within their ctime's tick.
+ */
+function racyEntries(now: StatCache, oldIndex: Int32Array, cache: StatCache, notPlaced: Uint8Array, readFromMs: number | undefined): Uint8Array {
+  const racy = new Uint8Array(now.count);
+  const read = readFromMs === undefined ? null : smudgeRacy(now, notPlaced, readFromMs);
+  for (let i = 1; i < now.count; i++) {
+    if (!notPlaced[i] || (now.kind[i] !== WalkKind.File && now.kind[i] !== WalkKind.Symlink)) continue;
+    const j = oldIndex[i]!;
+    if ((j >= 0 && isSmudged(cache, j)) || (read !== null && read.size[i] === SMUDGED_SIZE)) racy[i] = 1;
+  }
+  return racy;
 }

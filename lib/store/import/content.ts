@@ -26,7 +26,7 @@ export function storeInMemory(e: ScanEntryOk, w: ObjectWriter): StoredContent {
   return storeScanned(e as ScanEntryOk & { data: Buffer }, w, (node) => w.add(ObjectKind.Extents, node));
 }
 
-function storeScanned(e: ScanEntryOk & { data: Buffer }, w: ObjectWriter, save: Save): StoredContent {
+function storeScanned(e: ScanEntryOk & { data: Buffer }, w: Pick<ObjectWriter, 'put' | 'putChunks'>, save: Save): StoredContent {
   const d = e.digest!;
   if (!d.chunked) {
     w.put(ObjectKind.Blob, d.contentId, e.data);
@@ -64,8 +64,14 @@ export async function storeContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter
   return storeScanned(again as ScanEntryOk & { data: Buffer }, w, save);
 }
 
+/**
+ * Where storeFileContent puts objects: an ObjectWriter, or a sink that only names them (idOf),
+ * which gives a file's content identity exactly as a commit would store it.
+ */
+export type ContentSink = Pick<ObjectWriter, 'add' | 'put' | 'putChunks'>;
+
 /** Synchronous form for callers that cannot await: files the scan did not read are read here. */
-export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ObjectWriter, save: Save = (node) => w.add(ObjectKind.Extents, node)): StoredContent {
+export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ContentSink, save: Save = (node) => w.add(ObjectKind.Extents, node)): StoredContent {
   if (e.size === 0) return { form: ContentForm.None, content: null };
   if (e.data && e.digest) return storeScanned(e as ScanEntryOk & { data: Buffer }, w, save);
   if (e.size >= SMALL_FILE_THRESHOLD) return { form: ContentForm.Extents, content: storeLargeFileSync(path, e, w, save) };

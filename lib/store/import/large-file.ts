@@ -89,7 +89,7 @@ export function readSmallFileSync(path: Buffer, expect: FileIdentity): Buffer {
  * storeLargeFile on the calling thread: slower (no overlap, one hash call per chunk) but equally
  * bounded in memory.
  */
-export function storeLargeFileSync(path: Buffer, expect: FileIdentity, w: ObjectWriter, save: (node: Buffer) => Buffer): Buffer {
+export function storeLargeFileSync(path: Buffer, expect: FileIdentity, w: Pick<ObjectWriter, 'putChunks'>, save: (node: Buffer) => Buffer): Buffer {
   return readExpected(path, expect, (fd) => {
     const chunker = new Chunker();
     const tree = new ExtentTreeBuilder(save);

@@ -1,0 +1,166 @@
+// Racy stat cache entries (lib/workspace/racy.ts): a commit reads changed files at once and marks
+// those read within their ctime's tick; status confirms them by content, the next commit re-reads.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '../../lib/sdk/index.js';
+import { Store } from '../../lib/store/index.js';
+import { walkRelPath, WalkKind } from '../../lib/native/walk.js';
+import { loadCache, saveCache, type StatCache } from '../../lib/workspace/cache.js';
+import { SMUDGED_SIZE, smudgeRacy } from '../../lib/workspace/racy.js';
+import { COARSE_TICK_MS, RACY_TICK_MS, racyWaitMs } from '../../lib/workspace/record.js';
+import { tempDir } from '../helpers/tmp.js';
+import { assertIntact } from '../helpers/integrity.js';
+import { Rng } from '../helpers/random.js';
+
+const FILES = 6;
+const SEED = Number(process.env.LAYERFS_RACY_SEED ?? Date.now() % 0x7fffffff);
+
+async function setup() {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(join(src, 'd'), { recursive: true });
+  for (let f = 0; f < FILES; f++) writeFileSync(join(src, `d/f${f}.txt`), `initial ${f}`);
+  const storePath = join(dir, 'store.sqlite');
+  const client = Client.create(storePath);
+  const init = await client.initLayerStack({ name: 'p', source: src });
+  client.forkBranch({ name: 'b', layer: init.layer.id });
+  const at = join(dir, 'ws');
+  const ws = await client.createWorkspace('b', { at });
+  const store = Store.open(storePath);
+  const id = Buffer.from(ws.id, 'hex');
+  return { client, at, ws, store, id, cache: (): StatCache => loadCache(store, id) };
+}
+
+const smudged = (c: StatCache): number => c.size.filter((v) => v === SMUDGED_SIZE).length;
+
+function bytes(r: Rng, n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i < n; i++) b[i] = 0x61 + r.below(26);
+  return b;
+}
+
+test(`a same-size write right after a commit is listed and stored (seed ${SEED})`, async () => {
+  console.log(`racy seed ${SEED} (LAYERFS_RACY_SEED=${SEED})`);
+  const r = new Rng(SEED);
+  const { client, at, ws, store, cache } = await setup();
+  let racy = 0;
+  try {
+    for (let round = 0; round < 60; round++) {
+      const f = `d/f${r.below(FILES)}.txt`;
+      const n = 1 + r.below(200);
+      const first = bytes(r, n);
+      let second = bytes(r, n);
+      if (second.equals(first)) second = Buffer.from(first.map((c) => (c === 0x61 ? 0x62 : 0x61)));
+      writeFileSync(join(at, f), first);
+      const c1 = await client.commitWorkspace(ws.id);
+      assert.equal(c1.outcome, 'Created', `seed ${SEED} round ${round}`);
+      // Racy entries of the commit before, read again unchanged, are not changed paths.
+      assert.equal(c1.changedPaths, 1, `seed ${SEED} round ${round}`);
+      // Status right after a commit lists nothing, racy entries or not.
+      assert.deepEqual((await client.workspaceStatus(ws.id)).changes, [], `seed ${SEED} round ${round}: status after a commit`);
+      if (smudged(cache()) > 0) racy++;
+      // Same size at once: within the tick the commit read, size/mtime/ctime may all be as cached.
+      writeFileSync(join(at, f), second);
+      const st = await client.workspaceStatus(ws.id);
+      assert.deepEqual(st.changes.map((c) => [c.change, c.path]), [['modified', f]], `seed ${SEED} round ${round}: the second write`);
+      const c2 = await client.commitWorkspace(ws.id);
+      assert.equal(c2.outcome, 'Created', `seed ${SEED} round ${round}: the second write was missed`);
+      assert.equal(c2.changedPaths, 1, `seed ${SEED} round ${round}`);
+      assert.ok(client.cat('b', f).equals(second), `seed ${SEED} round ${round}`);
+      assert.deepEqual((await client.workspaceStatus(ws.id)).changes, [], `seed ${SEED} round ${round}: status after the second commit`);
+    }
+    // Each write and its commit are microseconds to milliseconds apart: most commits read within the tick.
+    assert.ok(racy > 0, 'no commit read a file within its tick');
+    assert.equal((await client.endWorkspace(ws.id)).outcome, 'Ended');
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
+
+test('racy entries that did not change: status lists nothing, the next commit is UpToDate and clears them', async () => {
+  const { client, at, ws, store, cache } = await setup();
+  try {
+    let seen = false;
+    for (let attempt = 0; attempt < 20 && !seen; attempt++) {
+      writeFileSync(join(at, 'd/f1.txt'), `version ${attempt}`);
+      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+      seen = smudged(cache()) > 0;
+    }
+    assert.ok(seen, 'no commit read a file within its tick');
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    await new Promise((res) => setTimeout(res, RACY_TICK_MS + 5));
+    const again = await client.commitWorkspace(ws.id);
+    assert.equal(again.outcome, 'UpToDate');
+    assert.equal(smudged(cache()), 0);
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
+
+test('smudgeRacy: only changed files and symlinks read within their tick; whole-second times tick in seconds', () => {
+  const ms = 1_700_000_000_123;
+  const ns = (m: number, extra = 456_789n) => BigInt(m) * 1_000_000n + extra;
+  const kind = Uint8Array.of(WalkKind.Dir, WalkKind.File, WalkKind.File, WalkKind.Symlink, WalkKind.Dir, WalkKind.File, WalkKind.File);
+  const ctimeNs = BigInt64Array.of(ns(ms), ns(ms - 1), ns(ms - RACY_TICK_MS - 5), ns(ms - 3), ns(ms), ns(ms), ns(1_700_000_000_000, 0n));
+  const c = { count: 7, kind, ctimeNs, size: new BigInt64Array(7).fill(5n) } as unknown as StatCache;
+  const changed = Uint8Array.of(1, 1, 1, 1, 1, 0, 1);
+  const out = smudgeRacy(c, changed, ms);
+  assert.deepEqual([...out.size], [5n, SMUDGED_SIZE, 5n, SMUDGED_SIZE, 5n, 5n, SMUDGED_SIZE]);
+  // The cache given is never modified in place.
+  assert.deepEqual([...c.size], [5n, 5n, 5n, 5n, 5n, 5n, 5n]);
+  assert.equal(smudgeRacy(c, changed, 1_700_000_000_000 + COARSE_TICK_MS + 1).size[6], 5n);
+  assert.equal(smudgeRacy(c, new Uint8Array(7), ms), c);
+});
+
+/**
+ * The race itself, made certain: a same-size write in the tick the commit read leaves size,
+ * mtime and ctime as the walk saw them. The clock cannot be held, so the stat cache is given
+ * the new write's times, as such a write would have left them; only the racy mark remains.
+ */
+test('a write whose stat equals the cached one is found when the commit read within the tick', async () => {
+  const { client, at, ws, store, id, cache } = await setup();
+  const f = 'd/f2.txt';
+  const entry = (c: StatCache) => [...Array(c.count).keys()].find((i) => walkRelPath(c, i).toString() === f)!;
+  /** The cache as it would be had `path`'s newest write shared the tick of the cached stat; `size` as given. */
+  const sameTick = (size: bigint): void => {
+    const c = cache();
+    const i = entry(c);
+    const st = lstatSync(join(at, f), { bigint: true });
+    const next = { ...c, size: c.size.slice(), mtimeNs: c.mtimeNs.slice(), ctimeNs: c.ctimeNs.slice() };
+    next.size[i] = size;
+    next.mtimeNs[i] = st.mtimeNs;
+    next.ctimeNs[i] = st.ctimeNs;
+    store.writeSync(() => saveCache(store, id, next));
+  };
+  try {
+    let round = 0;
+    for (; round < 50; round++) {
+      writeFileSync(join(at, f), `first ${round % 10}`);
+      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+      // The commit's read began before now: if now is still within the tick, so was the read.
+      if (racyWaitMs(lstatSync(join(at, f), { bigint: true }).ctimeNs, Date.now()) > 0) break;
+    }
+    assert.ok(round < 50, 'no commit returned within the tick of its edit');
+    assert.equal(cache().size[entry(cache())], SMUDGED_SIZE);
+    writeFileSync(join(at, f), `secnd ${round % 10}`);
+    sameTick(SMUDGED_SIZE);
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes.map((c) => c.path), [f]);
+    assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+    assert.equal(client.cat('b', f).toString(), `secnd ${round % 10}`);
+    // Without the mark the same cache hides the write: the case the mark exists for.
+    writeFileSync(join(at, f), `third ${round % 10}`);
+    sameTick(BigInt(`third ${round % 10}`.length));
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
