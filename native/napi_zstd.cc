@@ -76,6 +76,15 @@ Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& fra
   return out;
 }
 
+Napi::Value DecompressFrameInto(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size, const Napi::Value& out) {
+  Bytes dst = GetBytes(env, out, "out");
+  if (size > dst.size) return Napi::Number::New(env, static_cast<double>(size));
+  const size_t n = ZSTD_decompressDCtx(d, const_cast<uint8_t*>(dst.data), size, frame.data, frame.size);
+  ZstdCheck(env, n, "zstd decompress");
+  if (n != size) throw Napi::Error::New(env, "zstd decompress: frame decodes to " + std::to_string(n) + " bytes, expected " + std::to_string(size));
+  return Napi::Number::New(env, static_cast<double>(size));
+}
+
 namespace {
 
 // Background compression: worker threads compress queued inputs in order, so the writer
@@ -302,11 +311,29 @@ Napi::Value Decompress(const Napi::CallbackInfo& info) {
   return DecompressFrame(env, d, src, size);
 }
 
+// zstdDecompressInto(frame, out, size, prefix?) → the decoded size; decoded into `out` when it
+// fits (DecompressFrameInto).
+Napi::Value DecompressInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "frame");
+  const size_t size = DecodedSize(env, src, info[2]);
+  ZSTD_DCtx* d = ThreadDctx();
+  if (!d) throw Napi::Error::New(env, "zstd: out of memory");
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
+  if (info.Length() > 3 && !info[3].IsUndefined()) {
+    Bytes prefix = GetBytes(env, info[3], "prefix");
+    ZstdCheck(env, ZSTD_DCtx_refPrefix_advanced(d, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
+  }
+  return DecompressFrameInto(env, d, src, size, info[1]);
+}
+
 }  // namespace
 
 void InitZstd(Napi::Env env, Napi::Object exports) {
   exports.Set("zstdCompress", Napi::Function::New(env, Compress, "zstdCompress"));
   exports.Set("zstdDecompress", Napi::Function::New(env, Decompress, "zstdDecompress"));
+  exports.Set("zstdDecompressInto", Napi::Function::New(env, DecompressInto, "zstdDecompressInto"));
   exports.Set("zstdCompressStart", Napi::Function::New(env, CompressStart, "zstdCompressStart"));
   exports.Set("zstdCompressResult", Napi::Function::New(env, CompressResult, "zstdCompressResult"));
   exports.Set("zstdVersion", ZSTD_versionString());

@@ -189,12 +189,31 @@ Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// zstdDictDecompressInto(frame, out, size, dict) → the decoded size; decoded into `out` when it
+// fits (DecompressFrameInto).
+Napi::Value DictDecompressInto(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "frame");
+  const size_t size = DecodedSize(env, src, info[2]);
+  Bytes dict = GetBytes(env, info[3], "dict");
+  ZSTD_DCtx* d = ThreadDctx();
+  ZSTD_DDict* dd = DDictFor(dict);
+  if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
+  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
+  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
+  ZstdCheck(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
+  Napi::Value out = DecompressFrameInto(env, d, src, size, info[1]);
+  ZSTD_DCtx_refDDict(d, nullptr);
+  return out;
+}
+
 }  // namespace
 
 void InitZstdDict(Napi::Env env, Napi::Object exports) {
   exports.Set("zstdTrainDictionary", Napi::Function::New(env, Train, "zstdTrainDictionary"));
   exports.Set("zstdDictCompress", Napi::Function::New(env, DictCompress, "zstdDictCompress"));
   exports.Set("zstdDictDecompress", Napi::Function::New(env, DictDecompress, "zstdDictDecompress"));
+  exports.Set("zstdDictDecompressInto", Napi::Function::New(env, DictDecompressInto, "zstdDictDecompressInto"));
 }
 
 }  // namespace layerfs

@@ -30,4 +30,9 @@ size_t DecodedSize(const Napi::Env& env, const Bytes& frame, const Napi::Value& 
 // Decodes `frame` through `d` (configured by the caller) into a Buffer of exactly `size` bytes.
 Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size);
 
+// Decodes `frame` through `d` into the caller's Uint8Array `out` when `size` fits in it (a buffer
+// reused frame after frame: no new Buffer per decoded frame); returns `size` either way, so a
+// caller whose buffer is too small grows it and calls again. Nothing is decoded then.
+Napi::Value DecompressFrameInto(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size, const Napi::Value& out);
+
 }  // namespace layerfs

@@ -10,6 +10,7 @@ interface DictBinding {
   zstdTrainDictionary(samples: Uint8Array, sizes: Uint32Array, capacity: number, k?: number): Buffer | null;
   zstdDictCompress(data: Uint8Array, level: number, dict: Uint8Array): Buffer;
   zstdDictDecompress(frame: Uint8Array, size: number, dict: Uint8Array): Buffer;
+  zstdDictDecompressInto(frame: Uint8Array, out: Uint8Array, size: number, dict: Uint8Array): number;
 }
 
 const dict = native as unknown as DictBinding;
@@ -32,6 +33,15 @@ export function zstdDictCompress(data: Uint8Array, level: number, dictionary: Ui
 export function zstdDictDecompress(frame: Uint8Array, size: number, dictionary: Uint8Array): Buffer {
   try {
     return dict.zstdDictDecompress(frame, size, dictionary);
+  } catch (e) {
+    throw new LayerFsError('ERR_CORRUPT', `a compressed frame does not decode with its dictionary: ${(e as Error).message}`, { cause: e });
+  }
+}
+
+/** zstdDictDecompress into `out` when the decoded size fits (zstd.ts zstdDecompressInto); returns that size. */
+export function zstdDictDecompressInto(frame: Uint8Array, out: Uint8Array, size: number, dictionary: Uint8Array): number {
+  try {
+    return dict.zstdDictDecompressInto(frame, out, size, dictionary);
   } catch (e) {
     throw new LayerFsError('ERR_CORRUPT', `a compressed frame does not decode with its dictionary: ${(e as Error).message}`, { cause: e });
   }

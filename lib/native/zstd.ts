@@ -37,3 +37,16 @@ export function zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Ar
     throw new LayerFsError('ERR_CORRUPT', `a compressed frame does not decode: ${(e as Error).message}`, { cause: e });
   }
 }
+
+/**
+ * zstdDecompress into `out` (a buffer the caller reuses frame after frame) when the decoded size
+ * fits; returns that size either way, so a caller whose buffer is too small grows it and calls
+ * again (nothing is decoded then). `size` -1: the size the frame header records.
+ */
+export function zstdDecompressInto(frame: Uint8Array, out: Uint8Array, size: number, prefix?: Uint8Array): number {
+  try {
+    return native.zstdDecompressInto(frame, out, size, prefix);
+  } catch (e) {
+    throw new LayerFsError('ERR_CORRUPT', `a compressed frame does not decode: ${(e as Error).message}`, { cause: e });
+  }
+}

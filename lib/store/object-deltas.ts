@@ -3,7 +3,7 @@
  * delta against the bases offered for it, within the chain bounds (docs/FORMAT.md "Physical
  * forms", codec 2).
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import { CHUNK_DELTA_LEVEL, Codec, COMMIT_DELTA_LEVEL, DELTA_MAX_BASES, DELTA_MAX_CHAIN_BYTES, DELTA_MAX_DEPTH, DELTA_MIN_SIZE, KEEP_DELTA, KEEP_DELTA_OF_WHOLE, KEEP_TREE_DELTA, REBASE_DEPTH } from './codec.js';
 import { deltaBases, ObjectKind } from './object-id.js';
@@ -15,23 +15,16 @@ export interface DeltaContext {
   open: Map<string, Pending>;
   /** The index row of a stored object. */
   locate(id: Buffer): { size: number; codec: number; base: Buffer | null } | undefined;
-  /** A stored object's bytes, authenticated. */
-  read(id: Buffer): Buffer;
+  /** A stored object's bytes, authenticated, as a view valid until the next borrow (base-reader.ts). */
+  borrow(id: Buffer): Buffer;
   /** Bytes a small file would take compressed whole (as its group compresses it), when known. */
   wholeCost?(data: Uint8Array): number;
 }
 
-
-/** Bytes of base objects a planner keeps: consecutive new chunks of a changed file share their old chunks as bases. */
-const BASE_CACHE_BYTES = 2 * 1024 * 1024;
-
 export class DeltaPlanner {
-  /** Recently used bases' bytes (authenticated when read), least recent first. */
-  private readonly bases = new Map<string, Buffer>();
-  private basesBytes = 0;
-  /** The last multi-base prefix, by its bases' ids: the next chunk is usually offered the same old chunks. */
+  /** The last prefix, by its bases' ids: the next chunk is usually offered the same old chunks. */
   private lastPrefix: { key: Buffer; bytes: Buffer } | undefined;
-  /** Where the last multi-base prefix is joined. */
+  /** Where the last prefix is joined. */
   private prefixBuf = Buffer.alloc(0);
 
   constructor(private readonly ctx: DeltaContext) {}
@@ -97,7 +90,20 @@ export class DeltaPlanner {
   /** The delta of `p` with `frame`, if it pays (KEEP_DELTA, KEEP_TREE_DELTA, smallerThanWhole). */
   private finish(p: Pending, data: Uint8Array, plan: DeltaProposal, frame: Buffer): Pending['delta'] {
     if (frame.length > p.length * (p.kind === ObjectKind.Blob || p.kind === ObjectKind.Chunk ? KEEP_DELTA : KEEP_TREE_DELTA) && !this.smallerThanWhole(p, data, frame)) return undefined;
-    return { base: plan.base, frame, data: Buffer.from(data), depth: plan.depth };
+    return { base: plan.base, frame, depth: plan.depth };
+  }
+
+  /** The bytes of `p`, written by this writer as a delta and not flushed yet: its frame decoded against its bases. */
+  decoded(p: Pending): Buffer {
+    const d = p.delta!;
+    const parts: Buffer[] = [];
+    for (const b of deltaBases(d.base)) {
+      const bytes = this.bytesOf(b);
+      if (!bytes) throw new LayerFsError('ERR_CORRUPT', `delta base ${b.toString('hex')} of an unwritten object cannot be read`, { id: b.toString('hex') });
+      // Copied: the next base's read may reuse the buffer this one was lent from.
+      parts.push(Buffer.from(bytes));
+    }
+    return zstdDecompress(d.frame, p.length, parts.length === 1 ? parts[0]! : Buffer.concat(parts));
   }
 
   /**
@@ -167,59 +173,41 @@ export class DeltaPlanner {
     return cur;
   }
 
-  /** The bases' bytes back to back (a delta's prefix); undefined if one cannot be read. */
+  /**
+   * The bases' bytes back to back (a delta's prefix), in one buffer reused prefix after prefix:
+   * zstd reads (or copies) it only during the call that is given it. Undefined if one cannot
+   * be read.
+   */
   private prefixOf(ids: Buffer[]): Buffer | undefined {
-    if (ids.length === 1) return this.bytesOf(ids[0]!);
-    const key = Buffer.concat(ids);
+    const key = ids.length === 1 ? ids[0]! : Buffer.concat(ids);
     if (this.lastPrefix?.key.equals(key)) return this.lastPrefix.bytes;
-    const parts: Buffer[] = [];
+    this.lastPrefix = undefined;
+    let off = 0;
     for (const b of ids) {
+      // Each base is copied before the next is read: a borrowed base is valid until the next borrow.
       const bytes = this.bytesOf(b);
       if (!bytes) return undefined;
-      parts.push(bytes);
+      if (this.prefixBuf.length < off + bytes.length) {
+        const bigger = Buffer.allocUnsafeSlow(Math.max(off + bytes.length, 2 * this.prefixBuf.length));
+        this.prefixBuf.copy(bigger, 0, 0, off);
+        this.prefixBuf = bigger;
+      }
+      off += bytes.copy(this.prefixBuf, off);
     }
-    // Joined in one buffer reused prefix after prefix (zstd reads it only during the call): a
-    // new one per chunk was most of a commit's garbage (86 MB on a 9,000-path slice).
-    let total = 0;
-    for (const p of parts) total += p.length;
-    if (this.prefixBuf.length < total) this.prefixBuf = Buffer.allocUnsafeSlow(Math.max(total, 2 * this.prefixBuf.length));
-    let off = 0;
-    for (const p of parts) off += p.copy(this.prefixBuf, off);
-    this.lastPrefix = { key, bytes: this.prefixBuf.subarray(0, total) };
+    this.lastPrefix = { key: Buffer.from(key), bytes: this.prefixBuf.subarray(0, off) };
     return this.lastPrefix.bytes;
   }
 
+  /** A base's bytes, as a view valid until the next read of a base; undefined if it cannot be read. */
   private bytesOf(id: Buffer): Buffer | undefined {
-    const key = id.toString('latin1');
-    const p = this.ctx.open.get(key);
-    if (p) return p.delta ? p.delta.data : p.group.buf.subarray(p.offset, p.offset + p.length);
-    const hit = this.bases.get(key);
-    if (hit) {
-      this.bases.delete(key);
-      this.bases.set(key, hit);
-      return hit;
-    }
-    let bytes: Buffer;
+    const p = this.ctx.open.get(id.toString('latin1'));
+    if (p && !p.delta) return p.group.buf.subarray(p.offset, p.offset + p.length);
     try {
-      bytes = this.ctx.read(id);
+      return p ? this.decoded(p) : this.ctx.borrow(id);
     } catch (e) {
       // A damaged base is no base: the object is stored whole.
       if (e instanceof LayerFsError) return undefined;
       throw e;
-    }
-    this.remember(key, bytes);
-    return bytes;
-  }
-
-  /** Keeps a stored base's bytes for the next deltas, within BASE_CACHE_BYTES. */
-  private remember(key: string, bytes: Buffer): void {
-    if (bytes.length > BASE_CACHE_BYTES / 8) return;
-    this.bases.set(key, bytes);
-    this.basesBytes += bytes.length;
-    for (const [k, v] of this.bases) {
-      if (this.basesBytes <= BASE_CACHE_BYTES) break;
-      this.bases.delete(k);
-      this.basesBytes -= v.length;
     }
   }
 }

@@ -27,10 +27,12 @@ export interface Pending {
   offset: number;
   length: number;
   /**
-   * Set when it moved out of its group to be stored as a delta; `data` is then its own copy and
-   * `base` the ids of its bases, concatenated (docs/FORMAT.md "Physical forms", codec 2).
+   * Set when it moved out of its group to be stored as a delta: `base` the ids of its bases,
+   * concatenated (docs/FORMAT.md "Physical forms", codec 2). Its bytes are not kept: the rare
+   * read of an unflushed delta decodes its frame (DeltaPlanner.decoded), where a copy of every
+   * delta's bytes was about a quarter of a large commit's garbage.
    */
-  delta?: { base: Buffer; frame: Buffer; data: Buffer; depth: number };
+  delta?: { base: Buffer; frame: Buffer; depth: number };
   /** A delta still being compressed (ObjectWriter.proposeBase), judged when its group is sealed. */
   proposal?: DeltaProposal;
 }
@@ -61,19 +63,73 @@ export class Group {
   constructor(
     readonly compress: boolean,
     readonly target: number,
+    private readonly pool?: GroupBuffers,
   ) {}
 
   append(data: Uint8Array): number {
     if (this.bytes + data.length > this.buf.length) {
       const first = this.buf.length === 0 ? this.target + 16 * 1024 : 2 * this.buf.length;
-      const bigger = Buffer.allocUnsafe(Math.max(first, this.bytes + data.length));
+      const size = Math.max(first, this.bytes + data.length);
+      const bigger = this.pool?.take(size) ?? Buffer.allocUnsafe(size);
       this.buf.copy(bigger, 0, 0, this.bytes);
+      this.pool?.give(this.buf);
       this.buf = bigger;
     }
     this.buf.set(data, this.bytes);
     const at = this.bytes;
     this.bytes += data.length;
     return at;
+  }
+}
+
+/** Bytes of group buffers kept for reuse: more than the groups of the rows in flight hold. */
+const SPARE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Buffers of groups whose rows are written, for the next groups of the same size: a new buffer
+ * per group was about a sixth of a large commit's garbage (161 MB on the real tree's release
+ * upgrade), which V8 frees only after tens of MiB of it.
+ */
+export class GroupBuffers {
+  private free: Buffer[] = [];
+  private bytes = 0;
+
+  /** The smallest spare buffer of at least `size` bytes (contents undefined), if one is kept. */
+  take(size: number): Buffer | undefined {
+    let best = -1;
+    for (let i = 0; i < this.free.length; i++) {
+      const n = this.free[i]!.length;
+      if (n >= size && (best < 0 || n < this.free[best]!.length)) best = i;
+    }
+    if (best < 0) return undefined;
+    const buf = this.free[best]!;
+    this.free[best] = this.free[this.free.length - 1]!;
+    this.free.pop();
+    this.bytes -= buf.length;
+    return buf;
+  }
+
+  /** Keeps `buf` for a later group, within SPARE_BYTES; its bytes must no longer be needed. */
+  give(buf: Buffer): void {
+    if (buf.length === 0) return;
+    while (this.bytes + buf.length > SPARE_BYTES && this.free.length > 0) {
+      // The smallest goes first: a larger buffer serves any group.
+      let least = 0;
+      for (let i = 1; i < this.free.length; i++) if (this.free[i]!.length < this.free[least]!.length) least = i;
+      if (this.free[least]!.length >= buf.length) return;
+      this.bytes -= this.free[least]!.length;
+      this.free[least] = this.free[this.free.length - 1]!;
+      this.free.pop();
+    }
+    if (this.bytes + buf.length > SPARE_BYTES) return;
+    this.free.push(buf);
+    this.bytes += buf.length;
+  }
+
+  /** Gives back the buffer of group `g`, sealed and written: none of its objects is read from it again. */
+  release(g: Group): void {
+    this.give(g.buf);
+    g.buf = EMPTY;
   }
 }
 
@@ -104,7 +160,7 @@ export interface ChainInfo {
  * compression job of it or its frame compressed already, if any, and the id of the dictionary
  * used, if any) or one delta frame.
  */
-export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Buffer | null } | { delta: Pending };
+export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Buffer | null; group?: Group } | { delta: Pending };
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 export const EXPECTED_RATIO = 0.4;
@@ -143,12 +199,12 @@ export const ROWS_IN_FLIGHT = 2;
 /** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
 export const TREE_EXPECTED_RATIO = 0.6;
 
-/** The bytes of chunks [from, to) of `data`, `bytes` in all. */
-export function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number): Buffer {
+/** The bytes of chunks [from, to) of `data`, `bytes` in all: a view, or joined in `into` (valid until its next join). */
+export function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number, into: RowBuffer): Buffer {
   const first = chunks[from]!;
   const last = chunks[to - 1]!;
   if (last.offset + last.length - first.offset === bytes) return data.subarray(first.offset, first.offset + bytes);
-  return Buffer.concat(
+  return into.join(
     chunks.slice(from, to).map((c) => data.subarray(c.offset, c.offset + c.length)),
     bytes,
   );

@@ -12,9 +12,10 @@ import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
-import { CHUNK_PROPOSALS_AHEAD, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { CHUNK_PROPOSALS_AHEAD, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupBuffers, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
+import { BaseReader } from './base-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
 import { dictionaryRef } from './dictionary-refs.js';
@@ -49,9 +50,12 @@ export class ObjectWriter {
   /** Complete rows not written yet (queueRow). */
   private readonly ready: RowPart[][] = [];
   private reader: ObjectReader | undefined;
+  private bases: BaseReader | undefined;
   /** Canonical bytes of the groups sealed so far (the first INLINE_SEAL_BYTES are compressed inline). */
   private sealedBytes = 0;
   private readonly rows = new RowBuffer();
+  private readonly plain = new RowBuffer();
+  private readonly buffers = new GroupBuffers();
   private readonly planner: DeltaPlanner;
   /** The Store's dictionary for content groups: looked up at the first content group sealed (inside the transaction). */
   private dict: Dictionary | null | undefined;
@@ -81,7 +85,7 @@ export class ObjectWriter {
     this.planner = new DeltaPlanner({
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
-      read: (id) => this.objectReader().get(id),
+      borrow: (id) => (this.bases ??= new BaseReader(this.db, () => this.objectReader())).borrow(id),
       wholeCost: (data, dict = this.dictionary()) => (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length,
     });
   }
@@ -96,9 +100,9 @@ export class ObjectWriter {
   }
 
   private newGroup(c: GroupClass): Group {
-    if (c === GroupClass.Tree) return new Group(true, TREE_GROUP_TARGET);
-    if (c === GroupClass.Edit) return new Group(true, EDIT_GROUP_TARGET);
-    return new Group(c !== GroupClass.Random, GROUP_TARGET);
+    if (c === GroupClass.Tree) return new Group(true, TREE_GROUP_TARGET, this.buffers);
+    if (c === GroupClass.Edit) return new Group(true, EDIT_GROUP_TARGET, this.buffers);
+    return new Group(c !== GroupClass.Random, GROUP_TARGET, this.buffers);
   }
 
   private classOf(kind: ObjectKind, data: Uint8Array): number {
@@ -146,7 +150,7 @@ export class ObjectWriter {
   unflushed(id: Buffer): Buffer | undefined {
     const p = this.open.get(id.toString('latin1'));
     if (!p) return undefined;
-    return p.delta ? p.delta.data : Buffer.from(p.group.buf.subarray(p.offset, p.offset + p.length));
+    return p.delta ? this.planner.decoded(p) : Buffer.from(p.group.buf.subarray(p.offset, p.offset + p.length));
   }
 
   /**
@@ -194,18 +198,15 @@ export class ObjectWriter {
   private detach(p: Pending, d: NonNullable<Pending['delta']>): void {
     p.delta = d;
     p.group.moved++;
-    // The delta holds its own copy of the bytes: its group's buffer need not live on for it
-    // until the delta's row is written (deltas are small, so a row of them holds thousands,
-    // and each kept its group alive: 24-39 MiB of buffers in a 12,000-file commit).
+    // A delta is read from its frame and bases: its group's buffer need not live on until the
+    // delta's row is written (a row of deltas held thousands of groups: 24-39 MiB in 12,000 files).
     p.group = DETACHED;
     if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
   }
 
   /** An object's bytes, whether written by this writer or stored before (authenticated). */
   read(id: Buffer): Buffer {
-    const own = this.unflushed(id);
-    if (own) return own;
-    return this.objectReader().get(id);
+    return this.unflushed(id) ?? this.objectReader().get(id);
   }
 
   /** Seals the open group of class `c` into a frame of the row being assembled (compressed here if `inline`); opens a new one. */
@@ -215,7 +216,7 @@ export class ObjectWriter {
     if (g.proposals > 0) this.settleProposals(g);
     g.sealed = true;
     const live = g.moved ? g.items.filter((p) => !p.delta) : g.items;
-    if (live.length === 0) return;
+    if (live.length === 0) return this.buffers.release(g);
     let data: Buffer;
     let at: number[];
     if (g.moved === 0) {
@@ -234,7 +235,7 @@ export class ObjectWriter {
     }
     // A transaction's first groups are compressed here (INLINE_SEAL_BYTES).
     this.sealedBytes += data.length;
-    this.assemble(c, g.compress, { live, at, data }, inline || this.sealedBytes <= INLINE_SEAL_BYTES);
+    this.assemble(c, g.compress, { live, at, data }, inline || this.sealedBytes <= INLINE_SEAL_BYTES, g);
   }
 
   /**
@@ -242,7 +243,7 @@ export class ObjectWriter {
    * on the addon's thread if `compress`, or here when `inline` (flush: the writer would only
    * wait for the thread, and under load each hand-over costs a scheduling delay).
    */
-  private assemble(c: number, compress: boolean, { live, at, data }: HeldGroup, inline = false): void {
+  private assemble(c: number, compress: boolean, { live, at, data }: HeldGroup, inline = false, group?: Group): void {
     // Compressed on the addon's thread while this writer goes on; collected in writeParts().
     // An edit group holds whatever chunks an edit made: random ones are not worth a job.
     compress &&= !(c === GroupClass.Edit && looksRandom(data));
@@ -250,7 +251,7 @@ export class ObjectWriter {
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
     const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict.bytes) : zstdCompress(data, level)) : undefined;
     const job = compress && !inline ? zstdCompressStart(data, level, dict?.bytes) : undefined;
-    const part = { live, at, data, job, frame, dict: dict ? dictionaryRef(this.db, dict.id) : null };
+    const part = { live, at, data, job, frame, dict: dict ? dictionaryRef(this.db, dict.id) : null, group };
     if (c === GroupClass.Tree && this.compress) {
       // Tree rows of their own, smaller: a cold page read loads its whole row (below).
       if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
@@ -310,6 +311,7 @@ export class ObjectWriter {
       throw mapSqliteError(e, this.path);
     }
     for (let k = 0; k < entries.length; k++) this.open.delete(entries[k]![0].id.toString('latin1'));
+    for (const part of parts) if ('group' in part && part.group) this.buffers.release(part.group);
   }
 
   /**
@@ -435,8 +437,7 @@ export class ObjectWriter {
 
   /** One chunk row (writeChunkRow): frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
   private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
-    const statements = { insertPack: this.insertPack, insertObject: this.insertObject };
-    writeChunkRow({ db: this.db, statements, rows: this.rows, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
+    writeChunkRow({ db: this.db, statements: { insertPack: this.insertPack, insertObject: this.insertObject }, rows: this.rows, plain: this.plain, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
   }
 
   private stored(id: Buffer): boolean {

@@ -60,6 +60,8 @@ export interface ChunkRowContext {
   db: Db;
   statements: Pick<WriterStatements, 'insertPack' | 'insertObject'>;
   rows: RowBuffer;
+  /** Where a row's new chunks are joined when other chunks lie between them in the file. */
+  plain: RowBuffer;
   compress: boolean;
   /**
    * Large files of text (bundles, source maps) share the small files' vocabulary: with the
@@ -88,11 +90,19 @@ interface ChunkFrame {
 function chunkFrames(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from: number, to: number): ChunkFrame[] {
   const frameTarget = ctx.compress ? CHUNK_FRAME_TARGET : Infinity;
   const frames: ChunkFrame[] = [];
+  // The row's chunks back to back, joined once into a buffer reused row after row when they are
+  // not already (compression jobs copy their input, and the row is written before the next one):
+  // a new Buffer per frame was 40 MB of a large commit's garbage.
+  let total = 0;
+  for (let k = from; k < to; k++) total += chunks[k]!.length;
+  const all = slice(data, chunks, from, to, total, ctx.plain);
+  let pos = 0;
   for (let i = from; i < to; ) {
     let j = i;
     let bytes = 0;
     while (j < to && bytes < frameTarget) bytes += chunks[j++]!.length;
-    const plain = slice(data, chunks, i, j, bytes);
+    const plain = all.subarray(pos, pos + bytes);
+    pos += bytes;
     const zip = ctx.compress && frames.length > 0 && !looksRandom(plain);
     frames.push({ i, j, bytes, plain, job: zip ? zstdCompressStart(plain, ctx.dict ? DICT_LEVEL : COMPRESSION_LEVEL, ctx.dict?.bytes) : undefined });
     i = j;

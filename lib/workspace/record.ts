@@ -98,8 +98,13 @@ export function readBasesAhead(store: Store, cs: ChangeSet, baseRoot: Buffer, ol
   }
 }
 
-/** Batches of changed files (512 each) between two mallocTrim calls of a commit. */
-const TRIM_EVERY_BATCHES = 4;
+/**
+ * A commit's scan batches are this many times smaller than an import's (ScanAhead `divide`):
+ * 256 files and 3 MiB each, 12 MiB of arenas in flight instead of 24.
+ */
+const SCAN_DIVIDE = 2;
+/** Batches of changed files between two mallocTrim calls of a commit (2,048 files). */
+const TRIM_EVERY_BATCHES = 4 * SCAN_DIVIDE;
 
 /** The changed files of a change set being read ahead (startReading), stored by recordChanges. */
 export interface ChangeReading {
@@ -120,7 +125,7 @@ export function startReading(cs: ChangeSet): ChangeReading {
   // paths in order, each once.
   const ahead = cs.changedSerials.values();
   const path = (): Buffer => cs.absPath(ahead.next().value!.index);
-  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count: cs.changedSerials.size, path }) };
+  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count: cs.changedSerials.size, path }, { divide: SCAN_DIVIDE }) };
 }
 
 /**

@@ -25,6 +25,11 @@ export interface PathList {
 export interface ScanAheadOptions {
   /** Collect user.* extended attributes (default true). */
   xattrs?: boolean;
+  /**
+   * Batches this many times smaller (arenas and entries alike), the same number in flight: a
+   * commit's arenas are live the whole time it stores, beside its change set and editor.
+   */
+  divide?: number;
 }
 
 export class ScanAhead {
@@ -42,10 +47,11 @@ export class ScanAhead {
 
   private launch(): void {
     if (this.launched >= this.list.count) return;
-    const end = Math.min(this.list.count, this.launched + BATCH_ENTRIES);
+    const divide = this.opts.divide ?? 1;
+    const end = Math.min(this.list.count, this.launched + Math.ceil(BATCH_ENTRIES / divide));
     const paths: Buffer[] = [];
     for (let i = this.launched; i < end; i++) paths.push(this.list.path(i));
-    const arena = this.arenas.pop() ?? Buffer.allocUnsafeSlow(ARENA_BYTES);
+    const arena = this.arenas.pop() ?? Buffer.allocUnsafeSlow(Math.ceil(ARENA_BYTES / divide));
     const results = scanBatch(paths, { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false, xattrs: this.opts.xattrs ?? true });
     // Settled later (next or settle); an early failure must not surface as an unhandled rejection meanwhile.
     results.catch(() => undefined);

@@ -8,7 +8,7 @@ import { ObjectKind, type ObjectWriter } from '../objects.js';
 import type { PageStore } from '../page-io.js';
 import { replacedChunks } from './extents.js';
 import { ContentForm, decodeInode, encodeInode, encodeSerial, InodeKind, serialKey, type Inode } from './inode.js';
-import { TreeKind, updateTree, type Mutation } from './pages.js';
+import { TreeKind, updateTree, type Mutation, type Mutations } from './pages.js';
 import { encodeRoot } from './root.js';
 import type { FsView } from './view.js';
 
@@ -135,12 +135,16 @@ export class NamespaceEditor {
       rec.content = root;
     }
     onStep?.();
-    const muts: Mutation[] = [...this.records.keys()]
-      .sort((a, b) => a - b)
-      .map((serial) => {
-        const rec = this.records.get(serial) ?? null;
-        return { key: serialKey(serial), value: rec === null ? null : typeof rec === 'number' ? this.encoded.get(rec) : encodeInode(normalize(rec)) };
-      });
+    // Serials in order, each mutation made when the tree update reaches it (Mutations).
+    const serials = Float64Array.from(this.records.keys()).sort();
+    const muts: Mutations = {
+      length: serials.length,
+      key: (i) => serialKey(serials[i]!),
+      value: (i) => {
+        const rec = this.records.get(serials[i]!) ?? null;
+        return rec === null ? null : typeof rec === 'number' ? this.encoded.get(rec) : encodeInode(normalize(rec));
+      },
+    };
     const table = updateTree(TreeKind.Inodes, this.pages, this.base ? this.base.inodesRoot : null, muts);
     return this.w.add(ObjectKind.Root, encodeRoot({ inodes: table! }));
   }

@@ -160,45 +160,63 @@ export interface Mutation {
 }
 
 /**
+ * Sorted, key-unique mutations by index, made on demand: a commit's inode table takes one per
+ * changed file, and a list of Mutation objects (with a key Buffer and a value view each) was about
+ * 20 MiB of heap at a large commit's peak.
+ */
+export interface Mutations {
+  readonly length: number;
+  key(i: number): Buffer;
+  /** null deletes the key */
+  value(i: number): Buffer | null;
+}
+
+function listed(muts: Mutation[]): Mutations {
+  return { length: muts.length, key: (i) => muts[i]!.key, value: (i) => muts[i]!.value };
+}
+
+/**
  * Applies sorted, key-unique mutations to the tree at `root` and returns the new root. Subtrees
  * without mutations are reused by id when the builder is aligned with them.
  */
-export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, mutations: Mutation[]): Buffer | null {
+export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, mutations: Mutation[] | Mutations): Buffer | null {
+  const muts = Array.isArray(mutations) ? listed(mutations) : mutations;
   const b = new TreeBuilder(kind, io);
+  const push = (i: number, key: Buffer): void => {
+    const v = muts.value(i);
+    if (v !== null) b.pushEntry(key, v);
+  };
   if (root === null) {
-    for (const m of mutations) if (m.value !== null) b.pushEntry(m.key, m.value);
+    for (let i = 0; i < muts.length; i++) push(i, muts.key(i));
     return b.finish();
   }
-  const visit = (node: TreeNode, muts: Mutation[]): void => {
+  // Mutations [lo, hi) fall under `node`.
+  const visit = (node: TreeNode, lo: number, hi: number): void => {
     if (node.level === 0) {
-      let j = 0;
+      let j = lo;
       for (let i = 0; i < node.keys.length; i++) {
         const k = node.keys[i]!;
-        while (j < muts.length && Buffer.compare(muts[j]!.key, k) < 0) {
-          const m = muts[j++]!;
-          if (m.value !== null) b.pushEntry(m.key, m.value);
+        let key: Buffer | undefined;
+        while (j < hi && Buffer.compare((key = muts.key(j)), k) < 0) {
+          push(j++, key);
+          key = undefined;
         }
-        if (j < muts.length && muts[j]!.key.equals(k)) {
-          const m = muts[j++]!;
-          if (m.value !== null) b.pushEntry(k, m.value);
-        } else {
-          b.pushEntry(k, node.vals[i]!);
-        }
+        if (j < hi && (key ?? muts.key(j)).equals(k)) push(j++, k);
+        else b.pushEntry(k, node.vals[i]!);
       }
-      for (; j < muts.length; j++) if (muts[j]!.value !== null) b.pushEntry(muts[j]!.key, muts[j]!.value!);
+      for (; j < hi; j++) push(j, muts.key(j));
       return;
     }
-    let j = 0;
+    let j = lo;
     for (let i = 0; i < node.keys.length; i++) {
       const next = node.keys[i + 1];
       const start = j;
-      while (j < muts.length && (next === undefined || Buffer.compare(muts[j]!.key, next) < 0)) j++;
-      const sub = muts.slice(start, j);
-      if (sub.length === 0 && b.alignedAt(node.level - 1)) b.pushNode(node.level - 1, node.keys[i]!, node.vals[i]!);
-      else visit(child(kind, io, node, i), sub);
+      while (j < hi && (next === undefined || Buffer.compare(muts.key(j), next) < 0)) j++;
+      if (start === j && b.alignedAt(node.level - 1)) b.pushNode(node.level - 1, node.keys[i]!, node.vals[i]!);
+      else visit(child(kind, io, node, i), start, j);
     }
   };
-  visit(io.load(kind, root), mutations);
+  visit(io.load(kind, root), 0, muts.length);
   return b.finish();
 }
 
