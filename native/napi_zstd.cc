@@ -296,19 +296,26 @@ Napi::Value Compress(const Napi::CallbackInfo& info) {
 
 // zstdDecompress(frame, size, prefix?) → Buffer of exactly `size` bytes (size -1: the size the
 // frame header records, at most 64 MiB), or throws.
-Napi::Value Decompress(const Napi::CallbackInfo& info) {
+// This thread's decompression context, reset for a magicless frame, with argument `prefixArg`
+// (when given) as its raw-content prefix. The prefix must outlive the decode.
+ZSTD_DCtx* PrefixDctx(const Napi::CallbackInfo& info, size_t prefixArg) {
   Napi::Env env = info.Env();
-  Bytes src = GetBytes(env, info[0], "frame");
-  const size_t size = DecodedSize(env, src, info[1]);
   ZSTD_DCtx* d = ThreadDctx();
   if (!d) throw Napi::Error::New(env, "zstd: out of memory");
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
   ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
-  if (info.Length() > 2 && !info[2].IsUndefined()) {
-    Bytes prefix = GetBytes(env, info[2], "prefix");
+  if (info.Length() > prefixArg && !info[prefixArg].IsUndefined()) {
+    Bytes prefix = GetBytes(env, info[prefixArg], "prefix");
     ZstdCheck(env, ZSTD_DCtx_refPrefix_advanced(d, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
   }
-  return DecompressFrame(env, d, src, size);
+  return d;
+}
+
+Napi::Value Decompress(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "frame");
+  const size_t size = DecodedSize(env, src, info[1]);
+  return DecompressFrame(env, PrefixDctx(info, 2), src, size);
 }
 
 // zstdDecompressInto(frame, out, size, prefix?) → the decoded size; decoded into `out` when it
@@ -317,15 +324,7 @@ Napi::Value DecompressInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "frame");
   const size_t size = DecodedSize(env, src, info[2]);
-  ZSTD_DCtx* d = ThreadDctx();
-  if (!d) throw Napi::Error::New(env, "zstd: out of memory");
-  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
-  if (info.Length() > 3 && !info[3].IsUndefined()) {
-    Bytes prefix = GetBytes(env, info[3], "prefix");
-    ZstdCheck(env, ZSTD_DCtx_refPrefix_advanced(d, prefix.data, prefix.size, ZSTD_dct_rawContent), "zstd prefix");
-  }
-  return DecompressFrameInto(env, d, src, size, info[1]);
+  return DecompressFrameInto(env, PrefixDctx(info, 3), src, size, info[1]);
 }
 
 }  // namespace

@@ -173,17 +173,25 @@ Napi::Value DictCompress(const Napi::CallbackInfo& info) {
 }
 
 // zstdDictDecompress(frame, size, dict) → Buffer of exactly `size` bytes (-1: the frame's own).
-Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
+// This thread's decompression context, reset for a magicless frame, with the dictionary in
+// argument `dictArg` referenced (the caller drops the reference after its decode).
+ZSTD_DCtx* DictDctx(const Napi::CallbackInfo& info, size_t dictArg) {
   Napi::Env env = info.Env();
-  Bytes src = GetBytes(env, info[0], "frame");
-  const size_t size = DecodedSize(env, src, info[1]);
-  Bytes dict = GetBytes(env, info[2], "dict");
+  Bytes dict = GetBytes(env, info[dictArg], "dict");
   ZSTD_DCtx* d = ThreadDctx();
   ZSTD_DDict* dd = DDictFor(dict);
   if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
   ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
   ZstdCheck(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
+  return d;
+}
+
+Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Bytes src = GetBytes(env, info[0], "frame");
+  const size_t size = DecodedSize(env, src, info[1]);
+  ZSTD_DCtx* d = DictDctx(info, 2);
   Napi::Value out = DecompressFrame(env, d, src, size);
   ZSTD_DCtx_refDDict(d, nullptr);
   return out;
@@ -195,13 +203,7 @@ Napi::Value DictDecompressInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "frame");
   const size_t size = DecodedSize(env, src, info[2]);
-  Bytes dict = GetBytes(env, info[3], "dict");
-  ZSTD_DCtx* d = ThreadDctx();
-  ZSTD_DDict* dd = DDictFor(dict);
-  if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
-  ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
-  ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
-  ZstdCheck(env, ZSTD_DCtx_refDDict(d, dd), "zstd dictionary");
+  ZSTD_DCtx* d = DictDctx(info, 3);
   Napi::Value out = DecompressFrameInto(env, d, src, size, info[1]);
   ZSTD_DCtx_refDDict(d, nullptr);
   return out;
