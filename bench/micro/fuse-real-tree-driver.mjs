@@ -31,6 +31,11 @@ const pid = (await c.daemonStatus()).pid;
 
 // The daemon's memory, every second: the highest VmRSS per step.
 const mem = (k) => Number(new RegExp(`${k}:\\s+(\\d+) kB`).exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))[1]) / 1024;
+// The daemon's CPU (user + system, every thread) from /proc/<pid>/stat, in seconds.
+const cpuS = () => {
+  const f = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(f[11]) + Number(f[12])) / 100;
+};
 let step = 'mounted';
 const peak = {};
 const sample = () => {
@@ -78,8 +83,10 @@ const during = [];
 probing = true;
 const probed = probe(during);
 t = performance.now();
+const cpu0 = cpuS();
 const commit = await c.commitWorkspace(w.id, { message: 'B' });
 out.commitS = s(performance.now() - t);
+out.commitCpuS = Math.round((cpuS() - cpu0) * 100) / 100;
 probing = false;
 await probed;
 sample();

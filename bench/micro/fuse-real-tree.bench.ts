@@ -8,7 +8,10 @@
 // path, never cached) every 20 ms measures how long metadata requests wait behind the commit
 // (the same probe on the idle mount first). `--files N` writes N generated files (64 B–12 KiB)
 // with `cp -r` into a fresh Workspace instead of the rsync of release B.
-//   node --import tsx bench/micro/fuse-real-tree.bench.ts --tmp DIR --pkg DIR|this [--pkg DIR|this] [--a DIR --b DIR] [--files N] [--git] [--rounds N]  → JSON lines
+//   node --import tsx bench/micro/fuse-real-tree.bench.ts --tmp DIR --pkg DIR|this [--pkg DIR|this] [--a DIR --b DIR] [--files N] [--git] [--rounds N] [--node-options STR]  → JSON lines
+// --node-options: NODE_OPTIONS of the driver and so of the daemon it starts (e.g. `--perf-basic-prof`,
+// for `perf record -g -p <daemon pid>` to name JavaScript frames); "commitCpuS" is the daemon's CPU
+// (user + system, every thread) during the commit.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -90,6 +93,7 @@ function generated(n: number): string {
   return dir;
 }
 
+const nodeOptions = arg('--node-options');
 const driver = path.join(path.dirname(fileURLToPath(import.meta.url)), 'fuse-real-tree-driver.mjs');
 
 function layerfsRun(pkg: string, round: number): Record<string, unknown> {
@@ -98,6 +102,7 @@ function layerfsRun(pkg: string, round: number): Record<string, unknown> {
   fs.mkdirSync(dir, { recursive: true });
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
+  if (nodeOptions) env.NODE_OPTIONS = nodeOptions;
   const src = files > 0 ? generated(files) : B;
   const r = spawnSync(process.execPath, [driver, path.join(pkg, 'lib/sdk/index.js'), dir, A, src, files > 0 ? 'copy' : 'rsync'], { env, encoding: 'utf8', maxBuffer: 1 << 26 });
   spawnSync('sh', ['-c', `grep -q ' ${dir}/ws ' /proc/mounts && umount -l '${dir}/ws'`]);
