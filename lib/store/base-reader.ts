@@ -57,6 +57,10 @@ export class BaseReader {
    * by the ObjectReader instead, with its errors.
    */
   borrow(id: Buffer): Buffer {
+    // A small commit reads its bases ahead, before the write lock (ObjectReader.remember): those
+    // are taken as they are, not decoded again from their frames inside the lock.
+    const kept = this.reader().recalled(id);
+    if (kept) return kept;
     const loc = this.locate.get(id) as Locator | undefined;
     if (loc && (loc.codec === Codec.Zstd || loc.codec === Codec.Dict)) {
       try {

@@ -168,6 +168,13 @@ export class ObjectReader {
     }
   }
 
+  /** The bytes remember() kept for `id` (of `kind`, when given), or undefined: nothing is read. */
+  recalled(id: Buffer, kind?: ObjectKind): Buffer | undefined {
+    if (this.strict || this.recent.size === 0) return undefined;
+    const hit = this.recent.get(id.toString('latin1'));
+    return hit && (kind === undefined || hit.kind === kind) ? hit.data : undefined;
+  }
+
   /** Drops what remember() kept: the next reads come from the Store file (verify reads what is stored). */
   forgetRemembered(): void {
     this.recent.clear();

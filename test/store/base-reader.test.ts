@@ -160,3 +160,24 @@ test(`an unflushed object stored as a delta reads back from its frame (seed ${SE
     store.close();
   }
 });
+
+test(`a BaseReader lends a base remembered ahead of the write lock as it was kept, without its frame (seed ${SEED})`, () => {
+  const store = Store.create(join(tempDir(), 's.sqlite'));
+  try {
+    const blobs = Array.from({ length: 20 }, (_, i) => text(SEED + 500 + i, 4000));
+    const ids = store.writeSync((w) => blobs.map((b) => w.add(ObjectKind.Blob, b)));
+    const id = ids[7]!;
+    // What a small commit's readBasesAhead keeps: the bytes get() returned, remembered by id.
+    const kept = store.objects.get(id, ObjectKind.Blob);
+    store.objects.remember(id, ObjectKind.Blob, kept);
+    const bases = new BaseReader(store.db, () => store.objects);
+    assert.equal(bases.borrow(id), kept, 'the remembered Buffer itself');
+    assert.ok(bases.borrow(ids[8]!).equals(blobs[8]!), 'a base not remembered is read from its frame');
+    store.objects.forgetRemembered();
+    const read = bases.borrow(id);
+    assert.notEqual(read, kept);
+    assert.ok(read.equals(blobs[7]!));
+  } finally {
+    store.close();
+  }
+});
