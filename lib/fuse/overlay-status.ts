@@ -2,7 +2,7 @@
  * What changed in the overlay since its base, per path, as a materialized Workspace's status
  * reports it.
  */
-import { INODE_KIND_NAMES, InodeKind, ROOT_SERIAL } from '../store/index.js';
+import { INODE_KIND_NAMES, InodeKind, ROOT_SERIAL, sameXattrs } from '../store/index.js';
 import { OverlayNamespace } from './overlay-namespace.js';
 import type { Node } from './overlay-nodes.js';
 
@@ -149,7 +149,6 @@ export abstract class OverlayStatus extends OverlayNamespace {
   private entriesOnly(n: Node): boolean {
     if (n.kind !== InodeKind.Dir) return false;
     const b = this.view.inode(n.serial);
-    const sameX = b.xattrs.length === n.xattrs.length && b.xattrs.every((x, i) => x.name.equals(n.xattrs[i]!.name) && x.value.equals(n.xattrs[i]!.value));
-    return b.mode === n.mode && b.uid === n.uid && b.gid === n.gid && sameX;
+    return b.mode === n.mode && b.uid === n.uid && b.gid === n.gid && sameXattrs(b.xattrs, n.xattrs);
   }
 }

@@ -1,23 +1,13 @@
 /**
  * What differs between two inode records as a diff reports it (the `fields` of a DiffEntry).
  */
-import { InodeKind, type Inode } from '../store/tree/inode.js';
+import { InodeKind, sameXattrs, type Inode } from '../store/tree/inode.js';
 import { dirContent, sameId } from './diff-state.js';
 
 export type ChangedField = 'content' | 'kind' | 'mode' | 'owner' | 'mtime' | 'target' | 'xattrs' | 'links';
 
 const EMPTY = Buffer.alloc(0);
 const FIELD_ORDER: ChangedField[] = ['content', 'kind', 'mode', 'owner', 'mtime', 'target', 'xattrs', 'links'];
-
-function sameXattrs(a: Inode, b: Inode): boolean {
-  if (a.xattrs.length !== b.xattrs.length) return false;
-  for (let i = 0; i < a.xattrs.length; i++) {
-    const x = a.xattrs[i]!;
-    const y = b.xattrs[i]!;
-    if (!x.name.equals(y.name) || !x.value.equals(y.value)) return false;
-  }
-  return true;
-}
 
 /** Same kind and same content (file content, symlink target, device number). */
 export function sameContent(a: Inode, b: Inode): boolean {
@@ -51,7 +41,7 @@ export function changedFields(a: Inode, b: Inode): ChangedField[] {
   if (a.mode !== b.mode) f.add('mode');
   if (a.uid !== b.uid || a.gid !== b.gid) f.add('owner');
   if (a.mtimeNs !== b.mtimeNs) f.add('mtime');
-  if (!sameXattrs(a, b)) f.add('xattrs');
+  if (!sameXattrs(a.xattrs, b.xattrs)) f.add('xattrs');
   if (a.kind === b.kind && a.kind !== InodeKind.Dir && (a.parents?.length ?? 0) !== (b.parents?.length ?? 0)) f.add('links');
   if (a.kind === InodeKind.Dir && b.kind === InodeKind.Dir && f.size === 1 && f.has('mtime')) return [];
   return FIELD_ORDER.filter((x) => f.has(x));

@@ -6,7 +6,7 @@
  * (reconcile-bytes.ts; never for SQLite, zip and other formats whose bytes refer to each other).
  */
 import { diff3Merge } from 'node-diff3';
-import { InodeKind, type Inode } from '../store/tree/inode.js';
+import { InodeKind, sameXattrs, type Inode } from '../store/tree/inode.js';
 import { storeBytes } from '../store/import/content.js';
 import type { FsView } from '../store/tree/view.js';
 import type { ObjectReader, ObjectWriter } from '../store/objects.js';
@@ -54,16 +54,11 @@ function sameContent(a: Inode, b: Inode): boolean {
   return a.form === b.form && a.size === b.size && sameBytes(a.content, b.content) && sameBytes(a.target, b.target) && (a.rdev ?? 0) === (b.rdev ?? 0);
 }
 
-function sameXattrs(a: Inode, b: Inode): boolean {
-  if (a.xattrs.length !== b.xattrs.length) return false;
-  return a.xattrs.every((x, i) => x.name.equals(b.xattrs[i]!.name) && x.value.equals(b.xattrs[i]!.value));
-}
-
 /** Field groups a side can change independently of the others. */
 const GROUPS: { name: string; same: (a: Inode, b: Inode) => boolean; copy: (to: Inode, from: Inode) => void }[] = [
   { name: 'mode', same: (a, b) => a.mode === b.mode, copy: (t, f) => void (t.mode = f.mode) },
   { name: 'owner', same: (a, b) => a.uid === b.uid && a.gid === b.gid, copy: (t, f) => void ((t.uid = f.uid), (t.gid = f.gid)) },
-  { name: 'xattrs', same: sameXattrs, copy: (t, f) => void (t.xattrs = f.xattrs) },
+  { name: 'xattrs', same: (a, b) => sameXattrs(a.xattrs, b.xattrs), copy: (t, f) => void (t.xattrs = f.xattrs) },
 ];
 
 function copyContent(to: Inode, from: Inode): void {

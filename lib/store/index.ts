@@ -6,7 +6,7 @@ export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteSt
 export { Codec, DELTA_MAX_BASES } from './codec.js';
 export { FsView, type DirEntry } from './tree/view.js';
 export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
-export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, type Inode, type TreeCounts, type Xattr } from './tree/inode.js';
+export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, sameXattrs, type Inode, type TreeCounts, type Xattr } from './tree/inode.js';
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
 export { storeFileContent, type ContentSink } from './import/content.js';
 export { storeBytes, storeContent, type StoredContent } from './import/content.js';

@@ -13,7 +13,7 @@ import { LayerFsError } from '../errors.js';
 import { getXattrs } from '../native/xattr.js';
 import { WalkKind } from '../native/walk.js';
 import type { ScanEntryOk } from '../native/scan.js';
-import { ContentForm, idOf, InodeKind, storeFileContent, type ContentSink, type Inode, type Store } from '../store/index.js';
+import { ContentForm, idOf, InodeKind, sameXattrs, storeFileContent, type ContentSink, type Inode, type Store } from '../store/index.js';
 import type { StatCache } from './cache.js';
 import { racyWaitMs } from './record.js';
 
@@ -48,11 +48,11 @@ const NAMING: ContentSink = { add: idOf, put: () => false, putChunks: () => {} }
 
 type View = ReturnType<Store['view']>;
 
-function sameXattrs(path: Buffer, old: Inode): boolean {
-  const now = getXattrs(path);
-  if (now.length !== old.xattrs.length) return false;
-  const byName = new Map(old.xattrs.map((x) => [x.name.toString('latin1'), x.value]));
-  return now.every((x) => byName.get(Buffer.from(x.name).toString('latin1'))?.equals(x.value) === true);
+/** Whether the xattrs at `path` are the record's (held sorted by name, as encodeInode writes them). */
+function xattrsAsRecorded(path: Buffer, old: Inode): boolean {
+  const now = getXattrs(path).map((x) => ({ name: Buffer.from(x.name), value: x.value }));
+  now.sort((a, b) => Buffer.compare(a.name, b.name));
+  return sameXattrs(now, old.xattrs);
 }
 
 /**
@@ -72,12 +72,12 @@ export function racyUnchanged(base: View, serial: number, path: Buffer, names: n
     if (kind === undefined || kind !== old.kind) return false;
     if (Number(st.mode & 0o7777n) !== old.mode || Number(st.uid) !== old.uid || Number(st.gid) !== old.gid) return false;
     if (st.mtimeNs !== old.mtimeNs || Number(st.size) !== old.size) return false;
-    if (kind === InodeKind.Symlink) return readlinkSync(path, { encoding: 'buffer' }).equals(old.target ?? Buffer.alloc(0)) && sameXattrs(path, old);
+    if (kind === InodeKind.Symlink) return readlinkSync(path, { encoding: 'buffer' }).equals(old.target ?? Buffer.alloc(0)) && xattrsAsRecorded(path, old);
     const e = { kind: 'file', path, size: Number(st.size), mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, ino: st.ino, dev: st.dev } as ScanEntryOk;
     const c = storeFileContent(e, path, NAMING);
     if (c.form !== old.form) return false;
     if (c.form !== ContentForm.None && !c.content!.equals(old.content!)) return false;
-    return sameXattrs(path, old);
+    return xattrsAsRecorded(path, old);
   } catch (e) {
     if (e instanceof LayerFsError || (e as NodeJS.ErrnoException).code !== undefined) return false;
     throw e;

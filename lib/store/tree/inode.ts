@@ -56,6 +56,11 @@ export interface Xattr {
   value: Buffer;
 }
 
+/** Whether two canonical xattr lists (sorted by name, as records hold them) are equal. */
+export function sameXattrs(a: readonly Xattr[], b: readonly Xattr[]): boolean {
+  return a.length === b.length && a.every((x, i) => x.name.equals(b[i]!.name) && x.value.equals(b[i]!.value));
+}
+
 export interface Inode {
   kind: InodeKind;
   /** Permission bits including setuid, setgid and sticky (st_mode & 0o7777). */
