@@ -333,7 +333,9 @@ class Reconciler {
 
   private attach(e: DiffEntry): void {
     const old = e.oldPath!;
-    if (this.refused.has(e.path)) return;
+    // Refused as a delete-vs-modify (detach): the Workspace's file here is a new one, which may
+    // also meet another entry the head put here; both conflicts are reported.
+    if (this.refused.has(e.path)) return this.add(e);
     let serial = this.detached.get(e.path);
     if (serial === undefined) {
       // Moved with its directory, or renamed identically on both sides: it is where the head has it.
