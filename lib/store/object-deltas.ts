@@ -45,10 +45,11 @@ export class DeltaPlanner {
    * judged by `settle` (started is undefined when no delta is tried). The chains are bounded as
    * if the delta were kept, so one that is not only leaves a chain shorter than it allowed for.
    */
-  start(p: Pending, data: Uint8Array, bases: Buffer[]): DeltaProposal | undefined {
+  start(p: Pending, data: Uint8Array, bases: Buffer[], inline = false): DeltaProposal | undefined {
     const plan = this.plan(p, bases);
     if (!plan) return undefined;
-    plan.job = zstdCompressStart(data, plan.level, undefined, plan.prefix);
+    if (inline) plan.frame = zstdCompress(data, plan.level, plan.prefix);
+    else plan.job = zstdCompressStart(data, plan.level, undefined, plan.prefix);
     plan.prefix = undefined;
     return plan;
   }
@@ -57,7 +58,7 @@ export class DeltaPlanner {
   settle(p: Pending, data: Uint8Array, proposal: DeltaProposal): Pending['delta'] {
     let frame: Buffer;
     try {
-      frame = zstdCompressResult(proposal.job);
+      frame = proposal.frame ?? zstdCompressResult(proposal.job);
     } catch {
       // A result the addon no longer holds (it keeps the last 1,024): compressed here instead.
       const prefix = this.prefixOf(proposal.ids);

@@ -3,6 +3,7 @@
  * open groups, sealed groups and delta frames collected into the parts of a pack row.
  */
 import type { ObjectKind } from './object-id.js';
+import { ROW_TARGET, TREE_ROW_TARGET } from './schema.js';
 
 /**
  * A delta being compressed on the addon's threads (DeltaPlanner.start): its job, its bases (and
@@ -11,6 +12,8 @@ import type { ObjectKind } from './object-id.js';
  */
 export interface DeltaProposal {
   job: number;
+  /** The frame, when compressed at once instead of on the addon's threads (DeltaPlanner.start). */
+  frame?: Buffer;
   ids: Buffer[];
   base: Buffer;
   depth: number;
@@ -196,8 +199,64 @@ export class RowAssembly {
 
 /** Complete rows kept back so the compression thread finishes their frames meanwhile. */
 export const ROWS_IN_FLIGHT = 2;
+
+/**
+ * The rows a writer assembles from sealed groups and deltas: mixed rows (content groups and
+ * deltas) and tree rows of their own, smaller (a cold page read loads its whole row). A
+ * complete row waits until ROWS_IN_FLIGHT newer rows are complete before `write` takes it
+ * (with the frames of its groups from the compression thread): written at once, its last
+ * group's frame was just started, and the writer waited for it (docs/DESIGN.md).
+ */
+export class RowQueue {
+  private readonly mixed: RowAssembly;
+  private readonly trees = new RowAssembly(TREE_ROW_TARGET);
+  private readonly ready: RowPart[][] = [];
+
+  /** `compress`: rows of about ROW_TARGET stored bytes; otherwise each group is a row of its own. */
+  constructor(
+    compress: boolean,
+    private readonly write: (parts: RowPart[]) => void,
+  ) {
+    this.mixed = new RowAssembly(compress ? ROW_TARGET : 0);
+  }
+
+  /** Adds a part expected to store `expected` bytes to the mixed row, or to the tree row if `tree`. */
+  add(part: RowPart, expected: number, tree = false): void {
+    const a = tree ? this.trees : this.mixed;
+    if (a.add(part, expected)) this.complete(a);
+  }
+
+  /** Writes every row, the ones being assembled included. */
+  flush(): void {
+    // A small transaction (a commit) writes one row: another row would leave its own slack.
+    if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
+    this.complete(this.trees);
+    this.complete(this.mixed);
+    for (const parts of this.ready.splice(0)) this.write(parts);
+  }
+
+  private complete(a: RowAssembly): void {
+    if (a.parts.length === 0) return;
+    this.ready.push(a.take());
+    if (this.ready.length > ROWS_IN_FLIGHT) this.write(this.ready.shift()!);
+  }
+}
 /** The same for tree groups (pages, mostly ids, compress to ~0.57×). */
 export const TREE_EXPECTED_RATIO = 0.6;
+
+/**
+ * Chunks [from, to) of `data` copied into a sealed group of their own (no delta hint applies to
+ * them), their ids too (views of the caller's reused buffer), for a row written later (held or
+ * staged) while the caller's buffer is reused at once.
+ */
+export function copyChunks(data: Buffer, chunks: Pending[], from: number, to: number): Pending[] {
+  const first = chunks[from]!.offset;
+  const last = chunks[to - 1]!;
+  const g = new Group(false, 0);
+  g.buf = Buffer.from(data.subarray(first, last.offset + last.length));
+  g.sealed = true;
+  return chunks.slice(from, to).map((c) => ({ ...c, id: Buffer.from(c.id), group: g, offset: c.offset - first }));
+}
 
 /** The bytes of chunks [from, to) of `data`, `bytes` in all: a view, or joined in `into` (valid until its next join). */
 export function slice(data: Buffer, chunks: Pending[], from: number, to: number, bytes: number, into: RowBuffer): Buffer {

@@ -152,7 +152,7 @@ export class ObjectReader {
    * returned by get(). Not kept over RECENT_BYTES / 8; a strict read never takes them.
    */
   remember(id: Buffer, kind: ObjectKind, data: Buffer): void {
-    if (data.length > RECENT_BYTES / 8) return;
+    if (!this.keeps(data.length)) return;
     const key = id.toString('latin1');
     const old = this.recent.get(key);
     if (old) {
@@ -166,6 +166,11 @@ export class ObjectReader {
       this.recent.delete(k);
       this.recentBytes -= v.data.length;
     }
+  }
+
+  /** Whether remember() keeps an object of `size` bytes. */
+  keeps(size: number): boolean {
+    return size <= RECENT_BYTES / 8;
   }
 
   /** The bytes remember() kept for `id` (of `kind`, when given), or undefined: nothing is read. */

@@ -4,22 +4,22 @@
  * delta against its previous version (docs/FORMAT.md "Physical forms"); the physical form never
  * changes an id.
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
+import { zstdCompress, zstdCompressStart } from '../native/zstd.js';
 import { zstdDictCompress } from '../native/zstd-dict.js';
-import { Codec, COMPRESSION_LEVEL, compressionEnabled, DICT_LEVEL, EDIT_CHUNKS, KEEP_COMPRESSED, looksRandom } from './codec.js';
-import { CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './schema.js';
+import { COMPRESSION_LEVEL, compressionEnabled, DICT_LEVEL, EDIT_CHUNKS, looksRandom } from './codec.js';
+import { CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, TREE_GROUP_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';
 import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
-import { CHUNK_PROPOSALS_AHEAD, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupBuffers, GroupClass, ROWS_IN_FLIGHT, RowAssembly, RowBuffer, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { Staging } from './object-staging.js';
+import { CHUNK_PROPOSALS_AHEAD, copyChunks, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupBuffers, GroupClass, RowBuffer, RowQueue, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { BaseReader } from './base-reader.js';
 import { currentDictionary, hasDictionary, setCurrentDictionary, type Dictionary } from './dictionary.js';
 import { DictionaryTraining, type HeldGroup } from './dictionary-training.js';
-import { dictionaryRef } from './dictionary-refs.js';
-import { INLINE_SEAL_BYTES, writeChunkRow, writeDictionaryRow, writerStatements, type WriterStatements } from './writer-statements.js';
+import { INLINE_SEAL_BYTES, writeChunkRow, writeDictionaryRow, writeGroupRow, writerStatements, type WriterStatements } from './writer-statements.js';
 
 /**
  * Writes objects inside the caller's transaction; `flush()` must run before it commits.
@@ -43,12 +43,8 @@ export class ObjectWriter {
    * only ones a probe of the index cannot see yet.
    */
   private readonly open = new Map<string, Pending>();
-  /** The mixed row being assembled: sealed content groups and deltas. */
-  private readonly mixed: RowAssembly;
-  /** Sealed tree groups, assembled into rows of about TREE_ROW_TARGET stored bytes. */
-  private readonly trees = new RowAssembly(TREE_ROW_TARGET);
-  /** Complete rows not written yet (queueRow). */
-  private readonly ready: RowPart[][] = [];
+  /** The rows being assembled from sealed groups and deltas, and complete ones not written yet. */
+  private readonly rowQueue: RowQueue;
   private reader: ObjectReader | undefined;
   private bases: BaseReader | undefined;
   /** Canonical bytes of the groups sealed so far (the first INLINE_SEAL_BYTES are compressed inline). */
@@ -67,21 +63,32 @@ export class ObjectWriter {
    * as delta bases to the new chunks (putChunks). Cleared by the caller when the file is stored.
    */
   deltaSource: ChunkDeltaSource | undefined;
+  /**
+   * Set while this writer stages (Store.writeStaged): no transaction is open yet, so the rows it
+   * completes wait there as writes to run, and applyStaged() runs them under the write lock.
+   */
+  private staged: Staging | undefined;
 
-  /** `reader`: the Store handle's (a small commit's delta bases are the rows it just read to re-cut them). */
+  /**
+   * `reader`: the Store handle's (a small commit's delta bases are the rows it just read to
+   * re-cut them). `staged`: the writer stages (Store.writeStaged).
+   */
   constructor(
     private readonly db: Db,
     private readonly path: string,
     reader?: ObjectReader,
+    staged = false,
   ) {
     this.reader = reader;
+    if (staged) this.staged = new Staging();
     ({ exists: this.exists, locate: this.locate, insertPack: this.insertPack, insertObject: this.insertObject } = writerStatements(db));
     // Uncompressed, a group is a row of its own (format 1's mixed rows).
     this.groups = this.compress
       ? [this.newGroup(GroupClass.Content), this.newGroup(GroupClass.Tree), this.newGroup(GroupClass.Random), this.newGroup(GroupClass.Edit)]
       : [new Group(false, PACK_TARGET)];
-    this.mixed = new RowAssembly(this.compress ? ROW_TARGET : 0);
-    this.training = this.compress && !hasDictionary(db) ? new DictionaryTraining() : undefined;
+    this.rowQueue = new RowQueue(this.compress, (parts) => this.writeParts(parts));
+    // A staged write is small: it could not train a dictionary, whose row it would write at once.
+    this.training = this.compress && !staged && !hasDictionary(db) ? new DictionaryTraining() : undefined;
     this.planner = new DeltaPlanner({
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
@@ -154,6 +161,18 @@ export class ObjectWriter {
   }
 
   /**
+   * Keeps a copy of `id`, written by this writer and not flushed yet, in the Store handle's
+   * reader (ObjectReader.remember). A small commit's new blobs are the delta bases of the next
+   * commit of the same Workspace wherever a file changes again, read then from memory instead
+   * of their frames and delta chains. The reader drops them if the transaction rolls back.
+   */
+  keepWritten(id: Buffer): void {
+    const p = this.open.get(id.toString('latin1'));
+    if (!p || !this.reader?.keeps(p.length)) return;
+    this.reader.remember(id, p.kind, this.unflushed(id)!);
+  }
+
+  /**
    * A hint that `id`, just written, is a new version of `bases` (a changed file or a rewritten
    * page; or the old chunks a re-chunked piece of a large file overlaps, in file order, at most
    * DELTA_MAX_BASES). If `id` is still in an open group and a zstd delta against the bases'
@@ -178,7 +197,9 @@ export class ObjectWriter {
   proposeBase(id: Buffer, bases: Buffer | Buffer[]): void {
     const p = this.open.get(id.toString('latin1'));
     if (!this.compress || !p || p.delta || p.proposal || p.group.sealed) return;
-    p.proposal = this.planner.start(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases]);
+    // A staged writer holds no lock, and handing each small delta to the addon's threads costs
+    // more than compressing it: it compresses at once.
+    p.proposal = this.planner.start(p, p.group.buf.subarray(p.offset, p.offset + p.length), Array.isArray(bases) ? bases : [bases], this.staged !== undefined);
     if (p.proposal) p.group.proposals++;
   }
 
@@ -201,7 +222,7 @@ export class ObjectWriter {
     // A delta is read from its frame and bases: its group's buffer need not live on until the
     // delta's row is written (a row of deltas held thousands of groups: 24-39 MiB in 12,000 files).
     p.group = DETACHED;
-    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    this.rowQueue.add({ delta: p }, d.frame.length);
   }
 
   /** An object's bytes, whether written by this writer or stored before (authenticated). */
@@ -251,66 +272,19 @@ export class ObjectWriter {
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
     const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict.bytes) : zstdCompress(data, level)) : undefined;
     const job = compress && !inline ? zstdCompressStart(data, level, dict?.bytes) : undefined;
-    const part = { live, at, data, job, frame, dict: dict ? dictionaryRef(this.db, dict.id) : null, group };
-    if (c === GroupClass.Tree && this.compress) {
-      // Tree rows of their own, smaller: a cold page read loads its whole row (below).
-      if (this.trees.add(part, data.length * TREE_EXPECTED_RATIO)) this.writeRow(this.trees);
-      return;
-    }
-    if (this.mixed.add(part, frame ? Math.min(frame.length, data.length) : job === undefined ? data.length : data.length * EXPECTED_RATIO)) this.writeRow(this.mixed);
-  }
-
-  /** Queues the row `a` has assembled, if any. */
-  private writeRow(a: RowAssembly): void {
-    if (a.parts.length > 0) this.queueRow(a.take());
-  }
-
-  /**
-   * A complete row waits until ROWS_IN_FLIGHT newer rows are complete before it is written
-   * (taking its frames from the compression thread): written at once, its last group's frame
-   * was just started, and the writer waited for it (docs/DESIGN.md).
-   */
-  private queueRow(parts: RowPart[]): void {
-    this.ready.push(parts);
-    if (this.ready.length > ROWS_IN_FLIGHT) this.writeParts(this.ready.shift()!);
+    const part = { live, at, data, job, frame, dict: dict ? dict.id : null, group };
+    if (c === GroupClass.Tree && this.compress) this.rowQueue.add(part, data.length * TREE_EXPECTED_RATIO, true);
+    else this.rowQueue.add(part, frame ? Math.min(frame.length, data.length) : job === undefined ? data.length : data.length * EXPECTED_RATIO);
   }
 
   /** Writes `parts` as one pack row and their objects' index rows. */
   private writeParts(parts: RowPart[]): void {
-    const bufs: Buffer[] = [];
-    const entries: [Pending, Codec, number, number, number, Buffer | null][] = [];
-    let off = 0;
-    for (const part of parts) {
-      if ('delta' in part) {
-        const d = part.delta.delta!;
-        entries.push([part.delta, Codec.Delta, off, d.frame.length, 0, d.base]);
-        bufs.push(d.frame);
-        off += d.frame.length;
-        continue;
-      }
-      let frame: Buffer | null = null;
-      const z = part.frame ?? (part.job !== undefined ? zstdCompressResult(part.job) : undefined);
-      if (z && z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
-      const codec = part.dict ? Codec.Dict : Codec.Zstd;
-      part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, part.dict] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
-      const bytes = frame ?? part.data;
-      bufs.push(bytes);
-      off += bytes.length;
+    if (this.staged) {
+      this.staged.writes.push(() => this.writeParts(parts));
+      return;
     }
-    const row = this.rows.join(bufs, off);
-    try {
-      // SQLite copies the bound bytes.
-      const pack = Number(this.insertPack.run(row).lastInsertRowid);
-      // Indexed, not destructured: a destructured tuple costs an iterator and a result per field
-      // until the function is optimized, and an import runs this for every object.
-      for (let k = 0; k < entries.length; k++) {
-        const e = entries[k]!;
-        this.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[5]);
-      }
-    } catch (e) {
-      throw mapSqliteError(e, this.path);
-    }
-    for (let k = 0; k < entries.length; k++) this.open.delete(entries[k]![0].id.toString('latin1'));
+    const entries = writeGroupRow({ db: this.db, statements: { insertPack: this.insertPack, insertObject: this.insertObject }, rows: this.rows, path: this.path }, parts);
+    for (let k = 0; k < entries.length; k++) this.open.delete(entries[k]!.id.toString('latin1'));
     for (const part of parts) if ('group' in part && part.group) this.buffers.release(part.group);
   }
 
@@ -403,7 +377,7 @@ export class ObjectWriter {
     this.open.set(p.id.toString('latin1'), p);
     this.stats.objectsInserted++;
     this.stats.bytesInserted += p.length;
-    if (this.mixed.add({ delta: p }, d.frame.length)) this.writeRow(this.mixed);
+    this.rowQueue.add({ delta: p }, d.frame.length);
     return true;
   }
 
@@ -416,36 +390,63 @@ export class ObjectWriter {
     if (!this.training?.holding) return false;
     const first = chunks[from]!.offset;
     const last = chunks[to - 1]!;
-    const g = new Group(false, 0);
-    g.buf = Buffer.from(data.subarray(first, last.offset + last.length));
-    // Sealed: no delta hint applies to a held chunk.
-    g.sealed = true;
-    const moved = chunks.slice(from, to).map((c) => ({ ...c, group: g, offset: c.offset - first }));
-    const write = () => {
-      this.writeChunkRow(g.buf, moved, 0, moved.length);
-      for (const c of moved) this.open.delete(c.id.toString('latin1'));
-    };
-    if (!this.training.holdRow(g.buf.length, write)) {
+    const kept = this.keptChunkRow(data, chunks, from, to);
+    if (!this.training.holdRow(last.offset + last.length - first, kept.write)) {
+      kept.drop();
       // The hold of chunk rows is full: once training has started, the row waits for its
       // dictionary rather than going without it (the same frames whatever the timing).
       if (this.training.started) this.trainDictionary();
       return false;
     }
-    for (const c of moved) this.open.set(c.id.toString('latin1'), c);
     return true;
+  }
+
+  /** A copy of chunks [from, to) of `data` (copyChunks), findable (`open`) until `write` writes them as one row, or `drop`. */
+  private keptChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): { write: () => void; drop: () => void } {
+    const moved = copyChunks(data, chunks, from, to);
+    for (const c of moved) this.open.set(c.id.toString('latin1'), c);
+    const drop = () => {
+      for (const c of moved) this.open.delete(c.id.toString('latin1'));
+    };
+    const write = () => {
+      this.writeChunkRow(moved[0]!.group.buf, moved, 0, moved.length);
+      drop();
+    };
+    return { write, drop };
   }
 
   /** One chunk row (writeChunkRow): frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
   private writeChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): void {
+    if (this.staged) {
+      this.staged.writes.push(this.keptChunkRow(data, chunks, from, to).write);
+      return;
+    }
     writeChunkRow({ db: this.db, statements: { insertPack: this.insertPack, insertObject: this.insertObject }, rows: this.rows, plain: this.plain, compress: this.compress, dict: this.compress ? this.dictionary() : undefined, path: this.path, stats: this.stats }, data, chunks, from, to);
   }
 
   private stored(id: Buffer): boolean {
+    let found: boolean;
     try {
-      return this.exists.get(id) !== undefined;
+      found = this.exists.get(id) !== undefined;
     } catch (e) {
       throw mapSqliteError(e, this.path);
     }
+    if (found) this.staged?.found(id);
+    return found;
+  }
+
+  /**
+   * Under the write lock, runs the writes a staging writer kept if what they rely on is as it
+   * was (Staging.valid); otherwise writes nothing and returns false, and the caller writes
+   * again from the start. The writer then writes directly, as any other.
+   */
+  applyStaged(): boolean {
+    const staging = this.staged;
+    this.staged = undefined;
+    if (!staging) return true;
+    if (!staging.valid(this.open, (id) => this.stored(id))) return false;
+    for (const write of staging.writes) write();
+    return true;
   }
 
   /** The Store's current dictionary, looked up once (inside the transaction, so gc cannot take it meanwhile). */
@@ -453,7 +454,10 @@ export class ObjectWriter {
     // While the import's dictionary trains on its worker thread, whatever would use a dictionary
     // waits for it: it is then written as if the dictionary had been trained at once.
     if (this.training?.started) this.trainDictionary();
-    if (this.dict === undefined) this.dict = currentDictionary(this.db, (id, kind) => this.objectReader().get(id, kind)) ?? null;
+    if (this.dict === undefined) {
+      this.dict = currentDictionary(this.db, (id, kind) => this.objectReader().get(id, kind)) ?? null;
+      if (this.dict) this.staged?.found(this.dict.id);
+    }
     return this.dict ?? undefined;
   }
 
@@ -489,11 +493,7 @@ export class ObjectWriter {
     // The last groups are compressed here: a job started now would only be waited for.
     for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c, true);
     if (this.training) this.trainDictionary();
-    // A small transaction (a commit) writes one row: another row would leave its own slack.
-    if (this.trees.parts.length > 0 && this.mixed.bytes + this.trees.bytes <= this.mixed.target) this.mixed.absorb(this.trees);
-    this.writeRow(this.trees);
-    this.writeRow(this.mixed);
-    for (const parts of this.ready.splice(0)) this.writeParts(parts);
+    this.rowQueue.flush();
     // Looked up again in the next transaction: gc may remove a dictionary no frame uses.
     this.dict = undefined;
   }

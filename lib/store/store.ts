@@ -28,9 +28,10 @@ export class Store extends ReadStore {
   /**
    * Sums over this handle's write transactions, so a receipt can take differences. Allocated
    * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
-   * the write lock is held, so other processes' writes can never be counted in it.
+   * the write lock is held, so other processes' writes can never be counted in it. `stale`:
+   * staged writes that went stale (writeStaged), which their callers then wrote again.
    */
-  readonly meter = { allocatedGrowth: 0, transactions: 0 };
+  readonly meter = { allocatedGrowth: 0, transactions: 0, stale: 0 };
 
   private constructor(db: Db, info: StoreInfo) {
     super(db, info);
@@ -56,13 +57,64 @@ export class Store extends ReadStore {
     this.writing = true; // held while waiting for the lock, so no other write of this handle starts meanwhile
     try {
       // The lock is usually free: taken at once, `fn` starts in this same turn of the event loop.
-      const busy = this.tryBeginImmediate();
-      if (busy !== undefined) await this.waitForWriteLock(busy);
+      const waiting = this.lockForWrite();
+      if (waiting) await waiting;
     } catch (e) {
       this.writing = false;
-      throw mapSqliteError(e, this.path);
+      throw e;
     }
     return this.transaction(fn, true, true);
+  }
+
+  /**
+   * A write whose objects are made before the write lock is taken, so that other processes'
+   * writes go on meanwhile: `stage` runs outside any transaction with a staging writer, whose
+   * rows wait in memory (hashing, compression, deltas and tree pages are done there); then,
+   * under the lock, they are written if nothing they rely on changed meanwhile
+   * (ObjectWriter.applyStaged) and `publish` runs in the same transaction, as in write().
+   * Undefined when the stage went stale: nothing was written, and the caller writes again.
+   * For small writes: what is staged is held in memory until the lock is taken.
+   */
+  async writeStaged<S, T>(stage: (w: ObjectWriter) => Promise<S>, publish: (w: ObjectWriter, staged: S) => Promise<T> | T): Promise<{ value: T } | undefined> {
+    if (this.writing) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    this.writing = true;
+    const w = new ObjectWriter(this.db, this.path, this.objects, true);
+    let staged: S;
+    try {
+      this.pages.writer = w;
+      staged = await stage(w);
+      w.flush();
+      const waiting = this.lockForWrite();
+      if (waiting) await waiting;
+    } catch (e) {
+      // Pages and blobs the reader remembered (page-io, keepWritten) were never written.
+      this.forgetWritten();
+      this.endWrite();
+      throw mapSqliteError(e, this.path);
+    }
+    const out = await this.transaction(async (tw) => (tw.applyStaged() ? { value: await publish(tw, staged) } : undefined), true, true, w);
+    if (!out) {
+      this.forgetWritten();
+      this.meter.stale++;
+    }
+    return out;
+  }
+
+  /**
+   * Takes the write lock (BEGIN IMMEDIATE): at once, returning nothing, or a promise that waits
+   * for another process's (waitForWriteLock). Errors are SQLite's, mapped.
+   */
+  private lockForWrite(): Promise<void> | undefined {
+    let busy: unknown;
+    try {
+      busy = this.tryBeginImmediate();
+    } catch (e) {
+      throw mapSqliteError(e, this.path);
+    }
+    if (busy === undefined) return undefined;
+    return this.waitForWriteLock(busy).catch((e: unknown) => {
+      throw mapSqliteError(e, this.path);
+    });
   }
 
   /**
@@ -120,12 +172,12 @@ export class Store extends ReadStore {
    * allocation baseline, then COMMIT after `fn` (after the promise it returns settles, when
    * `awaitResult`), or ROLLBACK and the object cache dropped on any error.
    */
-  private transaction<T>(fn: (w: ObjectWriter) => Promise<T> | T, awaitResult: boolean, begun = false): Promise<T> | T {
+  private transaction<T>(fn: (w: ObjectWriter) => Promise<T> | T, awaitResult: boolean, begun = false, staged?: ObjectWriter): Promise<T> | T {
     if (this.writing && !begun) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
     this.writing = true;
     let pending = false; // a returned promise ends the frame when it settles
     try {
-      const w = new ObjectWriter(this.db, this.path, this.objects);
+      const w = staged ?? new ObjectWriter(this.db, this.path, this.objects);
       if (!begun) this.exec('BEGIN IMMEDIATE');
       const a0 = this.allocatedBytes();
       this.pages.writer = w;
@@ -151,12 +203,17 @@ export class Store extends ReadStore {
     return result;
   }
 
+  /** Drops the read caches, which may name objects a write did not leave in the Store. */
+  private forgetWritten(): void {
+    this.objects.reset();
+    this.runs?.reset();
+  }
+
   /** Rolls back and drops the object cache; returns the error to throw (SQLite's mapped). */
   private abortWrite(e: unknown): unknown {
     try {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      this.objects.reset();
-      this.runs?.reset();
+      this.forgetWritten();
     } catch (rollback) {
       return mapSqliteError(rollback, this.path);
     }
@@ -194,8 +251,7 @@ export class Store extends ReadStore {
     try {
       return await pass();
     } finally {
-      this.objects.reset();
-      this.runs?.reset();
+      this.forgetWritten();
       this.writing = false;
     }
   }

@@ -6,7 +6,7 @@
 import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
 import { zstdDictCompress } from '../native/zstd-dict.js';
 import { Codec, COMPRESSION_LEVEL, DICT_LEVEL, KEEP_COMPRESSED, looksRandom } from './codec.js';
-import { slice, type Pending, type RowBuffer } from './object-groups.js';
+import { slice, type Pending, type RowBuffer, type RowPart } from './object-groups.js';
 import type { WriteStats } from './object-id.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
 import type { Dictionary } from './dictionary.js';
@@ -56,6 +56,57 @@ export function writeDictionaryRow(st: Pick<WriterStatements, 'insertPack' | 'in
 }
 
 /** What writeChunkRow writes with: an ObjectWriter's statements, row buffer, dictionary and counts. */
+/** What writing a row takes: the connection, its statements, the buffer rows are joined in. */
+export interface RowContext {
+  db: Db;
+  statements: Pick<WriterStatements, 'insertPack' | 'insertObject'>;
+  rows: RowBuffer;
+  path: string;
+}
+
+/**
+ * Writes the parts of one mixed or tree row (sealed groups, each as its frame or plain, and
+ * delta frames) as one pack row with their objects' index rows; returns the objects written.
+ */
+export function writeGroupRow(ctx: RowContext, parts: RowPart[]): Pending[] {
+  const bufs: Buffer[] = [];
+  const entries: [Pending, Codec, number, number, number, Buffer | null][] = [];
+  let off = 0;
+  for (const part of parts) {
+    if ('delta' in part) {
+      const d = part.delta.delta!;
+      entries.push([part.delta, Codec.Delta, off, d.frame.length, 0, d.base]);
+      bufs.push(d.frame);
+      off += d.frame.length;
+      continue;
+    }
+    let frame: Buffer | null = null;
+    const z = part.frame ?? (part.job !== undefined ? zstdCompressResult(part.job) : undefined);
+    if (z && z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
+    const codec = part.dict ? Codec.Dict : Codec.Zstd;
+    // The ref is taken here, inside the transaction: it may add the dictionary's ref row.
+    const ref = frame && part.dict ? dictionaryRef(ctx.db, part.dict) : null;
+    part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, ref] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
+    const bytes = frame ?? part.data;
+    bufs.push(bytes);
+    off += bytes.length;
+  }
+  const row = ctx.rows.join(bufs, off);
+  try {
+    // SQLite copies the bound bytes.
+    const pack = Number(ctx.statements.insertPack.run(row).lastInsertRowid);
+    // Indexed, not destructured: a destructured tuple costs an iterator and a result per field
+    // until the function is optimized, and an import runs this for every object.
+    for (let k = 0; k < entries.length; k++) {
+      const e = entries[k]!;
+      ctx.statements.insertObject.run(e[0].id, e[0].kind, e[0].length, e[1], pack, e[2], e[3], e[4], e[5]);
+    }
+  } catch (e) {
+    throw mapSqliteError(e, ctx.path);
+  }
+  return entries.map((e) => e[0]);
+}
+
 export interface ChunkRowContext {
   db: Db;
   statements: Pick<WriterStatements, 'insertPack' | 'insertObject'>;

@@ -1,28 +1,26 @@
 /**
  * The materialize projection's lifecycle: create (write a Branch head into a directory), status
  * (a walk compared with the stat cache), commit (record what changed, then publish.ts's
- * compare-and-swap) and end (remove the directory; never commits). The FUSE projection
+ * compare-and-swap, in commit.ts) and end (remove the directory; never commits). The FUSE projection
  * (lib/fuse) implements the same steps over a live mount; projection.ts joins the two.
  */
 import { existsSync } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
-import { branchRoot, EMPTY_NOTE, getBranch, uuidv7, type BranchRow, type CommitNote, type CommitRow, type ReconcileConflict } from '../history/index.js';
-import { NamespaceEditor, type ExportProgress, type Store, type WriteStats } from '../store/index.js';
+import { branchRoot, getBranch, uuidv7, type BranchRow } from '../history/index.js';
+import type { ExportProgress, Store } from '../store/index.js';
 import { walkRelPath, WalkKind } from '../native/walk.js';
-import { cachePlan, loadCache, saveCache, writeCache, type StatCache } from './cache.js';
-import { computeChanges, computeChangesSync, kindName, type ChangeSet } from './changes.js';
+import { loadCache, saveCache, type StatCache } from './cache.js';
+import { computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { isSmudged, racyUnchanged, smudgeRacy } from './racy.js';
-import { readBasesAhead, recordChanges, startReading, type RecordClock } from './record.js';
+import { isSmudged, racyUnchanged } from './racy.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
-import { resolvedPaths } from './conflicts.js';
-import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
 import { dirChangedItself } from './status-dirs.js';
-import { syncProjection } from './sync.js';
-import { deleteWorkspaceRow, getWorkspace, insertWorkspace, setWorkspaceBase, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
+import { deleteWorkspaceRow, getWorkspace, insertWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
+
+export { commitWorkspace, type CommitOutcome, type CommitPhases, type CommitRun, type ReconcileReport } from './commit.js';
 
 /**
  * Creates a materialized Workspace (`projection` must be materialize: a FUSE one is created
@@ -132,129 +130,6 @@ function statusEntries(cs: ChangeSet, cache: StatCache, same: { dir: (i: number,
   }
   for (const d of cs.deletedPaths) if (!renamedFrom.has(d)) out.push({ change: 'deleted', path: walkRelPath(cache, d), kind: kindName(cache.kind[d]!) });
   return out.sort((a, b) => Buffer.compare(a.path, b.path));
-}
-
-/** A reconciling commit's report: paths that combine both sides, retries, time (ms). */
-export interface ReconcileReport {
-  merged: string[];
-  retries: number;
-  ms: number;
-}
-
-export type CommitOutcome =
-  | { outcome: 'Created'; commit: CommitRow; previousHead: Buffer | null; changedPaths: number; write: WriteStats; reconciled?: ReconcileReport }
-  | { outcome: 'UpToDate'; head: Buffer | null }
-  | { outcome: 'Busy'; executions: string[] }
-  | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null }
-  | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
-
-/** How a commit runs: its note, and strict (HeadMoved instead of reconciling when the head moved). */
-/**
- * `note`: the Commit's message, metadata and author; `strict`: HeadMoved instead of reconciling;
- * `exclude`: gitignore patterns whose new paths this commit leaves out (after `.layerfsignore`'s).
- */
-export interface CommitRun {
-  note?: CommitNote;
-  strict?: boolean;
-  exclude?: readonly string[];
-}
-
-/**
- * Wall time (ms) of a commit by phase: walkRead = stat cache load and the walk compared with it;
- * chunkHash = waiting for the addon to read, chunk and hash changed files; write = storing
- * objects and editing the trees. The caller counts the rest as publish (Commit row, stat cache
- * save, COMMIT).
- */
-export interface CommitPhases {
-  walkRead: number;
-  chunkHash: number;
-  write: number;
-}
-
-export async function commitWorkspace(
-  store: Store,
-  ws: WorkspaceRow,
-  stateDir: string,
-  phases: CommitPhases = { walkRead: 0, chunkHash: 0, write: 0 },
-  run: CommitRun = {},
-): Promise<CommitOutcome> {
-  const note = run.note ?? EMPTY_NOTE;
-  const strict = run.strict ?? false;
-  const running = runningExecutions(stateDir, toHex(ws.id));
-  if (running.length > 0) return { outcome: 'Busy', executions: running.map((e) => e.id) };
-  let t = performance.now();
-  const cache = loadCache(store, ws.id);
-  const cs = await computeChanges(ws.path, cache, run.exclude ?? []);
-  phases.walkRead = performance.now() - t;
-  if (cs.clean) {
-    const u = checkUnchanged(store, { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId }, strict);
-    if (u.outcome === 'HeadMoved') return u;
-    // Nothing to publish, but the head moved: the Workspace moves onto it, as after any commit.
-    if (u.moveTo) await store.write(() => moveOnto(store, ws, cache));
-    return { outcome: 'UpToDate', head: u.head };
-  }
-  // The first reads happen before the write lock is taken (record.ts), at once: entries read
-  // within their ctime's timestamp tick are marked racy in the new stat cache (racy.ts).
-  t = performance.now();
-  const clock: RecordClock = { waitMs: 0 };
-  const oldSerialAt = (i: number): number => {
-    const j = cs.oldIndex[i]!;
-    return j >= 0 ? cache.serial[j]! : 0;
-  };
-  const readFromMs = Date.now();
-  const reading = startReading(cs);
-  // The new stat cache is encoded and compressed, and a small commit's delta bases are read,
-  // before the lock, while the addon reads the first files.
-  const plan = cachePlan(smudgeRacy(cs.now, cs.changed, readFromMs), { old: cache, oldIndex: cs.oldIndex, changed: cs.changed });
-  readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
-  const readMs = performance.now() - t;
-  try {
-    return await store.write(async (w): Promise<CommitOutcome> => {
-      t = performance.now();
-      const base = store.view(ws.baseRootId);
-      const editor = new NamespaceEditor(base, store.pages, w);
-      const same = await recordChanges(reading, base, editor, w, clock, oldSerialAt);
-      // Every changed serial's record is in the editor now: its list (a few hundred bytes of
-      // heap per changed path) goes before the trees are written, the commit's largest step.
-      cs.changedSerials.clear();
-      for (const s of cs.deletedSerials) editor.deleteInode(s);
-      for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
-      const root = editor.finish();
-      // chunkHash: the reads before the transaction, and the waits inside it.
-      phases.chunkHash = readMs + clock.waitMs;
-      phases.write = performance.now() - t - clock.waitMs;
-      const target = { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, baseRoot: ws.baseRootId, workspaceId: ws.id };
-      const { published, head } = publishWorkspaceCommit(store, w, target, root, { note, strict, resolved: resolvedPaths(store, ws.id) });
-      const rec = published.reconciliation;
-      // The Workspace shows what was published: the other side's changes are written in.
-      if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache, readFromMs);
-      else writeCache(store, ws.id, plan);
-      if (published.outcome === 'UpToDate') return { outcome: 'UpToDate', head };
-      // A racy entry read again that records what it did is not a changed path.
-      let changedPaths = cs.deletedPaths.length;
-      for (let i = 0; i < cs.now.count; i++) {
-        const j = cs.oldIndex[i]!;
-        if (cs.changed[i] && !(j >= 0 && isSmudged(cache, j) && cache.serial[j] === cs.now.serial[i] && same.has(cs.now.serial[i]!))) changedPaths++;
-      }
-      const out: CommitOutcome = { outcome: 'Created', commit: published.commit, previousHead: published.previousHead, changedPaths, write: { ...w.stats } };
-      if (rec) out.reconciled = { merged: rec.merged, retries: rec.retries, ms: rec.ms };
-      return out;
-    });
-  } catch (e) {
-    // Reads still in flight (the transaction failed before storing them) settle first.
-    await reading.scans.settle();
-    // Nothing was published; what overlapped is kept for `workspace conflicts` and `resolve`.
-    return refused(store, ws.id, e);
-  }
-}
-
-/** Writes the head's changes into a clean Workspace and makes the head its base (the base Layer unchanged). */
-function moveOnto(store: Store, ws: WorkspaceRow, cache: StatCache): void {
-  const now = getBranch(store, ws.branchId)!;
-  const root = branchRoot(store, now);
-  if (!now.baseLayerId.equals(ws.expectedBaseId)) return;
-  syncProjection(store, ws.id, ws.path, ws.baseRootId, root, cache);
-  setWorkspaceBase(store, ws.id, root, now.headCommitId);
 }
 
 /**

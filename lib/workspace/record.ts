@@ -111,6 +111,12 @@ export interface ChangeReading {
   /** The changed serials in the order they are read (the change set's own order, not copied). */
   readonly changed: Iterator<Changed>;
   readonly scans: ScanAhead;
+  /**
+   * A small commit (at most BASES_AHEAD_LIMIT changed serials): the Store handle keeps its new
+   * blobs (ObjectWriter.keepWritten), which the Workspace's next commit reads as delta bases when
+   * the same files change again, as an agent's edits do.
+   */
+  readonly keep: boolean;
 }
 
 /**
@@ -125,7 +131,8 @@ export function startReading(cs: ChangeSet): ChangeReading {
   // paths in order, each once.
   const ahead = cs.changedSerials.values();
   const path = (): Buffer => cs.absPath(ahead.next().value!.index);
-  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count: cs.changedSerials.size, path }, { divide: SCAN_DIVIDE }) };
+  const count = cs.changedSerials.size;
+  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count, path }, { divide: SCAN_DIVIDE }), keep: count <= BASES_AHEAD_LIMIT };
 }
 
 /**
@@ -135,7 +142,7 @@ export function startReading(cs: ChangeSet): ChangeReading {
  * entry had in the stored state (0 if none), for delta bases.
  */
 export async function recordChanges(reading: ChangeReading, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<Set<number>> {
-  const { changed, scans } = reading;
+  const { changed, scans, keep } = reading;
   const same = new Set<number>();
   let batches = 0;
   try {
@@ -143,7 +150,7 @@ export async function recordChanges(reading: ChangeReading, base: View, editor: 
       const { batch, paths, release } = await scans.next(clock);
       for (let j = 0; j < batch.count; j++) {
         const c = changed.next().value!;
-        if (await recordOne(c, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, oldSerialAt)) same.add(c[0]);
+        if (await recordOne(c, checked(batch.entry(j)!), paths[j]!, base, editor, w, clock, keep, oldSerialAt)) same.add(c[0]);
       }
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
@@ -164,7 +171,7 @@ type Changed = [serial: number, change: { index: number; parents: number[] }];
  * Stores one scanned changed serial and sets its record in `editor`; true when a file or symlink
  * records exactly what the serial recorded in `base` (a racy entry read again, racy.ts).
  */
-async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, oldSerialAt?: (index: number) => number): Promise<boolean> {
+async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, keep: boolean, oldSerialAt?: (index: number) => number): Promise<boolean> {
   const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
   // A changed large file's new chunks are offered the old version's chunks as delta bases.
   w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
@@ -176,6 +183,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   }
   // A changed small file: its blob is still the newest of its group.
   if (inode?.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(inode.content!)) w.proposeBase(inode.content!, before.content!);
+  if (keep && inode?.form === ContentForm.Whole && inode.kind === InodeKind.File) w.keepWritten(inode.content!);
   if (!inode) return false;
   if (inode.kind === InodeKind.Dir) {
     const old = safeInode(base, serial);

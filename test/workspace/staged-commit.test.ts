@@ -1,0 +1,78 @@
+/**
+ * Small commits are recorded before the write lock (Store.writeStaged). Two Workspaces of one
+ * Store, each through its own connection, write the same new content; one commits while the
+ * other's commit is staged (the stage is where another process's commit would run): the staged
+ * commit went stale, is made again under the lock, and both store exactly what their
+ * Workspaces hold.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { Client } from '../../lib/sdk/index.js';
+import type { Store } from '../../lib/store/index.js';
+import { rng } from '../helpers/random.js';
+import { tempDir } from '../helpers/tmp.js';
+import { assertIntact } from '../helpers/integrity.js';
+
+const ROUNDS = 24;
+const storeOf = (c: Client): Store => (c as unknown as { store: Store }).store;
+
+test(`a small commit staged while another stores the same new content is made again, exactly (${ROUNDS} rounds)`, async () => {
+  const seed = Number(process.env.SEED ?? 1 + Math.floor(Math.random() * 1e6));
+  console.log(`seed ${seed}`);
+  const r = rng(seed);
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  for (let f = 0; f < 40; f++) writeFileSync(join(src, `f${f}.txt`), `file ${f}\n`.repeat(10 + f));
+  const storePath = join(dir, 's.layerfs');
+  const a = Client.create(storePath);
+  const b = Client.connect(storePath);
+  try {
+    const init = await a.initLayerStack({ name: 'p', source: src });
+    a.forkBranch({ name: 'a', layer: init.layer.id });
+    a.forkBranch({ name: 'b', layer: init.layer.id });
+    const wa = await a.createWorkspace('a', { at: join(dir, 'wa') });
+    const wb = await b.createWorkspace('b', { at: join(dir, 'wb') });
+    // A's commit runs between the end of B's stage and B's taking the write lock.
+    const sb = storeOf(b);
+    const writeStaged = sb.writeStaged.bind(sb);
+    let results: string[] = [];
+    sb.writeStaged = (stage, publish) =>
+      writeStaged(async (w) => {
+        const staged = await stage(w);
+        results.push((await a.commitWorkspace(wa.id)).outcome);
+        return staged;
+      }, publish);
+    for (let round = 0; round < ROUNDS; round++) {
+      // The same new file in both, and an edit of its own in each.
+      const same = `shared ${round} ${r()}\n`.repeat(50 + Math.floor(r() * 100));
+      for (const ws of [wa, wb]) {
+        writeFileSync(join(ws.path, `same-${round}.txt`), same);
+        writeFileSync(join(ws.path, `f${Math.floor(r() * 40)}.txt`), `${ws.path} ${round}\n`.repeat(1 + Math.floor(r() * 30)));
+      }
+      results = [];
+      const rb = await b.commitWorkspace(wb.id);
+      assert.deepEqual(results, ['Created'], `seed ${seed}, round ${round}: A's commit, once`);
+      assert.equal(rb.outcome, 'Created', `seed ${seed}, round ${round}`);
+      assert.equal(sb.meter.stale, round + 1, `seed ${seed}, round ${round}: B's stage went stale`);
+    }
+    assert.equal(storeOf(a).meter.stale, 0);
+    // A fresh handle reads every file of both Branches back exactly.
+    const fresh = Client.connect(storePath);
+    try {
+      for (const [branch, ws] of [['a', wa], ['b', wb]] as const) {
+        for (let f = 0; f < 40; f++) assert.deepEqual(fresh.cat(branch, `f${f}.txt`), readFileSync(join(ws.path, `f${f}.txt`)), `seed ${seed}: ${branch} f${f}`);
+        for (let round = 0; round < ROUNDS; round++) assert.deepEqual(fresh.cat(branch, `same-${round}.txt`), readFileSync(join(ws.path, `same-${round}.txt`)));
+        assert.ok((await fresh.workspaceStatus(ws.id)).clean);
+      }
+      assertIntact(fresh);
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await b.close();
+    await a.close();
+  }
+});
