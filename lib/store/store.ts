@@ -167,6 +167,16 @@ export class Store extends ReadStore {
   }
 
   /**
+   * writeSync if the write lock is free at once; undefined, with nothing run, when another
+   * connection holds it, this handle is writing, or the Store is open read-only. For writes that
+   * may be skipped and must never wait (a status refreshing its stat cache).
+   */
+  tryWriteSync<T>(fn: (w: ObjectWriter) => T): { value: T } | undefined {
+    if (this.writing || this.db.readonly || this.tryBeginImmediate() !== undefined) return undefined;
+    return { value: this.transaction(fn, false, true) as T };
+  }
+
+  /**
    * The one frame of `write` and `writeSync`: this handle's one writer, BEGIN IMMEDIATE (already
    * taken by `write` when `begun`), the
    * allocation baseline, then COMMIT after `fn` (after the promise it returns settles, when

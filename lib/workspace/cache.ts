@@ -250,6 +250,12 @@ function remember(store: Store, workspaceId: Buffer, entry: { count: number; max
   if (recent.size > RECENT_MAX) recent.delete(recent.keys().next().value!);
 }
 
+/** Whether `c` (as loadCache returned it) is still the Workspace's stored cache: no commit or refresh replaced it since. */
+export function cacheIsStored(store: Store, workspaceId: Buffer, c: StatCache): boolean {
+  const head = prepared(store.db, 'SELECT count, segments FROM workspace_caches WHERE workspace_id = ?').get(workspaceId) as { count: number; segments: Buffer } | undefined;
+  return head !== undefined && c.stored !== undefined && head.count === c.count && head.segments.equals(Buffer.concat(c.stored.ids));
+}
+
 /** Forgets the caches kept in memory: the next loads read the stored segments. */
 export function forgetRecentCaches(): void {
   recent.clear();

@@ -15,7 +15,7 @@ import { computeChangesSync, kindName, type ChangeSet } from './changes.js';
 import { forgetExecutions, runningExecutions, stopExecution } from './exec.js';
 import { dropMarker, isMarkedDir, writeMarker } from './marker.js';
 import { materialize, removeProjection, type RemoveProgress } from './materialize.js';
-import { isSmudged, racyUnchanged } from './racy.js';
+import { isSmudged, racyUnchanged, refreshConfirmed, type Confirmed } from './racy.js';
 import { setWorkspaceOwner, type ProcessRef } from './owner.js';
 import { dirChangedItself } from './status-dirs.js';
 import { deleteWorkspaceRow, getWorkspace, insertWorkspace, workspaceTarget, type Projection, type WorkspaceRow } from './rows.js';
@@ -70,16 +70,26 @@ export interface StatusEntry {
   kind: string;
 }
 
-/** What changed since the Workspace last matched a stored state, like `git status`. */
+/**
+ * What changed since the Workspace last matched a stored state, like `git status`; racy entries
+ * it confirms unchanged are written back into the stat cache when it can (refreshConfirmed).
+ */
 export function workspaceStatus(store: Store, ws: WorkspaceRow): { entries: StatusEntry[]; skipped: string[] } {
   const cache = loadCache(store, ws.id);
   const cs = computeChangesSync(ws.path, cache);
   const base = store.view(ws.baseRootId);
+  const confirmed: Confirmed[] = [];
   const same = {
     dir: (i: number, s: number) => !dirChangedItself(base, s, cs.absPath(i)),
-    racy: (i: number, s: number) => racyUnchanged(base, s, cs.absPath(i), cs.changedSerials.get(s)?.parents.length ?? 0),
+    racy: (i: number, s: number) => {
+      const fromMs = Date.now();
+      const j = cs.oldIndex[i]!;
+      return racyUnchanged(base, s, cs.absPath(i), cs.changedSerials.get(s)?.parents.length ?? 0, (st) => confirmed.push({ j, st, fromMs }));
+    },
   };
-  return { entries: statusEntries(cs, cache, same), skipped: cs.skipped };
+  const entries = statusEntries(cs, cache, same);
+  if (confirmed.length > 0) refreshConfirmed(store, ws, cache, confirmed);
+  return { entries, skipped: cs.skipped };
 }
 
 /**

@@ -164,3 +164,37 @@ test('a write whose stat equals the cached one is found when the commit read wit
     client.close();
   }
 });
+
+test('status writes the racy entries it confirmed back into the stat cache once their tick has passed, never while the lock is taken', async () => {
+  const { client, at, ws, store, cache } = await setup();
+  try {
+    let seen = false;
+    for (let attempt = 0; attempt < 20 && !seen; attempt++) {
+      writeFileSync(join(at, 'd/f1.txt'), `version ${attempt}`);
+      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+      seen = smudged(cache()) > 0;
+    }
+    assert.ok(seen, 'no commit read a file within its tick');
+    await new Promise((res) => setTimeout(res, RACY_TICK_MS + 5));
+    // Another connection holds the write lock: the status answers, and leaves the cache alone.
+    store.db.exec('BEGIN IMMEDIATE');
+    try {
+      assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    } finally {
+      store.db.exec('ROLLBACK');
+    }
+    assert.ok(smudged(cache()) > 0, 'refreshed while another connection held the lock');
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
+    assert.equal(smudged(cache()), 0, 'the confirmed entries are written back');
+    // A refreshed entry still catches a later write of the same size, at once.
+    const size = lstatSync(join(at, 'd/f1.txt')).size;
+    writeFileSync(join(at, 'd/f1.txt'), 'z'.repeat(size));
+    assert.deepEqual((await client.workspaceStatus(ws.id)).changes.map((c) => [c.change, c.path]), [['modified', 'd/f1.txt']]);
+    assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+    assert.ok(client.cat('b', 'd/f1.txt').equals(Buffer.from('z'.repeat(size))));
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
