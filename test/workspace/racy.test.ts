@@ -35,6 +35,17 @@ async function setup() {
 
 const smudged = (c: StatCache): number => c.size.filter((v) => v === SMUDGED_SIZE).length;
 
+/** Commits edits of d/f1.txt until a commit reads it within its tick (the cache then has a racy entry). */
+async function commitUntilRacy(client: Client, at: string, ws: string, cache: () => StatCache): Promise<void> {
+  let seen = false;
+  for (let attempt = 0; attempt < 20 && !seen; attempt++) {
+    writeFileSync(join(at, 'd/f1.txt'), `version ${attempt}`);
+    assert.equal((await client.commitWorkspace(ws)).outcome, 'Created');
+    seen = smudged(cache()) > 0;
+  }
+  assert.ok(seen, 'no commit read a file within its tick');
+}
+
 function bytes(r: Rng, n: number): Buffer {
   const b = Buffer.alloc(n);
   for (let i = 0; i < n; i++) b[i] = 0x61 + r.below(26);
@@ -84,13 +95,7 @@ test(`a same-size write right after a commit is listed and stored (seed ${SEED})
 test('racy entries that did not change: status lists nothing, the next commit is UpToDate and clears them', async () => {
   const { client, at, ws, store, cache } = await setup();
   try {
-    let seen = false;
-    for (let attempt = 0; attempt < 20 && !seen; attempt++) {
-      writeFileSync(join(at, 'd/f1.txt'), `version ${attempt}`);
-      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
-      seen = smudged(cache()) > 0;
-    }
-    assert.ok(seen, 'no commit read a file within its tick');
+    await commitUntilRacy(client, at, ws.id, cache);
     assert.deepEqual((await client.workspaceStatus(ws.id)).changes, []);
     await new Promise((res) => setTimeout(res, RACY_TICK_MS + 5));
     const again = await client.commitWorkspace(ws.id);
@@ -168,13 +173,7 @@ test('a write whose stat equals the cached one is found when the commit read wit
 test('status writes the racy entries it confirmed back into the stat cache once their tick has passed, never while the lock is taken', async () => {
   const { client, at, ws, store, cache } = await setup();
   try {
-    let seen = false;
-    for (let attempt = 0; attempt < 20 && !seen; attempt++) {
-      writeFileSync(join(at, 'd/f1.txt'), `version ${attempt}`);
-      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
-      seen = smudged(cache()) > 0;
-    }
-    assert.ok(seen, 'no commit read a file within its tick');
+    await commitUntilRacy(client, at, ws.id, cache);
     await new Promise((res) => setTimeout(res, RACY_TICK_MS + 5));
     // Another connection holds the write lock: the status answers, and leaves the cache alone.
     store.db.exec('BEGIN IMMEDIATE');
