@@ -3,7 +3,7 @@
  * Store, each through its own connection, write the same new content; one commits while the
  * other's commit is staged (the stage is where another process's commit would run): the staged
  * commit went stale, is made again under the lock, and both store exactly what their
- * Workspaces hold.
+ * Workspaces hold. A small commit of large files keeps its chunk rows until the lock.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -74,5 +74,59 @@ test(`a small commit staged while another stores the same new content is made ag
   } finally {
     await b.close();
     await a.close();
+  }
+});
+
+test('a small commit with large files (chunk rows held until the lock) stores them exactly', async () => {
+  const seed = Number(process.env.SEED ?? 1 + Math.floor(Math.random() * 1e6));
+  console.log(`seed ${seed}`);
+  const r = rng(seed);
+  const text = (n: number): Buffer => {
+    const words = ['layer', 'commit', 'branch', 'workspace', '{', '}', '\n', 'const', 'export'];
+    const parts: string[] = [];
+    let len = 0;
+    while (len < n) {
+      const w = words[Math.floor(r() * words.length)]! + ' ';
+      parts.push(w);
+      len += w.length;
+    }
+    return Buffer.from(parts.join('')).subarray(0, n);
+  };
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const big = text(3 << 20);
+  writeFileSync(join(src, 'big.txt'), big);
+  writeFileSync(join(src, 'small.txt'), 'small\n');
+  const storePath = join(dir, 's.layerfs');
+  const c = Client.create(storePath);
+  try {
+    const init = await c.initLayerStack({ name: 'p', source: src });
+    c.forkBranch({ name: 'b', layer: init.layer.id });
+    const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
+    const expected = new Map<string, Buffer>();
+    let current = big;
+    for (let round = 0; round < 4; round++) {
+      // An edit in the middle of the large file (its new chunks wait in the edit group or a row of
+      // their own), a new large file, and a small one.
+      const at = Math.floor(r() * (current.length - 1000));
+      current = Buffer.concat([current.subarray(0, at), Buffer.from(`edit ${round} `), current.subarray(at + 10)]);
+      expected.set('big.txt', current);
+      expected.set(`new-${round}.txt`, text((2 << 20) + Math.floor(r() * 100_000)));
+      expected.set('small.txt', Buffer.from(`small ${round}\n`));
+      for (const [p, b] of expected) writeFileSync(join(ws.path, p), b);
+      const res = await c.commitWorkspace(ws.id);
+      assert.equal(res.outcome, 'Created', `seed ${seed}, round ${round}`);
+      assert.equal(storeOf(c).meter.stale, 0);
+    }
+    const fresh = Client.connect(storePath);
+    try {
+      for (const [p, b] of expected) assert.ok(fresh.cat('b', p).equals(b), `seed ${seed}: ${p}`);
+      assertIntact(fresh);
+    } finally {
+      await fresh.close();
+    }
+  } finally {
+    await c.close();
   }
 });
