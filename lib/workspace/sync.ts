@@ -11,7 +11,6 @@ import { walkRelPath, WalkKind } from '../native/walk.js';
 import { exportEntry, InodeKind, type Store } from '../store/index.js';
 import { saveCache, type StatCache } from './cache.js';
 import { compactWalk, computeChangesSync } from './changes.js';
-import { waitPastTickSync } from './materialize.js';
 import { isSmudged, SMUDGED_SIZE, smudgeRacy } from './racy.js';
 
 /** Splits a '/'-joined path into name buffers. */
@@ -78,6 +77,7 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
   // its serial from the new state (renumbered ones included), or leaves the cache when the new
   // state does not hold it (written meanwhile: the next commit sees it as new). Only segments
   // with changed entries are rewritten.
+  const walkFromMs = Date.now();
   const cs = computeChangesSync(dir, cache);
   const now = cs.now;
   const serial = Uint32Array.from(now.serial);
@@ -102,12 +102,14 @@ export function syncProjection(store: Store, workspaceId: Buffer, dir: string, f
     }
   }
   const racy = racyEntries(now, cs.oldIndex, cache, notPlaced, readFromMs);
-  // What this call wrote is cached once its tick has passed; racy entries need no wait.
-  let newest = 0n;
-  for (let i = 1; i < now.count; i++) if (cs.changed[i] && !racy[i] && now.ctimeNs[i]! > newest) newest = now.ctimeNs[i]!;
-  waitPastTickSync(BigInt64Array.of(newest));
+  // What this call wrote and the walk found within its ctime's tick is marked racy too, instead
+  // of waited for: a reconciling commit would hold the write lock meanwhile. The next commit
+  // reads those files again; status confirms them and writes them back (racy.ts).
+  const placedNow = new Uint8Array(now.count);
+  for (let i = 1; i < now.count; i++) if (cs.changed[i] && !notPlaced[i]) placedNow[i] = 1;
+  const marked = smudgeRacy(now, placedNow, walkFromMs).size;
   const top = Math.max(cache.maxSerial, maxSerial(store, to));
-  const size = racy.includes(1) ? now.size.map((v, i) => (racy[i] ? SMUDGED_SIZE : v)) : now.size;
+  const size = racy.includes(1) || marked !== now.size ? marked.map((v, i) => (racy[i] ? SMUDGED_SIZE : v)) : now.size;
   let next: StatCache = { ...now, size, serial, maxSerial: top };
   if (foreign) {
     const { walk, from } = compactWalk(next, keep);

@@ -2,7 +2,7 @@
 // those read within their ctime's tick; status confirms them by content, the next commit re-reads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lstatSync, mkdirSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
@@ -191,6 +191,53 @@ test('status writes the racy entries it confirmed back into the stat cache once 
     assert.deepEqual((await client.workspaceStatus(ws.id)).changes.map((c) => [c.change, c.path]), [['modified', 'd/f1.txt']]);
     assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
     assert.ok(client.cat('b', 'd/f1.txt').equals(Buffer.from('z'.repeat(size))));
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
+
+test(`files a reconciling commit writes into the Workspace are marked, not waited for: a same-size write at once is found (seed ${SEED})`, async () => {
+  const r = new Rng(SEED);
+  const { client, at, ws, store, cache } = await setup();
+  const other = await client.createWorkspace('b', { at: `${at}-other` });
+  const entry = (c: StatCache, f: string) => [...Array(c.count).keys()].find((i) => walkRelPath(c, i).toString() === f)!;
+  try {
+    let marked = 0;
+    for (let round = 0; round < 20; round++) {
+      const f = `d/f${r.below(FILES)}.txt`;
+      const n = 1 + r.below(100);
+      const theirs = bytes(r, n);
+      let mine = bytes(r, n);
+      if (mine.equals(theirs)) mine = Buffer.from(theirs.map((c) => (c === 0x61 ? 0x62 : 0x61)));
+      // The other Workspace moves the head; this one commits an unrelated change and reconciles,
+      // which writes the other's file here.
+      writeFileSync(join(other.path, f), theirs);
+      assert.equal((await client.commitWorkspace(other.id)).outcome, 'Created');
+      writeFileSync(join(at, `own-${round}.txt`), `own ${round}`);
+      const c1 = await client.commitWorkspace(ws.id);
+      assert.equal(c1.outcome, 'Created', `seed ${SEED} round ${round}`);
+      assert.ok(c1.outcome === 'Created' && c1.reconciled, `seed ${SEED} round ${round}: reconciled`);
+      // Returned within the tick of the file it wrote in: its entry is marked.
+      if (racyWaitMs(lstatSync(join(at, f), { bigint: true }).ctimeNs, Date.now()) > 0) {
+        assert.equal(cache().size[entry(cache(), f)], SMUDGED_SIZE, `seed ${SEED} round ${round}: marked`);
+        marked++;
+      }
+      // Same size, at once.
+      writeFileSync(join(at, f), mine);
+      assert.ok(client.cat('b', f).equals(theirs), `seed ${SEED} round ${round}: the head's file`);
+      const st = await client.workspaceStatus(ws.id);
+      assert.deepEqual(st.changes.map((c) => [c.change, c.path]), [['modified', f]], `seed ${SEED} round ${round}: the write after the reconciliation`);
+      assert.equal((await client.commitWorkspace(ws.id)).outcome, 'Created');
+      assert.ok(client.cat('b', f).equals(mine), `seed ${SEED} round ${round}`);
+      // The other Workspace takes this one's writes before the next round (update writes them in
+      // the same way, marked rather than waited for), and shows them exactly.
+      assert.equal((await client.updateWorkspace(other.id)).outcome, 'Updated', `seed ${SEED} round ${round}`);
+      assert.ok(readFileSync(join(other.path, f)).equals(mine), `seed ${SEED} round ${round}: updated`);
+      assert.deepEqual((await client.workspaceStatus(other.id)).changes, [], `seed ${SEED} round ${round}: status after the update`);
+    }
+    assert.ok(marked > 0, 'no reconciling commit ended within the tick of its writes');
     assertIntact(client);
   } finally {
     store.close();
