@@ -118,7 +118,8 @@ async function commitOnce(store: Store, ws: WorkspaceRow, stateDir: string, phas
   readBasesAhead(store, cs, ws.baseRootId, oldSerialAt);
   const c: CommitTry = { store, ws, run, phases, cache, cs, reading, plan, clock: { waitMs: 0 }, oldSerialAt, readFromMs, readMs: performance.now() - t };
   try {
-    // A small commit's files are all read by now: it is recorded before the lock.
+    // A small commit (at most BASES_AHEAD_LIMIT changed paths) is recorded before the lock:
+    // only writing its rows and publishing happen under it.
     if (stage && reading.keep) {
       const out = await store.writeStaged((w) => record(c, w), (w, r) => publish(c, w, r));
       if (!out) await reading.scans.settle();
