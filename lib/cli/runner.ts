@@ -42,10 +42,13 @@ export async function runBody(g: Globals, state: ExitState, fn: CommandBody): Pr
 /**
  * A Client of the chosen Store for the length of `fn`, closed however `fn` ends. The SDK is loaded
  * here, on first use, so that `--version`, `--help` and the commands that only read do not load it.
+ * `unless-writable`: read-only unless a writable connection would change nothing first
+ * (Client.canWriteAsIs), for a command that reads but refreshes a cache when it can.
  */
-export async function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly = false): Promise<T> {
+export async function withClient<T>(store: string | undefined, fn: (c: Client) => Promise<T> | T, readonly: boolean | 'unless-writable' = false): Promise<T> {
   const { Client } = await import('../sdk/index.js');
-  const c = Client.connect(storeFromContext(store), { readonly });
+  const path = storeFromContext(store);
+  const c = Client.connect(path, { readonly: readonly === 'unless-writable' ? !Client.canWriteAsIs(path) : readonly });
   try {
     return await fn(c);
   } finally {

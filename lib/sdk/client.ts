@@ -9,6 +9,7 @@ import { invalidArgument } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import type { MonitorSnapshot } from '../monitor/monitor.js';
 import { Store } from '../store/store.js';
+import { writableAsIs } from '../store/store-file.js';
 import type { ExportProgress } from '../store/export.js';
 import { editFileRanges, getExecution, listExecutions, readOutput, resolveWorkspace, stopExecution, type ExecutionInfo, type RangeEdit, type RemoveProgress } from '../workspace/index.js';
 import type { SandboxState, ShellSession } from '../workspace/index.js';
@@ -53,6 +54,16 @@ export class Client extends HistoryClient {
   static connect(path: string, opts: { readonly?: boolean; mapped?: boolean } = {}): Client {
     if (opts.mapped && !opts.readonly) throw invalidArgument('mapped needs readonly: only a read-only connection maps the Store', { argument: 'mapped', hint: 'connect with { readonly: true, mapped: true }' });
     return new Client(Store.open(path, opts));
+  }
+
+  /**
+   * Whether connecting to the Store at `path` writable would change nothing first: this process
+   * may write the file and its directory, and the Store is of the current format (a writable
+   * connection upgrades an older one). `layerfs workspace status` connects writable only then,
+   * so that, like the SDK's status, it writes back the racy entries it confirmed.
+   */
+  static canWriteAsIs(path: string): boolean {
+    return writableAsIs(path);
   }
 
   /** The Workspace's uncommitted changes as a git patch (its base state against its files). */

@@ -1,6 +1,6 @@
 /** lib/store: the Store file, content-addressed objects, namespace trees, import and export. */
 export { Store } from './store.js';
-export { createStoreFile, openStoreFile, prepared, type Db, type StoreInfo } from './store-file.js';
+export { createStoreFile, openStoreFile, prepared, writableAsIs, type Db, type StoreInfo } from './store-file.js';
 export { APPLICATION_ID, FORMAT_VERSION, PACK_TARGET, CHUNK_PACK_TARGET, LAZY_TABLES, type LazyTable } from './schema.js';
 export { ObjectKind, ObjectReader, ObjectWriter, idOf, DOMAIN_TAGS, type WriteStats, emptyWriteStats } from './objects.js';
 export { Codec, DELTA_MAX_BASES } from './codec.js';

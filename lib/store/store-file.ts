@@ -3,7 +3,7 @@
  */
 import Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, realpathSync, statSync, unlinkSync, existsSync } from 'node:fs';
+import { accessSync, closeSync, constants, mkdirSync, fstatSync, linkSync, openSync, readSync, realpathSync, statSync, unlinkSync, existsSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { LayerFsError } from '../errors.js';
 import { APPLICATION_ID, BASE_FORMAT_VERSION, FORMAT_VERSION, OLDEST_FORMAT_VERSION, PAGE_SIZE, readShimOf, SCHEMA, UPGRADE_STEPS } from './schema.js';
@@ -157,6 +157,32 @@ function checkHeader(abs: string): void {
     }
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Whether a writable open of the Store at `path` would change nothing before its first write:
+ * the file and its directory (SQLite's WAL and shared-memory files) are writable to this process,
+ * and the header records the current format, so nothing is upgraded. A header that records an
+ * older one (even with the upgrade committed in the WAL and not yet copied back) answers false.
+ * For a command that only reads but may refresh a cache, as `git status` refreshes git's index.
+ */
+export function writableAsIs(path: string): boolean {
+  try {
+    const abs = realpathSync(resolve(path));
+    accessSync(abs, constants.W_OK);
+    accessSync(dirname(abs), constants.W_OK);
+    const fd = openSync(abs, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOCTTY);
+    try {
+      const head = Buffer.alloc(100);
+      if (!fstatSync(fd).isFile() || readSync(fd, head, 0, 100, 0) < 100) return false;
+      // user_version, where SQLite keeps the format number, is the header's 4 bytes at 60.
+      return head.subarray(0, 16).equals(SQLITE_MAGIC) && head.readUInt32BE(68) === APPLICATION_ID && head.readUInt32BE(60) === FORMAT_VERSION;
+    } finally {
+      closeSync(fd);
+    }
+  } catch {
+    return false;
   }
 }
 

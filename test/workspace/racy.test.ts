@@ -2,10 +2,12 @@
 // those read within their ctime's tick; status confirms them by content, the next commit re-reads.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, lstatSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
-import { Store } from '../../lib/store/index.js';
+import { Store, writableAsIs } from '../../lib/store/index.js';
+import { FORMAT_VERSION } from '../../lib/store/schema.js';
+import { cli } from '../helpers/cli.js';
 import { walkRelPath, WalkKind } from '../../lib/native/walk.js';
 import { loadCache, saveCache, type StatCache } from '../../lib/workspace/cache.js';
 import { SMUDGED_SIZE, smudgeRacy } from '../../lib/workspace/racy.js';
@@ -30,7 +32,7 @@ async function setup() {
   const ws = await client.createWorkspace('b', { at });
   const store = Store.open(storePath);
   const id = Buffer.from(ws.id, 'hex');
-  return { client, at, ws, store, id, cache: (): StatCache => loadCache(store, id) };
+  return { dir, storePath, client, at, ws, store, id, cache: (): StatCache => loadCache(store, id) };
 }
 
 const smudged = (c: StatCache): number => c.size.filter((v) => v === SMUDGED_SIZE).length;
@@ -238,6 +240,36 @@ test(`files a reconciling commit writes into the Workspace are marked, not waite
       assert.deepEqual((await client.workspaceStatus(other.id)).changes, [], `seed ${SEED} round ${round}: status after the update`);
     }
     assert.ok(marked > 0, 'no reconciling commit ended within the tick of its writes');
+    assertIntact(client);
+  } finally {
+    store.close();
+    client.close();
+  }
+});
+
+test('`layerfs workspace status` refreshes the stat cache when it can write the Store as it is, and opens it read-only otherwise', async () => {
+  const { dir, storePath, client, at, ws, store, cache } = await setup();
+  try {
+    await commitUntilRacy(client, at, ws.id, cache);
+    await new Promise((res) => setTimeout(res, RACY_TICK_MS + 5));
+    store.db.pragma('wal_checkpoint(TRUNCATE)');
+    assert.equal(writableAsIs(storePath), true);
+    const env = { LAYERFS_CONTEXT: join(dir, 'ctx.json') };
+    const r = cli(['--json', '--store', storePath, 'workspace', 'status', ws.id], env);
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(r.json.changes, []);
+    assert.equal(smudged(cache()), 0, 'the command wrote the confirmed entries back');
+    // A header of another format (a writable open would upgrade it), a file that is no Store, a
+    // missing one: never opened writable.
+    const older = join(dir, 'older.sqlite');
+    copyFileSync(storePath, older);
+    const head = readFileSync(older);
+    head.writeUInt32BE(FORMAT_VERSION - 1, 60);
+    writeFileSync(older, head);
+    assert.equal(writableAsIs(older), false);
+    writeFileSync(join(dir, 'not-a-store'), Buffer.alloc(4096));
+    assert.equal(writableAsIs(join(dir, 'not-a-store')), false);
+    assert.equal(writableAsIs(join(dir, 'missing.sqlite')), false);
     assertIntact(client);
   } finally {
     store.close();

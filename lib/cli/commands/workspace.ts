@@ -60,7 +60,7 @@ function statusCommand(ws: Command, run: Runner): void {
     .description('what changed since the Workspace last matched its Branch, like git status')
     .action((ref: string | undefined) =>
       run(async (out, g) => {
-        const s = await withClient(g.store, (c) => c.workspaceStatus(ref ?? here()), true);
+        const s = await withClient(g.store, (c) => c.workspaceStatus(ref ?? here()), 'unless-writable');
         out.result(s, () => {
           if (s.clean) return ['clean'];
           const lines = s.changes.map((e) => `${CHANGE_LETTER[e.change]}\t${e.oldPath !== undefined ? `${quoteName(e.oldPath)} -> ` : ''}${quoteName(e.path)}`);
