@@ -8,7 +8,10 @@
 //   pair     two `dd` processes reading two different such files at once (both dropped first):
 //            their combined throughput over one reader's
 //   bounds   the same pair on the plain files, and two `sha256sum` of cached files against one:
-//            the speedup this machine grants a second reader at this moment (load included)
+//            the speedup this machine grants a second reader at this moment (load included);
+//            and the CPU one cold read takes (the daemon's, every thread, from /proc, plus the
+//            `dd`'s): a second reader at the same CPU per MiB can add at most what the cores
+//            left over allow, so the pair's bound is the cores granted over the cores one uses
 //   stat     median latency of lstat(2) of fresh names (each one a LOOKUP the kernel never
 //            cached), idle and while a cold `dd` of the file runs
 //   warm     a second `dd` of the stored file (page cache warm) against the plain file's, and of
@@ -36,7 +39,7 @@ const OPTIONS = {
 
 /** The measuring child: one JSON line per call (python3 reaches posix_fadvise). */
 const PY = String.raw`
-import json, os, subprocess, sys, time, statistics
+import json, os, resource, subprocess, sys, time, statistics
 def drop(p):
     fd = os.open(p, os.O_RDONLY)
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
@@ -58,7 +61,9 @@ if op == 'read':
     for p in sys.argv[2:]: drop(p)
     t = time.perf_counter()
     for c in [dd(p) for p in sys.argv[2:]]: c.wait()
-    print(json.dumps({'s': time.perf_counter() - t}))
+    s = time.perf_counter() - t
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(json.dumps({'s': s, 'cpuS': ru.ru_utime + ru.ru_stime}))
 elif op == 'warm':
     for p in sys.argv[2:]: dd(p).wait()
     t = time.perf_counter()
@@ -92,6 +97,16 @@ interface Served {
   client: Client;
   at: string;
   id: string;
+  /** The daemon serving it (its CPU is read from /proc). */
+  pid: number;
+}
+
+/** CPU seconds of process `pid` so far, every thread (utime + stime from /proc/<pid>/stat). */
+function cpuSeconds(pid: number): number {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Fields 14 and 15 of stat(5), counted from the state (field 3) here.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Mounts `main` of the Store at `store`; its daemon starts with this process's environment and `env`. */
@@ -101,7 +116,9 @@ async function mount(store: string, at: string, env: Record<string, string> = {}
   try {
     const client = Client.connect(store);
     const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
-    return { client, at, id: ws.id };
+    const daemon = await client.daemonStatus();
+    if (!daemon) throw new Error(`no daemon serves ${at}`);
+    return { client, at, id: ws.id, pid: daemon.pid };
   } finally {
     for (const [k, v] of Object.entries(before)) {
       if (v === undefined) delete process.env[k];
@@ -127,6 +144,8 @@ function warm(served: Served[], plainA: string, rounds: number) {
 
 interface Figures {
   coldS: number[];
+  /** Cores one cold read kept busy: (the daemon's CPU + the dd's) / its wall time. */
+  coldCores: number[];
   pairS: number[];
   idleUs: number[];
   busyUs: number[];
@@ -135,7 +154,10 @@ interface Figures {
 
 function round(m: Served, f: Figures, tag: string, stats: number): void {
   const a = path.join(m.at, 'a.bin');
-  f.coldS.push(py('read', a).s as number);
+  const cpu0 = cpuSeconds(m.pid);
+  const one = py('read', a);
+  f.coldS.push(one.s as number);
+  f.coldCores.push((cpuSeconds(m.pid) - cpu0 + (one.cpuS as number)) / (one.s as number));
   f.pairS.push(py('read', a, path.join(m.at, 'b.bin')).s as number);
   const s = py('stat', m.at, String(stats), a, tag);
   f.idleUs.push(s.idleUs as number);
@@ -143,16 +165,24 @@ function round(m: Served, f: Figures, tag: string, stats: number): void {
   if (s.overlapped) f.overlapped++;
 }
 
-function summary(f: Figures, mib: number, plainS: number) {
+/**
+ * `granted`: the speedup two CPU-bound processes got over one in the same rounds (the cores this
+ * machine gives two of them now, at most 2). A second reader at the same CPU per MiB can raise the
+ * combined rate at most to granted / (cores one reader keeps busy), and never past 2×.
+ */
+function summary(f: Figures, mib: number, plainS: number, granted: number) {
   const cold = median(f.coldS);
   const pair = median(f.pairS);
   const idle = median(f.idleUs);
   const busy = median(f.busyUs);
+  const cores = median(f.coldCores);
   return {
     coldMiBps: mib / cold,
     coldRatio: plainS / cold,
+    coldCores: cores,
     pairMiBps: (2 * mib) / pair,
     pairSpeedup: (2 * cold) / pair,
+    pairBound: Math.min(2, Math.min(2, granted) / cores),
     statIdleUs: idle,
     statBusyUs: busy,
     statRatio: busy / idle,
@@ -181,7 +211,7 @@ async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult
     served.push(await mount(stores[0], path.join(a.tmp, 'w-readers')));
     served.push(await mount(stores[1], path.join(a.tmp, 'w-single'), { LAYERFS_FUSE_READERS: '0' }));
     served.push(await mount(stores[2], path.join(a.tmp, 'w-passthrough'), { [FEATURES_ENV]: '+passthrough' }));
-    const figs: Figures[] = served.slice(0, 2).map(() => ({ coldS: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
+    const figs: Figures[] = served.slice(0, 2).map(() => ({ coldS: [], coldCores: [], pairS: [], idleUs: [], busyUs: [], overlapped: 0 }));
     const plain: number[] = [];
     const plainPair: number[] = [];
     const cpuOne: number[] = [];
@@ -202,9 +232,9 @@ async function fuseParallel(a: Given<typeof OPTIONS, 'tmp'>): Promise<CellResult
     const warmFigs = warm(served, pa, rounds);
     const plainS = median(plain);
     const load1 = fs.readFileSync('/proc/loadavg', 'utf8').split(' ')[0];
-    const readers = summary(figs[0]!, mib, plainS);
-    const single = summary(figs[1]!, mib, plainS);
     const bounds = { plainPairSpeedup: (2 * plainS) / median(plainPair), cpuPairSpeedup: (2 * median(cpuOne)) / median(cpuPair) };
+    const readers = summary(figs[0]!, mib, plainS, bounds.cpuPairSpeedup);
+    const single = summary(figs[1]!, mib, plainS, bounds.cpuPairSpeedup);
     return { ms: median(figs[0]!.coldS) * 1000, mib, rounds, plainMiBps: mib / plainS, readers, single, ...bounds, warm: warmFigs, load: `${load0} → ${load1}` };
   } finally {
     for (const m of served) {
