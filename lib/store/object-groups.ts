@@ -59,7 +59,7 @@ export class Group {
   bytes = 0;
   items: Pending[] = [];
   moved = 0;
-  /** Items with a delta proposal not judged yet (settled when the group is sealed). */
+  /** Items with a delta proposal not judged yet (judged at the seal of the next group of its class, or at flush). */
   proposals = 0;
   sealed = false;
 
@@ -68,6 +68,19 @@ export class Group {
     readonly target: number,
     private readonly pool?: GroupBuffers,
   ) {}
+
+  /**
+   * The objects still in this sealed group (those not moved out as deltas) and their bytes back
+   * to back with their offsets; undefined when none is left.
+   */
+  live(): { live: Pending[]; at: number[]; data: Buffer } | undefined {
+    const live = this.moved ? this.items.filter((p) => !p.delta) : this.items;
+    if (live.length === 0) return undefined;
+    if (this.moved === 0) return { live, at: live.map((p) => p.offset), data: this.buf.subarray(0, this.bytes) };
+    let pos = 0;
+    const at = live.map((p) => (pos += p.length) - p.length);
+    return { live, at, data: Buffer.concat(live.map((p) => this.buf.subarray(p.offset, p.offset + p.length))) };
+  }
 
   append(data: Uint8Array): number {
     if (this.bytes + data.length > this.buf.length) {
@@ -256,6 +269,24 @@ export function copyChunks(data: Buffer, chunks: Pending[], from: number, to: nu
   g.buf = Buffer.from(data.subarray(first, last.offset + last.length));
   g.sealed = true;
   return chunks.slice(from, to).map((c) => ({ ...c, id: Buffer.from(c.id), group: g, offset: c.offset - first }));
+}
+
+/**
+ * Chunks copied for a row written later (copyChunks), findable in `open` (a writer's unflushed
+ * objects) until `write` writes them (through `writeRow`) or `drop` gives up on them.
+ */
+export function keptChunks(open: Map<string, Pending>, moved: Pending[], writeRow: (moved: Pending[]) => void): { write: () => void; drop: () => void } {
+  for (const c of moved) open.set(c.id.toString('latin1'), c);
+  const drop = () => {
+    for (const c of moved) open.delete(c.id.toString('latin1'));
+  };
+  return {
+    write: () => {
+      writeRow(moved);
+      drop();
+    },
+    drop,
+  };
 }
 
 /** The bytes of chunks [from, to) of `data`, `bytes` in all: a view, or joined in `into` (valid until its next join). */

@@ -13,7 +13,7 @@ import type { Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { emptyWriteStats, idOf, ObjectKind, type WriteStats } from './object-id.js';
 import { Staging } from './object-staging.js';
-import { CHUNK_PROPOSALS_AHEAD, copyChunks, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupBuffers, GroupClass, RowBuffer, RowQueue, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
+import { CHUNK_PROPOSALS_AHEAD, copyChunks, keptChunks, DETACHED, EDIT_GROUP_TARGET, EXPECTED_RATIO, Group, GroupBuffers, GroupClass, RowBuffer, RowQueue, TREE_EXPECTED_RATIO, type Pending, type RowPart } from './object-groups.js';
 import { DeltaPlanner } from './object-deltas.js';
 import { ObjectReader } from './object-reader.js';
 import { BaseReader } from './base-reader.js';
@@ -38,6 +38,8 @@ export class ObjectWriter {
   private readonly insertObject: WriterStatements['insertObject'];
   private readonly compress = compressionEnabled();
   private readonly groups: Group[];
+  /** Per class, a sealed group whose delta proposals are judged at the class's next seal (seal). */
+  private readonly judging: (Group | undefined)[] = [];
   /**
    * Objects of open groups, of the row being assembled and pending deltas by id (latin1): the
    * only ones a probe of the index cannot see yet.
@@ -191,8 +193,8 @@ export class ObjectWriter {
 
   /**
    * suggestBase whose delta is compressed on the addon's threads while this writer goes on, and
-   * judged (kept or not, by the same rules) when the object's group is sealed. For a caller that
-   * does not need to know at once whether the delta was kept: a commit's changed small files.
+   * judged (kept or not, by the same rules) once the group after the object's is sealed. For a
+   * caller that need not know at once whether the delta was kept: a commit's changed small files.
    */
   proposeBase(id: Buffer, bases: Buffer | Buffer[]): void {
     const p = this.open.get(id.toString('latin1'));
@@ -230,25 +232,28 @@ export class ObjectWriter {
     return this.unflushed(id) ?? this.objectReader().get(id);
   }
 
-  /** Seals the open group of class `c` into a frame of the row being assembled (compressed here if `inline`); opens a new one. */
+  /**
+   * Seals the open group of class `c` into a frame of the row being assembled (compressed here if
+   * `inline`); opens a new one. A group with delta proposals still compressing is judged at the
+   * class's next seal instead (`judging`), so the writer does not wait for jobs it just started.
+   */
   private seal(c: number, inline = false): void {
     const g = this.groups[c]!;
     this.groups[c] = this.compress ? this.newGroup(c) : new Group(false, PACK_TARGET);
-    if (g.proposals > 0) this.settleProposals(g);
     g.sealed = true;
-    const live = g.moved ? g.items.filter((p) => !p.delta) : g.items;
-    if (live.length === 0) return this.buffers.release(g);
-    let data: Buffer;
-    let at: number[];
-    if (g.moved === 0) {
-      data = g.buf.subarray(0, g.bytes);
-      at = live.map((p) => p.offset);
-    } else {
-      data = Buffer.concat(live.map((p) => g.buf.subarray(p.offset, p.offset + p.length)));
-      let pos = 0;
-      at = live.map((p) => (pos += p.length) - p.length);
-    }
-    if (c === GroupClass.Content && this.training?.hold({ live, at, data })) {
+    const waiting = this.judging[c];
+    this.judging[c] = g.proposals > 0 && !inline ? g : undefined;
+    if (waiting) this.assembleSealed(c, waiting, inline);
+    if (this.judging[c] !== g) this.assembleSealed(c, g, inline);
+  }
+
+  /** Judges sealed group `g`'s delta proposals and adds its live objects to the row being assembled. */
+  private assembleSealed(c: number, g: Group, inline: boolean): void {
+    if (g.proposals > 0) this.settleProposals(g);
+    const held = g.live();
+    if (!held) return this.buffers.release(g);
+    const { live, at, data } = held;
+    if (c === GroupClass.Content && this.training?.hold(held)) {
       // Trained on a worker thread while the import goes on holding (dictionary-training.ts).
       if (this.training.ready) this.training.start();
       if (this.training.due) this.trainDictionary();
@@ -401,18 +406,9 @@ export class ObjectWriter {
     return true;
   }
 
-  /** A copy of chunks [from, to) of `data` (copyChunks), findable (`open`) until `write` writes them as one row, or `drop`. */
+  /** A copy of chunks [from, to) of `data`, findable until `write` writes them as one row, or `drop` (keptChunks). */
   private keptChunkRow(data: Buffer, chunks: Pending[], from: number, to: number): { write: () => void; drop: () => void } {
-    const moved = copyChunks(data, chunks, from, to);
-    for (const c of moved) this.open.set(c.id.toString('latin1'), c);
-    const drop = () => {
-      for (const c of moved) this.open.delete(c.id.toString('latin1'));
-    };
-    const write = () => {
-      this.writeChunkRow(moved[0]!.group.buf, moved, 0, moved.length);
-      drop();
-    };
-    return { write, drop };
+    return keptChunks(this.open, copyChunks(data, chunks, from, to), (moved) => this.writeChunkRow(moved[0]!.group.buf, moved, 0, moved.length));
   }
 
   /** One chunk row (writeChunkRow): frames of about CHUNK_FRAME_TARGET bytes, each compressed if that pays. */
@@ -491,7 +487,11 @@ export class ObjectWriter {
   /** Writes the open groups and the row being assembled. Call before committing the transaction. */
   flush(): void {
     // The last groups are compressed here: a job started now would only be waited for.
-    for (let c = 0; c < this.groups.length; c++) if (this.groups[c]!.items.length > 0) this.seal(c, true);
+    for (let c = 0; c < this.groups.length; c++) {
+      if (this.groups[c]!.items.length > 0) this.seal(c, true);
+      else if (this.judging[c]) this.assembleSealed(c, this.judging[c]!, true);
+      this.judging[c] = undefined;
+    }
     if (this.training) this.trainDictionary();
     this.rowQueue.flush();
     // Looked up again in the next transaction: gc may remove a dictionary no frame uses.
