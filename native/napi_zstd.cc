@@ -140,6 +140,18 @@ class Compressor {
       job = it->second;
       auto queued = std::find(queue_.begin(), queue_.end(), job);
       if (queued == queue_.end()) {
+        // Running on a thread: meanwhile the caller compresses the jobs queued behind it, which
+        // it would otherwise wait for next.
+        while (!job->done && !queue_.empty()) {
+          std::shared_ptr<Job> next = queue_.front();
+          queue_.pop_front();
+          lock.unlock();
+          std::string frame;
+          std::string failure;
+          CompressJob(ThreadCctx(), *next, &frame, &failure);
+          lock.lock();
+          Complete(*next, &frame, &failure);
+        }
         done_cv_.wait(lock, [&] { return job->done; });
         jobs_.erase(id);
         out->swap(job->output);
@@ -202,16 +214,21 @@ class Compressor {
       std::string error;
       CompressJob(c, *job, &out, &error);
       std::lock_guard<std::mutex> lock(mu_);
-      job->output.swap(out);
-      job->error.swap(error);
-      job->done = true;
-      std::vector<uint8_t>().swap(job->input);
-      job->dict.reset();
-      job->prefix.reset();
-      while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
-      done_cv_.notify_all();
+      Complete(*job, &out, &error);
     }
     ZSTD_freeCCtx(c);
+  }
+
+  // Records `job`'s frame (or error), lets go of its input, and wakes whoever waits for it. Under mu_.
+  void Complete(Job& job, std::string* out, std::string* error) {
+    job.output.swap(*out);
+    job.error.swap(*error);
+    job.done = true;
+    std::vector<uint8_t>().swap(job.input);
+    job.dict.reset();
+    job.prefix.reset();
+    while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
+    done_cv_.notify_all();
   }
 
   // `last`'s bytes if they equal `b`'s, else a new copy of `b` that becomes `last`. Under mu_.

@@ -77,6 +77,25 @@ test('background compression: jobs return the frames of their inputs, taken in a
   assert.throws(() => zstdCompressResult(jobs[0]!), /no such compression job/);
 });
 
+test('background compression: a caller waiting for a running job compresses those queued behind it; every frame is still its own input\'s', () => {
+  // Large slow inputs first, so the threads are busy while the rest queue; taken in seeded orders.
+  for (const seed of [11, 12, 13]) {
+    const inputs = Array.from({ length: 40 }, (_, i) => (i < 4 ? seededText(seed * 100 + i, 4 << 20) : i % 3 ? seededBytes(seed * 100 + i, 1000 + i * 997) : seededText(seed * 100 + i, 20_000 + i)));
+    const jobs = inputs.map((d, i) => zstdCompressStart(d, i < 4 ? 19 : 3, undefined, i % 5 === 4 ? inputs[i - 1] : undefined));
+    const order = jobs.map((_, i) => i);
+    for (let i = order.length - 1; i > 0; i--) {
+      const j = (seed * 7919 * (i + 1)) % (i + 1);
+      [order[i], order[j]] = [order[j]!, order[i]!];
+    }
+    // The first job, still running on a thread, first: its caller works through the queue meanwhile.
+    for (const i of [0, ...order.filter((k) => k !== 0)]) {
+      const prefix = i % 5 === 4 ? inputs[i - 1] : undefined;
+      assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!), inputs[i]!.length, prefix).equals(inputs[i]!), `seed ${seed}, job ${i}`);
+    }
+    for (const j of jobs) assert.throws(() => zstdCompressResult(j), /no such compression job/);
+  }
+});
+
 test('small objects of every size round-trip; text is grouped compressed, random stays raw', () => {
   const store = Store.create(join(tempDir(), 's.sqlite'));
   try {
