@@ -9,7 +9,7 @@ import { LayerFsError } from '../errors.js';
 import { walkRelPath, walkTreeAgainst, walkTreeAgainstSync, WALK_KIND_NAMES, type WalkAgainst } from '../native/walk.js';
 import { ROOT_SERIAL } from '../store/index.js';
 import type { StatCache } from './cache.js';
-import { diffWalk, type ChangeSet } from './walk-diff.js';
+import { addParent, diffWalk, type ChangedSerial, type ChangeSet } from './walk-diff.js';
 
 export { diffWalk, type ChangeSet } from './walk-diff.js';
 export { compactWalk, matchPaths } from './walk-match.js';
@@ -69,7 +69,7 @@ export function statsChanged(
   const oldIndex = new Int32Array(n);
   for (let i = 0; i < n; i++) oldIndex[i] = i;
   const changed = new Uint8Array(n);
-  const changedSerials = new Map<number, { index: number; parents: number[] }>();
+  const changedSerials = new Map<number, ChangedSerial>();
   let now: StatCache = cache;
   if (r && r.changed.length > 0) {
     // Arrays that do not change are shared with the cache (caches are never modified in place).
@@ -95,8 +95,8 @@ export function statsChanged(
     // searches natively, where a loop over every entry would run cold once per commit.
     const serial = cache.serial;
     for (const [s, c] of changedSerials) {
-      for (let i = serial.indexOf(s, 1); i >= 0; i = serial.indexOf(s, i + 1)) c.parents.push(serial[cache.parent[i]!]!);
-      c.parents.sort((x, y) => x - y);
+      for (let i = serial.indexOf(s, 1); i >= 0; i = serial.indexOf(s, i + 1)) addParent(c, serial[cache.parent[i]!]!);
+      if (c.parents.length > 1) c.parents.sort((x, y) => x - y);
     }
   }
   return {
