@@ -42,7 +42,7 @@ export async function programFor(args: string[], state: ExitState): Promise<Comm
  * How far V8 lets the old generation grow past what the last full collection kept, percent. By
  * default it picks up to 4×: a whole-tree commit keeps ~45 MiB live and let its heap reach
  * ~100 MiB of mostly garbage before collecting, which set the command's peak resident set
- * (267–318 MiB against 239–252 MiB at 40 %, for 2–3 % more CPU; docs/DECISIONS.md, "A command's
+ * (266–318 MiB against 244–249 MiB at 40 %, for about 3 % more CPU; docs/DECISIONS.md, "A command's
  * heap grows by 40 % between full collections"). V8 reads the flag at each collection, so
  * setting it once the process runs takes effect; the mount daemon gets the same on its command
  * line (fuse/budget.ts).
