@@ -96,7 +96,7 @@ export function statsChanged(
     const serial = cache.serial;
     for (const [s, c] of changedSerials) {
       for (let i = serial.indexOf(s, 1); i >= 0; i = serial.indexOf(s, i + 1)) addParent(c, serial[cache.parent[i]!]!);
-      if (c.parents.length > 1) c.parents.sort((x, y) => x - y);
+      c.parents.sort((x, y) => x - y);
     }
   }
   return {

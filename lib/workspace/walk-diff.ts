@@ -16,20 +16,21 @@ export interface ChangedSerial {
 }
 
 /**
- * Adds one parent (a name) of a changed serial. A whole-tree change lists ~90,000 serials: an
- * array grown by `push` reserves 17 slots (152 B) where nearly every serial has one parent, so
- * the array is replaced by one of the exact length instead (24 B), which more than halves the
- * change set's heap.
+ * Adds one parent (a name) of a changed serial. A whole-tree change lists ~90,000 serials, nearly
+ * all with one parent: an array grown by `push` (or built by spreading) reserves 17 slots
+ * (152 B), a literal or `new Array(n)` holds exactly its elements (24 B for one); in a
+ * whole-tree commit's heap that was 15.9 against 4.9 MiB of array elements.
  */
 export function addParent(c: ChangedSerial, parent: number): void {
   const n = c.parents.length;
-  if (n === 0) c.parents = [parent];
-  else {
-    const next = new Array<number>(n + 1);
-    for (let k = 0; k < n; k++) next[k] = c.parents[k]!;
-    next[n] = parent;
-    c.parents = next;
+  if (n === 0) {
+    c.parents = [parent];
+    return;
   }
+  const next = new Array<number>(n + 1);
+  for (let k = 0; k < n; k++) next[k] = c.parents[k]!;
+  next[n] = parent;
+  c.parents = next;
 }
 
 export interface ChangeSet {
@@ -257,7 +258,7 @@ function changedEntries(p: Pairing): Pick<ChangeSet, 'changed' | 'changedSerials
   // Every name of a changed serial (hard links too) is one parent of its record.
   if (changedSerials.size > 0) {
     for (let i = 1; i < now.count; i++) if (isChanged[serial[i]!]) addParent(changedSerials.get(serial[i]!)!, parentSerial(p, i));
-    for (const c of changedSerials.values()) if (c.parents.length > 1) c.parents.sort((x, y) => x - y);
+    for (const c of changedSerials.values()) c.parents.sort((x, y) => x - y);
   }
   return { changed, changedSerials };
 }
