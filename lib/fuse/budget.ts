@@ -4,7 +4,7 @@
  *   - the JavaScript heaps: one per thread (main, a serving thread per mount and a spare one,
  *     reader threads, the checkpointer), each young generation capped at YOUNG_MIB semi-spaces
  *     (V8's default lets each grow to 16 MiB while a thread copies through Buffers), and each old
- *     generation let grow HEAP_GROWING_PERCENT (heap-growth.ts) past what its last full collection kept;
+ *     generation let grow HEAP_GROWING_PERCENT past what its last full collection kept;
  *   - SQLite's page cache per connection: READER_CACHE_KIB for reader threads (they read each
  *     pack row once), SERVING_CACHE_KIB for serving threads and the daemon's own connection;
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
@@ -26,6 +26,15 @@ import { mallocTune } from '../native/info.js';
 
 /** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */
 export const YOUNG_MIB = 1;
+
+/**
+ * How far V8 lets each heap's old generation grow past what its last full collection kept,
+ * percent (the `--heap-growing-percent` flag). V8's own choice (up to 4×) let the serving
+ * thread's heap reach twice its live objects after a whole-tree rsync, most of it garbage
+ * awaiting the next full collection (docs/DECISIONS.md, "A command's heap grows by 40 % between
+ * full collections").
+ */
+export const HEAP_GROWING_PERCENT = 40;
 
 /** SQLite page cache of a reader thread's connection, KiB. */
 export const READER_CACHE_KIB = 2048;

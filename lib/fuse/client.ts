@@ -8,8 +8,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { loaderFlags } from '../workspace/node-child.js';
-import { YOUNG_MIB } from './budget.js';
-import { HEAP_GROWING_FLAG } from './heap-growth.js';
+import { HEAP_GROWING_PERCENT, YOUNG_MIB } from './budget.js';
 import { existsSync, closeSync, constants as fsc, lstatSync, readFileSync } from 'node:fs';
 import { lstat, readFile } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
@@ -281,7 +280,7 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   try {
     // Each kernel-backend mount keeps reads of /dev/fuse blocked on the thread pool.
     const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '64' };
-    child = spawn(process.execPath, [`--max-semi-space-size=${YOUNG_MIB}`, HEAP_GROWING_FLAG, ...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
+    child = spawn(process.execPath, [`--max-semi-space-size=${YOUNG_MIB}`, `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, ...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
     child.on('error', () => {});
     child.unref();
   } finally {
