@@ -12,7 +12,8 @@
  */
 import { scanPaths, type ScanEntry } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, storeContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter } from '../store/index.js';
-import type { ContentBuild, StoredContent } from './content.js';
+import type { ContentBuild } from './content.js';
+import type { StoredContents } from './stored-contents.js';
 
 /** Spool files per scan batch. */
 const SCAN_BATCH = 128;
@@ -53,7 +54,7 @@ function scan(files: SpooledFile[], arena: Buffer): Promise<ScanEntry[]> {
  * written) is left out of `out`; the caller stores it through the overlay's own path. `step`
  * runs once per file (progress for heartbeats, and the point where an abort is honoured).
  */
-export async function storeSpooled(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: Map<number, StoredContent>, step: () => void): Promise<void> {
+export async function storeSpooled(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void): Promise<void> {
   const batches: { from: number; entries: Promise<ScanEntry[]>; arena: Buffer }[] = [];
   /** Arenas whose batch is stored: read into again by the next batch. */
   const arenas: Buffer[] = [];

@@ -10,8 +10,9 @@ import { LayerFsError } from '../errors.js';
 import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, type Reconciliation } from '../history/index.js';
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
-import type { ContentBuild, StoredContent } from './content.js';
+import type { ContentBuild } from './content.js';
 import { storeSpooled, type SpooledFile } from './commit-content.js';
+import { StoredContents } from './stored-contents.js';
 import { parentsOf, type CommitTarget, type Node } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
 
@@ -108,7 +109,7 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, pause?: () => void): Inode {
+  protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: StoredContents, pause?: () => void): Inode {
     const rec: Inode = {
       kind: n.kind,
       mode: n.mode,
@@ -124,8 +125,11 @@ export class Overlay extends OverlayStatus {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        const c = contents.get(n.serial) ?? n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial), pause);
-        contents.set(n.serial, c);
+        let c = contents.get(n.serial);
+        if (!c) {
+          c = n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial), pause);
+          contents.set(n.serial, c);
+        }
         rec.size = c.size;
         rec.form = c.form;
         rec.content = c.id;
@@ -194,7 +198,7 @@ export class Overlay extends OverlayStatus {
     }
     this.checkSpools();
     this.committing = true;
-    const contents = new Map<number, StoredContent>();
+    const contents = new StoredContents();
     const build = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0 };
     const finish = (result: CommitWrite): OverlayCommitOutcome => {
       this.rebase(result.root, contents);
@@ -243,7 +247,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: Map<number, StoredContent>, tick: Tick): Promise<void> {
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): Promise<void> {
     const files: SpooledFile[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
@@ -255,7 +259,7 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: Map<number, StoredContent>, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: StoredContents, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -281,7 +285,7 @@ export class Overlay extends OverlayStatus {
       // A socket's name is left out (it may replace a stored name, which then goes).
       for (const [k, edit] of m) {
         const serial = edit === null ? null : Math.abs(edit);
-        editor.setName(dir, Buffer.from(k, 'latin1'), serial !== null && this.nodes.get(serial)?.socket ? null : serial);
+        editor.setNameKey(dir, k, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
       }
       build.names += m.size;
       tick();
@@ -311,8 +315,7 @@ export class Overlay extends OverlayStatus {
    * reconciling commit), so a Workspace that committed a large change keeps no per-file memory
    * for it; only their ctime and atime, which the state does not record, start again from mtime.
    */
-  protected rebase(root: Buffer, contents: Map<number, StoredContent>): void {
-    for (const [serial, c] of contents) this.nodes.get(serial)?.data?.rebase(c);
+  protected rebase(root: Buffer, contents: StoredContents): void {
     for (const serial of this.dirtyRecords) {
       const n = this.nodes.get(serial);
       if (n && this.alive(n) && !n.socket) n.inBase = true;
@@ -324,6 +327,11 @@ export class Overlay extends OverlayStatus {
     for (const n of [...this.nodes.values()]) {
       if (!this.alive(n)) n.inBase = false;
       else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL && !holdsSocket.has(n.serial)) this.free(n);
+    }
+    // Only the nodes kept take their stored content (a freed node's spool went with it).
+    for (const serial of contents.serials()) {
+      const data = this.nodes.get(serial)?.data;
+      if (data) data.rebase(contents.get(serial)!);
     }
     this.deleted.clear();
     this.dirtyRecords.clear();
@@ -368,7 +376,7 @@ export class Overlay extends OverlayStatus {
       const id = this.target.workspaceId;
       this.store.writeSync(() => setWorkspaceBase(this.store, id, root, head));
     }
-    this.rebase(root, new Map());
+    this.rebase(root, new StoredContents());
     this.moved(new Map());
     this.target = { ...this.target, expectedHead: head };
   }

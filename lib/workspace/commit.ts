@@ -145,7 +145,9 @@ async function record(c: CommitTry, w: ObjectWriter): Promise<Recorded> {
   // heap per changed path) goes before the trees are written, the commit's largest step.
   cs.changedSerials.clear();
   for (const s of cs.deletedSerials) editor.deleteInode(s);
-  for (const [dir, m] of cs.names) for (const { name, serial } of m.values()) editor.setName(dir, name, serial);
+  // The editor shares each name's key; the change set's maps go now.
+  for (const [dir, m] of cs.names) for (const [key, serial] of m) editor.setNameKey(dir, key, serial);
+  cs.names.clear();
   const root = editor.finish();
   // chunkHash: the reads before the transaction, and the waits inside it.
   c.phases.chunkHash = c.readMs + c.clock.waitMs;

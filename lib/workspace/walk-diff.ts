@@ -43,8 +43,8 @@ export interface ChangeSet {
   /** Serials whose record must be rewritten: the first changed entry, and the current parents. */
   changedSerials: Map<number, ChangedSerial>;
   deletedSerials: number[];
-  /** Per directory serial: name → serial (null = removed). */
-  names: Map<number, Map<string, { name: Buffer; serial: number | null }>>;
+  /** Per directory serial: name (latin1 key: its bytes, one per character) → serial (null = removed). */
+  names: Map<number, Map<string, number | null>>;
   /** Cache entries whose path is gone. */
   deletedPaths: number[];
   /** Paths a state cannot hold (sockets), as text. */
@@ -284,7 +284,7 @@ type Names = ChangeSet['names'];
 function setName(names: Names, d: number, name: Buffer, s: number | null): void {
   let mm = names.get(d);
   if (!mm) names.set(d, (mm = new Map()));
-  mm.set(name.toString('latin1'), { name, serial: s });
+  mm.set(name.toString('latin1'), s);
 }
 
 /**

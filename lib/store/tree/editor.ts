@@ -52,7 +52,13 @@ export class NamespaceEditor {
   /** Changed records: a directory's decoded (finish() edits its entries), any other kind encoded (its RecordBlocks number), null if deleted. */
   private readonly records = new Map<number, Inode | number | null>();
   private readonly encoded = new RecordBlocks();
-  private readonly names = new Map<number, Map<string, { name: Buffer; serial: number | null }>>();
+  /**
+   * Name changes per directory: the name as a latin1 key (its bytes, one per character) → serial,
+   * null to remove. Not a Buffer per name: a whole-tree change names ~85,000 entries, and their
+   * Buffers cost ~20 MiB of a mount daemon's heap until the commit ends; finish() makes them one
+   * directory at a time.
+   */
+  private readonly names = new Map<number, Map<string, number | null>>();
 
   constructor(
     private readonly base: FsView | null,
@@ -100,9 +106,14 @@ export class NamespaceEditor {
 
   /** Binds `name` in directory `dir` to `serial`, or removes it when serial is null. */
   setName(dir: number, name: Buffer, serial: number | null): void {
+    this.setNameKey(dir, name.toString('latin1'), serial);
+  }
+
+  /** setName with the name as a latin1 key (a caller that keeps names so shares its strings). */
+  setNameKey(dir: number, key: string, serial: number | null): void {
     let m = this.names.get(dir);
     if (!m) this.names.set(dir, (m = new Map()));
-    m.set(name.toString('latin1'), { name, serial });
+    m.set(key, serial);
   }
 
   get changed(): boolean {
@@ -127,9 +138,10 @@ export class NamespaceEditor {
         rec = { ...this.base!.inode(dir) };
         this.records.set(dir, rec);
       }
-      const muts: Mutation[] = [...m.values()]
-        .sort((a, b) => Buffer.compare(a.name, b.name))
-        .map((x) => ({ key: x.name, value: x.serial === null ? null : encodeSerial(x.serial) }));
+      // latin1 keys compare as their bytes do: one character per byte, code units 0–255.
+      const muts: Mutation[] = [...m]
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        .map(([k, serial]) => ({ key: Buffer.from(k, 'latin1'), value: serial === null ? null : encodeSerial(serial) }));
       const root = updateTree(TreeKind.Directory, this.pages, rec.form === ContentForm.None ? null : rec.content, muts);
       rec.form = root ? ContentForm.Whole : ContentForm.None;
       rec.content = root;
