@@ -145,19 +145,41 @@ function makeNode(serial: number, kind: InodeKind, mode: number, uid: number, gi
   };
 }
 
+/**
+ * The parents of an inode with one name, shared by every inode in that directory: a whole-tree
+ * change holds ~90,000 nodes, and an array each cost ~5 MiB of heap (parents are replaced, never
+ * changed in place, so sharing is safe). Bounded: past ONE_PARENT_MAX directories it starts over.
+ */
+const oneParent = new Map<number, readonly number[]>();
+const ONE_PARENT_MAX = 65536;
+
+function onlyParent(dir: number): readonly number[] {
+  let shared = oneParent.get(dir);
+  if (!shared) {
+    if (oneParent.size >= ONE_PARENT_MAX) oneParent.clear();
+    shared = Object.freeze([dir]);
+    oneParent.set(dir, shared);
+  }
+  return shared;
+}
+
+function parentList(dirs: readonly number[]): readonly number[] {
+  return dirs.length === 0 ? NO_PARENTS : dirs.length === 1 ? onlyParent(dirs[0]!) : dirs;
+}
+
 export function addParent(n: Node, dir: number): void {
-  n.parents = n.parents.length === 0 ? [dir] : [...n.parents, dir];
+  n.parents = n.parents.length === 0 ? onlyParent(dir) : [...n.parents, dir];
 }
 
 /** Removes one occurrence of `dir` (a name of `n` in it went). */
 export function dropParent(n: Node, dir: number): void {
   const i = n.parents.indexOf(dir);
   if (i < 0) return;
-  n.parents = n.parents.length === 1 ? NO_PARENTS : n.parents.filter((_, j) => j !== i);
+  n.parents = parentList(n.parents.filter((_, j) => j !== i));
 }
 
 export function parentsOf(r: Inode): readonly number[] {
-  return r.parents && r.parents.length > 0 ? [...r.parents] : NO_PARENTS;
+  return r.parents ? parentList(r.parents.length > 1 ? [...r.parents] : r.parents) : NO_PARENTS;
 }
 
 export function nowNs(): bigint {
