@@ -17,10 +17,12 @@
  * Not bounded yet: the overlay's state per inode a change set touches (a node, its content state
  * and its name edits, kept until the commit: an rsync of the real tree's next release rewrites
  * nearly every file, so few nodes are clean enough for trim() to let go) and what a commit of
- * such a change set adds (the namespace editor's pages, the object writer's rows); nor glibc's
- * arenas in a commit of many small files, which grow in its first second from small blocks not
- * yet traced. docs/BENCHMARKS.md has the figures ("FUSE overlay memory per inode on a
- * whole-tree change", "The mount daemon's memory during a commit of many small files").
+ * such a change set adds (the namespace editor's pages and records, the object writer's rows;
+ * what it stored per file is packed, stored-contents.ts); nor glibc's arenas in a commit of many
+ * small files, which grow in its first second from small blocks not yet traced. docs/BENCHMARKS.md
+ * has the figures ("FUSE overlay memory per inode on a whole-tree change", "The mount daemon's
+ * memory during a commit of many small files", "The mount daemon's per-file state during a
+ * whole-tree commit").
  */
 import { mallocTune } from '../native/info.js';
 
