@@ -108,7 +108,9 @@ test('escape attempts fail inside a Sandbox with the expected errno, and succeed
     for (const [k, v] of Object.entries(outside)) assert.equal(v, 'ok', `positive control ${k} outside the Sandbox: ${v}`);
 
     chownSync(join(ws.path, 'hello.txt'), 4321, 4321);
-    const e = await w.client.exec(ws.id, [PY, PROBE, JSON.stringify(spec(true)), join(ws.path, 'inside.json')]);
+    // The probe's source is passed on the command line: a checkout under /tmp is not visible in
+    // the Sandbox, which has a /tmp of its own.
+    const e = await w.client.exec(ws.id, [PY, '-c', readFileSync(PROBE, 'utf8'), JSON.stringify(spec(true)), join(ws.path, 'inside.json')]);
     assert.equal(e.exitCode, 0);
     assert.equal(e.sandbox, 'jail');
     const inside = JSON.parse(readFileSync(join(ws.path, 'inside.json'), 'utf8')) as Record<string, string>;
