@@ -27,6 +27,7 @@ import { invalEntry } from './kernel-notify.js';
 import { OPS, type Conn } from './kernel-ops.js';
 import { ATTR_SIZE, ENTRY_OUT, IN_HDR, MAX_WRITE, MUTATING, OUT_HDR, Op, REPLY_SCRATCH, WAKE_PREFIX, decodeHeader, r64, u64, writeAttr, writeHeader } from './kernel-wire.js';
 import type { Attr, Overlay } from './overlay.js';
+import { SerialMap } from './serial-tables.js';
 
 export { WAKE_PREFIX } from './kernel-wire.js';
 export { endSharedCheckpoints, endSpareWorker } from './kernel-spare.js';
@@ -57,7 +58,8 @@ export class KernelProtocol implements Conn {
    * of the serving thread, more than the overlay's own work).
    */
   private readonly reply = Buffer.allocUnsafeSlow(OUT_HDR + REPLY_SCRATCH);
-  private readonly lookups = new Map<number, number>();
+  /** The kernel's lookup count per node id (a serial). */
+  private readonly lookups = new SerialMap();
   private readonly dirs = new Map<number, DirHandle>();
   private nextDirFh = 1;
   readonly entryValid: number;

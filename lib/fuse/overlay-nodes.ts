@@ -12,6 +12,7 @@ import { LayerFsError } from '../errors.js';
 import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store, type Xattr } from '../store/index.js';
 import { ContentCache, FileData } from './content.js';
 import { fail } from './errno.js';
+import { SerialMap, SerialSet } from './serial-tables.js';
 import { MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './spool.js';
 
 const S_ISGID = 0o2000;
@@ -198,15 +199,15 @@ export class OverlayNodes {
   protected view: FsView;
   protected readonly nodes = new Map<number, Node>();
   /** Serials of the base state that no longer exist. */
-  protected readonly deleted = new Set<number>();
+  protected readonly deleted = new SerialSet();
   /** Serials whose record differs from the base (or that are new). */
-  protected readonly dirtyRecords = new Set<number>();
+  protected readonly dirtyRecords = new SerialSet();
   /**
    * New files renamed over a stored file (serial → the stored file's serial), as rsync and
    * package managers replace files: at commit the stored file's content is offered as the delta
    * base of the new content, as an edit in place would be.
    */
-  protected readonly replaced = new Map<number, number>();
+  protected readonly replaced = new SerialMap();
   /**
    * Name changes per directory since the base: key (the name as latin1) → serial, negated for a
    * name the base does not have (its removal then drops the edit), or null for a removed name.
