@@ -149,9 +149,42 @@ function linkTargets(root: string, touched: string[]): string[] {
   return out;
 }
 
+/**
+ * The inodes of touched paths (links followed) that have other names: an edit may change such a
+ * file and then lose the touched name (a `cp` of a directory over a hard-linked file truncates the
+ * file, fails with EISDIR and unlinks the name it opened), so its other names get the clock too.
+ */
+function linkedInodes(root: string, touched: string[]): Set<number> {
+  const out = new Set<number>();
+  for (const t of touched) {
+    try {
+      const st = fs.statSync(join(root, t));
+      if (st.isFile() && st.nlink > 1) out.add(st.ino);
+    } catch {
+      // absent, dangling or a loop
+    }
+  }
+  return out;
+}
+
+/** Every name under root (symlinks not followed) of a regular file whose inode is in `inodes`. */
+function namesOf(root: string, inodes: Set<number>): string[] {
+  const out: string[] = [];
+  const visit = (dir: string) => {
+    for (const d of fs.readdirSync(dir, { withFileTypes: true })) {
+      const p = join(dir, d.name);
+      if (d.isDirectory()) visit(p);
+      else if (d.isFile() && inodes.has(fs.lstatSync(p).ino)) out.push(p);
+    }
+  };
+  visit(root);
+  return out;
+}
+
 /** Runs an edit, then sets the mtime of what it touched (and their parents) from a logical clock. */
 export function apply(root: string, op: Op, clockNs: bigint): string {
   const through = linkTargets(root, op.touched);
+  const linked = linkedInodes(root, op.touched);
   let code = 'ok';
   try {
     op.run(root);
@@ -169,6 +202,9 @@ export function apply(root: string, op: Op, clockNs: bigint): string {
       // not created
     }
   }
+  // The other names of a hard-linked file the edit reached: set before the touched paths, which
+  // may be names of the same inode and then get the clock (and their parents) as before.
+  if (linked.size > 0) for (const name of namesOf(root, linked)) setTimes(name, clockNs, clockNs);
   const stamp = new Set<string>();
   for (const t of op.touched) {
     stamp.add(t);
