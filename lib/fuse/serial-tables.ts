@@ -21,13 +21,16 @@ function checkSerial(n: number): void {
   if (!isSerial(n)) throw new RangeError(`not a serial: ${n}`);
 }
 
-abstract class SerialTable {
+class SerialTable {
   protected keys: Float64Array;
+  /** The values, slot for slot (a map's), or null (a set's): they move with their keys. */
+  protected vals: Float64Array | null;
   private bits = MIN_BITS;
   private count = 0;
 
-  constructor() {
+  constructor(withValues: boolean) {
     this.keys = new Float64Array(1 << MIN_BITS).fill(EMPTY);
+    this.vals = withValues ? new Float64Array(1 << MIN_BITS) : null;
   }
 
   get size(): number {
@@ -51,7 +54,7 @@ abstract class SerialTable {
     this.count = 0;
     this.bits = MIN_BITS;
     this.keys = new Float64Array(1 << MIN_BITS).fill(EMPTY);
-    this.allocate(1 << MIN_BITS);
+    if (this.vals) this.vals = new Float64Array(1 << MIN_BITS);
   }
 
   /** Serials in the table's order. */
@@ -89,6 +92,7 @@ abstract class SerialTable {
 
   private removeAt(i: number): void {
     const keys = this.keys;
+    const vals = this.vals;
     const mask = keys.length - 1;
     let hole = i;
     for (let j = (i + 1) & mask; keys[j] !== EMPTY; j = (j + 1) & mask) {
@@ -97,7 +101,7 @@ abstract class SerialTable {
       const stays = hole <= j ? home > hole && home <= j : home > hole || home <= j;
       if (stays) continue;
       keys[hole] = keys[j]!;
-      this.move(j, hole);
+      if (vals) vals[hole] = vals[j]!;
       hole = j;
     }
     keys[hole] = EMPTY;
@@ -106,70 +110,51 @@ abstract class SerialTable {
 
   private resize(bits: number): void {
     const oldKeys = this.keys;
-    const oldValues = this.values();
+    const oldVals = this.vals;
     this.bits = bits;
     this.keys = new Float64Array(1 << bits).fill(EMPTY);
-    this.allocate(1 << bits);
+    const vals = oldVals ? new Float64Array(1 << bits) : null;
+    this.vals = vals;
     for (let j = 0; j < oldKeys.length; j++) {
       const k = oldKeys[j]!;
       if (k === EMPTY) continue;
       const i = this.slot(k);
       this.keys[i] = k;
-      if (oldValues) this.moveFrom(oldValues, j, i);
+      if (vals) vals[i] = oldVals![j]!;
     }
   }
-
-  /** Values: moved with their keys. */
-  protected abstract move(from: number, to: number): void;
-  protected abstract values(): Float64Array | null;
-  protected abstract allocate(slots: number): void;
-  protected abstract moveFrom(values: Float64Array, from: number, to: number): void;
 }
 
 export class SerialSet extends SerialTable {
+  constructor() {
+    super(false);
+  }
+
   add(serial: number): this {
     checkSerial(serial);
     const i = this.slot(serial);
     if (this.keys[i] !== serial) this.insertAt(i, serial);
     return this;
   }
-
-  protected move(): void {}
-  protected values(): null {
-    return null;
-  }
-  protected allocate(): void {}
-  protected moveFrom(): void {}
 }
 
 /** Serial → a number (a serial, a count). */
 export class SerialMap extends SerialTable {
-  private vals = new Float64Array(this.keys.length);
+  constructor() {
+    super(true);
+  }
 
   get(serial: number): number | undefined {
     if (!isSerial(serial)) return undefined;
     const i = this.slot(serial);
-    return this.keys[i] === serial ? this.vals[i] : undefined;
+    return this.keys[i] === serial ? this.vals![i] : undefined;
   }
 
   set(serial: number, value: number): this {
     checkSerial(serial);
     let i = this.slot(serial);
     if (this.keys[i] !== serial) i = this.insertAt(i, serial);
-    this.vals[i] = value;
+    this.vals![i] = value;
     return this;
-  }
-
-  protected move(from: number, to: number): void {
-    this.vals[to] = this.vals[from]!;
-  }
-  protected values(): Float64Array {
-    return this.vals;
-  }
-  protected allocate(slots: number): void {
-    this.vals = new Float64Array(slots);
-  }
-  protected moveFrom(values: Float64Array, from: number, to: number): void {
-    this.vals[to] = values[from]!;
   }
 }
