@@ -148,7 +148,11 @@ async function record(c: CommitTry, w: ObjectWriter): Promise<Recorded> {
   // The editor shares each name's key; the change set's maps go now.
   for (const [dir, m] of cs.names) for (const [key, serial] of m) editor.setNameKey(dir, key, serial);
   cs.names.clear();
-  const root = editor.finish();
+  // Writing the trees probes the object index a few hundred times (delta chains, stored pages):
+  // one read snapshot for all of them instead of one per probe when staged, outside the write
+  // lock. It ends with the call, so it never holds the WAL across the stage's waits
+  // (DECISIONS.md, "A staged commit writes its trees in one read snapshot").
+  const root = store.read(() => editor.finish());
   // chunkHash: the reads before the transaction, and the waits inside it.
   c.phases.chunkHash = c.readMs + c.clock.waitMs;
   c.phases.write = performance.now() - t - c.clock.waitMs;

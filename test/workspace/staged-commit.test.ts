@@ -10,7 +10,7 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { Client } from '../../lib/sdk/index.js';
-import type { Store } from '../../lib/store/index.js';
+import { NamespaceEditor, type Store } from '../../lib/store/index.js';
 import { rng } from '../helpers/random.js';
 import { tempDir } from '../helpers/tmp.js';
 import { assertIntact } from '../helpers/integrity.js';
@@ -127,6 +127,44 @@ test('a small commit with large files (chunk rows held until the lock) stores th
       await fresh.close();
     }
   } finally {
+    await c.close();
+  }
+});
+
+test('a staged commit whose trees fail to write leaves its handle out of any transaction: the next commit stores exactly', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  for (let f = 0; f < 10; f++) writeFileSync(join(src, `f${f}.txt`), `file ${f}\n`.repeat(20));
+  const storePath = join(dir, 's.layerfs');
+  const c = Client.create(storePath);
+  const finish = NamespaceEditor.prototype.finish;
+  try {
+    const init = await c.initLayerStack({ name: 'p', source: src });
+    c.forkBranch({ name: 'b', layer: init.layer.id });
+    const ws = await c.createWorkspace('b', { at: join(dir, 'ws') });
+    const db = (storeOf(c) as unknown as { db: { inTransaction: boolean } }).db;
+    let inSnapshot: boolean | undefined;
+    // The trees are written in one read snapshot (commit.ts), then the write fails as a damaged
+    // read would.
+    NamespaceEditor.prototype.finish = function (this: NamespaceEditor) {
+      finish.call(this);
+      inSnapshot = db.inTransaction;
+      throw new Error('read failed');
+    };
+    writeFileSync(join(ws.path, 'f3.txt'), 'edited\n');
+    await assert.rejects(c.commitWorkspace(ws.id), /read failed/);
+    assert.equal(inSnapshot, true, 'the trees were written inside a read transaction');
+    assert.equal(db.inTransaction, false);
+    NamespaceEditor.prototype.finish = finish;
+    writeFileSync(join(ws.path, 'f4.txt'), 'edited too\n');
+    assert.equal((await c.commitWorkspace(ws.id)).outcome, 'Created');
+    assert.deepEqual(c.cat('b', 'f3.txt'), Buffer.from('edited\n'));
+    assert.deepEqual(c.cat('b', 'f4.txt'), Buffer.from('edited too\n'));
+    assert.ok((await c.workspaceStatus(ws.id)).clean);
+    assertIntact(c);
+  } finally {
+    NamespaceEditor.prototype.finish = finish;
     await c.close();
   }
 });
