@@ -53,6 +53,9 @@ export interface StoreInfo {
   createdMs: number;
 }
 
+/** What the WAL file is cut back to when the log starts over (bytes): two automatic checkpoints' worth. */
+export const WAL_SIZE_LIMIT = 16 * 1024 * 1024;
+
 function applyPragmas(db: Db): void {
   // WAL + NORMAL: a crash can lose the last transactions but never corrupts the file or
   // exposes a half-written one; readers never block the writer.
@@ -62,6 +65,9 @@ function applyPragmas(db: Db): void {
   db.pragma('busy_timeout = 30000');
   db.pragma('cache_size = -16384');
   db.pragma('temp_store = MEMORY');
+  // The WAL file only grows: a commit appends past its end whenever the log could not start
+  // over (a reader was in it). When it does start over, the first commit cuts it back to this.
+  db.pragma(`journal_size_limit = ${WAL_SIZE_LIMIT}`);
 }
 
 /**

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { importTree, Store } from '../../lib/store/index.js';
 import { Checkpointer } from '../../lib/store/checkpointer.js';
+import { WAL_SIZE_LIMIT } from '../../lib/store/store-file.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { loaderFlags } from '../../lib/workspace/node-child.js';
 
@@ -183,3 +184,36 @@ function assertClosedCleanly(path: string, n: number): void {
     again.close();
   }
 }
+
+test('a WAL grown past its limit is cut back to it when the log starts over (a reader kept it growing meanwhile)', async () => {
+  const dir = tempDir();
+  const src = join(dir, 'src');
+  mkdirSync(src);
+  const path = join(dir, 's.db');
+  const store = Store.create(path);
+  const reader = Store.open(path);
+  try {
+    // A reader inside a snapshot keeps the log from starting over, so every commit appends to
+    // the WAL: it grows past the limit, as with several agents committing to one Store.
+    reader.db.exec('BEGIN');
+    reader.db.prepare('SELECT count(*) FROM objects').get();
+    for (let i = 0; i < 6; i++) {
+      writeFileSync(join(src, `f${i}`), seededBytes(10 + i, 4 * 1024 * 1024));
+      await store.write(async (w) => (await importTree(src, w, store.pages, { forbidden: store.files })).rootId);
+    }
+    const grown = walBytes(path);
+    assert.ok(grown > WAL_SIZE_LIMIT, `the WAL grew to ${grown} bytes`);
+    reader.db.exec('COMMIT');
+    // The next commit copies the log into the database (the automatic checkpoint); the one after
+    // it starts the log over and cuts the file back.
+    for (let i = 0; i < 2; i++) {
+      writeFileSync(join(src, 'small'), `small ${i}`);
+      await store.write(async (w) => (await importTree(src, w, store.pages, { forbidden: store.files })).rootId);
+    }
+    const after = walBytes(path);
+    assert.ok(after <= WAL_SIZE_LIMIT, `the WAL is ${after} bytes after starting over (limit ${WAL_SIZE_LIMIT})`);
+  } finally {
+    reader.close();
+    store.close();
+  }
+});
