@@ -17,6 +17,7 @@ import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { removeSpoolFiles } from './spool.js';
+import { SpoolMaker, type SpoolRequest } from './spool-reserve.js';
 import { wakeLookup } from './waker.js';
 import type { CommitNote } from '../history/index.js';
 
@@ -93,6 +94,7 @@ export type FromWorker =
   | { type: 'dirty' }
   | { type: 'log'; message: string }
   | { type: 'discard'; paths: string[] }
+  | SpoolRequest
   | { type: 'fatal'; message: string }
   | { type: 'ended' }
   | { type: 'result'; id: number; ok: true; value: unknown }
@@ -174,6 +176,8 @@ export class KernelMount {
   private readonly fsname: string;
   /** The kernel caches writes: flushed before each message (kernel-flush.ts). */
   private readonly cachesWrites = mountsCacheWrites();
+  /** Makes the serving thread's spool files ahead of use (spool-reserve.ts). */
+  private readonly spools = new SpoolMaker();
 
   constructor(
     readonly mountpoint: string,
@@ -244,6 +248,9 @@ export class KernelMount {
         return;
       case 'discard':
         void removeSpoolFiles(m.paths);
+        return;
+      case 'spools':
+        this.spools.make(m);
         return;
       case 'fatal':
         this.log(`serving thread stopped: ${m.message}`);
@@ -331,5 +338,7 @@ export class KernelMount {
       }
     }
     void this.worker?.terminate();
+    // The spool directory is removed after this: no file is made in it any more.
+    await this.spools.stop();
   }
 }

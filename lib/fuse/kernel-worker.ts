@@ -26,7 +26,8 @@ import { wireChanges, wireOutcome } from './outcome.js';
 import { changedMarker } from './protocol.js';
 import { Overlay } from './overlay.js';
 import { CommitCell } from './overlay-commit.js';
-import { deferSpoolRemoval, spoolTrashSize, takeSpoolTrash } from './spool.js';
+import { deferSpoolRemoval, spoolFactory, spoolTrashSize, takeSpoolTrash } from './spool.js';
+import { spoolReserve } from './spool-reserve.js';
 
 const port = parentPort!;
 const post = (m: FromWorker) => port.postMessage(m);
@@ -87,7 +88,8 @@ function serve(store: Store, { fd, params }: StartWorker): void {
     hex(params.rootId),
     { branchId: hex(params.branchId), expectedHead: params.expectedHead ? hex(params.expectedHead) : null, expectedBase: hex(params.expectedBase), workspaceId: params.workspaceId ? hex(params.workspaceId) : null },
     {
-      spoolDir: params.spoolDir,
+      // Spool files are made ahead by the daemon's thread (spool-reserve.ts).
+      spool: spoolFactory(params.spoolDir, spoolReserve(post)),
       cache: new ContentCache(store.objects, { chunkBytes: CHUNK_CACHE_BYTES }),
       ...(params.memoryBudget === undefined ? {} : { memoryBudget: params.memoryBudget }),
       onChange: () => {
