@@ -7,14 +7,16 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { setImmediate as tick } from 'node:timers/promises';
+import { setImmediate as tick, setTimeout as sleep } from 'node:timers/promises';
 import { spoolFactory, type Spool } from '../../lib/fuse/spool.js';
 import { SpoolMaker, spoolReserve } from '../../lib/fuse/spool-reserve.js';
 import { rng } from '../helpers/random.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
+/** Waits (up to 60 s: the files are made on the thread pool, slow on a loaded machine) until `cond`. */
 async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 20_000 && !cond(); i++) await tick();
+  const deadline = Date.now() + 60_000;
+  while (!cond() && Date.now() < deadline) await sleep(2);
   assert.ok(cond(), what);
 }
 
