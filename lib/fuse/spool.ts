@@ -157,21 +157,20 @@ export class Spool implements SpoolLike {
   ) {
     // Created now, exclusively and without following links; reopened later without O_CREAT. A
     // file made ahead (spool-reserve.ts) is only opened: creating one costs 25–100 µs here.
-    if (made === SpoolMade.Yes && this.tryOpen(fsc.O_RDWR | fsc.O_NOFOLLOW, 'ENOENT') === undefined) return;
+    if (made === SpoolMade.Yes && this.opened(fsc.O_RDWR | fsc.O_NOFOLLOW, 'ENOENT')) return;
     // The reserve's maker is the only other creator in this private directory: when it got there
     // first (EEXIST), its file is this spool's.
-    if (this.tryOpen(fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, made === SpoolMade.Maybe ? 'EEXIST' : null) === 'EEXIST') spoolFd(this, fsc.O_RDWR | fsc.O_NOFOLLOW);
+    if (!this.opened(fsc.O_RDWR | fsc.O_CREAT | fsc.O_EXCL | fsc.O_NOFOLLOW, made === SpoolMade.Maybe ? 'EEXIST' : null)) spoolFd(this, fsc.O_RDWR | fsc.O_NOFOLLOW);
   }
 
-  /** Opens the file with `flags`: undefined when opened, else the error code `allowed` names (other errors throw). */
-  private tryOpen(flags: number, allowed: string | null): string | undefined {
+  /** Opens the file with `flags`: true once open, false on the error `tolerated` names (any other throws). */
+  private opened(flags: number, tolerated: string | null): boolean {
     try {
       spoolFd(this, flags);
-      return undefined;
+      return true;
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code !== allowed) throw e;
-      return code;
+      if ((e as NodeJS.ErrnoException).code !== tolerated) throw e;
+      return false;
     }
   }
 
