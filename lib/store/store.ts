@@ -11,6 +11,7 @@ import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, prepared, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { LAZY_TABLES, type LazyTable } from './schema.js';
 import { ReadStore } from './store-read.js';
+import { WalBound } from './wal-bound.js';
 
 /** The longest pause between two tries for the write lock while another process holds it (Store.write). */
 const LOCK_POLL_MS = 4;
@@ -25,6 +26,8 @@ export class Store extends ReadStore {
   private checkpointer: Checkpointer | undefined;
   /** Commits leave every checkpoint to the checkpointer (checkpointInBackground). */
   private background = false;
+  /** Small commits of a handle without a checkpointer keep the WAL file bounded (wal-bound.ts). */
+  readonly walBound: WalBound;
   /**
    * Sums over this handle's write transactions, so a receipt can take differences. Allocated
    * growth is measured inside each transaction (after BEGIN IMMEDIATE, before COMMIT) while
@@ -35,6 +38,7 @@ export class Store extends ReadStore {
 
   private constructor(db: Db, info: StoreInfo) {
     super(db, info);
+    this.walBound = new WalBound(db, `${info.path}-wal`);
   }
 
   static create(path: string): Store {
@@ -297,6 +301,7 @@ export class Store extends ReadStore {
     }
     if (w.stats.bytesInserted < BACKGROUND_CHECKPOINT_BYTES) {
       this.exec('COMMIT');
+      this.walBound.afterCommit();
       return;
     }
     const pages = this.db.pragma('wal_autocheckpoint', { simple: true }) as number;

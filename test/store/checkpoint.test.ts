@@ -5,8 +5,10 @@ import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'no
 import { endianness } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { createRequire } from 'node:module';
+import { Worker } from 'node:worker_threads';
 import { importTree, Store } from '../../lib/store/index.js';
-import { Checkpointer } from '../../lib/store/checkpointer.js';
+import { Checkpointer, WAL_BYTES_LIMIT } from '../../lib/store/checkpointer.js';
 import { WAL_SIZE_LIMIT } from '../../lib/store/store-file.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { loaderFlags } from '../../lib/workspace/node-child.js';
@@ -216,4 +218,63 @@ test('a WAL grown past its limit is cut back to it when the log starts over (a r
     reader.close();
     store.close();
   }
+});
+
+/**
+ * Readers on another thread that always overlap (the next takes its snapshot before the last
+ * ends), as several agents' reads do: the log never finds itself without one. Returns stop().
+ */
+function overlappingReaders(path: string): () => Promise<void> {
+  const ctl = new Int32Array(new SharedArrayBuffer(8));
+  const code = `
+    const { workerData } = require('node:worker_threads');
+    const Database = require(workerData.sqlite);
+    const ctl = new Int32Array(workerData.ctl);
+    const conns = [new Database(workerData.path), new Database(workerData.path)];
+    let cur = 0;
+    conns[cur].exec('BEGIN'); conns[cur].prepare('SELECT count(*) FROM objects').get();
+    Atomics.store(ctl, 1, 1); Atomics.notify(ctl, 1);
+    while (Atomics.load(ctl, 0) === 0) {
+      Atomics.wait(ctl, 0, 0, 2);
+      const next = 1 - cur;
+      conns[next].exec('BEGIN'); conns[next].prepare('SELECT count(*) FROM objects').get();
+      conns[cur].exec('COMMIT');
+      cur = next;
+    }
+    conns[cur].exec('COMMIT');
+    for (const c of conns) c.close();`;
+  const sqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+  const worker = new Worker(code, { eval: true, workerData: { path, sqlite, ctl: ctl.buffer } });
+  Atomics.wait(ctl, 1, 0, 10_000);
+  return async () => {
+    Atomics.store(ctl, 0, 1);
+    await new Promise((r) => worker.once('exit', r));
+  };
+}
+
+test('small commits behind readers that always overlap keep the WAL near its bound (a TRUNCATE checkpoint that waits briefly for them)', async () => {
+  const dir = tempDir();
+  const path = join(dir, 's.db');
+  const store = Store.create(path);
+  const stop = overlappingReaders(path);
+  const step = 4 * 1024 * 1024;
+  let n = 0;
+  let peak = 0;
+  try {
+    // 40 commits of 4 MiB: 160 MiB through the log, each small enough for the automatic checkpoint.
+    for (let i = 0; i < 40; i++) {
+      store.writeSync((w) => w.put(2, Buffer.from(String(n).padStart(32, '0')), seededBytes(n++, step)));
+      peak = Math.max(peak, walBytes(path));
+    }
+  } finally {
+    await stop();
+  }
+  try {
+    assert.ok(peak <= WAL_BYTES_LIMIT + 4 * step, `the WAL peaked at ${peak} bytes (bound ${WAL_BYTES_LIMIT})`);
+    assert.ok(store.walBound.counts.truncated >= 1, `truncated ${store.walBound.counts.truncated} times, kept from it ${store.walBound.counts.busy}`);
+    assert.equal(store.counts().objects, n);
+  } finally {
+    store.close();
+  }
+  assertClosedCleanly(path, n);
 });
