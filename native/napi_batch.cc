@@ -56,6 +56,56 @@ class Job : public Cancellable, public std::enable_shared_from_this<Job> {
     return Napi::Value(env, promise);
   }
 
+  // Runs the items on the pool without a promise: Take() waits for them on the calling (JS)
+  // thread. For a caller that cannot return to the event loop (the mount daemon's serving
+  // thread, inside a commit) but can do other work while the pool runs.
+  void StartSync(std::shared_ptr<EnvState> state, size_t threads) {
+    sync_ = true;
+    env_state_ = std::move(state);
+    env_state_->work.push_back(weak_from_this());
+    if (count_ == 0) return;
+    const size_t runners = threads < count_ ? threads : count_;
+    Pool::Get().Ensure(threads);
+    for (size_t r = 0; r < runners; r++) {
+      Pool::Get().Submit([job = shared_from_this()] { job->RunLoop(); });
+    }
+  }
+
+  // Waits until every item ran (StartSync), then builds the result; once only.
+  Napi::Value Take(Napi::Env env) {
+    bool cancelled;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return in_flight_ == 0 && (cancelled_ || done_.load(std::memory_order_acquire) == count_); });
+      cancelled = cancelled_ && done_.load(std::memory_order_acquire) != count_;
+      if (settled_) throw Napi::Error::New(env, "this batch was taken already");
+      settled_ = true;
+    }
+    if (env_state_) env_state_->Forget(this);
+    if (cancelled) {
+      ReleaseJs();
+      throw Napi::Error::New(env, "the batch was cancelled");
+    }
+    Napi::Value v = Build(env);
+    ReleaseJs();
+    // The handle holding this job lives until it is collected: what Build copied out goes now.
+    ReleaseResults();
+    return v;
+  }
+
+  // A sync job's handle was collected without Take(): stop its items and wait for them (they may
+  // write into memory the JS side owned).
+  void Abandon() {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cancelled_ = true;
+      cancel_flag_.store(true, std::memory_order_relaxed);
+      cv_.wait(lock, [this] { return in_flight_ == 0; });
+    }
+    ReleaseJs();
+    if (env_state_) env_state_->Forget(this);
+  }
+
   void Cancel() override {
     std::lock_guard<std::mutex> lock(mu_);
     cancelled_ = true;
@@ -67,6 +117,8 @@ class Job : public Cancellable, public std::enable_shared_from_this<Job> {
   virtual Napi::Value Build(Napi::Env env) = 0;
   // Drops references to JS values; JS thread only.
   virtual void ReleaseJs() {}
+  // Frees the items' results once built (Take); no runner touches them any more.
+  virtual void ReleaseResults() {}
 
   const size_t count_;
   std::atomic<bool> cancel_flag_{false};
@@ -82,7 +134,7 @@ class Job : public Cancellable, public std::enable_shared_from_this<Job> {
       const size_t i = next_.fetch_add(1, std::memory_order_relaxed);
       if (i < count_) {
         RunItem(i);
-        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_) {
+        if (done_.fetch_add(1, std::memory_order_acq_rel) + 1 == count_ && !sync_) {
           // Still counted in flight here, so a concurrent teardown waits before freeing the tsfn.
           napi_call_threadsafe_function(tsfn_, nullptr, napi_tsfn_nonblocking);
           napi_release_threadsafe_function(tsfn_, napi_tsfn_release);
@@ -143,6 +195,7 @@ class Job : public Cancellable, public std::enable_shared_from_this<Job> {
   size_t in_flight_ = 0;
   bool cancelled_ = false;
   bool settled_ = false;
+  bool sync_ = false;
   std::atomic<size_t> next_{0};
   std::atomic<size_t> done_{0};
   napi_deferred deferred_ = nullptr;
@@ -261,6 +314,10 @@ class ScanJob : public Job {
 
   Napi::Value Build(Napi::Env env) override { return ScanResultsObject(env, results_, opts_.xattrs); }
   void ReleaseJs() override { arena_ref.Reset(); }
+  void ReleaseResults() override {
+    std::vector<std::unique_ptr<ScanResult>>().swap(results_);
+    std::vector<std::string>().swap(paths_);
+  }
 
  public:
   Napi::Reference<Napi::Value> arena_ref;
@@ -306,6 +363,33 @@ Napi::Value ScanPaths(const Napi::CallbackInfo& info) {
   return job->Start(env, StateOf(env), opts.threads);
 }
 
+// scanPathsStart(paths: Buffer[], options) → handle: scanPaths on the pool, taken with
+// scanPathsTake(handle), which waits for it on this thread and returns what scanPaths resolves to.
+Napi::Value ScanPathsStart(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "paths must be an array");
+  auto arr = info[0].As<Napi::Array>();
+  const BatchOptions opts = GetBatchOptions(env, info[1]);
+  std::vector<std::string> paths;
+  paths.reserve(arr.Length());
+  for (uint32_t i = 0; i < arr.Length(); i++) paths.push_back(GetPath(env, arr.Get(i), "paths[i]"));
+  auto job = std::make_shared<ScanJob>(std::move(paths), opts.scan);
+  if (opts.scan.arena) job->arena_ref = Napi::Reference<Napi::Value>::New(info[1].As<Napi::Object>().Get("dataArena"), 1);
+  auto* holder = new std::shared_ptr<ScanJob>(job);
+  auto handle = Napi::External<std::shared_ptr<ScanJob>>::New(env, holder, [](Napi::Env, std::shared_ptr<ScanJob>* h) {
+    (*h)->Abandon();
+    delete h;
+  });
+  job->StartSync(StateOf(env), opts.threads);
+  return handle;
+}
+
+Napi::Value ScanPathsTake(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsExternal()) throw Napi::TypeError::New(env, "handle must come from scanPathsStart");
+  return (*info[0].As<Napi::External<std::shared_ptr<ScanJob>>>().Data())->Take(env);
+}
+
 void OnEnvCleanup(void*) {
   bool last;
   {
@@ -345,6 +429,8 @@ void InitBatch(Napi::Env env, Napi::Object exports) {
       new std::shared_ptr<EnvState>(shared));
   exports.Set("hashBuffers", Napi::Function::New<HashBuffers>(env, "hashBuffers"));
   exports.Set("scanPaths", Napi::Function::New<ScanPaths>(env, "scanPaths"));
+  exports.Set("scanPathsStart", Napi::Function::New<ScanPathsStart>(env, "scanPathsStart"));
+  exports.Set("scanPathsTake", Napi::Function::New<ScanPathsTake>(env, "scanPathsTake"));
   exports.Set("defaultThreads",
               Napi::Number::New(env, static_cast<double>(Pool::DefaultThreads())));
 }

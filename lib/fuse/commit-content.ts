@@ -9,9 +9,14 @@
  * pieces of one large file. Files that do not fit in what is left of the arena are streamed.
  * Everything else (in-memory spools, copy-on-write pages over stored content) keeps the overlay's
  * own path (content.ts FileData.store), which re-chunks only around what changed.
+ *
+ * Two forms: storeSpooled awaits each batch (in-process commits); storeSpooledSync waits for it
+ * on the calling thread (the mount daemon's serving thread, which never returns to its event
+ * loop inside a commit), so the addon's threads open, read, chunk and hash the next batches
+ * while that thread stores this one.
  */
-import { scanPaths, type ScanEntry } from '../native/scan.js';
-import { chunkDeltaSource, ContentForm, storeContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter } from '../store/index.js';
+import { scanPaths, startScan, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
+import { chunkDeltaSource, ContentForm, storeContent, storeFileContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
 import type { ContentBuild } from './content.js';
 import type { StoredContents } from './stored-contents.js';
 
@@ -28,24 +33,97 @@ const MAX_DATA_SIZE = 1024 * 1024;
 const ARENA_BYTES = 4 * 1024 * 1024;
 /** Batches read ahead of the one being stored. */
 const BATCHES_IN_FLIGHT = 2;
+/**
+ * storeSpooledSync's arenas and the largest file it takes: it runs in the mount daemon, whose
+ * memory is what a Workspace costs (three 4 MiB arenas filled by 1 MiB files measured +10–15 MiB
+ * of the daemon's peak over a whole-tree commit).
+ */
+export const SYNC_MAX_SIZE = 512 * 1024;
+const SYNC_ARENA_BYTES = 2 * 1024 * 1024;
 
 /** A changed file whose content is its spool file, whole. */
 export interface SpooledFile {
   serial: number;
   path: string;
   size: number;
-  /** The stored file it is a new version of (delta bases), if any. */
-  predecessor: Inode | undefined;
+  /**
+   * The stored file it is a new version of (delta bases), if any: looked up when the file is
+   * stored, so a commit of many files never holds all their old records at once.
+   */
+  predecessor: () => Inode | undefined;
 }
+
+const SCAN_OPTIONS = { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, digestOversize: false, xattrs: false };
 
 function scan(files: SpooledFile[], arena: Buffer): Promise<ScanEntry[]> {
   const p = scanPaths(
     files.map((f) => f.path),
-    { readData: true, smallFileThreshold: SMALL_FILE_THRESHOLD, maxDataSize: MAX_DATA_SIZE, dataArena: arena, digestOversize: false, xattrs: false },
+    { ...SCAN_OPTIONS, dataArena: arena },
   );
   // Settled later; an early failure must not surface as an unhandled rejection meanwhile.
   p.catch(() => undefined);
   return p;
+}
+
+/** Cuts `files` into scan batches; `from` the first file of each, `arena` where it reads into. */
+class Batches<T> {
+  readonly queue: { from: number; scanned: T; arena: Buffer }[] = [];
+  /** Arenas whose batch is stored: read into again by the next batch. */
+  readonly arenas: Buffer[] = [];
+  private launched = 0;
+
+  constructor(
+    private readonly files: SpooledFile[],
+    private readonly start: (files: SpooledFile[], arena: Buffer) => T,
+    private readonly arenaBytes = ARENA_BYTES,
+  ) {
+    for (let i = 0; i < BATCHES_IN_FLIGHT; i++) this.launch();
+  }
+
+  launch(): void {
+    const files = this.files;
+    if (this.launched >= files.length) return;
+    // A batch ends where its arena would overflow, so its files are read whole, not streamed.
+    let to = this.launched;
+    for (let bytes = 0; to < files.length && to - this.launched < SCAN_BATCH; to++) {
+      const whole = files[to]!.size <= MAX_DATA_SIZE ? files[to]!.size : 0;
+      if (to > this.launched && bytes + whole > this.arenaBytes) break;
+      bytes += whole;
+    }
+    const arena = this.arenas.pop() ?? Buffer.allocUnsafeSlow(this.arenaBytes);
+    this.queue.push({ from: this.launched, scanned: this.start(files.slice(this.launched, to), arena), arena });
+    this.launched = to;
+  }
+}
+
+/** Whether the scan found `f` as its content: a file of the content's size. */
+function found(f: SpooledFile, e: ScanEntry): e is ScanEntryOk {
+  return !e.error && e.kind === 'file' && e.size === f.size;
+}
+
+/**
+ * Stores scanned file `f` through `store` (import's content path) into `out`; a changed large
+ * file's new chunks are offered the old version's chunks as delta bases meanwhile, a changed
+ * small file's blob the old blob.
+ */
+function storeFound<R>(f: SpooledFile, w: ObjectWriter, build: ContentBuild, out: StoredContents, store: () => R): R {
+  const before = f.predecessor();
+  w.deltaSource = chunkDeltaSource(before, f.size, (id) => w.read(id));
+  const stored = (c: StoredContent): StoredContent => {
+    w.deltaSource = undefined;
+    // A changed small file: its blob is still the newest of its group.
+    if (c.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(c.content!)) w.suggestBase(c.content!, before.content!);
+    out.set(f.serial, { form: c.form, id: c.content, size: f.size });
+    build.bytesRead += f.size;
+    return c;
+  };
+  try {
+    const r = store();
+    return (r instanceof Promise ? r.then(stored).finally(() => (w.deltaSource = undefined)) : stored(r as StoredContent)) as R;
+  } catch (err) {
+    w.deltaSource = undefined;
+    throw err;
+  }
 }
 
 /**
@@ -55,53 +133,55 @@ function scan(files: SpooledFile[], arena: Buffer): Promise<ScanEntry[]> {
  * runs once per file (progress for heartbeats, and the point where an abort is honoured).
  */
 export async function storeSpooled(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void): Promise<void> {
-  const batches: { from: number; entries: Promise<ScanEntry[]>; arena: Buffer }[] = [];
-  /** Arenas whose batch is stored: read into again by the next batch. */
-  const arenas: Buffer[] = [];
-  let launched = 0;
-  const launch = () => {
-    if (launched >= files.length) return;
-    // A batch ends where its arena would overflow, so its files are read whole, not streamed.
-    let to = launched;
-    for (let bytes = 0; to < files.length && to - launched < SCAN_BATCH; to++) {
-      const whole = files[to]!.size <= MAX_DATA_SIZE ? files[to]!.size : 0;
-      if (to > launched && bytes + whole > ARENA_BYTES) break;
-      bytes += whole;
-    }
-    const arena = arenas.pop() ?? Buffer.allocUnsafeSlow(ARENA_BYTES);
-    batches.push({ from: launched, entries: scan(files.slice(launched, to), arena), arena });
-    launched = to;
-  };
-  for (let i = 0; i < BATCHES_IN_FLIGHT; i++) launch();
+  const batches = new Batches(files, scan);
   try {
-    while (batches.length > 0) {
-      const { from, entries, arena } = batches.shift()!;
-      const scanned = await entries;
-      launch();
-      for (let j = 0; j < scanned.length; j++) {
+    while (batches.queue.length > 0) {
+      const { from, scanned, arena } = batches.queue.shift()!;
+      const entries = await scanned;
+      batches.launch();
+      for (let j = 0; j < entries.length; j++) {
         const f = files[from + j]!;
-        const e = scanned[j]!;
-        if (!e.error && e.kind === 'file' && e.size === f.size) {
-          const before = f.predecessor;
-          // A changed large file's new chunks are offered the old version's chunks as delta bases.
-          w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
-          let c;
-          try {
-            c = await storeContent(e, Buffer.from(f.path), w);
-          } finally {
-            w.deltaSource = undefined;
-          }
-          // A changed small file: its blob is still the newest of its group.
-          if (c.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(c.content!)) w.suggestBase(c.content!, before.content!);
-          out.set(f.serial, { form: c.form, id: c.content, size: e.size });
-          build.bytesRead += e.size;
-        }
+        const e = entries[j]!;
+        if (found(f, e)) await storeFound(f, w, build, out, () => storeContent(e, Buffer.from(f.path), w));
         step();
       }
       // Nothing refers to this batch's data any more (storeContent copies what it keeps).
-      arenas.push(arena);
+      batches.arenas.push(arena);
     }
   } finally {
-    await Promise.allSettled(batches.map((b) => b.entries));
+    await Promise.allSettled(batches.queue.map((b) => b.scanned));
+  }
+}
+
+/**
+ * storeSpooled on a thread that cannot await: each batch is waited for here. Only for files of
+ * at most SYNC_MAX_SIZE (read whole by the scan): a larger one would be read and chunked here in
+ * one step, where the overlay's own path lets read-only requests through between its chunks.
+ */
+export function storeSpooledSync(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void): void {
+  const batches = new Batches(files, (batch, arena) => startScan(batch.map((f) => f.path), { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES);
+  try {
+    while (batches.queue.length > 0) {
+      const { from, scanned, arena } = batches.queue[0]!;
+      const batch = scanned.take();
+      batches.queue.shift();
+      batches.launch();
+      for (let j = 0; j < batch.count; j++) {
+        const f = files[from + j]!;
+        const e = batch.entry(j)!;
+        if (found(f, e)) storeFound(f, w, build, out, () => storeFileContent(e, Buffer.from(f.path), w));
+        step();
+      }
+      batches.arenas.push(arena);
+    }
+  } finally {
+    // Batches still running write into their arenas: waited for before anything else can reuse them.
+    for (const b of batches.queue) {
+      try {
+        b.scanned.take();
+      } catch {
+        // Its error is of no use now: the commit is already failing.
+      }
+    }
   }
 }

@@ -11,7 +11,7 @@ import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, ty
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild } from './content.js';
-import { storeSpooled, type SpooledFile } from './commit-content.js';
+import { SYNC_MAX_SIZE, storeSpooled, storeSpooledSync, type SpooledFile } from './commit-content.js';
 import { StoredContents } from './stored-contents.js';
 import { parentsOf, type CommitTarget, type Node } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
@@ -169,11 +169,12 @@ export class Overlay extends OverlayStatus {
   }
 
   /**
-   * commitSync for callers that may wait: changed files held whole in spool files are read,
-   * chunked and hashed on the addon's threads ahead of the thread that stores them
-   * (commit-content.ts); the stored state is the same as commitSync's. Mutations submitted
-   * through run() meanwhile wait. The kernel backend's serving thread uses commitSync: there
-   * the pipeline measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
+   * commitSync for callers that may wait: every changed file held whole in a spool file, large
+   * ones too, goes through import's pipeline (commit-content.ts storeSpooled); the stored state
+   * is the same as commitSync's. Mutations submitted through run() meanwhile wait. The kernel
+   * backend's serving thread uses commitSync, which reads such files of up to 512 KiB ahead on the
+   * addon's threads and waits for them where it is (storeSpooledSync): a serving loop that
+   * awaited the commit measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
    */
   async commit(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): Promise<OverlayCommitOutcome> {
     return this.commitWith((fn) => this.store.write(fn), note, strict, stepper(cells, undefined), true);
@@ -219,7 +220,11 @@ export class Overlay extends OverlayStatus {
     };
     let r: CommitWrite | Promise<CommitWrite>;
     try {
-      r = write((w) => (ahead ? this.storeAhead(w, build, contents, tick).then(() => this.writeCommit(w, target, build, contents, note, strict, tick)) : this.writeCommit(w, target, build, contents, note, strict, tick)));
+      r = write((w) => {
+        if (ahead) return this.storeAhead(w, build, contents, tick).then(() => this.writeCommit(w, target, build, contents, note, strict, tick));
+        this.storeAheadSync(w, build, contents, tick);
+        return this.writeCommit(w, target, build, contents, note, strict, tick);
+      });
     } catch (e) {
       done();
       return fail(e) as R;
@@ -246,16 +251,30 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): Promise<void> {
+  /** Changed files held whole in a spool file, of at most `maxSize` bytes, in serial order. */
+  private spooledFiles(maxSize = Infinity): SpooledFile[] {
     const files: SpooledFile[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
-      if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n)) continue;
+      if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n) || n.data!.size > maxSize) continue;
       const path = n.data!.spooledWhole;
-      if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: this.versionOf(n) });
+      if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: () => this.versionOf(n) });
     }
-    await storeSpooled(files, w, build, contents, tick);
+    return files;
+  }
+
+  /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
+  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): Promise<void> {
+    await storeSpooled(this.spooledFiles(), w, build, contents, tick);
+  }
+
+  /**
+   * storeAhead for commitSync: the files are opened, read, chunked and hashed on the addon's
+   * threads a few batches ahead while this thread stores; only files small enough to be read
+   * whole, up to SYNC_MAX_SIZE (a larger one keeps the overlay's path, which pauses between its chunks).
+   */
+  protected storeAheadSync(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): void {
+    storeSpooledSync(this.spooledFiles(SYNC_MAX_SIZE), w, build, contents, tick);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */

@@ -156,6 +156,9 @@ export interface NativeBinding {
   Chunker: new (params: RawParams | undefined) => RawChunker;
   hashBuffers(buffers: Uint8Array[], options: RawBatchOptions): Promise<(RawDigest & { length: number })[]>;
   scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanBatch>;
+  /** An opaque handle: the scan runs on the pool; scanPathsTake waits for it on this thread. */
+  scanPathsStart(paths: Buffer[], options: RawBatchOptions): object;
+  scanPathsTake(handle: object): RawScanBatch;
   walkTree(root: Buffer, threads: number, against?: RawWalkResult): Promise<RawWalkResult | RawWalkAgainst>;
   walkTreeSync(root: Buffer, threads: number, against?: RawWalkResult): RawWalkResult | RawWalkAgainst;
   ChunkStream: new (

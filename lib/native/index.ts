@@ -12,6 +12,8 @@ export { hashBuffers, MAX_THREADS, type BatchOptions, type ContentDigest, type D
 export {
   scanPaths,
   scanBatch,
+  startScan,
+  type PendingScan,
   scanPathsOrThrow,
   type ScanBatch,
   type ScanOptions,

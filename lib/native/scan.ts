@@ -113,11 +113,16 @@ export async function scanPaths(paths: (string | Buffer)[], opts?: ScanOptions):
  * entry i when asked. A caller that stores entries one by one (an import) then holds one entry's
  * objects at a time instead of a whole batch's, scanned ahead of use.
  */
-export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions): Promise<ScanBatch> {
-  if (!Array.isArray(paths)) throw invalidArgument('paths must be an array of strings or Buffers', { argument: 'paths' });
+function scanArgs(paths: (string | Buffer)[], opts: ScanOptions | undefined) {
   const buffers = paths.map((p, i) => toPathBuffer(p, `paths[${i}]`));
   const o = (opts ?? {}) as ScanOptions;
   const raw = resolveBatchOptions(opts, { readData: o.readData, maxDataSize: o.maxDataSize, maxBatchData: o.maxBatchData, dataArena: o.dataArena, digestOversize: o.digestOversize, xattrs: o.xattrs, retries: o.retries });
+  return { buffers, o, raw };
+}
+
+export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions): Promise<ScanBatch> {
+  if (!Array.isArray(paths)) throw invalidArgument('paths must be an array of strings or Buffers', { argument: 'paths' });
+  const { buffers, o, raw } = scanArgs(paths, opts);
   let b: RawScanBatch;
   try {
     b = await native.scanPaths(buffers, raw);
@@ -125,6 +130,39 @@ export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions):
     throw fromNative(e);
   }
   return new ScanBatch(paths, b, o.dataArena);
+}
+
+/** A scan started by startScan, running on the addon's threads. */
+export interface PendingScan {
+  /** Waits for the scan on this thread (once); the batch as scanBatch resolves it. */
+  take(): ScanBatch;
+}
+
+/**
+ * scanBatch for a caller that cannot return to the event loop but has other work meanwhile (the
+ * mount daemon's serving thread inside a commit): the scan starts now on the addon's threads and
+ * take() waits for it where it is. A handle never taken is stopped when it is collected.
+ */
+export function startScan(paths: (string | Buffer)[], opts?: ScanOptions): PendingScan {
+  if (!Array.isArray(paths)) throw invalidArgument('paths must be an array of strings or Buffers', { argument: 'paths' });
+  const { buffers, o, raw } = scanArgs(paths, opts);
+  let handle: object;
+  try {
+    handle = native.scanPathsStart(buffers, raw);
+  } catch (e) {
+    throw fromNative(e);
+  }
+  return {
+    take(): ScanBatch {
+      let b: RawScanBatch;
+      try {
+        b = native.scanPathsTake(handle);
+      } catch (e) {
+        throw fromNative(e);
+      }
+      return new ScanBatch(paths, b, o.dataArena);
+    },
+  };
 }
 
 /** Indexes `k` of `index` grouped by the entry they belong to (few: xattrs, symlinks). */

@@ -6,7 +6,7 @@ import { constants as fsc, mkdirSync, readdirSync, symlinkSync, writeFileSync, l
 import { constants } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
-import { Store, ContentForm, InodeKind } from '../../lib/store/index.js';
+import { Store, ContentForm, InodeKind, SMALL_FILE_THRESHOLD } from '../../lib/store/index.js';
 import { chunkAndHash } from '../../lib/native/index.js';
 import { idOf, ObjectKind } from '../../lib/store/index.js';
 import { buildExtentTree } from '../../lib/store/tree/extents.js';
@@ -360,6 +360,55 @@ test('commit() reads spooled files through the pipelined content path and stores
     assert.equal(t.client.verify().ok, true);
     a.dispose();
     bo.dispose();
+  } finally {
+    t.close();
+  }
+});
+
+test('commitSync reads spooled files ahead in batches: each stored file equals an import of its bytes (seeded)', async () => {
+  const seed = Number(process.env.LAYERFS_TEST_SEED ?? Date.now() % 100_000);
+  console.log(`seed ${seed}`);
+  let x = seed;
+  const rand = (n: number) => ((x = (x * 1103515245 + 12345) >>> 0) % n);
+  const t = await setup((src) => {
+    for (let i = 0; i < 60; i++) writeFileSync(join(src, `old${i}`), seededBytes(seed + i, [10, 3000, 90_000, 700_000][i % 4]!));
+  });
+  try {
+    // Budget 0: every written byte is in a spool file, so almost every file takes the scan.
+    const ov = t.open('main', 0);
+    const want = new Map<string, Buffer>();
+    for (let i = 0; i < 400; i++) {
+      // New files and replacements of stored ones (rsync's way), across several batches of 128,
+      // around the small-file threshold and past the 1 MiB a batch reads whole.
+      const replaced = i < 60 && rand(2) === 0;
+      const name = replaced ? `old${i}` : `new${i}`;
+      const size = [0, 1, 4000, SMALL_FILE_THRESHOLD - 1, SMALL_FILE_THRESHOLD, 200_000, 1_048_576, 1_300_000][rand(8)]!;
+      let data = replaced && size > 1000 ? Buffer.concat([seededBytes(seed + i, size).subarray(0, size >> 1), seededBytes(seed * 7 + i, size - (size >> 1))]) : seededBytes(seed * 13 + i, size);
+      const { serial, fh } = ov.create(1, b(`.${name}.tmp`), 0o644);
+      for (let o = 0; o < data.length; o += 128 * 1024) ov.write(fh, data.subarray(o, Math.min(data.length, o + 128 * 1024)), o);
+      if (rand(10) === 0) {
+        // Extended past what was written: the spool file is shorter than the content.
+        ov.ftruncate(fh, data.length + 5000);
+        data = Buffer.concat([data, Buffer.alloc(5000)]);
+      }
+      ov.release(fh);
+      ov.rename(1, b(`.${name}.tmp`), 1, b(name));
+      assert.ok(serial > 0);
+      want.set(name, data);
+    }
+    const c = ov.commitSync();
+    assert.equal(c.outcome, 'Created', `seed ${seed}`);
+    if (c.outcome !== 'Created') return;
+    const view = t.store.view(c.rootId);
+    for (const [name, data] of want) {
+      const ino = view.resolve([b(name)], name).inode;
+      const expected = data.length === 0 ? null : data.length < SMALL_FILE_THRESHOLD ? idOf(ObjectKind.Blob, data) : buildExtentTree(chunkAndHash(data).map((k) => ({ id: Buffer.from(k.id), length: k.length })), (node) => idOf(ObjectKind.Extents, node));
+      assert.equal(ino.size, data.length, `${name}, seed ${seed}`);
+      assert.equal(ino.content?.toString('hex') ?? null, expected?.toString('hex') ?? null, `${name}: the content an import stores, seed ${seed}`);
+      assert.ok(view.readFile(view.resolve([b(name)], name).inode).equals(data), `${name}: its bytes, seed ${seed}`);
+    }
+    assert.equal(t.client.verify().ok, true);
+    ov.dispose();
   } finally {
     t.close();
   }
