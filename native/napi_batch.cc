@@ -348,8 +348,9 @@ Napi::Value HashBuffers(const Napi::CallbackInfo& info) {
   return job->Start(env, StateOf(env), opts.threads);
 }
 
-// scanPaths(paths: Buffer[], options)
-Napi::Value ScanPaths(const Napi::CallbackInfo& info) {
+// The scan job of scanPaths(paths: Buffer[], options) and scanPathsStart; `threads` gets the
+// options' thread count.
+std::shared_ptr<ScanJob> NewScanJob(const Napi::CallbackInfo& info, size_t* threads) {
   Napi::Env env = info.Env();
   if (!info[0].IsArray()) throw Napi::TypeError::New(env, "paths must be an array");
   auto arr = info[0].As<Napi::Array>();
@@ -360,27 +361,29 @@ Napi::Value ScanPaths(const Napi::CallbackInfo& info) {
   auto job = std::make_shared<ScanJob>(std::move(paths), opts.scan);
   // Keeps the arena alive (and unmoved) while workers write into it.
   if (opts.scan.arena) job->arena_ref = Napi::Reference<Napi::Value>::New(info[1].As<Napi::Object>().Get("dataArena"), 1);
-  return job->Start(env, StateOf(env), opts.threads);
+  *threads = opts.threads;
+  return job;
+}
+
+// scanPaths(paths: Buffer[], options)
+Napi::Value ScanPaths(const Napi::CallbackInfo& info) {
+  size_t threads = 1;
+  auto job = NewScanJob(info, &threads);
+  return job->Start(info.Env(), StateOf(info.Env()), threads);
 }
 
 // scanPathsStart(paths: Buffer[], options) → handle: scanPaths on the pool, taken with
 // scanPathsTake(handle), which waits for it on this thread and returns what scanPaths resolves to.
 Napi::Value ScanPathsStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  if (!info[0].IsArray()) throw Napi::TypeError::New(env, "paths must be an array");
-  auto arr = info[0].As<Napi::Array>();
-  const BatchOptions opts = GetBatchOptions(env, info[1]);
-  std::vector<std::string> paths;
-  paths.reserve(arr.Length());
-  for (uint32_t i = 0; i < arr.Length(); i++) paths.push_back(GetPath(env, arr.Get(i), "paths[i]"));
-  auto job = std::make_shared<ScanJob>(std::move(paths), opts.scan);
-  if (opts.scan.arena) job->arena_ref = Napi::Reference<Napi::Value>::New(info[1].As<Napi::Object>().Get("dataArena"), 1);
+  size_t threads = 1;
+  auto job = NewScanJob(info, &threads);
   auto* holder = new std::shared_ptr<ScanJob>(job);
   auto handle = Napi::External<std::shared_ptr<ScanJob>>::New(env, holder, [](Napi::Env, std::shared_ptr<ScanJob>* h) {
     (*h)->Abandon();
     delete h;
   });
-  job->StartSync(StateOf(env), opts.threads);
+  job->StartSync(StateOf(env), threads);
   return handle;
 }
 
