@@ -108,11 +108,7 @@ export async function scanPaths(paths: (string | Buffer)[], opts?: ScanOptions):
   return (await scanBatch(paths, opts)).entries();
 }
 
-/**
- * scanPaths without building every entry at once: the batch keeps the addon's columns and builds
- * entry i when asked. A caller that stores entries one by one (an import) then holds one entry's
- * objects at a time instead of a whole batch's, scanned ahead of use.
- */
+/** The addon's arguments of a scan: paths as bytes, options resolved. */
 function scanArgs(paths: (string | Buffer)[], opts: ScanOptions | undefined) {
   const buffers = paths.map((p, i) => toPathBuffer(p, `paths[${i}]`));
   const o = (opts ?? {}) as ScanOptions;
@@ -120,6 +116,11 @@ function scanArgs(paths: (string | Buffer)[], opts: ScanOptions | undefined) {
   return { buffers, o, raw };
 }
 
+/**
+ * scanPaths without building every entry at once: the batch keeps the addon's columns and builds
+ * entry i when asked. A caller that stores entries one by one (an import) then holds one entry's
+ * objects at a time instead of a whole batch's, scanned ahead of use.
+ */
 export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions): Promise<ScanBatch> {
   if (!Array.isArray(paths)) throw invalidArgument('paths must be an array of strings or Buffers', { argument: 'paths' });
   const { buffers, o, raw } = scanArgs(paths, opts);
