@@ -135,8 +135,11 @@ export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions):
 
 /** A scan started by startScan, running on the addon's threads. */
 export interface PendingScan {
-  /** Waits for the scan on this thread (once); the batch as scanBatch resolves it. */
-  take(): ScanBatch;
+  /**
+   * Waits for the scan on this thread; the batch as scanBatch resolves it, once. With `waitMs`,
+   * undefined when it is still running after that long (ask again).
+   */
+  take(waitMs?: number): ScanBatch | undefined;
 }
 
 /**
@@ -154,14 +157,14 @@ export function startScan(paths: (string | Buffer)[], opts?: ScanOptions): Pendi
     throw fromNative(e);
   }
   return {
-    take(): ScanBatch {
-      let b: RawScanBatch;
+    take(waitMs?: number): ScanBatch | undefined {
+      let b: RawScanBatch | undefined;
       try {
-        b = native.scanPathsTake(handle);
+        b = native.scanPathsTake(handle, waitMs);
       } catch (e) {
         throw fromNative(e);
       }
-      return new ScanBatch(paths, b, o.dataArena);
+      return b && new ScanBatch(paths, b, o.dataArena);
     },
   };
 }
