@@ -4,7 +4,6 @@
 #include <sys/stat.h>
 
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -72,20 +71,14 @@ class Job : public Cancellable, public std::enable_shared_from_this<Job> {
     }
   }
 
-  // Waits until every item ran (StartSync), then builds the result; once only. With
-  // `timeout_ms` >= 0, undefined when the items are still running after that long.
-  Napi::Value Take(Napi::Env env, double timeout_ms) {
+  // Waits until every item ran (StartSync), then builds the result; once only.
+  Napi::Value Take(Napi::Env env) {
     bool cancelled;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      if (settled_) throw Napi::Error::New(env, "this batch was taken already");
-      auto ready = [this] { return in_flight_ == 0 && (cancelled_ || done_.load(std::memory_order_acquire) == count_); };
-      if (timeout_ms < 0) {
-        cv_.wait(lock, ready);
-      } else if (!cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)), ready)) {
-        return env.Undefined();
-      }
+      cv_.wait(lock, [this] { return in_flight_ == 0 && (cancelled_ || done_.load(std::memory_order_acquire) == count_); });
       cancelled = cancelled_ && done_.load(std::memory_order_acquire) != count_;
+      if (settled_) throw Napi::Error::New(env, "this batch was taken already");
       settled_ = true;
     }
     if (env_state_) env_state_->Forget(this);
@@ -394,17 +387,10 @@ Napi::Value ScanPathsStart(const Napi::CallbackInfo& info) {
   return handle;
 }
 
-// scanPathsTake(handle, timeoutMs?): the batch, or undefined when not done within timeoutMs.
 Napi::Value ScanPathsTake(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsExternal()) throw Napi::TypeError::New(env, "handle must come from scanPathsStart");
-  double timeout_ms = -1;
-  if (info.Length() > 1 && !info[1].IsUndefined()) {
-    if (!info[1].IsNumber()) throw Napi::TypeError::New(env, "timeoutMs must be a number");
-    timeout_ms = info[1].As<Napi::Number>().DoubleValue();
-    if (!(timeout_ms >= 0 && timeout_ms <= 3600000)) throw Napi::RangeError::New(env, "timeoutMs out of range");
-  }
-  return (*info[0].As<Napi::External<std::shared_ptr<ScanJob>>>().Data())->Take(env, timeout_ms);
+  return (*info[0].As<Napi::External<std::shared_ptr<ScanJob>>>().Data())->Take(env);
 }
 
 void OnEnvCleanup(void*) {

@@ -15,7 +15,7 @@
  * loop inside a commit), so the addon's threads open, read, chunk and hash the next batches
  * while that thread stores this one.
  */
-import { scanPaths, startScan, type ScanBatch, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
+import { scanPaths, startScan, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, storeContent, storeFileContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
 import type { ContentBuild } from './content.js';
 import type { StoredContents } from './stored-contents.js';
@@ -40,8 +40,6 @@ const BATCHES_IN_FLIGHT = 2;
  */
 export const SYNC_MAX_SIZE = 512 * 1024;
 const SYNC_ARENA_BYTES = 2 * 1024 * 1024;
-/** How long storeSpooledSync waits for a batch before it lets `pause` answer requests (ms). */
-const WAIT_SLICE_MS = 2;
 
 /** A changed file whose content is its spool file, whole. */
 export interface SpooledFile {
@@ -160,14 +158,12 @@ export async function storeSpooled(files: SpooledFile[], w: ObjectWriter, build:
  * at most SYNC_MAX_SIZE (read whole by the scan): a larger one would be read and chunked here in
  * one step, where the overlay's own path lets read-only requests through between its chunks.
  */
-export function storeSpooledSync(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void, pause: () => void = () => {}): void {
+export function storeSpooledSync(files: SpooledFile[], w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void): void {
   const batches = new Batches(files, (batch, arena) => startScan(batch.map((f) => f.path), { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES);
   try {
     while (batches.queue.length > 0) {
       const { from, scanned, arena } = batches.queue[0]!;
-      // While a batch is still being read, `pause` may answer requests that only read the overlay.
-      let batch: ScanBatch | undefined;
-      while ((batch = scanned.take(WAIT_SLICE_MS)) === undefined) pause();
+      const batch = scanned.take();
       batches.queue.shift();
       batches.launch();
       for (let j = 0; j < batch.count; j++) {

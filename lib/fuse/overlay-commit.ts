@@ -274,7 +274,7 @@ export class Overlay extends OverlayStatus {
    * whole, up to SYNC_MAX_SIZE (a larger one keeps the overlay's path, which pauses between its chunks).
    */
   protected storeAheadSync(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): void {
-    storeSpooledSync(this.spooledFiles(SYNC_MAX_SIZE), w, build, contents, tick, tick.pause);
+    storeSpooledSync(this.spooledFiles(SYNC_MAX_SIZE), w, build, contents, tick);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */

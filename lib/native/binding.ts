@@ -158,7 +158,7 @@ export interface NativeBinding {
   scanPaths(paths: Buffer[], options: RawBatchOptions): Promise<RawScanBatch>;
   /** An opaque handle: the scan runs on the pool; scanPathsTake waits for it on this thread. */
   scanPathsStart(paths: Buffer[], options: RawBatchOptions): object;
-  scanPathsTake(handle: object, timeoutMs?: number): RawScanBatch | undefined;
+  scanPathsTake(handle: object): RawScanBatch;
   walkTree(root: Buffer, threads: number, against?: RawWalkResult): Promise<RawWalkResult | RawWalkAgainst>;
   walkTreeSync(root: Buffer, threads: number, against?: RawWalkResult): RawWalkResult | RawWalkAgainst;
   ChunkStream: new (

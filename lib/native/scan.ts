@@ -135,11 +135,8 @@ export async function scanBatch(paths: (string | Buffer)[], opts?: ScanOptions):
 
 /** A scan started by startScan, running on the addon's threads. */
 export interface PendingScan {
-  /**
-   * Waits for the scan on this thread; the batch as scanBatch resolves it, once. With `waitMs`,
-   * undefined when it is still running after that long (ask again).
-   */
-  take(waitMs?: number): ScanBatch | undefined;
+  /** Waits for the scan on this thread (once); the batch as scanBatch resolves it. */
+  take(): ScanBatch;
 }
 
 /**
@@ -157,14 +154,14 @@ export function startScan(paths: (string | Buffer)[], opts?: ScanOptions): Pendi
     throw fromNative(e);
   }
   return {
-    take(waitMs?: number): ScanBatch | undefined {
-      let b: RawScanBatch | undefined;
+    take(): ScanBatch {
+      let b: RawScanBatch;
       try {
-        b = native.scanPathsTake(handle, waitMs);
+        b = native.scanPathsTake(handle);
       } catch (e) {
         throw fromNative(e);
       }
-      return b && new ScanBatch(paths, b, o.dataArena);
+      return new ScanBatch(paths, b, o.dataArena);
     },
   };
 }
