@@ -102,28 +102,21 @@ function found(f: SpooledFile, e: ScanEntry): e is ScanEntryOk {
 }
 
 /**
- * Stores scanned file `f` through `store` (import's content path) into `out`; a changed large
- * file's new chunks are offered the old version's chunks as delta bases meanwhile, a changed
- * small file's blob the old blob.
+ * Before scanned file `f` is stored: a changed large file's new chunks are offered the old
+ * version's chunks as delta bases (cleared by `stored`). Returns the old version.
  */
-function storeFound<R>(f: SpooledFile, w: ObjectWriter, build: ContentBuild, out: StoredContents, store: () => R): R {
+function storing(f: SpooledFile, w: ObjectWriter): Inode | undefined {
   const before = f.predecessor();
   w.deltaSource = chunkDeltaSource(before, f.size, (id) => w.read(id));
-  const stored = (c: StoredContent): StoredContent => {
-    w.deltaSource = undefined;
-    // A changed small file: its blob is still the newest of its group.
-    if (c.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(c.content!)) w.suggestBase(c.content!, before.content!);
-    out.set(f.serial, { form: c.form, id: c.content, size: f.size });
-    build.bytesRead += f.size;
-    return c;
-  };
-  try {
-    const r = store();
-    return (r instanceof Promise ? r.then(stored).finally(() => (w.deltaSource = undefined)) : stored(r as StoredContent)) as R;
-  } catch (err) {
-    w.deltaSource = undefined;
-    throw err;
-  }
+  return before;
+}
+
+/** After `f` was stored as `c`: a changed small file's blob is offered the old blob; `c` goes to `out`. */
+function stored(f: SpooledFile, before: Inode | undefined, c: StoredContent, w: ObjectWriter, build: ContentBuild, out: StoredContents): void {
+  // Still the newest of its group.
+  if (c.form === ContentForm.Whole && before?.form === ContentForm.Whole && !before.content!.equals(c.content!)) w.suggestBase(c.content!, before.content!);
+  out.set(f.serial, { form: c.form, id: c.content, size: f.size });
+  build.bytesRead += f.size;
 }
 
 /**
@@ -142,7 +135,16 @@ export async function storeSpooled(files: SpooledFile[], w: ObjectWriter, build:
       for (let j = 0; j < entries.length; j++) {
         const f = files[from + j]!;
         const e = entries[j]!;
-        if (found(f, e)) await storeFound(f, w, build, out, () => storeContent(e, Buffer.from(f.path), w));
+        if (found(f, e)) {
+          const before = storing(f, w);
+          let c: StoredContent;
+          try {
+            c = await storeContent(e, Buffer.from(f.path), w);
+          } finally {
+            w.deltaSource = undefined;
+          }
+          stored(f, before, c, w, build, out);
+        }
         step();
       }
       // Nothing refers to this batch's data any more (storeContent copies what it keeps).
@@ -169,7 +171,16 @@ export function storeSpooledSync(files: SpooledFile[], w: ObjectWriter, build: C
       for (let j = 0; j < batch.count; j++) {
         const f = files[from + j]!;
         const e = batch.entry(j)!;
-        if (found(f, e)) storeFound(f, w, build, out, () => storeFileContent(e, Buffer.from(f.path), w));
+        if (found(f, e)) {
+          const before = storing(f, w);
+          let c: StoredContent;
+          try {
+            c = storeFileContent(e, Buffer.from(f.path), w);
+          } finally {
+            w.deltaSource = undefined;
+          }
+          stored(f, before, c, w, build, out);
+        }
         step();
       }
       batches.arenas.push(arena);
