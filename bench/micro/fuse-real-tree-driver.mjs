@@ -3,6 +3,7 @@
 //   node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 
 const [sdk, dir, A, src, mode] = process.argv.slice(2);
@@ -21,10 +22,23 @@ const run = (cmd, argv) =>
     p.on('close', (code) => (code === 0 ? resolve(performance.now() - t) : reject(new Error(`${cmd}: ${err}`))));
   });
 
+// The Store's pages in use (a read-only connection sees the WAL too): what a commit's way of
+// storing content costs on disk, read after the import and after the commit.
+const Database = createRequire(sdk)('better-sqlite3');
+const storeBytes = () => {
+  const db = new Database(store, { readonly: true });
+  try {
+    return (db.pragma('page_count', { simple: true }) - db.pragma('freelist_count', { simple: true })) * db.pragma('page_size', { simple: true });
+  } finally {
+    db.close();
+  }
+};
+
 const c = Client.create(store);
 let t = performance.now();
 const init = await c.initLayerStack({ name: 'real', source: path.resolve(A) });
 out.importS = s(performance.now() - t);
+out.storeBytesAfterImport = storeBytes();
 c.forkBranch({ name: 'next', layer: init.layer.id });
 const w = await c.createWorkspace('next', { at: ws, projection: 'fuse' });
 const pid = (await c.daemonStatus()).pid;
@@ -95,6 +109,7 @@ out.load.push(load());
 if (commit.outcome !== 'Created') throw new Error(`commit: ${commit.outcome}`);
 out.objectsInserted = commit.objectsInserted;
 out.bytesInserted = commit.bytesInserted;
+out.storeBytesAfterCommit = storeBytes();
 out.hwmAfterCommit = Math.round(mem('VmHWM'));
 const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
 out.smaps = Object.fromEntries(['Rss', 'Anonymous', 'Shared_Clean', 'Private_Dirty'].map((k) => [k, Math.round(Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(rollup)[1]) / 1024)]));

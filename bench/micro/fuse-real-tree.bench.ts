@@ -6,7 +6,9 @@
 // from /proc/<pid>/status every second (the highest per step is reported), its smaps_rollup at
 // the end of the commit, and during the commit a LOOKUP of a fresh name (`stat` of a missing
 // path, never cached) every 20 ms measures how long metadata requests wait behind the commit
-// (the same probe on the idle mount first). `--files N` writes N generated files (64 B–12 KiB)
+// (the same probe on the idle mount first); "storeBytesAfterImport" and "storeBytesAfterCommit"
+// are the Store's pages in use after each, what a change to how a commit stores content costs on
+// disk. `--files N` writes N generated files (64 B–12 KiB)
 // with `cp -r` into a fresh Workspace instead of the rsync of release B.
 //   node --import tsx bench/micro/fuse-real-tree.bench.ts --tmp DIR --pkg DIR|this [--pkg DIR|this] [--a DIR --b DIR] [--files N] [--git] [--rounds N] [--node-options STR]  → JSON lines
 // --node-options: NODE_OPTIONS of the driver and so of the daemon it starts (e.g. `--perf-basic-prof`,
