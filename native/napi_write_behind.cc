@@ -10,11 +10,12 @@
 // (request_pool.h) is not copied: the job takes that buffer and gives it back once written.
 // Others are copied into a buffer of the queue. $LAYERFS_WRITE_HANDOVER=0 copies every payload.
 //
-// Large aligned pieces are written with O_DIRECT (through a second descriptor on the same file),
-// so a spool file's bytes do not also fill the page cache: on a VM whose host takes back free guest
-// memory (virtio-balloon free page reporting), every page-cache page the spool takes is a page the
-// host must fault in again, which made this copy cost 5x what the same pwrite(2)s cost into
-// recycled pages (docs/BENCHMARKS.md). $LAYERFS_SPOOL_DIRECT=0 turns it off.
+// Large aligned pieces are written through the page cache or with O_DIRECT (through a second
+// descriptor on the same file), whichever the write-behind thread finds faster (spool_mode.h;
+// $LAYERFS_SPOOL_DIRECT=0 or 1 fixes one): where pages are recycled the page cache took a 1 GiB
+// write at 2.2x the O_DIRECT rate and served its read-back at 2.2x, where the host had taken the
+// free pages back it ran at a third of it (docs/DECISIONS.md, "Spool writes: page cache or
+// O_DIRECT, whichever is faster").
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -39,6 +41,7 @@
 #include "direct_read_ahead.h"
 #include "napi_util.h"
 #include "request_pool.h"
+#include "spool_mode.h"
 
 namespace layerfs {
 
@@ -66,6 +69,12 @@ constexpr size_t kTakeMin = 64u << 10;
 // writes wait for the disk each time; they stay buffered).
 constexpr size_t kDirectAlign = 4096;
 constexpr size_t kDirectMin = 128u << 10;
+
+uint64_t NowNs() {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
+}
 
 // A buffer for a piece of len bytes: page-aligned (O_DIRECT needs it), its capacity rounded up.
 Buffer NewBuffer(size_t len, size_t* capacity) {
@@ -98,7 +107,7 @@ struct PerFd {
 
 class WriteBehind {
  public:
-  WriteBehind(size_t limit, bool direct, bool handover) : limit_(limit), direct_(direct), handover_(handover) {}
+  WriteBehind(size_t limit, bool handover) : limit_(limit), mode_(SpoolMode::FromEnv()), handover_(handover) {}
 
   // Queues a copy of [data, data + len) for pwrite at pos; 0, or -errno of an earlier failure
   // on fd (then nothing is queued and the error is reported, once).
@@ -159,7 +168,7 @@ class WriteBehind {
     size_t got = 0;
     struct stat st;
     // By file, not by descriptor: the reader (a commit) may have opened the spool file itself.
-    if (direct_ && fstat(fd, &st) == 0 && DirectFiles::Get().Has(st.st_dev, st.st_ino)) {
+    if (mode_.MayDirect() && fstat(fd, &st) == 0 && DirectFiles::Get().Has(st.st_dev, st.st_ino)) {
       const int r = ReadWindowed(fd, st, dst, len, pos, &got);
       if (r > 0) return static_cast<ssize_t>(got);  // the end of the file
     }
@@ -272,6 +281,8 @@ class WriteBehind {
     return bytes_;
   }
 
+  const SpoolMode& Mode() const { return mode_; }
+
  private:
   // A kept buffer for job (mu_ held), when one is large enough.
   void TakeSpare(Job* job) {
@@ -294,14 +305,18 @@ class WriteBehind {
     return e;
   }
 
+  // Whether the piece may be written with O_DIRECT: large enough, its offset, length and bytes
+  // page-aligned, and O_DIRECT not turned off.
+  bool Large(const Job& job) const {
+    if (!mode_.MayDirect() || job.len < kDirectMin || job.len % kDirectAlign != 0 || job.pos % kDirectAlign != 0) return false;
+    return reinterpret_cast<uintptr_t>(job.bytes) % kDirectAlign == 0;
+  }
+
   // The O_DIRECT descriptor for fd's file (opened once, through the /proc/self/fd link, which
-  // must be followed), or -1 when the
-  // piece stays buffered: too small or unaligned, direct writes off, or the file refuses O_DIRECT.
-  // Called with mu_ held; only this thread uses the result, and only while fd has a job pending
-  // (so Drain(fd, true) cannot close it meanwhile).
+  // must be followed), or -1 when the file refuses O_DIRECT. Called with mu_ held, for a Large
+  // piece; only this thread uses the result, and only while fd has a job pending (so Drain(fd,
+  // true) cannot close it meanwhile).
   int DirectFor(const Job& job) {
-    if (!direct_ || job.len < kDirectMin || job.len % kDirectAlign != 0 || job.pos % kDirectAlign != 0) return -1;
-    if (reinterpret_cast<uintptr_t>(job.bytes) % kDirectAlign != 0) return -1;
     auto it = direct_fds_.find(job.fd);
     if (it != direct_fds_.end()) return it->second;
     char path[64];
@@ -342,13 +357,17 @@ class WriteBehind {
       Job job = std::move(queue_.front());
       queue_.pop_front();
       const bool failed_before = fds_[job.fd].error != 0;
-      const int direct = failed_before ? -1 : DirectFor(job);
+      const bool large = !failed_before && Large(job);
+      const int direct = large && mode_.Direct() ? DirectFor(job) : -1;
       lock.unlock();
       int err = 0;
       if (!failed_before) {
         size_t done = 0;
+        const uint64_t t0 = large ? NowNs() : 0;
         if (direct >= 0 && WriteAll(direct, job.bytes, job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
+        const bool wrote_direct = done == job.len;
         if (done < job.len) err = WriteAll(job.fd, job.bytes, job.len, job.pos, &done);
+        if (large && err == 0) mode_.Took(wrote_direct, job.len, NowNs() - t0);
         // Again once the bytes are in the file: a window read meanwhile may hold the old ones.
         Changed();
       }
@@ -374,7 +393,7 @@ class WriteBehind {
   std::deque<Job> queue_;
   std::unordered_map<int, PerFd> fds_;
   std::vector<std::pair<Buffer, size_t>> spare_;
-  const bool direct_;
+  SpoolMode mode_;  // only this class's thread decides and records; others read its counters
   const bool handover_;
   std::unordered_map<int, int> direct_fds_;  // fd -> its O_DIRECT descriptor, -1 when none
   size_t spare_bytes_ = 0;
@@ -391,10 +410,8 @@ WriteBehind& Instance() {
     const char* env = getenv("LAYERFS_WRITE_BEHIND_QUEUE_MIB");
     long mib = env != nullptr ? strtol(env, nullptr, 10) : 32;
     if (mib < 1 || mib > 1024) mib = 32;
-    const char* direct = getenv("LAYERFS_SPOOL_DIRECT");
     const char* handover = getenv("LAYERFS_WRITE_HANDOVER");
-    const auto on = [](const char* v) { return v == nullptr || std::strcmp(v, "0") != 0; };
-    return new WriteBehind(static_cast<size_t>(mib) << 20, on(direct), on(handover));
+    return new WriteBehind(static_cast<size_t>(mib) << 20, handover == nullptr || std::strcmp(handover, "0") != 0);
   }();
   return *wb;
 }
@@ -439,6 +456,18 @@ Napi::Value Pending(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Instance().Pending()));
 }
 
+// writeBehindModes() -> { direct, buffered, switches }: large aligned pieces written each way,
+// and switches of the automatic mode between them, since the process started (spool_mode.h).
+Napi::Value Modes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const SpoolMode& m = Instance().Mode();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("direct", Napi::Number::New(env, static_cast<double>(m.direct_pieces())));
+  out.Set("buffered", Napi::Number::New(env, static_cast<double>(m.buffered_pieces())));
+  out.Set("switches", Napi::Number::New(env, static_cast<double>(m.switches())));
+  return out;
+}
+
 }  // namespace
 
 void InitWriteBehind(Napi::Env env, Napi::Object exports) {
@@ -447,6 +476,7 @@ void InitWriteBehind(Napi::Env env, Napi::Object exports) {
   exports.Set("writeBehindRead", Napi::Function::New<Read>(env, "writeBehindRead"));
   exports.Set("writeBehindChanged", Napi::Function::New<Changed>(env, "writeBehindChanged"));
   exports.Set("writeBehindPending", Napi::Function::New<Pending>(env, "writeBehindPending"));
+  exports.Set("writeBehindModes", Napi::Function::New<Modes>(env, "writeBehindModes"));
 }
 
 }  // namespace layerfs

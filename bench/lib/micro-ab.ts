@@ -1,6 +1,6 @@
 // What the A/B micro benches (bench/micro) share: `--name value` arguments, the scratch
-// directory and the other checkout the twin-daemon benches take, that checkout's Client, and a
-// shell step that must succeed.
+// directory and the other checkout the twin-daemon benches take, that checkout's Client, each
+// side's daemon environment, and a shell step that must succeed.
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -31,4 +31,28 @@ export function sh(cmd: string): string {
   const r = spawnSync('sh', ['-c', cmd], { encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`${cmd}: ${r.stderr}`);
   return r.stdout;
+}
+
+/**
+ * The environment of one side's daemon (`--before-env K=V,K=V`, `--after-env K=V`): a switch to
+ * A/B against the same checkout (`--before .`). Empty when not given.
+ */
+export function sideEnv(side: 'before' | 'after'): [string, string][] {
+  return (arg(`--${side}-env`) ?? '')
+    .split(',')
+    .filter(Boolean)
+    .map((kv) => {
+      const i = kv.indexOf('=');
+      return [kv.slice(0, i), kv.slice(i + 1)] as [string, string];
+    });
+}
+
+/** Runs `fn` (which starts a side's daemon) with `env` added to this process's environment, which the daemon inherits. */
+export async function withEnv<T>(env: [string, string][], fn: () => Promise<T>): Promise<T> {
+  for (const [k, v] of env) process.env[k] = v;
+  try {
+    return await fn();
+  } finally {
+    for (const [k] of env) delete process.env[k];
+  }
 }

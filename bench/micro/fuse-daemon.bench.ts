@@ -8,13 +8,15 @@
 // (new content), then `rm`, commit, the same write again and its commit (content already stored:
 // chunking and hashing only), each commit's SDK wall time and the daemon's CPU over it
 // (/proc/<pid>/stat); at the end each daemon's VmHWM. Needs root (kernel backend) and /dev/fuse.
-//   node --import tsx bench/micro/fuse-daemon.bench.ts --tmp DIR --before DIR [--mib 256] [--write 1024] [--rounds 3]  → JSON lines
+// --before-env / --after-env K=V,K=V: environment of that side's daemon only (with --before ., an
+// A/B of two settings of this checkout).
+//   node --import tsx bench/micro/fuse-daemon.bench.ts --tmp DIR --before DIR [--mib 256] [--write 1024] [--rounds 3] [--before-env K=V] [--after-env K=V]  → JSON lines
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { twinStores } from '../lib/twin-stores.js';
-import { arg, clientOf, scratchAndBefore, sh } from '../lib/micro-ab.js';
+import { arg, clientOf, scratchAndBefore, sh, sideEnv, withEnv } from '../lib/micro-ab.js';
 
 const { tmp, before } = scratchAndBefore();
 const mib = Number(arg('--mib', '256'));
@@ -75,7 +77,7 @@ try {
   ] as const) {
     const client = C.connect(store);
     const at = path.join(tmp, `w-${tag}`);
-    const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
+    const ws = await withEnv(sideEnv(tag), () => client.createWorkspace('main', { at, projection: 'fuse' }));
     sides.push({ tag, client, at, id: ws.id, pid: (await client.daemonStatus())!.pid, figs: {} });
   }
   for (const s of sides) coldRead(path.join(s.at, 'a.bin'));

@@ -20,7 +20,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from '../../lib/sdk/index.js';
 import { twinStores } from '../lib/twin-stores.js';
-import { arg, clientOf, scratchAndBefore, sh } from '../lib/micro-ab.js';
+import { arg, clientOf, scratchAndBefore, sh, sideEnv, withEnv } from '../lib/micro-ab.js';
 
 const { tmp, before } = scratchAndBefore();
 const writeMib = Number(arg('--write', '1024'));
@@ -37,9 +37,6 @@ while True:
     os.write(dst, b)
 if len(sys.argv) > 3: os.fsync(dst)
 os.close(dst)`;
-const envOf = (name: string) => (arg(name) ?? '').split(',').filter(Boolean).map((kv) => kv.split('=') as [string, string]);
-const afterEnv = envOf('--after-env');
-const beforeEnv = envOf('--before-env');
 const BeforeClient = await clientOf(before);
 
 const source = path.join(tmp, 'w.src');
@@ -95,13 +92,10 @@ try {
     [stores[0], 'before', BeforeClient],
     [stores[1], 'after', Client],
   ] as const) {
-    const env = tag === 'after' ? afterEnv : beforeEnv;
-    for (const [k, v] of env) process.env[k] = v;
     const client = C.connect(store);
     const at = path.join(tmp, `w-${tag}`);
-    const ws = await client.createWorkspace('main', { at, projection: 'fuse' });
+    const ws = await withEnv(sideEnv(tag), () => client.createWorkspace('main', { at, projection: 'fuse' }));
     sides.push({ tag, client, file: path.join(at, 'w.bin'), id: ws.id, pid: (await client.daemonStatus())!.pid });
-    for (const [k] of env) delete process.env[k];
   }
   for (let r = 0; r < rounds; r++) {
     const line: Record<string, unknown> = { round: r, load: load() };

@@ -26,7 +26,7 @@ import { wireChanges, wireOutcome } from './outcome.js';
 import { changedMarker } from './protocol.js';
 import { Overlay } from './overlay.js';
 import { CommitCell } from './overlay-commit.js';
-import { deferSpoolRemoval, spoolFactory, spoolTrashSize, takeSpoolTrash } from './spool.js';
+import { deferSpoolRemoval, spoolFactory, spoolTrashDue, spoolTrashSize, takeSpoolTrash } from './spool.js';
 import { spoolReserve } from './spool-reserve.js';
 
 const port = parentPort!;
@@ -36,10 +36,14 @@ const hex = (h: string) => Buffer.from(h, 'hex');
 const E = constants.errno;
 const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0] ?? `errno ${e}`;
 
+/** Closed spool files are removed by the daemon's thread (spool.ts): many at a time, or a large one at once. */
+function discardSpools(): void {
+  if (spoolTrashDue()) post({ type: 'discard', paths: takeSpoolTrash() });
+}
+
 /** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
 function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string, reader: RequestReader): void {
-  // Closed spool files are removed by the daemon's thread (spool.ts), a batch at a time.
-  if (spoolTrashSize() >= 256) post({ type: 'discard', paths: takeSpoolTrash() });
+  discardSpools();
   for (;;) {
     const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
     if (!m) return;
@@ -140,6 +144,9 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       else if (first) proto.handle(req);
       messages();
       if (!first && !(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
+      // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
+      // when the next request comes.
+      discardSpools();
       // Requests held during a commit come after the one read before it.
       if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
       if (!proto.initialized) continue;

@@ -4,7 +4,7 @@
  * budget is used up. Each byte stays at its own offset (lib/fuse/content.ts explains why).
  */
 import { spawn } from 'node:child_process';
-import { closeSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
+import { closeSync, fstatSync, ftruncateSync, openSync, readdirSync, renameSync, unlinkSync, writeSync, constants as fsc } from 'node:fs';
 import { unlink } from 'node:fs/promises';
 import { constants as osc } from 'node:os';
 import { join } from 'node:path';
@@ -238,11 +238,22 @@ export class Spool implements SpoolLike {
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    openSpools.delete(this);
     if (trash) {
+      // Only a file still open is measured (a stat each of thousands of closed ones would cost
+      // more than their removal): a large file just written and deleted always is.
+      const fd = openSpools.peek(this);
+      if (fd !== undefined) {
+        try {
+          trashBytes += fstatSync(fd).size;
+        } catch {
+          /* measured as 0 */
+        }
+      }
+      openSpools.delete(this);
       trash.push(this.path);
       return;
     }
+    openSpools.delete(this);
     try {
       unlinkSync(this.path);
     } catch {
@@ -258,6 +269,13 @@ export class Spool implements SpoolLike {
  * which removes them in the background (removeSpoolFiles).
  */
 let trash: string[] | null = null;
+/** Bytes of the trashed files that were open when closed (the others count 0). */
+let trashBytes = 0;
+
+/** Closed spool files are handed over for removal once this many wait… */
+const TRASH_FILES = 256;
+/** …or once those still open when closed held this many bytes. */
+const TRASH_BYTES = 1 << 20;
 
 /** From now on this thread leaves closed spool files for takeSpoolTrash(). */
 export function deferSpoolRemoval(): void {
@@ -269,11 +287,20 @@ export function spoolTrashSize(): number {
   return trash?.length ?? 0;
 }
 
+/**
+ * Whether the closed spool files should be removed now: many of them, or a large one (a file
+ * deleted in the Workspace keeps its disk space, and its page cache, until its spool is removed).
+ */
+export function spoolTrashDue(): boolean {
+  return trash !== null && trash.length > 0 && (trash.length >= TRASH_FILES || trashBytes >= TRASH_BYTES);
+}
+
 /** The closed spool files waiting for removal (the list starts empty again). */
 export function takeSpoolTrash(): string[] {
   if (!trash || trash.length === 0) return [];
   const out = trash;
   trash = [];
+  trashBytes = 0;
   return out;
 }
 

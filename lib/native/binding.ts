@@ -193,6 +193,7 @@ export interface NativeBinding {
   writeBehindChanged(): void;
   /** Bytes queued and not yet written (all descriptors). */
   writeBehindPending(): number;
+  writeBehindModes(): { direct: number; buffered: number; switches: number };
   /** A file writer with `threads` background threads and at most `limit` bytes queued. */
   fileWriterOpen(threads: number, limit: number): unknown;
   /** Queues a file to create at `path` with the concatenated `pieces`: true once queued, false after a failure. */

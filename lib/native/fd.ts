@@ -129,3 +129,8 @@ export function writeBehindChanged(): void {
 export function writeBehindPending(): number {
   return native.writeBehindPending();
 }
+
+/** Large aligned spool pieces written with O_DIRECT and through the page cache, and the automatic mode's switches between them, since the process started (native/spool_mode.h). */
+export function writeBehindModes(): { direct: number; buffered: number; switches: number } {
+  return native.writeBehindModes();
+}

@@ -7,18 +7,23 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, constants as fsc, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { closeSync, constants as fsc, mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { open as openFile, readFile } from 'node:fs/promises';
 import { constants, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LayerFsError } from '../../lib/errors.js';
-import type { Client } from '../../lib/sdk/index.js';
 import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
 import { Overlay } from '../../lib/fuse/overlay.js';
 import { commitFuse } from '../../lib/fuse/index.js';
 import { chunkAndHash, readChunks, writeBehind, writeBehindDrain, writeBehindPending, writeBehindRead } from '../../lib/native/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { errnoOf, setupStore, withMount } from './helpers.js';
+import { directDescriptors, fileSpooledOverlay } from './spool-helpers.js';
+
+// Large aligned pieces go to the spool with O_DIRECT only when $LAYERFS_SPOOL_DIRECT is 1 (the
+// addon reads it at its first write-behind, after these imports): this file checks that mode, and
+// its daemons inherit it; every other test file runs the buffered default.
+process.env.LAYERFS_SPOOL_DIRECT = '1';
 
 const E = constants.errno;
 const fromHex = (h: string) => Buffer.from(h, 'hex');
@@ -65,12 +70,6 @@ test('read-after-write through a mount: pages still queued read back as written'
 });
 
 /** An overlay on Branch main whose spools are always files in `spoolDir` (memory budget 0). */
-function fileSpooledOverlay(store: Store, client: Client, spoolDir: string): Overlay {
-  const info = client.branch('main');
-  const head = info.headCommitId;
-  return new Overlay(store, fromHex(info.rootId), { branchId: fromHex(info.id), expectedHead: head ? fromHex(head) : null, expectedBase: fromHex(info.baseLayerId) }, { spoolDir, memoryBudget: 0 });
-}
-
 test('a failed background write is sticky: flush, write and read report it, the commit refuses the file', { skip: !isRoot && 'mounts a tmpfs (root)' }, async () => {
   const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
   const spoolDir = join(dir, 'spool');
@@ -136,21 +135,6 @@ test('flush of a read-only handle and of a file without spool answers at once', 
   }
 });
 
-/** Descriptors of this process open with O_DIRECT on a file under `dir` (from /proc/self/fdinfo). */
-function directDescriptors(dir: string): string[] {
-  const out: string[] = [];
-  for (const fd of readdirSync('/proc/self/fd')) {
-    try {
-      const target = readlinkSync(`/proc/self/fd/${fd}`);
-      const flags = /flags:\s+([0-7]+)/.exec(readFileSync(`/proc/self/fdinfo/${fd}`, 'utf8'))?.[1];
-      if (target.startsWith(dir) && flags !== undefined && (parseInt(flags, 8) & O_DIRECT) !== 0) out.push(target);
-    } catch {
-      /* closed meanwhile */
-    }
-  }
-  return out;
-}
-const O_DIRECT = 0o40000;
 
 test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffered ones; the direct descriptor closes with the spool', async () => {
   const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
