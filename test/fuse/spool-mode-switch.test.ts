@@ -5,25 +5,17 @@
 // written. spool-mode.test.ts checks the page-cache side.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
-import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
+import { ROOT_SERIAL } from '../../lib/store/index.js';
 import { writeBehindModes } from '../../lib/native/index.js';
 import { seededBytes } from '../helpers/tmp.js';
-import { setupStore } from './helpers.js';
-import { directDescriptors, fileSpooledOverlay } from './spool-helpers.js';
+import { assertWrittenAndCommitted, directDescriptors, withSpooledOverlay } from './spool-helpers.js';
 
 // Read by the addon at its first write-behind, after these imports.
 process.env.LAYERFS_SPOOL_SLOW_NS_PER_MIB = '1';
 
 test('automatic mode, page cache slow: pieces switch to O_DIRECT, probes stay buffered; read back and committed as written', async () => {
   assert.equal(process.env.LAYERFS_SPOOL_DIRECT, undefined, 'this file checks the automatic mode');
-  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-spool-');
-  const spoolDir = join(dir, 'spool');
-  mkdirSync(spoolDir);
-  const store = Store.open(storePath);
-  try {
-    const ov = fileSpooledOverlay(store, client, spoolDir);
+  await withSpooledOverlay('layerfs-spool-', (ov, spoolDir) => {
     const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
     const size = 40 << 20;
     const model = seededBytes(81, size);
@@ -43,20 +35,11 @@ test('automatic mode, page cache slow: pieces switch to O_DIRECT, probes stay bu
     assert.ok(m.buffered >= 2, `the first piece and probes went through the page cache (${JSON.stringify(m)})`);
     assert.equal(m.direct + m.buffered, 40, 'every 1 MiB piece counted once');
     assert.equal(directDescriptors(spoolDir).length, 1, 'the spool has its O_DIRECT descriptor');
-    // Reads of a file with O_DIRECT pieces go O_DIRECT through windows; its buffered pieces must show.
+    // Reads of a file with O_DIRECT pieces go O_DIRECT through windows, 64 KiB at a time here;
+    // its buffered pieces must show.
     const back = Buffer.alloc(size);
     for (let pos = 0; pos < size; pos += 64 << 10) assert.equal(ov.read(fh, back.subarray(pos), 64 << 10, pos), 64 << 10);
-    assert.ok(back.equals(model), 'read back as written');
-    ov.release(fh);
-    assert.equal(ov.commitSync().outcome, 'Created');
-    const ro = ov.open(serial, 0);
-    const stored = Buffer.alloc(size);
-    assert.equal(ov.read(ro, stored, size, 0), size);
-    ov.release(ro);
-    assert.ok(stored.equals(model), 'committed as written');
-    assert.equal(client.verify().ok, true);
-  } finally {
-    store.close();
-    client.close();
-  }
+    assert.ok(back.equals(model), 'read back in pieces as written');
+    assertWrittenAndCommitted(ov, serial, fh, model);
+  });
 });

@@ -7,12 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { ROOT_SERIAL, Store } from '../../lib/store/index.js';
+import { ROOT_SERIAL } from '../../lib/store/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { ok, setupStore, withMount } from './helpers.js';
-import { directDescriptors, fileSpooledOverlay } from './spool-helpers.js';
+import { assertWrittenAndCommitted, directDescriptors, withSpooledOverlay } from './spool-helpers.js';
 import { writeBehindModes } from '../../lib/native/index.js';
 
 // Read by the addon at its first write-behind, after these imports; the mount's daemon inherits it.
@@ -25,12 +25,7 @@ function residentBytes(path: string): number {
 
 test('automatic mode, page cache fast: large aligned pieces reach the spool through its page cache; read back and committed as written', async () => {
   assert.equal(process.env.LAYERFS_SPOOL_DIRECT, undefined, 'this file checks the automatic mode');
-  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-spool-');
-  const spoolDir = join(dir, 'spool');
-  mkdirSync(spoolDir);
-  const store = Store.open(storePath);
-  try {
-    const ov = fileSpooledOverlay(store, client, spoolDir);
+  await withSpooledOverlay('layerfs-spool-', (ov, spoolDir) => {
     const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
     const size = 8 << 20;
     const model = seededBytes(71, size);
@@ -41,21 +36,8 @@ test('automatic mode, page cache fast: large aligned pieces reach the spool thro
     const files = readdirSync(spoolDir).filter((f) => !f.startsWith('.'));
     assert.equal(files.length, 1, 'one spool file');
     assert.equal(residentBytes(join(spoolDir, files[0]!)), size, 'every written page is in the page cache');
-    const back = Buffer.alloc(size);
-    assert.equal(ov.read(fh, back, size, 0), size);
-    assert.ok(back.equals(model), 'read back as written');
-    ov.release(fh);
-    assert.equal(ov.commitSync().outcome, 'Created');
-    const ro = ov.open(serial, 0);
-    const stored = Buffer.alloc(size);
-    assert.equal(ov.read(ro, stored, size, 0), size);
-    ov.release(ro);
-    assert.ok(stored.equals(model), 'committed as written');
-    assert.equal(client.verify().ok, true);
-  } finally {
-    store.close();
-    client.close();
-  }
+    assertWrittenAndCommitted(ov, serial, fh, model);
+  });
 });
 
 test('a large file deleted in a mount has its spool file removed within seconds, with no commit or status', async () => {

@@ -18,7 +18,7 @@ import { commitFuse } from '../../lib/fuse/index.js';
 import { chunkAndHash, readChunks, writeBehind, writeBehindDrain, writeBehindPending, writeBehindRead } from '../../lib/native/index.js';
 import { seededBytes } from '../helpers/tmp.js';
 import { errnoOf, setupStore, withMount } from './helpers.js';
-import { directDescriptors, fileSpooledOverlay } from './spool-helpers.js';
+import { assertWrittenAndCommitted, directDescriptors, fileSpooledOverlay, withSpooledOverlay } from './spool-helpers.js';
 
 // Large aligned pieces go to the spool with O_DIRECT only when $LAYERFS_SPOOL_DIRECT is 1 (the
 // addon reads it at its first write-behind, after these imports): this file checks that mode, and
@@ -137,12 +137,7 @@ test('flush of a read-only handle and of a file without spool answers at once', 
 
 
 test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffered ones; the direct descriptor closes with the spool', async () => {
-  const { dir, storePath, client } = await setupStore(() => {}, 'layerfs-wb-');
-  const spoolDir = join(dir, 'spool');
-  mkdirSync(spoolDir);
-  const store = Store.open(storePath);
-  try {
-    const ov = fileSpooledOverlay(store, client, spoolDir);
+  await withSpooledOverlay('layerfs-wb-', (ov, spoolDir) => {
     const { serial, fh } = ov.create(ROOT_SERIAL, Buffer.from('big.bin'), 0o644);
     const size = 6 << 20;
     const model = seededBytes(31, size);
@@ -159,25 +154,9 @@ test('large aligned pieces reach the spool file with O_DIRECT, mixed with buffer
     // Past the end, aligned: the file grows by a direct write after a hole.
     const tail = seededBytes(50, 512 << 10);
     ov.write(fh, tail, size + (1 << 20));
-    const want = Buffer.concat([model, Buffer.alloc(1 << 20), tail]);
-    const back = Buffer.alloc(want.length);
-    assert.equal(ov.read(fh, back, want.length, 0), want.length);
-    assert.ok(back.equals(want), 'read back as written');
-    ov.release(fh);
-    const c = ov.commitSync();
-    assert.equal(c.outcome, 'Created');
-    assert.equal(ov.getattr(serial).size, want.length);
-    const ro = ov.open(serial, fsc.O_RDONLY);
-    const stored = Buffer.alloc(want.length);
-    assert.equal(ov.read(ro, stored, want.length, 0), want.length);
-    ov.release(ro);
-    assert.ok(stored.equals(want), 'committed content as written');
+    assertWrittenAndCommitted(ov, serial, fh, Buffer.concat([model, Buffer.alloc(1 << 20), tail]));
     assert.deepEqual(directDescriptors(spoolDir), [], 'no O_DIRECT descriptor left once the spool is gone');
-    assert.equal(client.verify().ok, true);
-  } finally {
-    store.close();
-    client.close();
-  }
+  });
 });
 
 test('a file written with O_DIRECT reads back through the read-ahead: windowed 64 KiB reads across slots, a write between reads, a jump back; readChunks; nothing stays open', async () => {
