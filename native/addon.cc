@@ -1,5 +1,7 @@
 // Module entry: registers every binding and reports how BLAKE3 will dispatch.
 #include <cstddef>
+#include <cstdint>
+#include <ctime>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -75,6 +77,17 @@ Napi::Value MallocStats(const Napi::CallbackInfo& info) {
 #endif
 }
 
+// realtimeNs() → the wall clock (CLOCK_REALTIME) in ns, a BigInt: the times a FUSE Workspace
+// stamps on its files. Not performance.timeOrigin + performance.now(): that is the wall clock at
+// the thread's start plus the monotonic clock since, which falls behind by as long as the machine
+// slept (the monotonic clock stops in suspend) and misses every step of the wall clock, and the
+// daemon lives for days.
+Napi::Value RealtimeNs(const Napi::CallbackInfo& info) {
+  struct timespec t {};
+  clock_gettime(CLOCK_REALTIME, &t);
+  return Napi::BigInt::New(info.Env(), static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec);
+}
+
 }  // namespace
 
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
@@ -97,6 +110,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
+  exports.Set("realtimeNs", Napi::Function::New(env, RealtimeNs, "realtimeNs"));
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());
   return exports;

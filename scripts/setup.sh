@@ -25,6 +25,7 @@ packages=(
   "libclang-rt-14-dev  libFuzzer's runtime for clang 14"
   "libzstd1     zstd's dictionary builder (ZDICT), loaded by db repack to train a Store's dictionary"
   "binutils     nm: the test that the addon exports only its entry points"
+  "libfaketime  the test that a FUSE Workspace stamps the wall clock after it steps (the daemon under LD_PRELOAD)"
 )
 
 need=()

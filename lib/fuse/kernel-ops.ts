@@ -8,6 +8,7 @@ import { E, FsError } from './errno.js';
 import { kernelFeatures } from './kernel-features.js';
 import { passthrough } from './kernel-passthrough.js';
 import { NAME_MAX, RENAME_EXCHANGE, RENAME_NOREPLACE, type Attr, type Overlay } from './overlay.js';
+import { nowNs } from './overlay-nodes.js';
 import {
   ENTRY_OUT,
   FATTR_ATIME,
@@ -37,7 +38,6 @@ import {
   Op,
   wantedFlags,
   cstr,
-  nowNs,
   r64,
   readTime,
   u64,

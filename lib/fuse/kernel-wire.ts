@@ -222,6 +222,3 @@ export function cstr(b: Buffer, off: number, end: number): { s: Buffer; next: nu
   return { s: b.subarray(off, i), next: i + 1 };
 }
 
-export function nowNs(): bigint {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
-}

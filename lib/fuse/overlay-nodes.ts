@@ -9,6 +9,7 @@
  */
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
+import { realtimeNs } from '../native/info.js';
 import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store, type Xattr } from '../store/index.js';
 import { ContentCache, FileData } from './content.js';
 import { fail } from './errno.js';
@@ -183,9 +184,8 @@ export function parentsOf(r: Inode): readonly number[] {
   return r.parents ? parentList(r.parents.length > 1 ? [...r.parents] : r.parents) : NO_PARENTS;
 }
 
-export function nowNs(): bigint {
-  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
-}
+/** Now, for a file's times: the wall clock (native/addon.cc says why not performance.now()). */
+export const nowNs: () => bigint = realtimeNs;
 
 export function key(name: Buffer): string {
   return name.toString('latin1');

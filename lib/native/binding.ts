@@ -244,6 +244,7 @@ export interface NativeBinding {
   mallocTrim(): boolean;
   mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
+  realtimeNs(): bigint;
   version: string;
   blake3Version: string;
 }

@@ -24,6 +24,11 @@ export function mallocTrim(): boolean {
   return native.mallocTrim();
 }
 
+/** The wall clock (CLOCK_REALTIME), ns: what a file's times are stamped with (addon.cc says why not performance.now()). */
+export function realtimeNs(): bigint {
+  return native.realtimeNs();
+}
+
 /** glibc's heap figures (mallinfo2), bytes; null without glibc (diagnostics). */
 export function mallocStats(): MallocStats | null {
   return native.mallocStats();

@@ -7,7 +7,7 @@
 // One python process per (directory, user) runs all assertions: ~2,500 in a few seconds each.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { chmod, mkdir } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { dirname, join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { commitFuse, type Backend } from '../../lib/fuse/index.js';
 import { FEATURES_ENV } from '../../lib/fuse/kernel-features.js';
+import { daemonPaths } from '../../lib/fuse/protocol.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { run, setupStore, withMount, type RunResult } from '../fuse/helpers.js';
@@ -122,8 +123,15 @@ for (const features of ['', '+writeback', '-directwrite']) {
       else process.env[FEATURES_ENV] = before;
     }
     assertStoreIntact(s.storePath);
-    assert.deepEqual(failures, [], `differences from the plain directory:\n${failures.join('\n')}`);
+    assert.deepEqual(failures, [], `differences from the plain directory:\n${failures.join('\n')}${daemonNotes(s.storePath)}`);
   });
+}
+
+/** What the daemon logged of its kernel notifications (a late one leaves the kernel's cached times), for a failure's report. */
+function daemonNotes(storePath: string): string {
+  const log = daemonPaths(storePath).log;
+  const lines = existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter((l) => /invalidation/.test(l)) : [];
+  return `\ndaemon log, invalidations: ${lines.length === 0 ? 'none late' : lines.slice(-5).join('\n')}`;
 }
 
 // An ordinary user's daemon (uid 4242, mounting through fusermount3 with allow_other where
