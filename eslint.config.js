@@ -50,6 +50,14 @@ function restrictionsFor(folder) {
   return ['error', { patterns, paths }];
 }
 
+// Durations and deadlines run on the monotonic clock: the wall clock steps (NTP, a resume from
+// suspend), which cut a wait short or stretched it by the step. Date.now() stays for the times
+// that are stored or compared with files' times, never in arithmetic of its own.
+const wallClockArithmetic = {
+  selector: "BinaryExpression > CallExpression[callee.object.name='Date'][callee.property.name='now']",
+  message: 'durations and deadlines use performance.now() (the wall clock steps); keep Date.now() for stored times.',
+};
+
 export default tseslint.config(
   { ignores: ['dist/**', 'build/**', 'node_modules/**', 'prebuilds/**', 'bench/.fixtures/**', 'bench/.out/**'] },
   ...tseslint.configs.recommended,
@@ -63,12 +71,13 @@ export default tseslint.config(
     files: [`lib/${folder}/**/*.ts`, `lib/${folder}.ts`],
     rules: { 'no-restricted-imports': restrictionsFor(folder) },
   })),
+  { files: ['lib/**/*.ts'], rules: { 'no-restricted-syntax': ['error', wallClockArithmetic] } },
   {
     // The tiers above the tables' owners reach rows only through the owners' functions
     // (scripts/lint-tables.mjs checks the SQL; this keeps them off the connection itself).
     files: ['lib/fuse/**/*.ts', 'lib/sdk/**/*.ts', 'lib/cli/**/*.ts'],
     rules: {
-      'no-restricted-syntax': ['error', { selector: "MemberExpression[property.name='db']", message: 'no SQLite connection above lib/workspace: call a function of the folder that owns the table (docs/ARCHITECTURE.md).' }],
+      'no-restricted-syntax': ['error', wallClockArithmetic, { selector: "MemberExpression[property.name='db']", message: 'no SQLite connection above lib/workspace: call a function of the folder that owns the table (docs/ARCHITECTURE.md).' }],
     },
   },
   {

@@ -248,13 +248,13 @@ function daemonEntry(): string {
 /** Status of the running daemon, or null when none runs. */
 export async function daemonStatus(storePath: string): Promise<DaemonStatus | null> {
   // A daemon that is stopping answers nothing useful: wait until it is gone.
-  const deadline = Date.now() + 20_000;
+  const deadline = performance.now() + 20_000;
   for (;;) {
     try {
       return await request<DaemonStatus>(storePath, { op: 'status' }, { timeoutMs: 30_000 });
     } catch (e) {
       if (e instanceof LayerFsError && e.code === 'ERR_NOT_FOUND') return null;
-      if (!isStopping(e) || Date.now() > deadline) throw e;
+      if (!isStopping(e) || performance.now() > deadline) throw e;
       await sleep(50);
     }
   }
@@ -292,12 +292,12 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   const started = child;
   let exited = false;
   started.once('exit', () => (exited = true));
-  const deadline = Date.now() + (opts.startTimeoutMs ?? 300_000);
-  for (let wait = 20, after = Infinity; Date.now() < Math.min(deadline, after); wait = Math.min(wait * 2, 250)) {
+  const deadline = performance.now() + (opts.startTimeoutMs ?? 300_000);
+  for (let wait = 20, after = Infinity; performance.now() < Math.min(deadline, after); wait = Math.min(wait * 2, 250)) {
     await sleep(wait);
     const st = await daemonStatus(storePath).catch(() => null);
     if (st) return st;
-    if (exited && after === Infinity) after = Date.now() + 5_000;
+    if (exited && after === Infinity) after = performance.now() + 5_000;
   }
   throw new LayerFsError('ERR_NATIVE', `the mount daemon did not start in time`, { path: paths.log, hint: `see ${paths.log}` });
 }
@@ -339,8 +339,8 @@ export async function stopDaemon(storePath: string, opts: { discard?: boolean; w
     r = { outcome: 'Stopped', unmounted: [] };
   }
   if (r.outcome === 'Stopped') {
-    const deadline = Date.now() + (opts.waitMs ?? 15_000);
-    while (Date.now() < deadline && alive(st.pid)) await sleep(20);
+    const deadline = performance.now() + (opts.waitMs ?? 15_000);
+    while (performance.now() < deadline && alive(st.pid)) await sleep(20);
   }
   return r;
 }

@@ -130,14 +130,14 @@ export class Daemon {
 
   /** Takes the per-Store lock, waiting a little for a predecessor that is on its way out. */
   private async takeLock(waitMs = 5000): Promise<boolean> {
-    const deadline = Date.now() + waitMs;
+    const deadline = performance.now() + waitMs;
     const fd = openPrivateFile(this.paths.lock, fsc.O_RDWR | fsc.O_CREAT);
     for (;;) {
       if (fdLock(fd)) {
         this.lockFd = fd;
         return true;
       }
-      if (Date.now() > deadline) {
+      if (performance.now() > deadline) {
         closeSync(fd);
         return false;
       }

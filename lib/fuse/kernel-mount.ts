@@ -143,14 +143,14 @@ const PROGRESS_CPU_US = 50_000;
  */
 function untilStalled(): { done: Promise<string>; cancel: () => void } {
   let timer: NodeJS.Timeout | undefined;
-  const start = Date.now();
+  const start = performance.now();
   const done = new Promise<string>((resolve) => {
     let cpu = process.cpuUsage();
     const check = (): void => {
       const used = process.cpuUsage(cpu);
       cpu = process.cpuUsage();
       if (used.user + used.system < PROGRESS_CPU_US) return resolve(`no progress in ${STALL_MS / 1000} s`);
-      if (Date.now() - start >= MOUNT_LIMIT_MS) return resolve(`not ready after ${MOUNT_LIMIT_MS / 1000} s`);
+      if (performance.now() - start >= MOUNT_LIMIT_MS) return resolve(`not ready after ${MOUNT_LIMIT_MS / 1000} s`);
       timer = setTimeout(check, STALL_MS).unref();
     };
     timer = setTimeout(check, STALL_MS).unref();

@@ -187,7 +187,7 @@ export class ReaderPool {
    */
   notify(fd: number, messages: Buffer[], waitMs = 200): boolean {
     let r = this.pick();
-    for (const until = Date.now() + 10_000; !r && this.readers.some((x) => Atomics.load(x.ctl, STATE) === LOADING) && Date.now() < until; r = this.pick()) {
+    for (const until = performance.now() + 10_000; !r && this.readers.some((x) => Atomics.load(x.ctl, STATE) === LOADING) && performance.now() < until; r = this.pick()) {
       Atomics.wait(this.readers[0]!.ctl, STATE, LOADING, 20);
     }
     if (!r) return false;
@@ -195,11 +195,11 @@ export class ReaderPool {
     r.notifying = true;
     this.push(r, (f, at) => (f[at + 4] = fd), KIND_NOTIFY);
     const mine = Atomics.load(r.ctl, TAIL);
-    const until = Date.now() + waitMs;
+    const until = performance.now() + waitMs;
     for (;;) {
       const head = Atomics.load(r.ctl, HEAD);
       if (((mine - head) | 0) <= 0) return true;
-      const left = until - Date.now();
+      const left = until - performance.now();
       if (left <= 0 || Atomics.load(r.ctl, STATE) === GONE) return false;
       Atomics.wait(r.ctl, HEAD, head, left);
     }
@@ -207,11 +207,11 @@ export class ReaderPool {
 
   /** Waits until every handed request is answered (bounded: a reader stuck in a dead connection fails fast). */
   drain(timeoutMs = 10_000): void {
-    const until = Date.now() + timeoutMs;
+    const until = performance.now() + timeoutMs;
     for (const r of this.readers) {
       for (;;) {
         const head = Atomics.load(r.ctl, HEAD);
-        if (head === Atomics.load(r.ctl, TAIL) || Atomics.load(r.ctl, STATE) === GONE || Date.now() > until) break;
+        if (head === Atomics.load(r.ctl, TAIL) || Atomics.load(r.ctl, STATE) === GONE || performance.now() > until) break;
         Atomics.wait(r.ctl, HEAD, head, 50);
       }
     }

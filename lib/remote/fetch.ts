@@ -174,7 +174,7 @@ function sameId(a: Buffer | null, b: Buffer | null): boolean {
 }
 
 export async function fetchRemote(store: Store, conn: RemoteConnection, opts: TransferOptions & { layerStack?: string } = {}): Promise<FetchResult> {
-  const t0 = Date.now();
+  const t0 = performance.now();
   const s = await snapshot(conn, opts.layerStack);
   checkIds(s, conn.name);
   const known = knownHistory(store);
@@ -195,5 +195,5 @@ export async function fetchRemote(store: Store, conn: RemoteConnection, opts: Tr
   } finally {
     store.db.pragma(`wal_autocheckpoint = ${pages}`);
   }
-  return { remote: conn.name, ...applied, transfer, ms: Date.now() - t0 };
+  return { remote: conn.name, ...applied, transfer, ms: Math.round(performance.now() - t0) };
 }

@@ -220,13 +220,13 @@ function resolvePushRef(store: Store, ref: string): { stack: LayerStackRow; bran
  * MAX_PUSH_RECONCILES times.
  */
 export async function pushRef(store: Store, conn: RemoteConnection, ref: string, opts: PushOptions = {}): Promise<PushResult> {
-  const t0 = Date.now();
+  const t0 = performance.now();
   let reconciled: PushReconciliation | undefined;
   for (let attempt = 0; ; attempt++) {
     let lost: LayerFsError;
     try {
       const r = await pushOnce(store, conn, ref, opts);
-      return reconciled ? { ...r, reconciled: { ...reconciled, ms: Date.now() - t0 }, ms: Date.now() - t0 } : r;
+      return reconciled ? { ...r, reconciled: { ...reconciled, ms: Math.round(performance.now() - t0) }, ms: Math.round(performance.now() - t0) } : r;
     } catch (e) {
       if (!(e instanceof LayerFsError) || e.code !== 'ERR_HEAD_MOVED' || opts.strict || attempt >= MAX_PUSH_RECONCILES) throw e;
       lost = e;
@@ -238,7 +238,7 @@ export async function pushRef(store: Store, conn: RemoteConnection, ref: string,
     const after = store.read(() => resolvePushRef(store, ref));
     if (r.outcome === 'Replayed' && sameId(after.branch!.headCommitId, branch.headCommitId) && after.stack.headLayerId.equals(stack.headLayerId)) throw lost;
     if (r.outcome === 'Conflicted') {
-      return { ref, kind: 'branch', outcome: 'Conflicted', head: r.remoteHead, conflicts: r.conflicts, layersSent: 0, commitsSent: 0, transfer: emptyStats(), ms: Date.now() - t0 };
+      return { ref, kind: 'branch', outcome: 'Conflicted', head: r.remoteHead, conflicts: r.conflicts, layersSent: 0, commitsSent: 0, transfer: emptyStats(), ms: Math.round(performance.now() - t0) };
     }
     reconciled = { attempts: attempt + 1, replayed: r.replayed, merged: [...new Set([...(reconciled?.merged ?? []), ...r.merged])], ms: 0 };
   }
@@ -249,7 +249,7 @@ function emptyStats(): TransferStats {
 }
 
 async function pushOnce(store: Store, conn: RemoteConnection, ref: string, opts: TransferOptions): Promise<PushResult> {
-  const t0 = Date.now();
+  const t0 = performance.now();
   const { stack, branch } = store.read(() => resolvePushRef(store, ref));
   const upTo = store.read(() => listLayers(store, stack.id).find((l) => l.id.equals(branch ? branch.baseLayerId : stack.headLayerId))!);
   const remote = await readRemoteRows(conn, stack, upTo, branch);
@@ -283,7 +283,7 @@ async function pushOnce(store: Store, conn: RemoteConnection, ref: string, opts:
     layersSent: sp.send.length,
     commitsSent: bp?.send.length ?? 0,
     transfer,
-    ms: Date.now() - t0,
+    ms: Math.round(performance.now() - t0),
   };
 }
 

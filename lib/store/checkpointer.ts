@@ -253,8 +253,8 @@ export class Checkpointer {
     Atomics.store(this.ctl, CLOSE, 1);
     Atomics.add(this.ctl, WAKE, 1);
     Atomics.notify(this.ctl, WAKE);
-    const deadline = Date.now() + CLOSE_WAIT_MS;
-    while (Atomics.load(this.ctl, CLOSED) === 0 && Date.now() < deadline) Atomics.wait(this.ctl, CLOSED, 0, 1000);
+    const deadline = performance.now() + CLOSE_WAIT_MS;
+    while (Atomics.load(this.ctl, CLOSED) === 0 && performance.now() < deadline) Atomics.wait(this.ctl, CLOSED, 0, 1000);
     this.worker = null;
   }
 }

@@ -289,7 +289,7 @@ function pidsIn(dir: string): number[] {
 
 /** SIGKILLs every process in the set (and its children cgroups); resolves once they are gone. */
 export async function killAll(set: CgroupSet, timeoutMs = 5000): Promise<number> {
-  const deadline = Date.now() + timeoutMs;
+  const deadline = performance.now() + timeoutMs;
   let killed = 0;
   for (;;) {
     const pids = [...new Set(set.dirs.flatMap(pidsIn))];
@@ -302,7 +302,7 @@ export async function killAll(set: CgroupSet, timeoutMs = 5000): Promise<number>
         // gone already
       }
     }
-    if (Date.now() > deadline) return killed;
+    if (performance.now() > deadline) return killed;
     await sleep(20);
   }
 }

@@ -40,7 +40,7 @@ export function watchDisk(workspace: string, limitBytes: number, leaf: CgroupSet
   let timer: NodeJS.Timeout | null = null;
   const state = { exceeded: false, peakBytes: 0 };
   const tick = async () => {
-    const t0 = Date.now();
+    const t0 = performance.now();
     const used = await measure(workspace);
     if (stopped) return;
     if (used !== null) {
@@ -51,7 +51,7 @@ export function watchDisk(workspace: string, limitBytes: number, leaf: CgroupSet
         return;
       }
     }
-    timer = setTimeout(() => void tick(), Math.max(WATCH_MS, 4 * (Date.now() - t0)));
+    timer = setTimeout(() => void tick(), Math.max(WATCH_MS, 4 * (performance.now() - t0)));
     timer.unref();
   };
   void tick();

@@ -167,7 +167,7 @@ export async function runExecution(req: ExecRequest): Promise<ExecutionInfo> {
   const { id, dir } = newRecordDir(r.stateDir);
   const launch = launchOf(r, id, dir);
   const [program, ...args] = (launch?.argv ?? r.argv) as [string, ...string[]];
-  const startMs = Date.now();
+  const startMs = performance.now();
   let child: ChildProcess;
   try {
     child = spawn(program, args, { cwd: r.cwd, env: launch?.env ?? r.env, stdio: 'inherit' });
@@ -317,7 +317,7 @@ export async function stopExecution(stateDir: string, id: string, opts: { graceM
   if (first.state !== 'running') return { outcome: 'AlreadyEnded', info: first };
   createJsonOnce(dir, STOP, { requestedAt: new Date().toISOString(), by: processRef(process.pid) });
 
-  const graceEnds = Date.now() + graceMs;
+  const graceEnds = performance.now() + graceMs;
   let giveUpAt = Infinity;
   let sent: NodeJS.Signals | null = null;
   let pgid: number | null = null;
@@ -339,21 +339,21 @@ export async function stopExecution(stateDir: string, id: string, opts: { graceM
       if (sent === null) {
         sendSignal(target, 'SIGTERM', meta.pgid !== null);
         sent = 'SIGTERM';
-      } else if (sent === 'SIGTERM' && Date.now() >= graceEnds) {
+      } else if (sent === 'SIGTERM' && performance.now() >= graceEnds) {
         sendSignal(target, 'SIGKILL', meta.pgid !== null);
         sent = 'SIGKILL';
-        giveUpAt = Date.now() + AFTER_KILL_MS;
+        giveUpAt = performance.now() + AFTER_KILL_MS;
       }
     } else if (meta.command === null && giveUpAt === Infinity) {
       // Not started yet: the supervisor sees stop.json and does not start it.
       giveUpAt = graceEnds + AFTER_KILL_MS;
     }
-    if (Date.now() > giveUpAt) break;
+    if (performance.now() > giveUpAt) break;
     await sleep(STOP_POLL_MS);
   }
   // What the command left in its group (background children) gets the rest of the grace, then SIGKILL.
   if (pgid !== null) {
-    while (groupAlive(pgid) && Date.now() < graceEnds) await sleep(STOP_POLL_MS);
+    while (groupAlive(pgid) && performance.now() < graceEnds) await sleep(STOP_POLL_MS);
     if (groupAlive(pgid)) sendSignal(pgid, 'SIGKILL', true);
   }
   return { outcome: 'Stopped', info: infoOf(dir) };

@@ -205,7 +205,7 @@ export async function sandboxExit(
   startMs: number,
   watch: DiskWatch | null = null,
 ): Promise<{ outcome?: SandboxOutcome; resources: ResourceUsage & { wallMs: number; peakDiskBytes?: number } }> {
-  const wallMs = Date.now() - startMs;
+  const wallMs = Math.round(performance.now() - startMs);
   watch?.stop();
   const f = await finishLaunch(record, code, signal, watch?.exceeded ?? false);
   return { ...(f.outcome ? { outcome: f.outcome } : {}), resources: { ...f.resources, wallMs, ...(watch ? { peakDiskBytes: watch.peakBytes } : {}) } };

@@ -71,7 +71,7 @@ export function startShell(req: ShellRequest): ShellSession {
   const { id, dir } = newRecordDir(r.stateDir);
   const launch = launchOf(r, id, dir, true);
   const [file, ...args] = (launch?.argv ?? r.argv) as [string, ...string[]];
-  const startMs = Date.now();
+  const startMs = performance.now();
   const pty: IPty = ptySpawn(file, args, { name: env.TERM || 'xterm-256color', cols, rows, cwd: r.cwd, env: (launch?.env ?? r.env) as Record<string, string> });
   const meta = newMetaRecord(r, id, { detached: false, owner: processRef(process.pid), command: processRef(pty.pid), ...(launch ? { sandbox: launch.record } : {}) });
   writeJsonAtomic(dir, META, meta);

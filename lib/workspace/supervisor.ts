@@ -39,11 +39,11 @@ import { sandboxExit, startWatch } from './sandbox-launch.js';
 const META_WAIT_MS = 10_000;
 
 async function waitForMeta(dir: string): Promise<MetaRecord | null> {
-  const deadline = Date.now() + META_WAIT_MS;
+  const deadline = performance.now() + META_WAIT_MS;
   for (let delay = 2; ; delay = Math.min(delay * 2, 50)) {
     const meta = readJson<MetaRecord>(dir, META);
     if (meta !== null) return meta;
-    if (Date.now() > deadline) return null;
+    if (performance.now() > deadline) return null;
     await sleep(delay);
   }
 }
@@ -72,7 +72,7 @@ async function supervise(dir: string): Promise<void> {
   }
 
   const [program, ...args] = meta.launch ?? meta.argv;
-  const startMs = Date.now();
+  const startMs = performance.now();
   if (program === undefined) throw new Error('empty argv');
   const out = openSync(join(dir, OUTPUT), 'a');
   let child: ChildProcess;
