@@ -27,13 +27,15 @@ Napi::Value FdRead(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, n < 0 ? -errno : static_cast<double>(n));
 }
 
-// fdReadRequest(fd) -> bytes read * 65536 + the slot read into (request_pool.h), or -errno.
-// The calling thread's previous slot is released first.
+// fdReadRequest(fd, poll) -> bytes read * 65536 + the slot read into (request_pool.h), or -errno.
+// The calling thread's previous slot is released first. With poll, the descriptor is polled for
+// the spin time (fuseSpin) before the read blocks.
 Napi::Value FdReadRequest(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const int fd = GetFd(env, info[0]);
+  const bool poll = info.Length() < 2 || info[1].ToBoolean().Value();
   int slot = 0;
-  const ssize_t n = RequestPool::Get().Read(fd, &slot);
+  const ssize_t n = RequestPool::Get().Read(fd, &slot, poll);
   return Napi::Number::New(env, n < 0 ? static_cast<double>(n) : static_cast<double>(n) * 65536 + slot);
 }
 
@@ -63,6 +65,26 @@ Napi::Value RequestRelease(const Napi::CallbackInfo& info) {
   if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "slot must be a number");
   RequestPool::Get().ReleaseHeld(info[0].As<Napi::Number>().Int32Value());
   return env.Undefined();
+}
+
+// fuseSpin(ns): how long threads reading requests poll before they block (0: never).
+Napi::Value FuseSpin(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "ns must be a number");
+  RequestPool::Get().SetSpin(info[0].As<Napi::Number>().Int64Value());
+  return env.Undefined();
+}
+
+// fuseSpinStats() -> { spinNs, spins, caught, spunNs }: the setting, polls begun, polls that found
+// a request, and ns spent polling, since the process started.
+Napi::Value FuseSpinStats(const Napi::CallbackInfo& info) {
+  const RequestPool::SpinStats st = RequestPool::Get().Spins();
+  Napi::Object o = Napi::Object::New(info.Env());
+  o.Set("spinNs", static_cast<double>(st.spin_ns));
+  o.Set("spins", static_cast<double>(st.spins));
+  o.Set("caught", static_cast<double>(st.caught));
+  o.Set("spunNs", static_cast<double>(st.spun_ns));
+  return o;
 }
 
 // fdWrite(fd, buffer, length) -> bytes written, or -errno
@@ -136,6 +158,8 @@ void InitFd(Napi::Env env, Napi::Object exports) {
   exports.Set("fdReadRequestReady", Napi::Function::New<FdReadRequestReady>(env, "fdReadRequestReady"));
   exports.Set("requestRelease", Napi::Function::New<RequestRelease>(env, "requestRelease"));
   exports.Set("fdWrite", Napi::Function::New<FdWrite>(env, "fdWrite"));
+  exports.Set("fuseSpin", Napi::Function::New<FuseSpin>(env, "fuseSpin"));
+  exports.Set("fuseSpinStats", Napi::Function::New<FuseSpinStats>(env, "fuseSpinStats"));
   exports.Set("fdWritev", Napi::Function::New<FdWritev>(env, "fdWritev"));
   exports.Set("fdLock", Napi::Function::New<FdLock>(env, "fdLock"));
   exports.Set("makeNode", Napi::Function::New<MakeNode>(env, "makeNode"));

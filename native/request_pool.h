@@ -18,10 +18,13 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <cstdlib>
 #include <mutex>
 #include <new>
@@ -46,15 +49,28 @@ class RequestPool {
   }
 
   // Reads one request from fd into a free slot (the calling thread's previous slot released
-  // first): bytes read, or -errno; *slot says which slot.
-  ssize_t Read(int fd, int* slot) {
+  // first): bytes read, or -errno; *slot says which slot. With poll, fd is polled for the spin
+  // time first (SpinUntilReady).
+  ssize_t Read(int fd, int* slot, bool poll = true) {
     thread_local Held held;
     if (held.slot >= 0) Release(held.slot);
     uint8_t* base = nullptr;
     held.slot = Acquire(&base);
     *slot = held.slot;
+    if (poll) SpinUntilReady(fd);
     const ssize_t n = read(fd, base + kLead, kRequestMax);
     return n < 0 ? -errno : n;
+  }
+
+  // How long a reading thread polls fd before it blocks in read(2), in ns (0: never). The serving
+  // threads' gate (lib/fuse/kernel-spin.ts) sets it: on while the machine has an idle CPU.
+  void SetSpin(int64_t ns) { spin_ns_.store(ns < 0 ? 0 : ns, std::memory_order_relaxed); }
+
+  struct SpinStats {
+    int64_t spin_ns, spins, caught, spun_ns;
+  };
+  SpinStats Spins() const {
+    return {spin_ns_.load(std::memory_order_relaxed), spins_.load(std::memory_order_relaxed), caught_.load(std::memory_order_relaxed), spun_ns_.load(std::memory_order_relaxed)};
   }
 
   // Reads one request from fd into a free slot of the caller's own if one is waiting (poll(2)
@@ -148,6 +164,36 @@ class RequestPool {
     }
   };
 
+  // Polls fd without blocking for up to the spin time: a request that comes within it is read
+  // without this thread sleeping and being woken for it. On an idle CPU the wake-up is most of a
+  // round trip here (a reply and the next request meet a sleeping thread on each side).
+  void SpinUntilReady(int fd) {
+    const int64_t spin = spin_ns_.load(std::memory_order_relaxed);
+    if (spin <= 0) return;
+    const int64_t start = MonotonicNs();
+    int64_t now = start;
+    bool ready = false;
+    while (now - start < spin) {
+      struct pollfd p = {fd, POLLIN, 0};
+      if (poll(&p, 1, 0) != 0) {
+        ready = true;
+        break;
+      }
+      // Another thread that wants this CPU (the writer the next request comes from) runs first.
+      sched_yield();
+      now = MonotonicNs();
+    }
+    spins_.fetch_add(1, std::memory_order_relaxed);
+    if (ready) caught_.fetch_add(1, std::memory_order_relaxed);
+    spun_ns_.fetch_add(now - start, std::memory_order_relaxed);
+  }
+
+  static int64_t MonotonicNs() {
+    struct timespec t {};
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
+  }
+
   int Acquire(uint8_t** base) {
     std::lock_guard<std::mutex> lock(mu_);
     for (size_t i = 0; i < slots_.size(); i++) {
@@ -173,6 +219,10 @@ class RequestPool {
   std::mutex mu_;
   std::vector<Slot> slots_;
   int taken_ = 0;
+  std::atomic<int64_t> spin_ns_{0};
+  std::atomic<int64_t> spins_{0};
+  std::atomic<int64_t> caught_{0};
+  std::atomic<int64_t> spun_ns_{0};
 };
 
 }  // namespace layerfs

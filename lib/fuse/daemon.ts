@@ -23,7 +23,7 @@ import type { Server, Socket } from 'node:net';
 import { join } from 'node:path';
 import { LayerFsError, isLayerFsError } from '../errors.js';
 import { ensurePrivateDir, openPrivateFile } from '../monitor/private-file.js';
-import { fdLock } from '../native/fd.js';
+import { fdLock, fuseSpinStats } from '../native/fd.js';
 import { getBranch, normalizeNote, type CommitNote, type CommitNoteInput } from '../history/index.js';
 import { Store } from '../store/index.js';
 import { getWorkspace } from '../workspace/index.js';
@@ -261,7 +261,7 @@ export class Daemon {
       const st = await this.stateOf(e);
       mounts.push({ ...e.record, pending: st.pending, openHandles: st.openHandles, committing: st.committing, ...(st.requests ? { requests: st.requests } : {}) });
     }
-    return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered };
+    return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered, spin: fuseSpinStats() };
   }
 
   private async mount(r: MountRequest): Promise<{ workspaceId: string; path: string; rootId: string; backend: Backend }> {

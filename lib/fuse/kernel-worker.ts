@@ -18,6 +18,7 @@ import { ContentCache } from './content.js';
 import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB } from './budget.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
+import { SpinGate } from './kernel-spin.js';
 import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
@@ -120,10 +121,14 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   // Requests are read into the addon's buffers: a large WRITE's payload goes to the write-behind
   // thread as it lies (native/request_pool.h).
   const reader = new RequestReader();
+  const spin = new SpinGate();
+  let toReader = false;
   const messages = (): void => answerMessages(store, fd, overlay, proto!, marker, reader);
   try {
     for (;;) {
-      const n = reader.read(fd);
+      // Polled for only after a request this thread answered: the next READ of a file a reader
+      // thread serves comes when that reader has answered, long after any poll.
+      const n = reader.read(fd, !toReader);
       if (n < 0) {
         if (n === -E.EINTR || n === -E.EAGAIN || n === -E.ENOENT) continue;
         if (n !== -E.ENODEV && n !== -E.EBADF) log(`read from /dev/fuse failed: ${errnoName(-n)}`);
@@ -143,10 +148,11 @@ function serve(store: Store, { fd, params }: StartWorker): void {
       if (wake) proto.wakeReply(req);
       else if (first) proto.handle(req);
       messages();
-      if (!first && !(handReads && handOver(params.storePath, fd, overlay, req))) proto.handle(req);
+      toReader = !first && answer(params.storePath, fd, overlay, proto, req);
       // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
       // when the next request comes.
       discardSpools();
+      spin.tick();
       // Requests held during a commit come after the one read before it.
       if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
       if (!proto.initialized) continue;
@@ -241,12 +247,19 @@ function serveDuringCommit(storePath: string, fd: number, overlay: Overlay, prot
   }
 }
 
+/** Answers a request: a READ of stored content by a reader thread where one takes it (true), else here. */
+function answer(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol, req: Buffer): boolean {
+  if (handReads && handOver(storePath, fd, overlay, req)) return true;
+  proto.handle(req);
+  return false;
+}
+
 /** Answers the requests held during a commit, in the order they came (serveDuringCommit), and gives their buffers back. */
 function answerHeld(storePath: string, fd: number, overlay: Overlay, proto: KernelProtocol, reader: RequestReader): void {
   while (held.length > 0) {
     const h = held.shift()!;
     try {
-      if (!(handReads && handOver(storePath, fd, overlay, h.request))) proto.handle(h.request);
+      answer(storePath, fd, overlay, proto, h.request);
     } finally {
       reader.release(h);
     }

@@ -140,6 +140,8 @@ export interface DaemonStatus {
   startedAt: string;
   mounts: MountStatus[];
   recovered: RecoveryReport | null;
+  /** The serving threads' polling of /dev/fuse before they block (kernel-spin.ts), since the daemon started. */
+  spin?: { spinNs: number; spins: number; caught: number; spunNs: number };
 }
 
 export type FuseCommitOutcome =

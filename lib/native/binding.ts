@@ -173,7 +173,7 @@ export interface NativeBinding {
   /** read(2) into `buffer`: bytes read, or -errno. */
   fdRead(fd: number, buffer: Uint8Array): number;
   /** read(2) of one request into a free request buffer: bytes * 65536 + its slot, or -errno. */
-  fdReadRequest(fd: number): number;
+  fdReadRequest(fd: number, poll: boolean): number;
   /** A Buffer over request buffer `slot`'s bytes. */
   requestSlot(slot: number): Buffer;
   /** read(2) of one request into a free request buffer when one waits (poll first): bytes * 65536 + its slot, -EAGAIN when none waits, or -errno. The slot stays held until requestRelease. */
@@ -182,6 +182,8 @@ export interface NativeBinding {
   requestRelease(slot: number): void;
   /** write(2) of `buffer`'s first `length` bytes: bytes written, or -errno. */
   fdWrite(fd: number, buffer: Uint8Array, length: number): number;
+  fuseSpin(ns: number): void;
+  fuseSpinStats(): FuseSpinStats;
   fdWritev(fd: number, buffers: Uint8Array[]): number;
   /** Queues `buffer` (a copy, or the request buffer it lies in) for pwrite(2) at `position` by a background thread: 0, or -errno of an earlier failure on fd. */
   writeBehind(fd: number, buffer: Uint8Array, position: number): number;
@@ -247,6 +249,18 @@ export interface NativeBinding {
   realtimeNs(): bigint;
   version: string;
   blake3Version: string;
+}
+
+/** The request readers' polling before they block (native/request_pool.h), since the process started. */
+export interface FuseSpinStats {
+  /** How long a reader polls now, ns (0: it blocks at once). */
+  spinNs: number;
+  /** Polls begun. */
+  spins: number;
+  /** Polls that found a request waiting. */
+  caught: number;
+  /** Time spent polling, ns. */
+  spunNs: number;
 }
 
 /** glibc's heap (mallinfo2), bytes: arenas' main heaps, blocks mapped on their own, allocated, free in the arenas. */

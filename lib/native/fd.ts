@@ -4,7 +4,7 @@
  */
 import { invalidArgument, LayerFsError } from '../errors.js';
 import { constants } from 'node:os';
-import { native } from './binding.js';
+import { native, type FuseSpinStats } from './binding.js';
 
 const E_AGAIN = constants.errno.EAGAIN;
 
@@ -33,8 +33,8 @@ export class RequestReader {
   private readonly slots: Buffer[] = [];
 
   /** Reads one request from `fd`: the bytes read (into `buffer`), or -errno. Blocks the thread. */
-  read(fd: number): number {
-    const r = native.fdReadRequest(fd);
+  read(fd: number, poll = true): number {
+    const r = native.fdReadRequest(fd, poll);
     if (r < 0) return r;
     const slot = r % 65536;
     this.buffer = this.slotBuffer(slot);
@@ -67,6 +67,20 @@ export class RequestReader {
 /** Writes `buffer`'s first `length` bytes once: the bytes written, or -errno. */
 export function fdWrite(fd: number, buffer: Uint8Array, length: number): number {
   return native.fdWrite(fd, buffer, length);
+}
+
+/**
+ * How long a thread reading FUSE requests (RequestReader) polls the descriptor before it blocks,
+ * in ns (0: it blocks at once). Process-wide.
+ */
+export function fuseSpin(ns: number): void {
+  if (!Number.isSafeInteger(ns) || ns < 0 || ns > 10_000_000) throw invalidArgument(`spin must be 0 … 10 ms in ns, got ${ns}`, { argument: 'ns' });
+  native.fuseSpin(ns);
+}
+
+/** What the request readers' polling did since the process started. */
+export function fuseSpinStats(): FuseSpinStats {
+  return native.fuseSpinStats();
 }
 
 /** One writev(2) of `buffers` (1 to 64) to `fd`: bytes written, or -errno. */

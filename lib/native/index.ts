@@ -25,7 +25,7 @@ export {
 } from './scan.js';
 export { walkTree, walkTreeSync, walkTreeAgainst, walkTreeAgainstSync, walkName, walkRelPath, WalkKind, WALK_KIND_NAMES, type WalkResult, type WalkOptions, type WalkAgainst } from './walk.js';
 export { readChunks, ChunkStream, DEFAULT_PIECE_SIZE, type ChunkPiece, type FileIdentity, type ReadChunksOptions } from './stream.js';
-export { fdLock, fdRead, fdWrite, RequestReader, type HeldRequest, fdWritev, makeNode, writeBehind, writeBehindDrain, writeBehindChanged, writeBehindPending, writeBehindModes, writeBehindRead } from './fd.js';
+export { fdLock, fdRead, fdWrite, fuseSpin, fuseSpinStats, RequestReader, type HeldRequest, fdWritev, makeNode, writeBehind, writeBehindDrain, writeBehindChanged, writeBehindPending, writeBehindModes, writeBehindRead } from './fd.js';
 export { fuseBackingClose, fuseBackingOpen, fuseMount, receiveFd, socketPair, unmount } from './mount.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type RechunkIo, type RechunkResult } from './cow.js';
