@@ -1,13 +1,13 @@
 // Module entry: registers every binding and reports how BLAKE3 will dispatch.
 #include <cstddef>
 #include <cstdint>
-#include <ctime>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
 
 #include "blake3.h"
+#include "clock.h"
 #include "napi_util.h"
 
 extern "C" size_t blake3_simd_degree(void);  // internal to the BLAKE3 C sources, but exported
@@ -82,10 +82,8 @@ Napi::Value MallocStats(const Napi::CallbackInfo& info) {
 // the thread's start plus the monotonic clock since, which falls behind by as long as the machine
 // slept (the monotonic clock stops in suspend) and misses every step of the wall clock, and the
 // daemon lives for days.
-Napi::Value RealtimeNs(const Napi::CallbackInfo& info) {
-  struct timespec t {};
-  clock_gettime(CLOCK_REALTIME, &t);
-  return Napi::BigInt::New(info.Env(), static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec);
+Napi::Value JsRealtimeNs(const Napi::CallbackInfo& info) {
+  return Napi::BigInt::New(info.Env(), layerfs::RealtimeNs());
 }
 
 }  // namespace
@@ -110,7 +108,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
-  exports.Set("realtimeNs", Napi::Function::New(env, RealtimeNs, "realtimeNs"));
+  exports.Set("realtimeNs", Napi::Function::New(env, JsRealtimeNs, "realtimeNs"));
   exports.Set("version", kAddonVersion);
   exports.Set("blake3Version", blake3_version());
   return exports;

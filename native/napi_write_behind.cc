@@ -27,7 +27,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -37,6 +36,7 @@
 #include <utility>
 #include <vector>
 
+#include "clock.h"
 #include "direct_files.h"
 #include "direct_read_ahead.h"
 #include "napi_util.h"
@@ -69,12 +69,6 @@ constexpr size_t kTakeMin = 64u << 10;
 // writes wait for the disk each time; they stay buffered).
 constexpr size_t kDirectAlign = 4096;
 constexpr size_t kDirectMin = 128u << 10;
-
-uint64_t NowNs() {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return static_cast<uint64_t>(t.tv_sec) * 1000000000u + static_cast<uint64_t>(t.tv_nsec);
-}
 
 // A buffer for a piece of len bytes: page-aligned (O_DIRECT needs it), its capacity rounded up.
 Buffer NewBuffer(size_t len, size_t* capacity) {
@@ -363,11 +357,11 @@ class WriteBehind {
       int err = 0;
       if (!failed_before) {
         size_t done = 0;
-        const uint64_t t0 = large ? NowNs() : 0;
+        const int64_t t0 = large ? MonotonicNs() : 0;
         if (direct >= 0 && WriteAll(direct, job.bytes, job.len, job.pos, &done) == EINVAL) NoDirect(job.fd, direct);
         const bool wrote_direct = done == job.len;
         if (done < job.len) err = WriteAll(job.fd, job.bytes, job.len, job.pos, &done);
-        if (large && err == 0) mode_.Took(wrote_direct, job.len, NowNs() - t0);
+        if (large && err == 0) mode_.Took(wrote_direct, job.len, static_cast<uint64_t>(MonotonicNs() - t0));
         // Again once the bytes are in the file: a window read meanwhile may hold the old ones.
         Changed();
       }

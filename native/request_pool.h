@@ -24,11 +24,12 @@
 
 #include <atomic>
 #include <cstdint>
-#include <ctime>
 #include <cstdlib>
 #include <mutex>
 #include <new>
 #include <vector>
+
+#include "clock.h"
 
 namespace layerfs {
 
@@ -186,12 +187,6 @@ class RequestPool {
     spins_.fetch_add(1, std::memory_order_relaxed);
     if (ready) caught_.fetch_add(1, std::memory_order_relaxed);
     spun_ns_.fetch_add(now - start, std::memory_order_relaxed);
-  }
-
-  static int64_t MonotonicNs() {
-    struct timespec t {};
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return static_cast<int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
   }
 
   int Acquire(uint8_t** base) {
