@@ -93,9 +93,3 @@ void InitZstdDict(Napi::Env env, Napi::Object exports);
 void InitRun(Napi::Env env, Napi::Object exports);
 void InitBlobs(Napi::Env env, Napi::Object exports);
 }  // namespace layerfs
-struct ZSTD_CDict_s;
-namespace layerfs {
-// A digested zstd dictionary for `level`, cached per thread while the same bytes come back (napi_zstd_dict.cc).
-ZSTD_CDict_s* CachedCDict(const uint8_t* dict, size_t size, int level);
-
-}  // namespace layerfs

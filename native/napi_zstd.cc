@@ -97,8 +97,9 @@ using SharedBytes = std::shared_ptr<const std::vector<uint8_t>>;
 
 struct Job {
   std::vector<uint8_t> input;
-  // A zstd dictionary to compress with (napi_zstd_dict.cc), or null.
+  // A zstd dictionary to compress with (napi_zstd_dict.cc), or null; its key (CachedCDict) or empty.
   SharedBytes dict;
+  std::string dict_key;
   // Raw content the frame may refer to (a delta's base), or null.
   SharedBytes prefix;
   int level = 3;
@@ -109,7 +110,7 @@ struct Job {
 
 class Compressor {
  public:
-  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict, const Bytes* prefix) {
+  uint64_t Submit(const uint8_t* data, size_t size, int level, const Bytes* dict, const std::string& dict_key, const Bytes* prefix) {
     auto job = std::make_shared<Job>();
     job->input.assign(data, data + size);
     job->level = level;
@@ -117,7 +118,14 @@ class Compressor {
     // Consecutive jobs mostly share their dictionary (every content group) or their prefix (the
     // new chunks of a changed file against the same old chunks): the copy the last job made is
     // shared when the bytes are the same, instead of a fresh copy (and its page faults) per job.
-    if (dict) job->dict = Shared(last_dict_, *dict);
+    // A dictionary given with its key is the same as the last one when the keys are.
+    if (dict && !dict_key.empty() && last_dict_ && last_dict_->size() == dict->size && dict_key == last_dict_key_) {
+      job->dict = last_dict_;
+    } else if (dict) {
+      job->dict = Shared(last_dict_, *dict);
+      last_dict_key_ = dict_key;
+    }
+    if (dict) job->dict_key = dict_key;
     if (prefix) job->prefix = Shared(last_prefix_, *prefix);
     const uint64_t id = ++next_;
     jobs_[id] = job;
@@ -179,7 +187,7 @@ class Compressor {
   static void CompressJob(ZSTD_CCtx* c, const Job& job, std::string* out, std::string* error) {
     size_t r = c ? ConfigureFrame(c, job.level) : 0;
     if (c && !ZSTD_isError(r) && job.dict && !job.dict->empty()) {
-      ZSTD_CDict* cd = CachedCDict(job.dict->data(), job.dict->size(), job.level);
+      ZSTD_CDict* cd = CachedCDict(job.dict->data(), job.dict->size(), job.level, job.dict_key);
       r = cd ? ZSTD_CCtx_refCDict(c, cd) : static_cast<size_t>(-ZSTD_error_memory_allocation);
     } else if (c && !ZSTD_isError(r) && job.prefix && !job.prefix->empty()) {
       r = ZSTD_CCtx_refPrefix_advanced(c, job.prefix->data(), job.prefix->size(), ZSTD_dct_rawContent);
@@ -258,6 +266,7 @@ class Compressor {
   bool stop_ = false;
   // The dictionary and the prefix the last job that had one was given (Shared).
   SharedBytes last_dict_;
+  std::string last_dict_key_;
   SharedBytes last_prefix_;
 };
 
@@ -267,7 +276,8 @@ Compressor& Background() {
   return *c;
 }
 
-// zstdCompressStart(data, level, dict?, prefix?) → job number (a dictionary or a prefix, not both)
+// zstdCompressStart(data, level, dict?, prefix?, dictKey?) → job number (a dictionary or a
+// prefix, not both; the dictionary's key as CachedCDict takes it)
 Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
@@ -279,7 +289,8 @@ Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   if (withDict && withPrefix) throw Napi::TypeError::New(env, "a dictionary or a prefix, not both");
   if (withDict) dict = GetBytes(env, info[2], "dict");
   if (withPrefix) prefix = GetBytes(env, info[3], "prefix");
-  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr, withPrefix ? &prefix : nullptr);
+  const std::string key = withDict ? DictKey(info, 4) : std::string();
+  const uint64_t id = Background().Submit(src.data, src.size, info[1].As<Napi::Number>().Int32Value(), withDict ? &dict : nullptr, key, withPrefix ? &prefix : nullptr);
   return Napi::Number::New(env, static_cast<double>(id));
 }
 

@@ -73,46 +73,55 @@ const Zdict& LoadZdict() {
 // the last one of each direction is kept and reused while the same bytes (and level) come back.
 struct CDictCache {
   std::string bytes;
+  std::string key;
   int level = 0;
   ZSTD_CDict* cdict = nullptr;
 };
 struct DDictCache {
   std::string bytes;
+  std::string key;
   ZSTD_DDict* ddict = nullptr;
 };
 
-ZSTD_CDict* CDictFor(const Bytes& dict, int level);
+// Whether `held` (kept under `heldKey`) is dictionary `b` given under `key` (CachedCDict).
+bool Same(const std::string& held, const std::string& heldKey, const Bytes& b, const std::string& key) {
+  if (held.size() != b.size) return false;
+  if (!key.empty()) return key == heldKey;
+  return std::memcmp(held.data(), b.data, b.size) == 0;
+}
 
-bool Same(const std::string& held, const Bytes& b) {
-  return held.size() == b.size && std::memcmp(held.data(), b.data, b.size) == 0;
+ZSTD_DDict* DDictFor(const Bytes& dict, const std::string& key) {
+  static thread_local DDictCache d;
+  if (d.ddict && Same(d.bytes, d.key, dict, key)) return d.ddict;
+  ZSTD_freeDDict(d.ddict);
+  d.bytes.assign(reinterpret_cast<const char*>(dict.data), dict.size);
+  d.key = key;
+  d.ddict = ZSTD_createDDict(d.bytes.data(), d.bytes.size());
+  return d.ddict;
 }
 
 }  // namespace
 
-ZSTD_CDict* CachedCDict(const uint8_t* data, size_t size, int level) {
-  return CDictFor(Bytes{data, size}, level);
-}
-
-namespace {
-
-ZSTD_CDict* CDictFor(const Bytes& dict, int level) {
+ZSTD_CDict* CachedCDict(const uint8_t* data, size_t size, int level, const std::string& key) {
   static thread_local CDictCache c;
-  if (c.cdict && c.level == level && Same(c.bytes, dict)) return c.cdict;
+  const Bytes dict{data, size};
+  if (c.cdict && c.level == level && Same(c.bytes, c.key, dict, key)) return c.cdict;
   ZSTD_freeCDict(c.cdict);
-  c.bytes.assign(reinterpret_cast<const char*>(dict.data), dict.size);
+  c.bytes.assign(reinterpret_cast<const char*>(data), size);
+  c.key = key;
   c.level = level;
   c.cdict = ZSTD_createCDict(c.bytes.data(), c.bytes.size(), level);
   return c.cdict;
 }
 
-ZSTD_DDict* DDictFor(const Bytes& dict) {
-  static thread_local DDictCache d;
-  if (d.ddict && Same(d.bytes, dict)) return d.ddict;
-  ZSTD_freeDDict(d.ddict);
-  d.bytes.assign(reinterpret_cast<const char*>(dict.data), dict.size);
-  d.ddict = ZSTD_createDDict(d.bytes.data(), d.bytes.size());
-  return d.ddict;
+std::string DictKey(const Napi::CallbackInfo& info, size_t i) {
+  if (info.Length() <= i || info[i].IsUndefined()) return std::string();
+  Bytes k = GetBytes(info.Env(), info[i], "dictionary key");
+  if (k.size != 32) throw Napi::TypeError::New(info.Env(), "a dictionary key is an id of 32 bytes");
+  return std::string(reinterpret_cast<const char*>(k.data), k.size);
 }
+
+namespace {
 
 // One fastCover pass with the segment size `k` given: ZDICT_trainFromBuffer searches k (and
 // evaluates each candidate by compressing a quarter of the samples), several passes and several
@@ -155,7 +164,7 @@ Napi::Value Train(const Napi::CallbackInfo& info) {
   return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), n);
 }
 
-// zstdDictCompress(data, level, dict) → Buffer
+// zstdDictCompress(data, level, dict, key?) → Buffer
 Napi::Value DictCompress(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Bytes src = GetBytes(env, info[0], "data");
@@ -163,7 +172,7 @@ Napi::Value DictCompress(const Napi::CallbackInfo& info) {
   Bytes dict = GetBytes(env, info[2], "dict");
   const int level = info[1].As<Napi::Number>().Int32Value();
   ZSTD_CCtx* c = ThreadCctx();
-  ZSTD_CDict* cd = CDictFor(dict, level);
+  ZSTD_CDict* cd = CachedCDict(dict.data, dict.size, level, DictKey(info, 3));
   if (!c || !cd) throw Napi::Error::New(env, "zstd: out of memory");
   ZstdCheck(env, ConfigureFrame(c, level), "zstd parameters");
   ZstdCheck(env, ZSTD_CCtx_refCDict(c, cd), "zstd dictionary");
@@ -172,14 +181,15 @@ Napi::Value DictCompress(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// zstdDictDecompress(frame, size, dict) → Buffer of exactly `size` bytes (-1: the frame's own).
+// zstdDictDecompress(frame, size, dict, key?) → Buffer of exactly `size` bytes (-1: the frame's own).
 // This thread's decompression context, reset for a magicless frame, with the dictionary in
-// argument `dictArg` referenced (the caller drops the reference after its decode).
+// argument `dictArg` (its key in the next argument, if given) referenced (the caller drops the
+// reference after its decode).
 ZSTD_DCtx* DictDctx(const Napi::CallbackInfo& info, size_t dictArg) {
   Napi::Env env = info.Env();
   Bytes dict = GetBytes(env, info[dictArg], "dict");
   ZSTD_DCtx* d = ThreadDctx();
-  ZSTD_DDict* dd = DDictFor(dict);
+  ZSTD_DDict* dd = DDictFor(dict, DictKey(info, dictArg + 1));
   if (!d || !dd) throw Napi::Error::New(env, "zstd: out of memory");
   ZSTD_DCtx_reset(d, ZSTD_reset_session_and_parameters);
   ZstdCheck(env, ZSTD_DCtx_setParameter(d, ZSTD_d_format, ZSTD_f_zstd1_magicless), "zstd format");
@@ -197,7 +207,7 @@ Napi::Value DictDecompress(const Napi::CallbackInfo& info) {
   return out;
 }
 
-// zstdDictDecompressInto(frame, out, size, dict) → the decoded size; decoded into `out` when it
+// zstdDictDecompressInto(frame, out, size, dict, key?) → the decoded size; decoded into `out` when it
 // fits (DecompressFrameInto).
 Napi::Value DictDecompressInto(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -35,4 +35,14 @@ Napi::Value DecompressFrame(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& fra
 // caller whose buffer is too small grows it and calls again. Nothing is decoded then.
 Napi::Value DecompressFrameInto(const Napi::Env& env, ZSTD_DCtx* d, const Bytes& frame, size_t size, const Napi::Value& out);
 
+// The digested form of dictionary `data` at `level`, kept per thread while the same dictionary
+// comes back (napi_zstd_dict.cc). `key`, when not empty, is the dictionary object's id: the
+// caller read those bytes and checked them against it, so a held dictionary of the same id and
+// size is the same one without comparing its bytes (262 kB per frame; a commit compresses
+// thousands of groups with it). Null when zstd runs out of memory.
+ZSTD_CDict* CachedCDict(const uint8_t* data, size_t size, int level, const std::string& key);
+
+// Argument `i` of a call as a dictionary key (an id of 32 bytes), or empty when absent.
+std::string DictKey(const Napi::CallbackInfo& info, size_t i);
+
 }  // namespace layerfs

@@ -4,6 +4,7 @@
  */
 import { LayerFsError } from '../errors.js';
 import { native } from './binding.js';
+import type { DictionaryInput } from './zstd-dict.js';
 
 export const ZSTD_VERSION: string = native.zstdVersion;
 
@@ -13,12 +14,13 @@ export function zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Arra
 }
 
 /**
- * Starts compressing a copy of `data` on the addon's background threads, with a dictionary or
- * a prefix (a copy of it: a delta's base) if given; returns a job number for zstdCompressResult.
+ * Starts compressing a copy of `data` on the addon's background threads, with a dictionary
+ * (zstd-dict.ts DictionaryInput) or a prefix (a copy of it: a delta's base) if given; returns a job number for zstdCompressResult.
  * Jobs start in order; each result must be taken once.
  */
-export function zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array, prefix?: Uint8Array): number {
-  return native.zstdCompressStart(data, level, dict, prefix);
+export function zstdCompressStart(data: Uint8Array, level: number, dict?: DictionaryInput, prefix?: Uint8Array): number {
+  if (dict === undefined || dict instanceof Uint8Array) return native.zstdCompressStart(data, level, dict, prefix);
+  return native.zstdCompressStart(data, level, dict.bytes, prefix, dict.id);
 }
 
 /** The frame of a job started with zstdCompressStart, waiting for it if it is still running. */

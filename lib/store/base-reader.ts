@@ -16,6 +16,7 @@ import { prepared, type Db } from './store-file.js';
 import { resolveBase } from './dictionary-refs.js';
 import { DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
+import type { Dictionary } from './dictionary.js';
 
 /**
  * Decoded frames kept: the bases of consecutive new chunks overlap, and an old chunk frame holds
@@ -40,7 +41,7 @@ export class BaseReader {
   private readonly frames = new Map<string, Frame>();
   /** Frames' buffers to decode into again, once evicted. */
   private spare: Buffer[] = [];
-  private readonly dicts = new Map<string, Buffer>();
+  private readonly dicts = new Map<string, Dictionary>();
 
   constructor(
     private readonly db: Db,
@@ -95,7 +96,7 @@ export class BaseReader {
       this.frames.set(key, hit);
       return hit;
     }
-    let dict: Buffer | undefined;
+    let dict: Dictionary | undefined;
     if (loc.codec === Codec.Dict) {
       dict = this.dictionary(loc);
       if (!dict) return undefined;
@@ -121,13 +122,13 @@ export class BaseReader {
   }
 
   /** The dictionary a Codec.Dict frame needs, read (authenticated) once. */
-  private dictionary(loc: Locator): Buffer | undefined {
+  private dictionary(loc: Locator): Dictionary | undefined {
     const id = resolveBase(this.db, loc.codec, loc.base);
     if (!id || id.length !== 32) return undefined;
     const key = id.toString('latin1');
     let d = this.dicts.get(key);
     if (!d) {
-      d = this.reader().get(id, ObjectKind.Dictionary);
+      d = { id: Buffer.from(id), bytes: this.reader().get(id, ObjectKind.Dictionary) };
       this.dicts.set(key, d);
     }
     return d;

@@ -12,6 +12,7 @@ import { prepared, type Db } from './store-file.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { deltaBases, DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
 import { forgetDictionaryRefs, resolveBase, resolveRow } from './dictionary-refs.js';
+import type { Dictionary } from './dictionary.js';
 
 /** Bytes of delta bases an ObjectReader keeps decoded (ObjectReader.baseOf). */
 const BASE_CACHE_BYTES = 4 * 1024 * 1024;
@@ -371,11 +372,11 @@ export class ObjectReader {
     const key = `${loc.pack}:${loc.offset}`;
     const hit = this.frames.get(key);
     if (hit) return hit;
-    let dict: Buffer | undefined;
+    let dict: Dictionary | undefined;
     if (loc.codec === Codec.Dict) {
       const id = resolveBase(this.db, loc.codec, loc.base);
       if (!id || id.length !== 32 || depth >= MAX_READ_DEPTH) throw damaged('dictionary');
-      dict = this.baseOf(id, depth + 1, ObjectKind.Dictionary);
+      dict = { id, bytes: this.baseOf(id, depth + 1, ObjectKind.Dictionary) };
     }
     const bytes = this.stored(loc, damaged);
     let frame: Buffer;

@@ -95,7 +95,7 @@ export class ObjectWriter {
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
       borrow: (id) => (this.bases ??= new BaseReader(this.db, () => this.objectReader())).borrow(id),
-      wholeCost: (data, dict = this.dictionary()) => (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict.bytes) : zstdCompress(data, COMPRESSION_LEVEL)).length,
+      wholeCost: (data, dict = this.dictionary()) => (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict) : zstdCompress(data, COMPRESSION_LEVEL)).length,
     });
   }
 
@@ -275,8 +275,8 @@ export class ObjectWriter {
     compress &&= !(c === GroupClass.Edit && looksRandom(data));
     const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
-    const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict.bytes) : zstdCompress(data, level)) : undefined;
-    const job = compress && !inline ? zstdCompressStart(data, level, dict?.bytes) : undefined;
+    const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level)) : undefined;
+    const job = compress && !inline ? zstdCompressStart(data, level, dict) : undefined;
     const part = { live, at, data, job, frame, dict: dict ? dict.id : null, group };
     if (c === GroupClass.Tree && this.compress) this.rowQueue.add(part, data.length * TREE_EXPECTED_RATIO, true);
     else this.rowQueue.add(part, frame ? Math.min(frame.length, data.length) : job === undefined ? data.length : data.length * EXPECTED_RATIO);

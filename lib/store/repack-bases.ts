@@ -119,7 +119,7 @@ export function selectBases(store: Store, items: SelectItem[], dict: Dictionary 
   const bytes = new Bytes(store);
   const window: Ranked[] = [];
   let planned = 0;
-  const estimate = (data: Buffer) => (dict ? zstdDictCompress(data, ESTIMATE_LEVEL, dict.bytes) : zstdCompress(data, ESTIMATE_LEVEL)).length;
+  const estimate = (data: Buffer) => (dict ? zstdDictCompress(data, ESTIMATE_LEVEL, dict) : zstdCompress(data, ESTIMATE_LEVEL)).length;
   for (const it of ranked) {
     const data = bytes.get(it.id);
     const key = it.id.toString('latin1');

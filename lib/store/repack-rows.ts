@@ -59,7 +59,7 @@ export interface FrameJob {
  * starts its groups as it seals them and goes on reading while they compress.
  */
 export function startFrame(g: OpenGroup, level: number, dict?: Dictionary): FrameJob {
-  return { g, job: zstdCompressStart(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict?.bytes), dict };
+  return { g, job: zstdCompressStart(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict), dict };
 }
 
 /** The frame of a started group, or the group raw where compression does not pay (KEEP_COMPRESSED). */

@@ -19,6 +19,7 @@ import { decodeRoot } from './tree/root.js';
 
 import { mapSqliteError } from './sqlite-errors.js';
 import { resolveRow } from './dictionary-refs.js';
+import type { Dictionary } from './dictionary.js';
 
 /** An object's index row without its place: what a receiver needs to read it from a frame. */
 export interface ObjectForm {
@@ -161,13 +162,13 @@ export function checkFrame(stored: Buffer, members: ObjectForm[], baseOf: (id: B
 }
 
 /** The dictionary a codec-3 member names (one id in `base`), read with `baseOf`. */
-function dictionaryOf(m: ObjectForm, baseOf: (id: Buffer) => Buffer, where: string): Buffer {
+function dictionaryOf(m: ObjectForm, baseOf: (id: Buffer) => Buffer, where: string): Dictionary {
   if (!m.base || m.base.length !== 32) throw new LayerFsError('ERR_CORRUPT', `object ${toHex(m.id)} from ${where} is damaged (dictionary)`, { id: toHex(m.id), hint: 'the data there is damaged or forged; nothing of it was stored or sent' });
-  return baseOf(m.base);
+  return { id: m.base, bytes: baseOf(m.base) };
 }
 
 /** A zstd group frame (with its dictionary, if any), decoded once for all its members (damage is ERR_CORRUPT naming one). */
-function decodeFrame(m: ObjectForm, stored: Buffer, where: string, dict?: Buffer): Buffer {
+function decodeFrame(m: ObjectForm, stored: Buffer, where: string, dict?: Dictionary): Buffer {
   try {
     return dict ? zstdDictDecompress(stored, -1, dict) : zstdDecompress(stored, -1);
   } catch (e) {

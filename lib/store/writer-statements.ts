@@ -155,7 +155,7 @@ function chunkFrames(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from
     const plain = all.subarray(pos, pos + bytes);
     pos += bytes;
     const zip = ctx.compress && frames.length > 0 && !looksRandom(plain);
-    frames.push({ i, j, bytes, plain, job: zip ? zstdCompressStart(plain, ctx.dict ? DICT_LEVEL : COMPRESSION_LEVEL, ctx.dict?.bytes) : undefined });
+    frames.push({ i, j, bytes, plain, job: zip ? zstdCompressStart(plain, ctx.dict ? DICT_LEVEL : COMPRESSION_LEVEL, ctx.dict) : undefined });
     i = j;
   }
   return frames;
@@ -175,7 +175,7 @@ export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pendin
     let frame: Buffer | null = null;
     let z: Buffer | undefined;
     if (job !== undefined) z = zstdCompressResult(job);
-    else if (n === 0 && ctx.compress && !looksRandom(plain)) z = dict ? zstdDictCompress(plain, DICT_LEVEL, dict.bytes) : zstdCompress(plain, COMPRESSION_LEVEL);
+    else if (n === 0 && ctx.compress && !looksRandom(plain)) z = dict ? zstdDictCompress(plain, DICT_LEVEL, dict) : zstdCompress(plain, COMPRESSION_LEVEL);
     if (z && z.length <= plain.length * KEEP_COMPRESSED) frame = z;
     let at = 0;
     for (let k = i; k < j; k++) {

@@ -9,6 +9,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdDecompress } from '../../lib/native/index.js';
+import { zstdDictCompress, zstdDictDecompress, zstdDictDecompressInto } from '../../lib/native/zstd-dict.js';
 import { Client } from '../../lib/sdk/index.js';
 import { Codec, FORMAT_VERSION, idOf, ObjectKind, Store } from '../../lib/store/index.js';
 import { LayerFsError } from '../../lib/errors.js';
@@ -94,6 +95,43 @@ test('background compression: a caller waiting for a running job compresses thos
     }
     for (const j of jobs) assert.throws(() => zstdCompressResult(j), /no such compression job/);
   }
+});
+
+test('dictionaries given with their id: the digested one is reused by id, another id or other bytes digest anew; frames are those of the bytes alone', () => {
+  // Two dictionaries of the same size (so only the id or the bytes tell them apart), each with its own id.
+  const dicts = [seededText(501, 64 << 10), seededText(502, 64 << 10)].map((bytes) => ({ id: idOf(ObjectKind.Dictionary, bytes), bytes }));
+  const inputs = Array.from({ length: 24 }, (_, i) => seededText(600 + i, 2000 + i * 311));
+  // Seeded order of (input, dictionary, keyed or not), sync and on the background threads alike.
+  for (const seed of [21, 22]) {
+    const jobs: { i: number; d: number; keyed: boolean; job: number }[] = [];
+    for (let k = 0; k < 60; k++) {
+      const i = (seed * 31 + k * 17) % inputs.length;
+      const d = ((seed + k) >> 1) % 2;
+      const keyed = (seed * k) % 3 !== 0;
+      const dict = keyed ? dicts[d]! : dicts[d]!.bytes;
+      const alone = zstdDictCompress(inputs[i]!, 3, dicts[d]!.bytes);
+      assert.ok(zstdDictCompress(inputs[i]!, 3, dict).equals(alone), `seed ${seed}, step ${k}: the sync frame`);
+      assert.ok(zstdDictDecompress(alone, -1, dict).equals(inputs[i]!), `seed ${seed}, step ${k}: decoded`);
+      const out = Buffer.alloc(inputs[i]!.length);
+      assert.equal(zstdDictDecompressInto(alone, out, -1, dict), out.length);
+      assert.ok(out.equals(inputs[i]!));
+      jobs.push({ i, d, keyed, job: zstdCompressStart(inputs[i]!, 3, dict) });
+    }
+    for (const { i, d, job } of jobs) assert.ok(zstdCompressResult(job).equals(zstdDictCompress(inputs[i]!, 3, dicts[d]!.bytes)), `seed ${seed}: the job's frame`);
+  }
+  // A frame decoded with the other dictionary (digested right after this one, same size) is not
+  // its input: the id chose the dictionary (the Store's re-hash catches such bytes; the frame
+  // carries no checksum of its own).
+  const frame = zstdDictCompress(inputs[0]!, 3, dicts[0]!);
+  assert.ok(zstdDictDecompress(frame, -1, dicts[0]!).equals(inputs[0]!));
+  let wrong: Buffer | undefined;
+  try {
+    wrong = zstdDictDecompress(frame, inputs[0]!.length, dicts[1]!);
+  } catch (e) {
+    assert.ok(e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
+  }
+  assert.ok(!wrong?.equals(inputs[0]!), 'decoded with the other dictionary');
+  assert.throws(() => zstdDictCompress(inputs[0]!, 3, { id: Buffer.alloc(5), bytes: dicts[0]!.bytes }), /32 bytes/);
 });
 
 test('small objects of every size round-trip; text is grouped compressed, random stays raw', () => {
