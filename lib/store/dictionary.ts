@@ -76,7 +76,7 @@ export const DICTIONARY_BYTES = 256 * 1024;
  * as small as ZDICT's own parameter search (7.880 vs 7.879 MB; k = 500 and 2,000 within 0.3 %)
  * in a third of the time.
  */
-const SEGMENT = 1000;
+export const SEGMENT = 1000;
 /** Fewer samples than this train no useful dictionary. */
 export const MIN_SAMPLES = 64;
 /**
