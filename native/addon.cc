@@ -1,6 +1,9 @@
 // Module entry: registers every binding and reports how BLAKE3 will dispatch.
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <system_error>
+#include <thread>
 
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -39,6 +42,30 @@ const char* SimdName() {
 Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
 #if defined(__GLIBC__)
   return Napi::Boolean::New(info.Env(), malloc_trim(0) != 0);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
+// mallocTrimSoon() → whether a trim was started: MallocTrim on a thread of its own, so the caller
+// (a commit's main thread, between batches) does not wait the milliseconds it takes to return a
+// large heap's free pages; false while the last one still runs, or without glibc. The trim holds
+// each arena's lock in turn, so the caller's own mallocs wait only while its arena is trimmed.
+Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__)
+  static std::atomic<bool> running{false};
+  if (running.exchange(true)) return Napi::Boolean::New(info.Env(), false);
+  try {
+    std::thread([] {
+      malloc_trim(0);
+      running.store(false);
+    }).detach();
+  } catch (const std::system_error&) {
+    // No thread to be had: trimmed here instead.
+    malloc_trim(0);
+    running.store(false);
+  }
+  return Napi::Boolean::New(info.Env(), true);
 #else
   return Napi::Boolean::New(info.Env(), false);
 #endif
@@ -106,6 +133,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   InitBlobs(env, exports);
   exports.Set("simd", SimdName());
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
+  exports.Set("mallocTrimSoon", Napi::Function::New(env, MallocTrimSoon, "mallocTrimSoon"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
   exports.Set("realtimeNs", Napi::Function::New(env, JsRealtimeNs, "realtimeNs"));

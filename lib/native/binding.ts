@@ -244,6 +244,7 @@ export interface NativeBinding {
   defaultThreads: number;
   simd: string;
   mallocTrim(): boolean;
+  mallocTrimSoon(): boolean;
   mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
   realtimeNs(): bigint;

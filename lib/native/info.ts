@@ -24,6 +24,14 @@ export function mallocTrim(): boolean {
   return native.mallocTrim();
 }
 
+/**
+ * mallocTrim on a thread of the addon's own, so the caller goes on meanwhile; false when the last
+ * one is still running (nothing started) or without glibc.
+ */
+export function mallocTrimSoon(): boolean {
+  return native.mallocTrimSoon();
+}
+
 /** The wall clock (CLOCK_REALTIME), ns: what a file's times are stamped with (addon.cc says why not performance.now()). */
 export function realtimeNs(): bigint {
   return native.realtimeNs();

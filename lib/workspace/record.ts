@@ -9,7 +9,7 @@
  * files are read at once; the entries whose read began within the timestamp tick of their ctime
  * are marked racy in the new stat cache (racy.ts), so the next walk offers them again.
  */
-import { mallocTrim } from '../native/info.js';
+import { mallocTrimSoon } from '../native/info.js';
 import { WalkKind } from '../native/walk.js';
 import type { ScanEntry, ScanEntryOk } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, InodeKind, inodeFromScan, ObjectKind, ScanAhead, type Inode, type NamespaceEditor, type ObjectWriter, type Store } from '../store/index.js';
@@ -155,8 +155,9 @@ export async function recordChanges(reading: ChangeReading, base: View, editor: 
       // Everything of this batch is copied into packs now: its arena can take another batch.
       release();
       // A long commit gives freed memory back now and then (native mallocTrim): resident memory
-      // then follows what is live, not what the C heap kept of collected Buffers.
-      if (++batches % TRIM_EVERY_BATCHES === 0) mallocTrim();
+      // then follows what is live, not what the C heap kept of collected Buffers. On a thread of
+      // its own: 200 ms of the real tree's commit on this thread were these trims.
+      if (++batches % TRIM_EVERY_BATCHES === 0) mallocTrimSoon();
     }
   } catch (e) {
     await scans.settle();

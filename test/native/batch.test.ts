@@ -95,6 +95,29 @@ describe('lifecycle', () => {
     assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), { ok: true, bad: ['ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT'] });
   });
 
+  test('mallocTrimSoon gives freed heap pages back on its own thread, one trim at a time', () => {
+    // 1 MiB Buffers from the heap (the mmap threshold raised), every other one freed: holes in
+    // the middle of the heap, which free() alone never returns. The trim must take them back.
+    const r = run(
+      `import v8 from 'node:v8'; import vm from 'node:vm'; import fs from 'node:fs';` +
+        `import { mallocTune, mallocTrimSoon } from './lib/native/index.ts';` +
+        `v8.setFlagsFromString('--expose-gc'); const gc = vm.runInNewContext('gc');` +
+        `mallocTune(32 << 20, 1);` +
+        `const rss = () => Number(/VmRSS:\\s+(\\d+)/.exec(fs.readFileSync('/proc/self/status', 'utf8'))[1]) >> 10;` +
+        `let bufs = Array.from({ length: 300 }, (_, i) => Buffer.alloc(1 << 20, i));` +
+        `const kept = bufs.filter((_, i) => i % 2); bufs = null; gc(); gc();` +
+        `const before = rss(); const first = mallocTrimSoon();` +
+        `let again = false; const t = Date.now(); while (!again && Date.now() - t < 10000) { again = mallocTrimSoon(); }` +
+        `await new Promise((r) => setTimeout(r, 200));` +
+        `console.log(JSON.stringify({ first, again, freedMiB: before - rss(), kept: kept.length }));`,
+    );
+    assert.equal(r.status, 0, r.out);
+    const out = JSON.parse(r.out.trim().split('\n').pop()!) as { first: boolean; again: boolean; freedMiB: number; kept: number };
+    assert.equal(out.first, true, 'the first call starts a trim');
+    assert.equal(out.again, true, 'a call after the last trim ended starts another');
+    assert.ok(out.freedMiB >= 100, `about 150 MiB of holes given back, not ${out.freedMiB} MiB`);
+  });
+
   test('an idle process exits promptly after batch work', () => {
     const r = run(
       `import { hashBuffers, scanPaths } from './lib/native/index.ts';` +
