@@ -115,7 +115,7 @@ export class Daemon {
     }
     refuseHardLinkedStore(p.store);
     if (!(await this.takeLock())) return false;
-    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB });
+    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
     await this.recover();
     await this.listen();
     this.idleTimer = setTimeout(() => {

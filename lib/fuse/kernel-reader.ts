@@ -119,7 +119,7 @@ function serve(store: Store): void {
 
 let store: Store | null = null;
 try {
-  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB });
+  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false });
   serve(store);
 } finally {
   // Gone: the serving thread answers every READ itself from now on.

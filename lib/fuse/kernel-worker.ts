@@ -317,7 +317,7 @@ deferSpoolRemoval();
 const { storePath, checkpoints } = workerData as SpareData;
 let store: Store | null = null;
 try {
-  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB });
+  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
 } catch {
   /* opened again below, where a failure is reported */
 }
@@ -330,7 +330,7 @@ port.on('message', (m: StartWorker | ToWorker) => {
       store.close();
       store = null;
     }
-    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB });
+    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
     if (pool && pool.storePath !== m.params.storePath) {
       pool.close();
       pool = null;

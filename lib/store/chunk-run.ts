@@ -25,7 +25,7 @@ import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
 import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
-import type { Db } from './store-file.js';
+import { MAPPED_BYTES, mapsStreams, prepared, type Db } from './store-file.js';
 
 /** A chunk of a run: its id and the length its extent records. */
 export interface ChunkRef {
@@ -76,6 +76,25 @@ const EMPTY = Buffer.alloc(0);
 /** Idle row buffers kept for reuse (a READ's stretches may pin a few more at once). */
 const IDLE_ROWS = 3;
 
+/**
+ * Files this large or larger are streamed with the Store file mapped (mapStream): below it the
+ * mapping's set-up and page faults cost about what the pread(2) calls it saves do.
+ */
+export const STREAM_MAP_BYTES = 4 * 1024 * 1024;
+
+/** Bytes a mapped stream reads before the map is made anew (its pages leave the resident set). */
+export const MAP_WINDOW_BYTES = 32 * 1024 * 1024;
+
+/** A streamed read's hold on the mapped Store file (ChunkRunReader.mapStream). */
+export interface StreamMap {
+  /** Counts `bytes` more read: past MAP_WINDOW_BYTES the map is made anew. */
+  advance(bytes: number): void;
+  /** The read ended (or was abandoned): the map goes when no other read holds it. */
+  end(): void;
+}
+
+const UNMAPPED: StreamMap = { advance: () => {}, end: () => {} };
+
 /** LAYERFS_PACK_ROWS=0: rows are always read with SELECT (a fallback switch, and the A/B of the benchmarks). */
 export const PACK_ROWS_ENV = 'LAYERFS_PACK_ROWS';
 
@@ -118,6 +137,10 @@ export class ChunkRunReader {
   private readonly handle: number;
   /** Reused row buffers, most recently used first. */
   private rows: RowBuffer[] = [];
+  /** Streamed reads under way that map the Store file (mapStream); the map goes when the last ends. */
+  private mappedStreams = 0;
+  /** Bytes those reads returned since the map was last made. */
+  private mappedRead = 0;
 
   constructor(
     private readonly db: Db,
@@ -129,6 +152,44 @@ export class ChunkRunReader {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
     this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'o.at' : '0';
     this.handle = packRows ? packRowsHandle(db) : 0;
+  }
+
+  /**
+   * Maps the Store file while a streamed read of a `bytes`-byte file runs, on connections that
+   * allow it (OpenOptions.mapStreams): pack rows are then copied from the map instead of read
+   * with one pread(2) per page, a fifth of a large read's time (docs/DECISIONS.md, "A large
+   * streamed read maps the Store file while it runs"). Mapped pages read count toward the
+   * resident set while mapped, so the map is made anew every MAP_WINDOW_BYTES read
+   * (StreamMap.advance) and undone when the last such read ends. SQLite changes the map only
+   * when no page of it is in use, and a checkpoint cannot truncate pages a read snapshot uses.
+   * A connection busy with an iterator keeps reading with pread(2).
+   */
+  mapStream(bytes: number): StreamMap {
+    if (bytes < STREAM_MAP_BYTES || !mapsStreams(this.db)) return UNMAPPED;
+    if (this.mappedStreams === 0 && !this.setMap(MAPPED_BYTES)) return UNMAPPED;
+    this.mappedStreams++;
+    let ended = false;
+    return {
+      advance: (read) => {
+        if (ended || (this.mappedRead += read) < MAP_WINDOW_BYTES) return;
+        this.mappedRead = 0;
+        if (this.setMap(0)) this.setMap(MAPPED_BYTES);
+      },
+      end: () => {
+        if (ended) return;
+        ended = true;
+        if (--this.mappedStreams === 0) this.setMap(0);
+      },
+    };
+  }
+
+  private setMap(bytes: number): boolean {
+    try {
+      prepared(this.db, `PRAGMA mmap_size = ${bytes}`).get();
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** Rows read through the addon (not SELECT), and reused row buffers held now. */

@@ -206,6 +206,20 @@ export interface OpenOptions {
    * its memory with a small one; the file's pages stay in the kernel's page cache either way.
    */
   cacheKiB?: number;
+  /**
+   * A streamed read of a large file maps the Store file while it runs (ChunkRunReader.mapStream):
+   * default yes. Off for connections whose resident memory is bounded (the mount daemon's): a
+   * mapped page read counts toward the resident set until the read ends.
+   */
+  mapStreams?: boolean;
+}
+
+/** Connections whose large streamed reads may map the Store file (see OpenOptions.mapStreams). */
+const streamMapping = new WeakSet<Db>();
+
+/** Whether a large streamed read on `db` may map the Store file for its duration. */
+export function mapsStreams(db: Db): boolean {
+  return streamMapping.has(db);
 }
 
 /** How much of a Store file a `mapped` connection maps (SQLite maps the file's first bytes up to this). */
@@ -260,6 +274,7 @@ export function openStoreFile(path: string, opts: OpenOptions = {}): { db: Db; i
       if (version < FORMAT_VERSION) version = upgrade(db);
     }
     if (opts.cacheKiB !== undefined) db.pragma(`cache_size = -${Math.max(64, Math.floor(opts.cacheKiB))}`);
+    if ((opts.mapStreams ?? true) && !(opts.readonly && opts.mapped)) streamMapping.add(db);
     if (opts.readonly) {
       db.pragma('busy_timeout = 30000');
       if (opts.mapped) db.pragma(`mmap_size = ${MAPPED_BYTES}`);

@@ -115,19 +115,32 @@ export class FsView {
     // Iterative, one frame per level: a node's entries, each with its recorded length. A leaf's
     // chunks are read as one run (decoded and verified many at a time), or located in a few
     // statements and read one by one without a run reader.
-    const root = loadExtentNode(objects, file.content!, file.size, null);
-    if (root.level === 0) return yield* this.leaf(root, alloc);
-    const stack: { node: ExtentNode; i: number }[] = [{ node: root, i: 0 }];
-    while (stack.length > 0) {
-      const top = stack[stack.length - 1]!;
-      if (top.i >= top.node.ids.length) {
-        stack.pop();
-        continue;
+    const map = this.runs?.mapStream(file.size);
+    try {
+      const root = loadExtentNode(objects, file.content!, file.size, null);
+      const stack: { node: ExtentNode; i: number }[] = root.level === 0 ? [] : [{ node: root, i: 0 }];
+      let leaf: ExtentNode | null = root.level === 0 ? root : null;
+      while (leaf || stack.length > 0) {
+        if (leaf) {
+          for (const piece of this.leaf(leaf, alloc)) {
+            yield piece;
+            map?.advance(piece.length);
+          }
+          leaf = null;
+          continue;
+        }
+        const top = stack[stack.length - 1]!;
+        if (top.i >= top.node.ids.length) {
+          stack.pop();
+          continue;
+        }
+        const i = top.i++;
+        const node = loadExtentNode(objects, top.node.ids[i]!, top.node.lengths[i]!, top.node.level);
+        if (node.level === 0) leaf = node;
+        else stack.push({ node, i: 0 });
       }
-      const i = top.i++;
-      const node = loadExtentNode(objects, top.node.ids[i]!, top.node.lengths[i]!, top.node.level);
-      if (node.level === 0) yield* this.leaf(node, alloc);
-      else stack.push({ node, i: 0 });
+    } finally {
+      map?.end();
     }
   }
 
