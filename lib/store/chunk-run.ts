@@ -25,7 +25,8 @@ import { toHex } from '../format/hex.js';
 import { Codec } from './codec.js';
 import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
-import { MAPPED_BYTES, mapsStreams, prepared, type Db } from './store-file.js';
+import type { Db } from './store-file.js';
+import { StreamMapper, type StreamMap } from './stream-map.js';
 
 /** A chunk of a run: its id and the length its extent records. */
 export interface ChunkRef {
@@ -35,6 +36,9 @@ export interface ChunkRef {
 
 /** Ids one locator query takes (one blob of 32 bytes per id, split by SQLite). */
 const BATCH = 256;
+
+/** Chunks read through the ObjectReader whose locators (and their bases') one locateAhead takes. */
+const AHEAD = 32;
 
 /** Canonical bytes one decode call takes at most (a chunk row decodes to about 1–1.5 MiB). */
 const MAX_STRETCH = 4 * 1024 * 1024;
@@ -76,24 +80,6 @@ const EMPTY = Buffer.alloc(0);
 /** Idle row buffers kept for reuse (a READ's stretches may pin a few more at once). */
 const IDLE_ROWS = 3;
 
-/**
- * Files this large or larger are streamed with the Store file mapped (mapStream): below it the
- * mapping's set-up and page faults cost about what the pread(2) calls it saves do.
- */
-export const STREAM_MAP_BYTES = 4 * 1024 * 1024;
-
-/** Bytes a mapped stream reads before the map is made anew (its pages leave the resident set). */
-export const MAP_WINDOW_BYTES = 32 * 1024 * 1024;
-
-/** A streamed read's hold on the mapped Store file (ChunkRunReader.mapStream). */
-export interface StreamMap {
-  /** Counts `bytes` more read: past MAP_WINDOW_BYTES the map is made anew. */
-  advance(bytes: number): void;
-  /** The read ended (or was abandoned): the map goes when no other read holds it. */
-  end(): void;
-}
-
-const UNMAPPED: StreamMap = { advance: () => {}, end: () => {} };
 
 /** LAYERFS_PACK_ROWS=0: rows are always read with SELECT (a fallback switch, and the A/B of the benchmarks). */
 export const PACK_ROWS_ENV = 'LAYERFS_PACK_ROWS';
@@ -137,10 +123,8 @@ export class ChunkRunReader {
   private readonly handle: number;
   /** Reused row buffers, most recently used first. */
   private rows: RowBuffer[] = [];
-  /** Streamed reads under way that map the Store file (mapStream); the map goes when the last ends. */
-  private mappedStreams = 0;
-  /** Bytes those reads returned since the map was last made. */
-  private mappedRead = 0;
+  /** The Store file's map while large streamed reads run (mapStream). */
+  private readonly mapper: StreamMapper;
 
   constructor(
     private readonly db: Db,
@@ -152,44 +136,12 @@ export class ChunkRunReader {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
     this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'o.at' : '0';
     this.handle = packRows ? packRowsHandle(db) : 0;
+    this.mapper = new StreamMapper(db);
   }
 
-  /**
-   * Maps the Store file while a streamed read of a `bytes`-byte file runs, on connections that
-   * allow it (OpenOptions.mapStreams): pack rows are then copied from the map instead of read
-   * with one pread(2) per page, a fifth of a large read's time (docs/DECISIONS.md, "A large
-   * streamed read maps the Store file while it runs"). Mapped pages read count toward the
-   * resident set while mapped, so the map is made anew every MAP_WINDOW_BYTES read
-   * (StreamMap.advance) and undone when the last such read ends. SQLite changes the map only
-   * when no page of it is in use, and a checkpoint cannot truncate pages a read snapshot uses.
-   * A connection busy with an iterator keeps reading with pread(2).
-   */
+  /** Maps the Store file while a streamed read of a `bytes`-byte file runs (StreamMapper.map). */
   mapStream(bytes: number): StreamMap {
-    if (bytes < STREAM_MAP_BYTES || !mapsStreams(this.db)) return UNMAPPED;
-    if (this.mappedStreams === 0 && !this.setMap(MAPPED_BYTES)) return UNMAPPED;
-    this.mappedStreams++;
-    let ended = false;
-    return {
-      advance: (read) => {
-        if (ended || (this.mappedRead += read) < MAP_WINDOW_BYTES) return;
-        this.mappedRead = 0;
-        if (this.setMap(0)) this.setMap(MAPPED_BYTES);
-      },
-      end: () => {
-        if (ended) return;
-        ended = true;
-        if (--this.mappedStreams === 0) this.setMap(0);
-      },
-    };
-  }
-
-  private setMap(bytes: number): boolean {
-    try {
-      prepared(this.db, `PRAGMA mmap_size = ${bytes}`).get();
-      return true;
-    } catch {
-      return false;
-    }
+    return this.mapper.map(bytes);
   }
 
   /** Rows read through the addon (not SELECT), and reused row buffers held now. */
@@ -271,8 +223,9 @@ export class ChunkRunReader {
     // next is read out of SQLite, and a READ's rows are decoded in parallel.
     const parts: (Started | Buffer)[] = [];
     try {
-      for (let i = 0, at = -from; i < run.length && at < len; ) {
+      for (let i = 0, at = -from, located = 0; i < run.length && at < len; ) {
         const count = this.stretch(run, rows, i);
+        if (count === 0 && i >= located) located = this.locateAhead(run, rows, i);
         parts.push(count > 0 ? this.start(run.slice(i, i + count), rows.slice(i, i + count), { lane, i: parts.length }) : this.viaReader(run[i]!));
         for (const c of run.slice(i, i + Math.max(1, count))) at += c.length;
         i += Math.max(1, count);
@@ -326,8 +279,10 @@ export class ChunkRunReader {
       for (let b = 0; b < run.length; b += BATCH) {
         const part = run.slice(b, b + BATCH);
         const rows = this.locate(part.map((c) => c.id));
+        let located = 0;
         for (let i = 0; i < part.length; ) {
           const count = this.stretch(part, rows, i);
+          if (count === 0 && i >= located) located = this.locateAhead(part, rows, i);
           const next = count > 0 ? this.start(part.slice(i, i + count), rows.slice(i, i + count), null, alloc) : this.viaReader(part[i]!);
           const p = pending;
           pending = next;
@@ -342,6 +297,23 @@ export class ChunkRunReader {
       // A reader that stops early: the stretch still being decoded lets go of its row.
       if (pending && !Buffer.isBuffer(pending)) this.release(pending);
     }
+  }
+
+  /**
+   * Chunks the ObjectReader reads (deltas, dictionary frames) from run[i] on, up to AHEAD of
+   * them within the next 4 × AHEAD chunks: their locators and those of their deltas' bases
+   * taken in a few statements (ObjectReader.prefetchWithBases), not one each when read. Returns
+   * the index up to which it looked.
+   */
+  private locateAhead(run: readonly ChunkRef[], rows: Located, i: number): number {
+    const ids: Buffer[] = [];
+    let k = i;
+    for (; k < run.length && k < i + 4 * AHEAD && ids.length < AHEAD; k++) {
+      const r = rows[k];
+      if (r && r[3] !== Codec.Raw && r[3] !== Codec.Zstd) ids.push(run[k]!.id);
+    }
+    if (ids.length > 1) this.objects.prefetchWithBases(ids);
+    return k;
   }
 
   /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */

@@ -114,6 +114,27 @@ export class ObjectReader {
     }
   }
 
+  /**
+   * prefetch() for objects about to be read that may be deltas, and for the objects those deltas
+   * are against: a streamed read of a file stored as deltas of an earlier version (every chunk a
+   * delta, each against one to four old chunks) located each chunk and each base with a
+   * statement of its own. Bases already decoded or located are left out.
+   */
+  prefetchWithBases(ids: readonly Buffer[]): void {
+    if (this.strict || ids.length === 0) return;
+    this.prefetch(ids);
+    const bases = new Map<string, Buffer>();
+    for (const id of ids) {
+      const r = this.ahead.get(id.toString('latin1'));
+      if (!r || r.codec !== Codec.Delta || !r.base || r.base.length === 0 || r.base.length % 32 !== 0 || r.base.length > 32 * DELTA_MAX_BASES) continue;
+      for (const b of deltaBases(r.base)) {
+        const key = b.toString('latin1');
+        if (!this.bases.has(key) && !this.ahead.has(key)) bases.set(key, b);
+      }
+    }
+    if (bases.size > 0) this.prefetch([...bases.values()]);
+  }
+
   has(id: Uint8Array): boolean {
     return this.locate.get(id) !== undefined;
   }

@@ -1,4 +1,4 @@
-// A streamed read of a large file maps the Store file while it runs (ChunkRunReader.mapStream):
+// A streamed read of a large file maps the Store file while it runs (lib/store/stream-map.ts):
 // mapped from its first piece until the last stream ends (also one abandoned early), never for a
 // small file nor on a connection that asked not to (the mount daemon's); at most a window of its
 // pages resident at once; and the same bytes while another connection deletes, rewrites and
@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { MAP_WINDOW_BYTES, STREAM_MAP_BYTES } from '../../lib/store/chunk-run.js';
+import { MAP_WINDOW_BYTES, STREAM_MAP_BYTES } from '../../lib/store/stream-map.js';
 import { importTree, Store } from '../../lib/store/index.js';
 import { MAPPED_BYTES } from '../../lib/store/store-file.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
