@@ -5,6 +5,7 @@
 
 #include "napi_util.h"
 #include "run_decode.h"
+#include "zstd_frame.h"
 
 namespace layerfs {
 
@@ -38,9 +39,10 @@ struct RunArgs {
   Bytes ok;
   std::vector<RunChunk> chunks;
   size_t threads = 1;
+  std::shared_ptr<const RunDict> dict;
 };
 
-// (src, spec, ids, out | null, ok, threads), checked.
+// (src, spec, ids, out | null, ok, threads, dict?, dictKey?), checked.
 RunArgs GetRunArgs(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RunArgs a;
@@ -57,11 +59,18 @@ RunArgs GetRunArgs(const Napi::CallbackInfo& info) {
   if (!info[5].IsNumber()) throw Napi::TypeError::New(env, "threads must be a number");
   const double threads = info[5].As<Napi::Number>().DoubleValue();
   a.threads = threads >= 1 && threads <= 16 ? static_cast<size_t>(threads) : 1;
+  if (info.Length() > 6 && !info[6].IsUndefined() && !info[6].IsNull()) {
+    Bytes dict = GetBytes(env, info[6], "dict");
+    a.dict = RunDictFor(dict.data, dict.size, DictKey(info, 7));
+    if (!a.dict) throw Napi::Error::New(env, "zstd: out of memory");
+  }
   a.chunks.resize(n);
   for (size_t i = 0; i < n; i++) {
     const double* f = spec + kFields * i;
     a.chunks[i] = RunChunk{Field(env, f[0]), Field(env, f[1]), static_cast<uint32_t>(Field(env, f[2])), Field(env, f[3]), Field(env, f[4])};
-    if (a.chunks[i].codec != kRunRaw && a.chunks[i].codec != kRunZstd) throw Napi::RangeError::New(env, "codec must be 0 (raw) or 1 (zstd)");
+    const uint32_t codec = a.chunks[i].codec;
+    if (codec != kRunRaw && codec != kRunZstd && codec != kRunDict) throw Napi::RangeError::New(env, "codec must be 0 (raw), 1 (zstd) or 3 (zstd with the dictionary)");
+    if (codec == kRunDict && !a.dict) throw Napi::RangeError::New(env, "dictionary chunks need the dictionary");
     if (!a.out.data && a.chunks[i].codec != kRunRaw) throw Napi::RangeError::New(env, "zstd chunks need an output buffer");
   }
   return a;
@@ -71,7 +80,7 @@ RunArgs GetRunArgs(const Napi::CallbackInfo& info) {
 Napi::Value DecodeRunJs(const Napi::CallbackInfo& info) {
   RunArgs a = GetRunArgs(info);
   DecodeRun(a.src.data, a.src.size, a.chunks.data(), a.chunks.size(), a.ids.data, const_cast<uint8_t*>(a.out.data),
-            a.out.size, const_cast<uint8_t*>(a.ok.data), a.threads);
+            a.out.size, const_cast<uint8_t*>(a.ok.data), a.threads, a.dict);
   return info.Env().Undefined();
 }
 
@@ -90,7 +99,7 @@ class RunTaskJs : public Napi::ObjectWrap<RunTaskJs> {
       if (info[i].IsObject()) held_.push_back(Napi::Persistent(info[i].As<Napi::Object>()));
     }
     task_ = std::make_unique<RunTask>(a.src.data, a.src.size, a.chunks.data(), a.chunks.size(), a.ids.data,
-                                      const_cast<uint8_t*>(a.out.data), a.out.size, const_cast<uint8_t*>(a.ok.data), a.threads);
+                                      const_cast<uint8_t*>(a.out.data), a.out.size, const_cast<uint8_t*>(a.ok.data), a.threads, a.dict);
   }
 
   ~RunTaskJs() override { task_.reset(); }  // waits, then the buffers are let go

@@ -16,6 +16,30 @@
 
 namespace layerfs {
 
+struct RunDict {
+  std::string bytes;
+  std::string key;
+  ZSTD_DDict* ddict = nullptr;
+  ~RunDict() { ZSTD_freeDDict(ddict); }
+};
+
+std::shared_ptr<const RunDict> RunDictFor(const uint8_t* data, size_t size, const std::string& key) {
+  static std::mutex mu;
+  static std::shared_ptr<const RunDict> held;
+  std::lock_guard<std::mutex> lock(mu);
+  if (held && held->bytes.size() == size &&
+      (key.empty() ? std::memcmp(held->bytes.data(), data, size) == 0 : key == held->key)) {
+    return held;
+  }
+  auto d = std::make_shared<RunDict>();
+  d->bytes.assign(reinterpret_cast<const char*>(data), size);
+  d->key = key;
+  d->ddict = ZSTD_createDDict(d->bytes.data(), d->bytes.size());
+  if (!d->ddict) return nullptr;
+  held = d;
+  return held;
+}
+
 namespace {
 
 // A part smaller than this is not worth handing to another thread (the hand-off costs tens of µs).
@@ -60,6 +84,7 @@ struct Job {
   uint8_t* out;
   size_t out_size;
   uint8_t* ok;
+  std::shared_ptr<const RunDict> dict;  // for kRunDict chunks, or null
   std::vector<uint64_t> dst;     // out offset of each chunk (n + 1 entries)
   std::vector<size_t> bounds;    // parts: chunks [bounds[p], bounds[p + 1])
   std::atomic<size_t> next{0};   // the next part to take
@@ -68,8 +93,22 @@ struct Job {
   std::condition_variable cv;
 };
 
+bool Framed(const RunChunk& c) { return c.codec == kRunZstd || c.codec == kRunDict; }
+
 bool SameFrame(const RunChunk& a, const RunChunk& b) {
-  return a.codec == kRunZstd && b.codec == kRunZstd && a.src_off == b.src_off && a.src_len == b.src_len;
+  return Framed(a) && a.codec == b.codec && a.src_off == b.src_off && a.src_len == b.src_len;
+}
+
+// ZSTD_decompressDCtx through `t`'s context, with the job's dictionary referenced for a
+// kRunDict frame (and let go again afterwards).
+size_t Decompress(const Job& j, const RunChunk& c, ThreadState& t, uint8_t* dst, size_t cap, const uint8_t* src) {
+  if (c.codec == kRunDict) {
+    const size_t r = ZSTD_DCtx_refDDict(t.dctx, j.dict->ddict);
+    if (ZSTD_isError(r)) return r;
+  }
+  const size_t r = ZSTD_decompressDCtx(t.dctx, dst, cap, src, c.src_len);
+  if (c.codec == kRunDict) ZSTD_DCtx_refDDict(t.dctx, nullptr);
+  return r;
 }
 
 bool InSrc(const Job& j, const RunChunk& c) {
@@ -91,7 +130,7 @@ bool DecodeRaw(Job& j, size_t i) {
 void DecodeFrame(Job& j, size_t i, size_t e, ThreadState& t) {
   for (size_t k = i; k < e; k++) j.ok[k] = 0;
   const RunChunk& c = j.chunks[i];
-  if (!j.out || !t.dctx || !InSrc(j, c)) return;
+  if (!j.out || !t.dctx || !InSrc(j, c) || (c.codec == kRunDict && (!j.dict || !j.dict->ddict))) return;
   ZSTD_frameHeader h;
   const uint8_t* p = j.src + c.src_off;
   if (ZSTD_getFrameHeader_advanced(&h, p, c.src_len, ZSTD_f_zstd1_magicless) != 0) return;
@@ -105,12 +144,12 @@ void DecodeFrame(Job& j, size_t i, size_t e, ThreadState& t) {
     expect += j.chunks[k].size;
   }
   if (tiles && expect == fcs) {
-    const size_t r = ZSTD_decompressDCtx(t.dctx, j.out + j.dst[i], fcs, p, c.src_len);
+    const size_t r = Decompress(j, c, t, j.out + j.dst[i], fcs, p);
     if (!ZSTD_isError(r) && r == fcs) std::memset(j.ok + i, 1, e - i);
     return;
   }
   t.scratch.resize(fcs);
-  const size_t r = ZSTD_decompressDCtx(t.dctx, t.scratch.data(), fcs, p, c.src_len);
+  const size_t r = Decompress(j, c, t, t.scratch.data(), fcs, p);
   if (ZSTD_isError(r) || r != fcs) return;
   for (size_t k = i; k < e; k++) {
     const RunChunk& x = j.chunks[k];
@@ -157,7 +196,7 @@ void RunPart(Job& j, size_t part) {
   for (size_t i = b; i < e;) {
     size_t f = i + 1;
     while (f < e && SameFrame(j.chunks[i], j.chunks[f])) f++;
-    if (j.chunks[i].codec == kRunZstd) {
+    if (Framed(j.chunks[i])) {
       DecodeFrame(j, i, f, t);
     } else {
       f = i + 1;
@@ -201,8 +240,10 @@ void Split(Job& j, size_t n, size_t threads) {
 namespace {
 
 std::shared_ptr<Job> Prepare(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
-                             const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads) {
+                             const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads,
+                             std::shared_ptr<const RunDict> dict) {
   auto j = std::make_shared<Job>();
+  j->dict = std::move(dict);
   j->src = src;
   j->src_size = src_size;
   j->chunks = chunks;
@@ -240,8 +281,9 @@ void Finish(Job& j) {
 }  // namespace
 
 void DecodeRun(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n,
-               const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads) {
-  std::shared_ptr<Job> j = Prepare(src, src_size, chunks, n, ids, out, out_size, ok, threads);
+               const uint8_t* ids, uint8_t* out, size_t out_size, uint8_t* ok, size_t threads,
+               std::shared_ptr<const RunDict> dict) {
+  std::shared_ptr<Job> j = Prepare(src, src_size, chunks, n, ids, out, out_size, ok, threads, std::move(dict));
   Hand(j, j->bounds.size() - 2);
   Finish(*j);
 }
@@ -252,10 +294,10 @@ struct RunTask::State {
 };
 
 RunTask::RunTask(const uint8_t* src, size_t src_size, const RunChunk* chunks, size_t n, const uint8_t* ids,
-                 uint8_t* out, size_t out_size, uint8_t* ok, size_t threads)
+                 uint8_t* out, size_t out_size, uint8_t* ok, size_t threads, std::shared_ptr<const RunDict> dict)
     : state_(new State()) {
   std::vector<RunChunk> own(chunks, chunks + n);
-  state_->job = Prepare(src, src_size, own.data(), n, ids, out, out_size, ok, threads);
+  state_->job = Prepare(src, src_size, own.data(), n, ids, out, out_size, ok, threads, std::move(dict));
   state_->job->own.swap(own);  // the vector's buffer moves with it: `chunks` stays valid
   Hand(state_->job, state_->job->bounds.size() - 1);
 }

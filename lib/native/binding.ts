@@ -226,9 +226,9 @@ export interface NativeBinding {
   zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array, prefix?: Uint8Array, dictKey?: Uint8Array): number;
   zstdCompressResult(job: number): Buffer;
   /** native/run_decode.h: decodes and verifies a run of chunks of one pack row; see lib/native/run.ts. */
-  decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number): void;
+  decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number, dict?: Uint8Array, dictKey?: Uint8Array): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
-  RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number) => { wait(): void };
+  RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number, dict?: Uint8Array, dictKey?: Uint8Array) => { wait(): void };
   /** An ordered output to `fd` written by a background thread (native/napi_fd_output.cc); `pipe` > 0 enlarges a pipe. */
   FdOutput: new (fd: number, limit: number, pipe: number) => {
     /** Queues `buffer` (held, not copied): pieces written so far, or -errno of the first failure. */

@@ -26,6 +26,8 @@ import { Codec } from './codec.js';
 import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Db } from './store-file.js';
+import { resolveBase } from './dictionary-refs.js';
+import type { Dictionary } from './dictionary.js';
 import { StreamMapper, type StreamMap } from './stream-map.js';
 
 /** A chunk of a run: its id and the length its extent records. */
@@ -104,8 +106,8 @@ function packRowsHandle(db: Db): number {
   }
 }
 
-/** [position in the ids located, kind, size, codec, pack, offset, length, at] of a located chunk. */
-type Row = [number, number, number, number, number, number, number, number];
+/** [position in the ids located, kind, size, codec, pack, offset, length, at, base] of a located chunk. */
+type Row = [number, number, number, number, number, number, number, number, Buffer | null];
 
 /** Located chunks, aligned with the ids asked for (undefined: not in the objects table). */
 type Located = (Row | undefined)[];
@@ -116,6 +118,8 @@ export class ChunkRunReader {
   private readonly readPack;
   /** The `at` column (format 2 on; a format-1 Store opened read-only has only raw objects). */
   private readonly at: string;
+  /** Dictionaries of Codec.Dict chunks, by the ref their rows hold (null: it cannot be read; such chunks go through the ObjectReader). */
+  private readonly dicts = new Map<string, Dictionary | null>();
   private packs: { id: number; data: Buffer }[] = [];
   /** Reused outputs of read(), per lane one per stretch of a READ: their bytes are copied out before the next call of the lane. */
   private readonly scratch: Buffer[][] = [];
@@ -134,7 +138,7 @@ export class ChunkRunReader {
     packRows = true,
   ) {
     this.readPack = db.prepare('SELECT data FROM packs WHERE id = ?').pluck();
-    this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'o.at' : '0';
+    this.at = (db.pragma('user_version', { simple: true }) as number) >= 2 ? 'o.at, o.base' : '0, NULL';
     this.handle = packRows ? packRowsHandle(db) : 0;
     this.mapper = new StreamMapper(db);
   }
@@ -152,6 +156,7 @@ export class ChunkRunReader {
   /** Forgets the rows kept (after a rollback removed some). */
   reset(): void {
     this.packs = [];
+    this.dicts.clear();
     // Rows still read by a stretch stay theirs; none is found by its id again.
     for (const r of this.rows) r.id = -1;
   }
@@ -322,18 +327,48 @@ export class ChunkRunReader {
       const c = run[k]!;
       const r = rows[k];
       if (!r || r[1] !== ObjectKind.Chunk || r[2] !== c.length || r[5] < 0 || r[6] < 0 || r[7] < 0) return undefined;
+      if (r[3] === Codec.Dict) return r[8] && this.dictOf(r[8]) ? r : undefined;
       return (r[3] === Codec.Raw && r[6] === c.length) || r[3] === Codec.Zstd ? r : undefined;
     };
     const head = usable(i);
     if (!head) return 0;
     let bytes = head[2];
+    // One dictionary per decode call: a chunk of another one starts the next stretch.
+    let dict = head[3] === Codec.Dict ? head[8] : null;
     let k = i + 1;
     for (; k < run.length; k++) {
       const r = usable(k);
       if (!r || r[4] !== head[4] || bytes + r[2] > MAX_STRETCH) break;
+      if (r[3] === Codec.Dict) {
+        if (dict && !dict.equals(r[8]!)) break;
+        dict = r[8];
+      }
       bytes += r[2];
     }
     return k - i;
+  }
+
+  /**
+   * The dictionary a Codec.Dict chunk's row names by `ref` (dictionary-refs.ts), read and
+   * authenticated once; undefined when it cannot be read (its chunks then go through the
+   * ObjectReader, which reports why).
+   */
+  private dictOf(ref: Buffer): Dictionary | undefined {
+    const key = ref.toString('latin1');
+    let d = this.dicts.get(key);
+    if (d === undefined) {
+      d = null;
+      const id = resolveBase(this.db, Codec.Dict, ref);
+      if (id && id.length === 32) {
+        try {
+          d = { id: Buffer.from(id), bytes: this.objects.get(id, ObjectKind.Dictionary) };
+        } catch (e) {
+          if (!(e instanceof LayerFsError)) throw e;
+        }
+      }
+      this.dicts.set(key, d);
+    }
+    return d ?? undefined;
   }
 
   /**
@@ -350,13 +385,15 @@ export class ChunkRunReader {
     let total = 0;
     let inPlace = true;
     let pack = -1;
+    let dict: Dictionary | undefined;
     for (let k = 0; k < count; k++) {
       const c = chunks[k]!;
       const r = rows[k]!;
       const f = k * RUN_FIELDS;
       spec[f] = r[5];
       spec[f + 1] = r[6];
-      spec[f + 2] = r[3] === Codec.Raw ? RunCodec.Raw : RunCodec.Zstd;
+      spec[f + 2] = r[3] === Codec.Raw ? RunCodec.Raw : r[3] === Codec.Dict ? RunCodec.Dict : RunCodec.Zstd;
+      if (r[3] === Codec.Dict) dict ??= this.dictOf(r[8]!);
       spec[f + 3] = r[3] === Codec.Raw ? 0 : r[7];
       spec[f + 4] = c.length;
       c.id.copy(ids, k * 32);
@@ -373,7 +410,7 @@ export class ChunkRunReader {
       return { chunks, out: data.subarray(spec[0]!, spec[0]! + total), ok, task: startRun(data, spec, ids, null, ok, this.threads), inPlace: true, row: row ?? null };
     }
     const out = scratch === null ? alloc(total) : this.scratchOf(scratch.lane, scratch.i, total);
-    return { chunks, out, ok, task: startRun(data, spec, ids, out, ok, this.threads), inPlace: false, row: row ?? null };
+    return { chunks, out, ok, task: startRun(data, spec, ids, out, ok, this.threads, dict), inPlace: false, row: row ?? null };
   }
 
   /** Raw chunks lying in order in pack row `pack` from spec[0] on, read straight into a new Buffer and verified there. */

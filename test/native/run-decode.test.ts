@@ -1,11 +1,12 @@
-// decodeRun (native/run_decode.cc) against a model: random pack rows of raw chunks and zstd frames
-// (chunks tiling a frame, or only some of a frame's chunks, in order or not), some bytes damaged,
-// some locators pointing outside the row, 1 to 4 threads. Every chunk the addon marks verified
+// decodeRun (native/run_decode.cc) against a model: random pack rows of raw chunks, zstd frames and
+// frames compressed with a dictionary (chunks tiling a frame, or only some of a frame's chunks, in
+// order or not), some bytes damaged, some locators pointing outside the row, 1 to 4 threads, the
+// run given the frames' dictionary or (sometimes) another one. Every chunk the addon marks verified
 // equals the model's bytes; every chunk whose stored bytes decode to its id is marked verified;
 // nothing else is. The seed is printed (LAYERFS_MODEL_SEED picks one).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeRun, DOMAIN, objectId, RUN_FIELDS, RunCodec, startRun, zstdCompress, zstdDecompress } from '../../lib/native/index.js';
+import { decodeRun, DOMAIN, objectId, RUN_FIELDS, RunCodec, startRun, zstdCompress, zstdDecompress, zstdDictCompress, zstdDictDecompress } from '../../lib/native/index.js';
 import { rng, seededBytes } from '../helpers/random.js';
 
 interface ModelChunk {
@@ -25,7 +26,7 @@ function textBytes(next: () => number, n: number): Buffer {
 }
 
 /** A pack row of frames and raw chunks, and the chunks a run reads from it (a random selection, in row order or shuffled). */
-function makeRow(next: () => number, seed: number): { row: Buffer; chunks: ModelChunk[] } {
+function makeRow(next: () => number, seed: number, dict?: Buffer): { row: Buffer; chunks: ModelChunk[] } {
   const parts: Buffer[] = [];
   const chunks: ModelChunk[] = [];
   let off = 0;
@@ -41,10 +42,11 @@ function makeRow(next: () => number, seed: number): { row: Buffer; chunks: Model
       }
       continue;
     }
-    const frame = zstdCompress(Buffer.concat(bytes), 1);
+    const withDict = dict !== undefined && next() < 0.5;
+    const frame = withDict ? zstdDictCompress(Buffer.concat(bytes), 3, dict) : zstdCompress(Buffer.concat(bytes), 1);
     let at = 0;
     for (const b of bytes) {
-      chunks.push({ bytes: b, id: objectId(DOMAIN.chunk, b), codec: RunCodec.Zstd, srcOff: off, srcLen: frame.length, at });
+      chunks.push({ bytes: b, id: objectId(DOMAIN.chunk, b), codec: withDict ? RunCodec.Dict : RunCodec.Zstd, srcOff: off, srcLen: frame.length, at });
       at += b.length;
     }
     parts.push(frame);
@@ -54,11 +56,13 @@ function makeRow(next: () => number, seed: number): { row: Buffer; chunks: Model
 }
 
 /** What the model says chunk c reads as from `row`: its bytes, or null when it cannot be verified. */
-function modelRead(row: Buffer, c: ModelChunk): Buffer | null {
+function modelRead(row: Buffer, c: ModelChunk, dict?: Buffer): Buffer | null {
   if (c.srcOff + c.srcLen > row.length) return null;
   let data: Buffer;
   try {
-    data = c.codec === RunCodec.Raw ? row.subarray(c.srcOff, c.srcOff + c.srcLen) : zstdDecompress(row.subarray(c.srcOff, c.srcOff + c.srcLen), -1).subarray(c.at, c.at + c.bytes.length);
+    const stored = row.subarray(c.srcOff, c.srcOff + c.srcLen);
+    if (c.codec === RunCodec.Raw) data = stored;
+    else data = (c.codec === RunCodec.Dict ? zstdDictDecompress(stored, -1, dict!) : zstdDecompress(stored, -1)).subarray(c.at, c.at + c.bytes.length);
   } catch {
     return null;
   }
@@ -69,8 +73,12 @@ test('decodeRun marks exactly the chunks whose stored bytes verify, and writes t
   const seed = process.env.LAYERFS_MODEL_SEED === 'random' ? Date.now() % 1e9 : Number(process.env.LAYERFS_MODEL_SEED ?? 4242);
   console.log(`seed ${seed}`);
   const next = rng(seed);
+  const dicts = [textBytes(next, 8192), textBytes(next, 8192)];
   for (let round = 0; round < 300; round++) {
-    const { row, chunks: all } = makeRow(next, seed + round);
+    const { row, chunks: all } = makeRow(next, seed + round, dicts[0]);
+    // The run is given the frames' dictionary, or now and then another one (nothing in its frames verifies then).
+    const dict = next() < 0.15 ? dicts[1]! : dicts[0]!;
+    const key = next() < 0.5 ? objectId(DOMAIN.chunk, dict) : undefined;
     // A run: the row's chunks in order, a subset, or (rarely) shuffled; sometimes damage.
     let run = all.filter(() => next() < 0.85);
     if (run.length === 0) run = [all[0]!];
@@ -89,11 +97,11 @@ test('decodeRun marks exactly the chunks whose stored bytes verify, and writes t
     const out = Buffer.alloc(total + (next() < 0.5 ? 0 : 100), 0xee);
     const ok = new Uint8Array(run.length);
     const threads = 1 + Math.floor(next() * 4);
-    decodeRun(damaged, spec, ids, out, ok, threads);
+    decodeRun(damaged, spec, ids, out, ok, threads, key ? { id: key, bytes: dict } : dict);
     let at = 0;
     run.forEach((c, k) => {
-      const want = modelRead(damaged, c);
-      assert.equal(ok[k], want ? 1 : 0, `round ${round} chunk ${k} (${c.codec === RunCodec.Raw ? 'raw' : 'zstd'}): verified ${ok[k]}, model ${want ? 1 : 0}`);
+      const want = modelRead(damaged, c, dict);
+      assert.equal(ok[k], want ? 1 : 0, `round ${round} chunk ${k} (${RunCodec[c.codec]}): verified ${ok[k]}, model ${want ? 1 : 0}`);
       if (want) assert.ok(out.subarray(at, at + c.bytes.length).equals(want), `round ${round} chunk ${k} bytes`);
       at += c.bytes.length;
     });
@@ -117,6 +125,10 @@ test('decodeRun rejects bad shapes without touching memory it was not given', ()
   assert.throws(() => decodeRun(row, new Float64Array(4), id, Buffer.alloc(5), ok), /spec/);
   assert.throws(() => decodeRun(row, new Float64Array([0, 5, 1, 0, 5]), id, null, ok), /output/);
   assert.throws(() => decodeRun(row, new Float64Array([0, 5, 0, 0, 5]), Buffer.alloc(8), Buffer.alloc(5), ok), /ids/);
+  // A dictionary frame without the dictionary, an unknown codec, a key that is not an id.
+  assert.throws(() => decodeRun(row, new Float64Array([0, 5, 3, 0, 5]), id, Buffer.alloc(5), ok), /dictionary/);
+  assert.throws(() => decodeRun(row, new Float64Array([0, 5, 2, 0, 5]), id, Buffer.alloc(5), ok), /codec/);
+  assert.throws(() => decodeRun(row, new Float64Array([0, 5, 3, 0, 5]), id, Buffer.alloc(5), ok, 1, { id: Buffer.alloc(5), bytes: row }), /32 bytes/);
   // An output too small for the run: nothing verified, nothing written.
   const small = Buffer.alloc(4, 1);
   decodeRun(row, new Float64Array([0, 5, 0, 0, 5]), id, small, ok);
@@ -128,18 +140,19 @@ test('decodeRun rejects bad shapes without touching memory it was not given', ()
 
 test('a started run gives what decodeRun gives, and a task never waited for is finished when collected', () => {
   const next = rng(77);
-  const { row, chunks } = makeRow(next, 77);
+  const dict = textBytes(next, 8192);
+  const { row, chunks } = makeRow(next, 77, dict);
   const spec = new Float64Array(chunks.length * RUN_FIELDS);
   chunks.forEach((c, k) => spec.set([c.srcOff, c.srcLen, c.codec, c.at, c.bytes.length], k * RUN_FIELDS));
   const ids = Buffer.concat(chunks.map((c) => c.id));
   const total = chunks.reduce((s, c) => s + c.bytes.length, 0);
   const out = Buffer.alloc(total);
   const ok = new Uint8Array(chunks.length);
-  const task = startRun(row, spec, ids, out, ok, 2);
+  const task = startRun(row, spec, ids, out, ok, 2, dict);
   task.wait();
   task.wait();
   assert.ok(ok.every((v) => v === 1));
   assert.ok(out.equals(Buffer.concat(chunks.map((c) => c.bytes))));
-  for (let i = 0; i < 50; i++) startRun(row, spec, ids, Buffer.alloc(total), new Uint8Array(chunks.length), 2);
+  for (let i = 0; i < 50; i++) startRun(row, spec, ids, Buffer.alloc(total), new Uint8Array(chunks.length), 2, dict);
   (globalThis as { gc?: () => void }).gc?.();
 });
