@@ -10,6 +10,7 @@ import { chunkAndHash } from '../../lib/native/index.js';
 import { Client } from '../../lib/sdk/index.js';
 import { stateRoot } from '../../lib/sdk/read.js';
 import { Codec, ObjectKind, Store } from '../../lib/store/index.js';
+import { cover } from '../helpers/chunk-runs.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { Rng } from '../helpers/random.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -66,16 +67,7 @@ test(`chunks compressed with the Store's dictionary are read as runs, streamed a
     for (let r = 0; r < 60; r++) {
       const pos = rng.below(big.length);
       const len = Math.min(big.length - pos, 1 + rng.below(1 << 20));
-      let at = 0;
-      const chunks: typeof run = [];
-      let from = 0;
-      for (const c of run) {
-        if (at + c.length > pos && at < pos + len) {
-          if (chunks.length === 0) from = pos - at;
-          chunks.push(c);
-        }
-        at += c.length;
-      }
+      const { chunks, from } = cover(run, pos, len);
       const dst = Buffer.alloc(len);
       runs.read(chunks, from, len, dst, 0);
       assert.ok(dst.equals(big.subarray(pos, pos + len)), `range ${pos}+${len}`);

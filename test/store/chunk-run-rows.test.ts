@@ -15,6 +15,7 @@ const packRead = (h: number, rowid: number, offset: number, length: number, out:
 import { Client } from '../../lib/sdk/index.js';
 import { ChunkRunReader, type ChunkRef } from '../../lib/store/chunk-run.js';
 import { Store } from '../../lib/store/index.js';
+import { cover } from '../helpers/chunk-runs.js';
 import { Rng, seededBytes } from '../helpers/random.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -58,20 +59,6 @@ async function fixture(): Promise<Fixture> {
   return { storePath, files };
 }
 
-/** The chunks of `run` that cover [pos, pos + len), and the offset of pos in the first. */
-function cover(run: readonly ChunkRef[], pos: number, len: number): { chunks: ChunkRef[]; from: number } {
-  const chunks: ChunkRef[] = [];
-  let at = 0;
-  let from = 0;
-  for (const c of run) {
-    if (at + c.length > pos && at < pos + len) {
-      if (chunks.length === 0) from = pos - at;
-      chunks.push(c);
-    }
-    at += c.length;
-  }
-  return { chunks, from };
-}
 
 test(`ChunkRunReader reads every range and stream byte for byte, rows read by the addon or by SELECT (seed ${SEED})`, { timeout: 300_000 }, async () => {
   const f = await fixture();
