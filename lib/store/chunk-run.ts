@@ -4,10 +4,11 @@
  * threads' 1 MiB READs. Reading chunk by chunk through the ObjectReader costs a locator query, a
  * decode call, a hash call and a Buffer per chunk; here a run takes one locator query per
  * BATCH ids, and the chunks of a stretch in one pack row are decoded and verified in the addon
- * in one call (lib/native decodeRun: each zstd frame decoded once, straight into the output
- * where its chunks fill it, raw chunks verified where they lie in the row, every chunk re-hashed
- * against its id many at a time, the work shared with a pool thread). The last two rows read
- * are kept. Chunks stored in another form (deltas, dictionary frames), missing, moved by a
+ * in one call (lib/native decodeRun: each zstd frame decoded once, with the Store dictionary its
+ * row names where it has one, straight into the output where its chunks fill it, raw chunks
+ * verified where they lie in the row, every chunk re-hashed against its id many at a time, the
+ * work shared with a pool thread). The last two rows read are kept. Chunks stored in another
+ * form (deltas: their locators and their bases' taken in batches ahead), missing, moved by a
  * repack meanwhile, or damaged go through the ObjectReader, which reads them (again) or fails
  * with its typed error: no byte is returned before its chunk was verified.
  *
@@ -39,7 +40,7 @@ export interface ChunkRef {
 /** Ids one locator query takes (one blob of 32 bytes per id, split by SQLite). */
 const BATCH = 256;
 
-/** Chunks read through the ObjectReader whose locators (and their bases') one locateAhead takes. */
+/** Delta chunks whose locators (and their bases') one locateAhead takes. */
 const AHEAD = 32;
 
 /** Canonical bytes one decode call takes at most (a chunk row decodes to about 1–1.5 MiB). */
@@ -305,23 +306,22 @@ export class ChunkRunReader {
   }
 
   /**
-   * Chunks the ObjectReader reads (deltas, dictionary frames) from run[i] on, up to AHEAD of
-   * them within the next 4 × AHEAD chunks: their locators and those of their deltas' bases
-   * taken in a few statements (ObjectReader.prefetchWithBases), not one each when read. Returns
-   * the index up to which it looked.
+   * Delta chunks (which the ObjectReader reads) from run[i] on, up to AHEAD of them within the
+   * next 4 × AHEAD chunks: their locators and those of their bases taken in a few statements
+   * (ObjectReader.prefetchWithBases), not one each when read. Returns the index up to which it
+   * looked.
    */
   private locateAhead(run: readonly ChunkRef[], rows: Located, i: number): number {
     const ids: Buffer[] = [];
     let k = i;
     for (; k < run.length && k < i + 4 * AHEAD && ids.length < AHEAD; k++) {
-      const r = rows[k];
-      if (r && r[3] !== Codec.Raw && r[3] !== Codec.Zstd) ids.push(run[k]!.id);
+      if (rows[k]?.[3] === Codec.Delta) ids.push(run[k]!.id);
     }
     if (ids.length > 1) this.objects.prefetchWithBases(ids);
     return k;
   }
 
-  /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw or zstd chunk). */
+  /** How many chunks from run[i] on one decode call takes (0 when run[i] is not a located raw chunk, zstd frame or dictionary frame whose dictionary reads). */
   private stretch(run: readonly ChunkRef[], rows: Located, i: number): number {
     const usable = (k: number): Row | undefined => {
       const c = run[k]!;
