@@ -13,7 +13,7 @@ import { LayerFsError } from '../errors.js';
 import { Codec } from './codec.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
 import { prepared, type Db } from './store-file.js';
-import { resolveBase } from './dictionary-refs.js';
+import { loadDictionary } from './dictionary-refs.js';
 import { DOMAIN_TAGS, ObjectKind, type Locator } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Dictionary } from './dictionary.js';
@@ -41,7 +41,7 @@ export class BaseReader {
   private readonly frames = new Map<string, Frame>();
   /** Frames' buffers to decode into again, once evicted. */
   private spare: Buffer[] = [];
-  private readonly dicts = new Map<string, Dictionary>();
+  private readonly dicts = new Map<string, Dictionary | null>();
 
   constructor(
     private readonly db: Db,
@@ -121,17 +121,9 @@ export class BaseReader {
     return frame;
   }
 
-  /** The dictionary a Codec.Dict frame needs, read (authenticated) once. */
+  /** The dictionary a Codec.Dict frame needs, read (authenticated) once; undefined when it cannot be read. */
   private dictionary(loc: Locator): Dictionary | undefined {
-    const id = resolveBase(this.db, loc.codec, loc.base);
-    if (!id || id.length !== 32) return undefined;
-    const key = id.toString('latin1');
-    let d = this.dicts.get(key);
-    if (!d) {
-      d = { id: Buffer.from(id), bytes: this.reader().get(id, ObjectKind.Dictionary) };
-      this.dicts.set(key, d);
-    }
-    return d;
+    return loadDictionary(this.db, loc.base, (id) => this.reader().get(id, ObjectKind.Dictionary), this.dicts) ?? undefined;
   }
 
   /** Forgets every frame (after a rollback: packs may be written again under the same numbers). */

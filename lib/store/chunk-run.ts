@@ -27,7 +27,7 @@ import { Codec } from './codec.js';
 import { ObjectKind } from './object-id.js';
 import type { ObjectReader } from './object-reader.js';
 import type { Db } from './store-file.js';
-import { resolveBase } from './dictionary-refs.js';
+import { loadDictionary } from './dictionary-refs.js';
 import type { Dictionary } from './dictionary.js';
 import { StreamMapper, type StreamMap } from './stream-map.js';
 
@@ -348,27 +348,9 @@ export class ChunkRunReader {
     return k - i;
   }
 
-  /**
-   * The dictionary a Codec.Dict chunk's row names by `ref` (dictionary-refs.ts), read and
-   * authenticated once; undefined when it cannot be read (its chunks then go through the
-   * ObjectReader, which reports why).
-   */
+  /** The dictionary a Codec.Dict chunk's row names by `ref`; undefined when it cannot be read (its chunks then go through the ObjectReader, which reports why). */
   private dictOf(ref: Buffer): Dictionary | undefined {
-    const key = ref.toString('latin1');
-    let d = this.dicts.get(key);
-    if (d === undefined) {
-      d = null;
-      const id = resolveBase(this.db, Codec.Dict, ref);
-      if (id && id.length === 32) {
-        try {
-          d = { id: Buffer.from(id), bytes: this.objects.get(id, ObjectKind.Dictionary) };
-        } catch (e) {
-          if (!(e instanceof LayerFsError)) throw e;
-        }
-      }
-      this.dicts.set(key, d);
-    }
-    return d ?? undefined;
+    return loadDictionary(this.db, ref, (id) => this.objects.get(id, ObjectKind.Dictionary), this.dicts) ?? undefined;
   }
 
   /**

@@ -14,6 +14,7 @@ import { LayerFsError } from '../errors.js';
 import { Codec } from './codec.js';
 import { LAZY_TABLES } from './schema.js';
 import { prepared, type Db } from './store-file.js';
+import type { Dictionary } from './dictionary.js';
 
 /** Refs of dictionaries at most (2 bytes). */
 export const MAX_DICTIONARY_REFS = 0xffff;
@@ -113,4 +114,28 @@ export function storedBases(db: Db): (codec: number, base: Buffer | null) => Buf
     if (!ref) refs.set(key, (ref = dictionaryRef(db, base)));
     return ref;
   };
+}
+
+/**
+ * The dictionary a codec-3 row names by `base` (ref or id), read by `read` (which must
+ * authenticate it against its id) once per `cache`, keyed by `base`; null when it cannot be read,
+ * remembered too, so a reader falls back once per dictionary and not once per chunk (the
+ * fallback reports why).
+ */
+export function loadDictionary(db: Db, base: Buffer | null, read: (id: Buffer) => Buffer, cache: Map<string, Dictionary | null>): Dictionary | null {
+  if (!base) return null;
+  const key = base.toString('latin1');
+  let d = cache.get(key);
+  if (d !== undefined) return d;
+  d = null;
+  const id = resolveBase(db, Codec.Dict, base);
+  if (id && id.length === 32) {
+    try {
+      d = { id: Buffer.from(id), bytes: read(id) };
+    } catch (e) {
+      if (!(e instanceof LayerFsError)) throw e;
+    }
+  }
+  cache.set(key, d);
+  return d;
 }
