@@ -6,6 +6,7 @@
  * not to the size of the trees.
  */
 import type { PageIO, TreeKind } from '../store/tree/pages.js';
+import { compareBytes } from '../format/compare.js';
 
 /** One key whose value differs: `before` absent = added, `after` absent = removed. */
 export interface TreeChange {
@@ -69,7 +70,7 @@ export function* diffTrees(kind: TreeKind, io: PageIO, before: Buffer | null, af
     const x = a.top();
     const y = b.top();
     if (!x && !y) return;
-    if (!y || (x && Buffer.compare(x.key, y.key) < 0)) {
+    if (!y || (x && compareBytes(x.key, y.key) < 0)) {
       // Keys below everything left in `after`: only in `before`.
       if (x!.id) a.expandTop();
       else {
@@ -78,7 +79,7 @@ export function* diffTrees(kind: TreeKind, io: PageIO, before: Buffer | null, af
       }
       continue;
     }
-    if (!x || Buffer.compare(x.key, y.key) > 0) {
+    if (!x || compareBytes(x.key, y.key) > 0) {
       if (y.id) b.expandTop();
       else {
         b.stack.pop();

@@ -43,13 +43,23 @@ export function racyWaitMs(ctimeNs: bigint, nowMs: number): number {
 
 type View = ReturnType<Store['view']>;
 
-function safeInode(view: View, serial: number) {
+/** The record `serial` has in `view`, if any and readable. */
+function safeInode(view: View, serial: number): Inode | undefined {
   try {
-    return view.inode(serial);
+    return view.storedInode(serial);
   } catch (e) {
     if (e instanceof LayerFsError && e.code === 'ERR_CORRUPT') return undefined;
     throw e;
   }
+}
+
+/** safeInode, each serial looked up once (a changed file's serial is asked up to three times). */
+function storedRecords(view: View): (serial: number) => Inode | undefined {
+  const seen = new Map<number, Inode | undefined>();
+  return (serial) => {
+    if (!seen.has(serial)) seen.set(serial, safeInode(view, serial));
+    return seen.get(serial);
+  };
 }
 
 /**
@@ -57,9 +67,9 @@ function safeInode(view: View, serial: number) {
  * first (a replaced file may get a recycled inode, and with it another file's serial), else the
  * serial's own previous record. A hint only: undefined when neither is a readable file.
  */
-function predecessor(base: View, serial: number, pathSerial: number | undefined): Inode | undefined {
+function predecessor(stored: (serial: number) => Inode | undefined, serial: number, pathSerial: number | undefined): Inode | undefined {
   for (const s of pathSerial ? [pathSerial, serial] : [serial]) {
-    const old = safeInode(base, s);
+    const old = stored(s);
     if (old?.kind === InodeKind.File && old.form !== ContentForm.None) return old;
   }
   return undefined;
@@ -89,7 +99,7 @@ export function readBasesAhead(store: Store, cs: ChangeSet, baseRoot: Buffer, ol
       const base = store.view(baseRoot);
       for (const [serial, { index }] of cs.changedSerials) {
         if (cs.now.kind[index] !== WalkKind.File) continue;
-        const old = predecessor(base, serial, oldSerialAt(index));
+        const old = predecessor((s) => safeInode(base, s), serial, oldSerialAt(index));
         if (old?.form === ContentForm.Whole) store.objects.remember(old.content!, ObjectKind.Blob, store.objects.get(old.content!, ObjectKind.Blob));
       }
     });
@@ -173,7 +183,8 @@ type Changed = [serial: number, change: { index: number; parents: number[] }];
  * records exactly what the serial recorded in `base` (a racy entry read again, racy.ts).
  */
 async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, path: Buffer, base: View, editor: NamespaceEditor, w: ObjectWriter, clock: RecordClock, keep: boolean, oldSerialAt?: (index: number) => number): Promise<boolean> {
-  const before = e.kind === 'file' ? predecessor(base, serial, oldSerialAt?.(index)) : undefined;
+  const stored = storedRecords(base);
+  const before = e.kind === 'file' ? predecessor(stored, serial, oldSerialAt?.(index)) : undefined;
   // A changed large file's new chunks are offered the old version's chunks as delta bases.
   w.deltaSource = chunkDeltaSource(before, e.size, (id) => w.read(id));
   let inode;
@@ -187,7 +198,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   if (keep && inode?.form === ContentForm.Whole && inode.kind === InodeKind.File) w.keepWritten(inode.content!);
   if (!inode) return false;
   if (inode.kind === InodeKind.Dir) {
-    const old = safeInode(base, serial);
+    const old = stored(serial);
     if (old && old.kind === InodeKind.Dir) {
       inode.form = old.form;
       inode.content = old.content;
@@ -200,7 +211,7 @@ async function recordOne([serial, { index, parents }]: Changed, e: ScanEntryOk, 
   // Bases were offered above (the path's previous file first): the editor need not again.
   editor.setInode(serial, inode, before !== undefined);
   if (inode.kind !== InodeKind.File && inode.kind !== InodeKind.Symlink) return false;
-  const old = safeInode(base, serial);
+  const old = stored(serial);
   return old !== undefined && sameRecord(old, inode);
 }
 

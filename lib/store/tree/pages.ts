@@ -7,6 +7,7 @@
  * Entries at level 0 are (key, value); at level L > 0 they are (first key of child, child id).
  */
 import { ByteReader, ByteWriter } from '../../format/bytes.js';
+import { compareBytes } from '../../format/compare.js';
 import { LayerFsError } from '../../errors.js';
 
 export enum TreeKind {
@@ -70,7 +71,7 @@ export function decodeNode(kind: TreeKind, data: Buffer, what: string): TreeNode
   for (let i = 0; i < n; i++) {
     keys[i] = r.lbytes();
     vals[i] = level === 0 ? r.lbytes() : r.bytes(32);
-    if (i > 0 && Buffer.compare(keys[i - 1]!, keys[i]!) >= 0) throw new LayerFsError('ERR_CORRUPT', `${what}: keys out of order`);
+    if (i > 0 && compareBytes(keys[i - 1]!, keys[i]!) >= 0) throw new LayerFsError('ERR_CORRUPT', `${what}: keys out of order`);
   }
   r.end();
   return { level, keys, vals };
@@ -196,12 +197,14 @@ export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, muta
       let j = lo;
       for (let i = 0; i < node.keys.length; i++) {
         const k = node.keys[i]!;
-        let key: Buffer | undefined;
-        while (j < hi && Buffer.compare((key = muts.key(j)), k) < 0) {
+        let c = 1;
+        while (j < hi) {
+          const key = muts.key(j);
+          c = compareBytes(key, k);
+          if (c >= 0) break;
           push(j++, key);
-          key = undefined;
         }
-        if (j < hi && (key ?? muts.key(j)).equals(k)) push(j++, k);
+        if (j < hi && c === 0) push(j++, k);
         else b.pushEntry(k, node.vals[i]!);
       }
       for (; j < hi; j++) push(j, muts.key(j));
@@ -211,7 +214,7 @@ export function updateTree(kind: TreeKind, io: PageIO, root: Buffer | null, muta
     for (let i = 0; i < node.keys.length; i++) {
       const next = node.keys[i + 1];
       const start = j;
-      while (j < hi && (next === undefined || Buffer.compare(muts.key(j), next) < 0)) j++;
+      while (j < hi && (next === undefined || compareBytes(muts.key(j), next) < 0)) j++;
       if (start === j && b.alignedAt(node.level - 1)) b.pushNode(node.level - 1, node.keys[i]!, node.vals[i]!);
       else visit(child(kind, io, node, i), start, j);
     }
@@ -229,7 +232,7 @@ export function lookup(kind: TreeKind, io: PageIO, root: Buffer | null, key: Buf
     node = child(kind, io, node, i);
   }
   const i = upperBound(node.keys, key) - 1;
-  return i >= 0 && node.keys[i]!.equals(key) ? node.vals[i] : undefined;
+  return i >= 0 && compareBytes(node.keys[i]!, key) === 0 ? node.vals[i] : undefined;
 }
 
 /** Index of the first key greater than `key`. */
@@ -238,7 +241,7 @@ function upperBound(keys: Buffer[], key: Buffer): number {
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (Buffer.compare(keys[mid]!, key) <= 0) lo = mid + 1;
+    if (compareBytes(keys[mid]!, key) <= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -250,7 +253,7 @@ function lowerBound(keys: Buffer[], key: Buffer): number {
   let hi = keys.length;
   while (lo < hi) {
     const mid = (lo + hi) >>> 1;
-    if (Buffer.compare(keys[mid]!, key) < 0) lo = mid + 1;
+    if (compareBytes(keys[mid]!, key) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -269,7 +272,7 @@ export function* entries(kind: TreeKind, io: PageIO, root: Buffer | null, from?:
       const start = from ? lowerBound(node.keys, from) : 0;
       for (let i = start; i < node.keys.length; i++) {
         const k = node.keys[i]!;
-        if (last !== null && Buffer.compare(last, k) >= 0) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: key ${JSON.stringify(k.toString('latin1'))} repeats or is out of order across pages`);
+        if (last !== null && compareBytes(last, k) >= 0) throw new LayerFsError('ERR_CORRUPT', `namespace tree of kind ${kind}: key ${JSON.stringify(k.toString('latin1'))} repeats or is out of order across pages`);
         last = k;
         yield [k, node.vals[i]!];
       }

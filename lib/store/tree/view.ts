@@ -30,9 +30,19 @@ export class FsView {
   }
 
   inode(serial: number): Inode {
+    const found = this.storedInode(serial);
+    if (!found) throw new LayerFsError('ERR_CORRUPT', `inode ${serial} is missing from the inode table`);
+    return found;
+  }
+
+  /**
+   * The record of `serial` if this state has one (a damaged record still throws). For callers
+   * that ask about serials the state may lack, such as a commit's new files: an error made and
+   * caught per new file was most of a large commit's time in its lookups.
+   */
+  storedInode(serial: number): Inode | undefined {
     const v = lookup(TreeKind.Inodes, this.pages, this.inodesRoot, serialKey(serial));
-    if (!v) throw new LayerFsError('ERR_CORRUPT', `inode ${serial} is missing from the inode table`);
-    return decodeInode(v, serial);
+    return v ? decodeInode(v, serial) : undefined;
   }
 
   /** Every (serial, inode) in serial order. */
