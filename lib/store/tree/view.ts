@@ -36,9 +36,9 @@ export class FsView {
   }
 
   /**
-   * The record of `serial` if this state has one (a damaged record still throws). For callers
-   * that ask about serials the state may lack, such as a commit's new files: an error made and
-   * caught per new file was most of a large commit's time in its lookups.
+   * The record of `serial` if this state has one (a damaged record still throws), for callers
+   * that ask about serials the state may lack, such as a commit's new files, without an error
+   * made and caught for each.
    */
   storedInode(serial: number): Inode | undefined {
     const v = lookup(TreeKind.Inodes, this.pages, this.inodesRoot, serialKey(serial));
