@@ -248,6 +248,19 @@ export class ScanBatch {
     return e;
   }
 
+  /**
+   * Regular files of at most `maxBytes` (and not empty) that came back without their bytes: over
+   * the batch's data budget or its arena, read by the caller some other way.
+   */
+  unread(maxBytes: number): number[] {
+    const b = this.b;
+    const out: number[] = [];
+    for (let i = 0; i < this.count; i++) {
+      if (b.kind[i] === 1 && b.size[i]! > 0 && b.size[i]! <= maxBytes && b.arenaOffset[i]! < 0 && !b.data[i] && !this.errors.has(i)) out.push(i);
+    }
+    return out;
+  }
+
   /** Every entry, as scanPaths returns them. */
   entries(): ScanEntry[] {
     const out = new Array<ScanEntry>(this.count);
@@ -257,6 +270,11 @@ export class ScanBatch {
     }
     return out;
   }
+}
+
+/** Whether two scans saw the same file unchanged (device, inode, size and times). */
+export function sameFile(a: ScanEntryOk, b: ScanEntryOk): boolean {
+  return a.dev === b.dev && a.ino === b.ino && a.size === b.size && a.mtimeNs === b.mtimeNs && a.ctimeNs === b.ctimeNs;
 }
 
 /** Like scanPaths, but throws a LayerFsError (code of the entry, with path and errno) for the first failed entry. */

@@ -137,12 +137,14 @@ export interface ChangeReading {
  * entries (racy.ts) before calling this.
  */
 export function startReading(cs: ChangeSet): ChangeReading {
-  // Two cursors over the change set: the scans' runs ahead of the records'. ScanAhead asks for
-  // paths in order, each once.
-  const ahead = cs.changedSerials.values();
-  const path = (): Buffer => cs.absPath(ahead.next().value!.index);
+  // The scans run ahead of the records over the change set's own order; they ask for each path
+  // once, and for sizes (the walk's) to end batches where the arena is full.
   const count = cs.changedSerials.size;
-  return { changed: cs.changedSerials.entries(), scans: new ScanAhead({ count, path }, { divide: SCAN_DIVIDE }), keep: count <= BASES_AHEAD_LIMIT };
+  const order = new Uint32Array(count);
+  let k = 0;
+  for (const c of cs.changedSerials.values()) order[k++] = c.index;
+  const list = { count, path: (i: number) => cs.absPath(order[i]!), size: (i: number) => Number(cs.now.size[order[i]!]) };
+  return { changed: cs.changedSerials.entries(), scans: new ScanAhead(list, { divide: SCAN_DIVIDE }), keep: count <= BASES_AHEAD_LIMIT };
 }
 
 /**
