@@ -9,8 +9,8 @@ import { seededBytes, tempDir } from '../helpers/tmp.js';
 // divide 8: batches of 64 entries and 768 KiB of arena, so files of 100 KiB overflow a batch.
 const DIVIDE = 8;
 
-/** `n` files of `size` bytes each (the last `small` of 1 KiB), their paths and sizes. */
-function files(n: number, size: number): { dir: string; paths: Buffer[]; sizes: number[] } {
+/** `n` files of `size` bytes each but every fifth, of 1 KiB: their paths and sizes. */
+function files(n: number, size: number): { paths: Buffer[]; sizes: number[] } {
   const dir = tempDir();
   const paths: Buffer[] = [];
   const sizes: number[] = [];
@@ -21,7 +21,7 @@ function files(n: number, size: number): { dir: string; paths: Buffer[]; sizes: 
     paths.push(Buffer.from(p));
     sizes.push(s);
   }
-  return { dir, paths, sizes };
+  return { paths, sizes };
 }
 
 /** Every entry of every batch, in order: [path, bytes read with the scan or undefined]. */
