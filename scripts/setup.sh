@@ -21,6 +21,7 @@ packages=(
   "tmux         driving workspace shell through a terminal in tests"
   "postgresql   remotes: tests and benchmarks start throw-away PostgreSQL 15 clusters"
   "tar          tar -x round trips of export --format tar"
+  "e2fsprogs    mkfs.ext4: the FUSE read benchmark's plain copy in 4 KiB folios (an ext4 loop mount)"
   "clang        the libFuzzer harnesses (npm run fuzz)"
   "libclang-rt-14-dev  libFuzzer's runtime for clang 14"
   "libzstd1     zstd's dictionary builder (ZDICT), loaded by db repack to train a Store's dictionary"
