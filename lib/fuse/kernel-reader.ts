@@ -10,6 +10,7 @@ import { fdWrite, fdWritev } from '../native/fd.js';
 import { Store } from '../store/index.js';
 import type { StartedViews } from '../store/chunk-run.js';
 import { StreamedContent } from './kernel-reader-content.js';
+import { LoopTurns } from './loop-turns.js';
 import { READER_CACHE_KIB } from './budget.js';
 import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';
 import { MAX_WRITE, OUT_HDR, writeHeader } from './kernel-wire.js';
@@ -91,8 +92,9 @@ const slotAt = (i: number) => ((i & (RING - 1)) * SLOT_BYTES) / 8;
  * pool verifies the current ones, instead of waiting for it (the kernel's readahead sends several
  * READs at once).
  */
-function serve(store: Store): void {
+async function serve(store: Store): Promise<void> {
   const content = new StreamedContent(store);
+  const turns = new LoopTurns();
   Atomics.store(ctl, STATE, SERVING);
   let next: Pending | null = null;
   for (;;) {
@@ -100,7 +102,9 @@ function serve(store: Store): void {
     const tail = Atomics.load(ctl, TAIL);
     if (head === tail) {
       if (Atomics.load(ctl, STOP)) return;
-      Atomics.wait(ctl, TAIL, tail, 1000);
+      // Before sleeping: the finalizers of the runs this thread started free their native state.
+      if (turns.idleDue()) await turns.turn();
+      else Atomics.wait(ctl, TAIL, tail, 1000);
       continue;
     }
     const at = slotAt(head);
@@ -114,13 +118,15 @@ function serve(store: Store): void {
     }
     Atomics.store(ctl, HEAD, (head + 1) | 0);
     Atomics.notify(ctl, HEAD);
+    // A long stretch of READs gives the loop a turn too; the one started ahead stays started.
+    if (turns.count()) await turns.turn();
   }
 }
 
 let store: Store | null = null;
 try {
   store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false });
-  serve(store);
+  await serve(store);
 } finally {
   // Gone: the serving thread answers every READ itself from now on.
   Atomics.store(ctl, STATE, GONE);

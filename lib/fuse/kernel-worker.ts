@@ -19,6 +19,7 @@ import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB } from './budget.js
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
+import { LoopTurns } from './loop-turns.js';
 import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
@@ -42,12 +43,19 @@ function discardSpools(): void {
   if (spoolTrashDue()) post({ type: 'discard', paths: takeSpoolTrash() });
 }
 
-/** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests. */
-function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string, reader: RequestReader): void {
+/**
+ * The daemon's messages that came while the serving loop gave its event loop a turn (loop-turns.ts):
+ * the port's listener takes them then, and answerMessages answers them first, in order.
+ */
+const inbox: ToWorker[] = [];
+
+/** Answers the daemon's messages waiting on the port (commit, changes, counts), between requests; true when one was a commit. */
+function answerMessages(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string, reader: RequestReader): boolean {
   discardSpools();
+  let committed = false;
   for (;;) {
-    const m = receiveMessageOnPort(port)?.message as ToWorker | undefined;
-    if (!m) return;
+    const m = inbox.shift() ?? (receiveMessageOnPort(port)?.message as ToWorker | undefined);
+    if (!m) return committed;
     try {
       let value: unknown;
       if (m.type === 'commit') {
@@ -59,6 +67,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
           memoryNote('commit', m.cells, 1000);
         });
         memoryNote('commit end', m.cells);
+        committed = true;
         if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
         if (!overlay.changed) rmSync(marker, { force: true });
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
@@ -85,7 +94,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
   }
 }
 
-function serve(store: Store, { fd, params }: StartWorker): void {
+async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
   let proto: KernelProtocol | null = null;
   const marker = changedMarker(params.spoolDir);
   const overlay = new Overlay(
@@ -122,8 +131,28 @@ function serve(store: Store, { fd, params }: StartWorker): void {
   // thread as it lies (native/request_pool.h).
   const reader = new RequestReader();
   const spin = new SpinGate();
+  const turns = new LoopTurns();
   let toReader = false;
-  const messages = (): void => answerMessages(store, fd, overlay, proto!, marker, reader);
+  const messages = (): boolean => answerMessages(store, fd, overlay, proto!, marker, reader);
+  /** Answers request `req` and the daemon's messages; true when one of them was a commit. */
+  const onRequest = (req: Buffer): boolean => {
+    // A wake-up (or any request that only reads) is answered before the daemon's messages: one
+    // left waiting through a commit keeps its name's lookup open in the kernel, and lookups in
+    // that directory then wait too. Others are answered after them, as before.
+    const wake = KernelProtocol.isWake(req, req.length);
+    const first = wake || READ_ONLY_OPS.has(req.readUInt32LE(4));
+    if (wake) proto!.wakeReply(req);
+    else if (first) proto!.handle(req);
+    const committed = messages();
+    toReader = !first && answer(params.storePath, fd, overlay, proto!, req);
+    // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
+    // when the next request comes.
+    discardSpools();
+    spin.tick();
+    // Requests held during a commit come after the one read before it.
+    if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto!, reader);
+    return committed;
+  };
   try {
     for (;;) {
       // Polled for only after a request this thread answered: the next READ of a file a reader
@@ -135,26 +164,14 @@ function serve(store: Store, { fd, params }: StartWorker): void {
         break; // the connection is gone (unmounted or aborted)
       }
       if (n <= 0) {
-        messages();
+        const committed = messages();
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
+        // Woken with nothing to read: a commit's objects, or the last requests', free their native state now.
+        if (committed || turns.idleDue()) await turns.turn();
         continue;
       }
-      const req = reader.buffer.subarray(0, n);
-      // A wake-up (or any request that only reads) is answered before the daemon's messages: one
-      // left waiting through a commit keeps its name's lookup open in the kernel, and lookups in
-      // that directory then wait too. Others are answered after them, as before.
-      const wake = KernelProtocol.isWake(req, n);
-      const first = wake || READ_ONLY_OPS.has(req.readUInt32LE(4));
-      if (wake) proto.wakeReply(req);
-      else if (first) proto.handle(req);
-      messages();
-      toReader = !first && answer(params.storePath, fd, overlay, proto, req);
-      // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
-      // when the next request comes.
-      discardSpools();
-      spin.tick();
-      // Requests held during a commit come after the one read before it.
-      if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
+      const committed = onRequest(reader.buffer.subarray(0, n));
+      if (turns.count() || committed) await turns.turn();
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -321,9 +338,17 @@ try {
 } catch {
   /* opened again below, where a failure is reported */
 }
+/** Whether a mount is being served (its messages that come during a loop turn go to the inbox). */
+let serving = false;
+/** Mounts are served one after another, as the messages that start them came. */
+let mounts: Promise<void> = Promise.resolve();
 port.on('message', (m: StartWorker | ToWorker) => {
-  // A request for a mount that has ended: the daemon has failed it already.
-  if (m.type !== 'start') return;
+  if (m.type === 'start') mounts = mounts.then(() => startMount(m));
+  else if (serving) inbox.push(m);
+  // Else a request for a mount that has ended: the daemon has failed it already.
+});
+
+async function startMount(m: StartWorker): Promise<void> {
   ready = false;
   try {
     if (store && m.params.storePath !== storePath) {
@@ -343,15 +368,19 @@ port.on('message', (m: StartWorker | ToWorker) => {
     // Commits of this mount never checkpoint inside COMMIT (store.ts checkpointInBackground):
     // the daemon's checkpointer does, one for all its mounts (kernel-spare.ts sharedCheckpoints).
     store.checkpointInBackground(undefined, m.params.storePath === storePath ? checkpoints : undefined);
-    serve(store, m);
+    serving = true;
+    await serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
     pool?.close();
     store?.close();
     port.close(); // not reused: the thread ends
     return;
+  } finally {
+    serving = false;
+    inbox.length = 0;
   }
   post({ type: 'ended' });
-});
+}
 post({ type: 'idle' });
 

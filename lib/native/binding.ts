@@ -229,6 +229,7 @@ export interface NativeBinding {
   decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number, dict?: Uint8Array, dictKey?: Uint8Array): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */
   RunTask: new (src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number, dict?: Uint8Array, dictKey?: Uint8Array) => { wait(): void };
+  runTasksAlive(): number;
   /** An ordered output to `fd` written by a background thread (native/napi_fd_output.cc); `pipe` > 0 enlarges a pipe. */
   FdOutput: new (fd: number, limit: number, pipe: number) => {
     /** Queues `buffer` (held, not copied): pieces written so far, or -errno of the first failure. */

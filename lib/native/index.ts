@@ -31,7 +31,7 @@ export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry
 export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type RechunkIo, type RechunkResult } from './cow.js';
 export { mallocStats, mallocTrim, mallocTrimSoon, mallocTune, nativeInfo, realtimeNs, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, zstdDecompressInto, ZSTD_VERSION } from './zstd.js';
-export { decodeRun, startRun, RUN_FIELDS, RunCodec, type RunTask } from './run.js';
+export { decodeRun, runTasksAlive, startRun, RUN_FIELDS, RunCodec, type RunTask } from './run.js';
 export { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead } from './blobs.js';
 export { zstdTrainDictionary, zstdDictCompress, zstdDictDecompress, zstdDictDecompressInto } from './zstd-dict.js';
 export { BackgroundTraining } from './zstd-train-thread.js';

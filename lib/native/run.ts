@@ -56,3 +56,12 @@ function checkRun(spec: Float64Array, ids: Uint8Array, ok: Uint8Array, threads: 
   if (ids.length < 32 * n || ok.length < n) throw invalidArgument('ids must hold 32 bytes and ok one byte per chunk', { argument: 'ids' });
   return Math.max(1, Math.min(16, Math.floor(threads)));
 }
+
+/**
+ * RunTasks made in this process whose objects were not yet collected and finalized (across its
+ * threads). Node runs the finalizers from a thread's event loop, so a thread that answers requests
+ * in a synchronous loop must give that loop turns (lib/fuse/loop-turns.ts); tests check it does.
+ */
+export function runTasksAlive(): number {
+  return native.runTasksAlive();
+}
