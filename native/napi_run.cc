@@ -85,16 +85,17 @@ Napi::Value DecodeRunJs(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-// new RunTaskJs(src, spec, ids, out | null, ok, threads): the work started on pool threads; wait()
-// finishes it. The buffers are held until then (a task never waited for is waited for when it
-// is collected, before they are let go). wait() frees the task's native state too: a wrapper
-// that outlived two scavenges is collected only at the next full collection, which the few bytes
-// V8 sees of it never bring on, and a mount daemon's reader thread starts a task per stretch of
-// every READ (its resident set grew ~4 MiB per GiB read while the tasks waited for collection).
 // RunTaskJs wrappers not yet collected and finalized, in the process (runTasksAlive(): tests
 // check that a thread answering requests in a synchronous loop lets its finalizers run).
 std::atomic<int64_t> g_run_tasks_alive{0};
 
+// new RunTaskJs(src, spec, ids, out | null, ok, threads): the work started on pool threads; wait()
+// finishes it. The buffers are held until then (a task never waited for is waited for when it
+// is collected, before they are let go). wait() frees the task's native state too, not the
+// finalizer: a wrapper promoted to the old generation is collected only at the next full
+// collection, and its finalizer runs only at its thread's next event-loop turn
+// (lib/fuse/loop-turns.ts), while a mount daemon's reader thread starts a task per stretch of
+// every READ (the daemon grew ~3.5 MiB per GiB read while the tasks waited for both).
 class RunTaskJs : public Napi::ObjectWrap<RunTaskJs> {
  public:
   static Napi::Function Define(Napi::Env env) {

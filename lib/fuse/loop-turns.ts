@@ -5,8 +5,9 @@
  * started run of a streamed read, a copy-on-write file, a chunk stream, a hasher — from the
  * thread's event loop (an immediate), never during the collection itself. A thread that never
  * returns to its loop keeps every such object's native memory for as long as it lives: a mount
- * daemon's resident set grew by ~0.6 MiB per GiB of cold reads, without bound
- * (docs/BENCHMARKS.md, "The mount daemon's native memory and its threads' event loops").
+ * daemon's resident set grew by ~0.5 MiB per GiB of cold reads without bound, even once a started
+ * run freed most of its state when waited for (~3.5 MiB per GiB before that; docs/BENCHMARKS.md,
+ * "The mount daemon's native memory and its threads' event loops").
  */
 import { performance } from 'node:perf_hooks';
 
