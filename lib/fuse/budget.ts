@@ -38,8 +38,13 @@ export const YOUNG_MIB = 1;
  */
 export const HEAP_GROWING_PERCENT = 40;
 
-/** SQLite page cache of a reader thread's connection, KiB. */
-export const READER_CACHE_KIB = 2048;
+/**
+ * SQLite page cache of a reader thread's connection, KiB. Its pack rows' overflow pages pass
+ * through the cache once; what it must keep are the objects table's index pages, which every
+ * READ's locator lookups walk: at 2 MiB the rows pushed them out and each lookup read them again
+ * (docs/DECISIONS.md, "A reader thread's SQLite cache holds the objects index").
+ */
+export const READER_CACHE_KIB = 8192;
 
 /** SQLite page cache of a serving thread's connection and of the daemon's, KiB. */
 export const SERVING_CACHE_KIB = 4096;
