@@ -5,8 +5,9 @@
  *     reader threads, the checkpointer), each young generation capped at YOUNG_MIB semi-spaces
  *     (V8's default lets each grow to 16 MiB while a thread copies through Buffers), and each old
  *     generation let grow HEAP_GROWING_PERCENT past what its last full collection kept;
- *   - SQLite's page cache per connection: READER_CACHE_KIB for reader threads (they read each
- *     pack row once), SERVING_CACHE_KIB for serving threads and the daemon's own connection;
+ *   - SQLite's page cache per connection: READER_CACHE_KIB for reader threads (enough for the
+ *     objects index their lookups walk; each pack row passes through once), SERVING_CACHE_KIB for
+ *     serving threads and the daemon's own connection;
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
  *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 16 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
