@@ -307,6 +307,28 @@ export async function killAll(set: CgroupSet, timeoutMs = 5000): Promise<number>
   }
 }
 
+/** Processes charged to the set: exited ones too until they are released (null when unknown). */
+function pidsCharged(set: CgroupSet): number | null {
+  return num(readText(join(set.dirs[set.version === 2 ? 0 : 1]!, 'pids.current')));
+}
+
+/**
+ * Ends whatever an execution left in its leaf and resolves once none of it counts against the
+ * Sandbox's PID limit any more: a process killed with its PID namespace stays charged until the
+ * kernel has released it, and until then the next execution's forks are refused. False when
+ * some are still charged after `timeoutMs`.
+ */
+export async function drainSet(set: CgroupSet, timeoutMs = 5000): Promise<boolean> {
+  const deadline = performance.now() + timeoutMs;
+  await killAll(set, timeoutMs);
+  for (;;) {
+    const n = pidsCharged(set);
+    if (n === null || n === 0) return true;
+    if (performance.now() > deadline) return false;
+    await sleep(5);
+  }
+}
+
 /** Removes an empty cgroup set, children first; a cgroup still emptying gets a few retries. */
 export async function removeSet(set: CgroupSet): Promise<void> {
   for (const d of [...new Set(set.dirs)]) {

@@ -15,7 +15,7 @@ import { spawnSync } from 'node:child_process';
 import { accessSync, chmodSync, constants, existsSync, lstatSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { delimiter, join, resolve, sep } from 'node:path';
 import { LayerFsError } from '../errors.js';
-import { createLeaf, procsFiles, readUsage, removeSet, type CgroupSet, type ResourceUsage } from './cgroup.js';
+import { createLeaf, drainSet, procsFiles, readUsage, removeSet, type CgroupSet, type ResourceUsage } from './cgroup.js';
 import type { SandboxProfile } from './sandbox-rows.js';
 import { watchDisk, type DiskWatch } from './disk-watch.js';
 
@@ -183,6 +183,8 @@ export function startWatch(record: SandboxRecord): DiskWatch | null {
  * OOM killer (SIGKILL, or bwrap's 128+9) from an ordinary end.
  */
 export async function finishLaunch(record: SandboxRecord, code: number | null, signal: string | null, diskExceeded = false): Promise<{ resources: ResourceUsage; outcome: SandboxOutcome | null }> {
+  // Read after the drain, so the CPU of what the command left running is counted too.
+  await drainSet(record.leaf);
   const resources = readUsage(record.leaf);
   const killed = signal === 'SIGKILL' || code === 128 + 9;
   const xfsz = signal === 'SIGXFSZ' || code === 128 + 25;
@@ -190,10 +192,9 @@ export async function finishLaunch(record: SandboxRecord, code: number | null, s
   if (diskExceeded || (xfsz && record.diskMib)) outcome = 'DiskLimit';
   else if (resources.oomKills > 0 && (killed || code !== 0)) outcome = 'OutOfMemory';
   else if (resources.pidsLimitHits > 0 && code !== 0) outcome = 'PidsLimit';
-  // Not awaited: the leaf may stay busy for a moment after the exit (its last tasks are still
-  // being released), and the caller should not wait for that. One that never empties is
-  // removed with its Sandbox (stop or remove).
-  removeSet(record.leaf).catch(() => undefined);
+  // Drained above, so this is quick; a leaf that would not empty is removed with its Sandbox
+  // (stop or remove).
+  await removeSet(record.leaf).catch(() => undefined);
   return { resources, outcome };
 }
 

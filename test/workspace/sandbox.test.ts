@@ -196,6 +196,9 @@ test('limits: a memory hog ends OutOfMemory, a fork bomb stops at the PID limit;
     const bomb = await w.client.exec(ws.id, ['bash', '-c', 'exec 2>/dev/null; b() { b | b & }; b; sleep 1; exit 0']);
     assert.ok(bomb.resources!.pidsLimitHits > 0, 'forks were refused');
     assert.ok(bomb.resources!.peakPids! <= 41, `peak pids ${bomb.resources!.peakPids}`);
+    // An execution has ended only when its processes have: none of the bomb's may hold the
+    // Sandbox's PID limit against the next one.
+    assert.equal(w.client.sandboxStatus('small')[0]!.use!.pids, 0, 'no process of the bomb is left');
 
     const ok = await w.client.exec(ws.id, ['sh', '-c', 'i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done']);
     assert.equal(ok.exitCode, 0);
