@@ -168,10 +168,12 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
         // Woken with nothing to read: a commit's objects, or the last requests', free their native state now.
         if (committed || turns.idleDue()) await turns.turn();
+        if (committed) memoryNote('commit end, after a turn', undefined);
         continue;
       }
       const committed = onRequest(reader.buffer.subarray(0, n));
       if (turns.count() || committed) await turns.turn();
+      if (committed) memoryNote('commit end, after a turn', undefined);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
