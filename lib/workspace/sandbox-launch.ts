@@ -183,7 +183,9 @@ export function startWatch(record: SandboxRecord): DiskWatch | null {
  * OOM killer (SIGKILL, or bwrap's 128+9) from an ordinary end.
  */
 export async function finishLaunch(record: SandboxRecord, code: number | null, signal: string | null, diskExceeded = false): Promise<{ resources: ResourceUsage; outcome: SandboxOutcome | null }> {
-  // Read after the drain, so the CPU of what the command left running is counted too.
+  // What the command left ends with it: its tasks would otherwise go on holding the Sandbox's
+  // PID limit (a fork bomb's made the next execution's forks fail). Read after, so the CPU of
+  // what was left running is counted too.
   await drainSet(record.leaf);
   const resources = readUsage(record.leaf);
   const killed = signal === 'SIGKILL' || code === 128 + 9;
@@ -192,9 +194,10 @@ export async function finishLaunch(record: SandboxRecord, code: number | null, s
   if (diskExceeded || (xfsz && record.diskMib)) outcome = 'DiskLimit';
   else if (resources.oomKills > 0 && (killed || code !== 0)) outcome = 'OutOfMemory';
   else if (resources.pidsLimitHits > 0 && code !== 0) outcome = 'PidsLimit';
-  // Drained above, so this is quick; a leaf that would not empty is removed with its Sandbox
-  // (stop or remove).
-  await removeSet(record.leaf).catch(() => undefined);
+  // Not awaited: the leaf may stay busy for a moment after its last process is gone (the
+  // kernel releases an exited task's charge up to ~1.5 s later here), and the caller should not
+  // wait for that. One that never empties is removed with its Sandbox (stop or remove).
+  removeSet(record.leaf).catch(() => undefined);
   return { resources, outcome };
 }
 
