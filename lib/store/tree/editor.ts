@@ -82,13 +82,14 @@ export class NamespaceEditor {
    * the old chunk that covered the same offset.
    */
   private suggestDelta(serial: number, inode: Inode): void {
-    let old: Inode;
+    let old: Inode | undefined;
     try {
-      old = this.base!.inode(serial);
+      // Not inode(): a new serial is no error, and a commit of many new files made and caught one each.
+      old = this.base!.storedInode(serial);
     } catch {
-      return; // a new serial
+      return; // a damaged old record: no hint
     }
-    if (old.kind !== InodeKind.File || old.form !== inode.form || old.content!.equals(inode.content!)) return;
+    if (!old || old.kind !== InodeKind.File || old.form !== inode.form || old.content!.equals(inode.content!)) return;
     if (inode.form === ContentForm.Whole) {
       this.w.suggestBase(inode.content!, old.content!);
       return;
