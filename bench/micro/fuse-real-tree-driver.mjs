@@ -1,6 +1,6 @@
 // The layerfs side of fuse-real-tree.bench.ts, run by a plain `node` so that the SDK it imports
 // (a compiled package) starts the daemon as it ships. Prints one JSON line.
-//   node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
+//   [IDLE_S=N] node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -113,6 +113,16 @@ out.storeBytesAfterCommit = storeBytes();
 out.hwmAfterCommit = Math.round(mem('VmHWM'));
 const rollup = fs.readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
 out.smaps = Object.fromEntries(['Rss', 'Anonymous', 'Shared_Clean', 'Private_Dirty'].map((k) => [k, Math.round(Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(rollup)[1]) / 1024)]));
+// With an idle time (IDLE_S seconds): the resident set the idle daemon settles to after the
+// commit, sampled every 5 s (what a long-lived daemon holds after a large commit).
+const idleS = Number(process.env.IDLE_S ?? 0);
+if (idleS > 0) {
+  out.rssIdle = [];
+  for (let k = 5; k <= idleS; k += 5) {
+    await new Promise((r) => setTimeout(r, 5000));
+    out.rssIdle.push(Math.round(mem('VmRSS')));
+  }
+}
 clearInterval(timer);
 out.peakRss = peak;
 t = performance.now();

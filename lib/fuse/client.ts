@@ -280,7 +280,8 @@ export async function ensureDaemon(storePath: string, opts: { startTimeoutMs?: n
   try {
     // Each kernel-backend mount keeps reads of /dev/fuse blocked on the thread pool.
     const env = { ...process.env, UV_THREADPOOL_SIZE: process.env.UV_THREADPOOL_SIZE ?? '64' };
-    child = spawn(process.execPath, [`--max-semi-space-size=${YOUNG_MIB}`, `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, ...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
+    // --expose-gc: a serving thread collects after a long commit (loop-turns.ts settle).
+    child = spawn(process.execPath, [`--max-semi-space-size=${YOUNG_MIB}`, `--heap-growing-percent=${HEAP_GROWING_PERCENT}`, '--expose-gc', ...loaderFlags(), daemonEntry(), paths.store], { detached: true, stdio: ['ignore', log, log], cwd: '/', env });
     child.on('error', () => {});
     child.unref();
   } finally {

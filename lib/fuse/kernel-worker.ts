@@ -15,7 +15,7 @@ import { fdWrite, RequestReader, type HeldRequest } from '../native/fd.js';
 import { mallocStats } from '../native/info.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
-import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB } from './budget.js';
+import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB, SETTLE_AFTER_MS } from './budget.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
@@ -59,6 +59,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
     try {
       let value: unknown;
       if (m.type === 'commit') {
+        const t0 = performance.now();
         const a0 = store.meter.allocatedGrowth;
         const from = overlay.rootId;
         memoryNote('commit start', m.cells);
@@ -68,6 +69,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         });
         memoryNote('commit end', m.cells);
         committed = true;
+        settleDue ||= performance.now() - t0 >= SETTLE_AFTER_MS;
         if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
         if (!overlay.changed) rmSync(marker, { force: true });
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
@@ -168,12 +170,12 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
         // Woken with nothing to read: a commit's objects, or the last requests', free their native state now.
         if (committed || turns.idleDue()) await turns.turn();
-        if (committed) memoryNote('commit end, after a turn', undefined);
+        if (committed) await settleAfter(turns);
         continue;
       }
       const committed = onRequest(reader.buffer.subarray(0, n));
       if (turns.count() || committed) await turns.turn();
-      if (committed) memoryNote('commit end, after a turn', undefined);
+      if (committed) await settleAfter(turns);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -189,6 +191,19 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
     passthrough.detach();
     overlay.dispose();
   }
+}
+
+/** A commit at least this long (the last one answered) is followed by LoopTurns.settle. */
+let settleDue = false;
+
+/** After a commit: a long one's leftovers go back to the system (LoopTurns.settle). */
+async function settleAfter(turns: LoopTurns): Promise<void> {
+  memoryNote('commit end, after a turn', undefined);
+  if (!settleDue) return;
+  settleDue = false;
+  const t = performance.now();
+  await turns.settle();
+  memoryNote(`commit end, settled in ${(performance.now() - t).toFixed(0)} ms`, undefined);
 }
 
 const memoryLog = process.env.LAYERFS_DAEMON_MEMORY === '1';
