@@ -61,10 +61,10 @@ export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;
 export const HELD_REQUESTS = 16;
 
 /**
- * A commit that ran at least this long, ms, is followed by a full collection of the serving
- * thread's heap and a trim of glibc's (loop-turns.ts settle): ~55 ms after a whole-tree commit of
- * 11–13 s, and without it the idle daemon kept what the commit left (docs/BENCHMARKS.md, "What a
- * whole-tree commit leaves in the idle daemon").
+ * A commit that ran at least this long, ms, is followed by full collections of the serving
+ * thread's heap and a trim of glibc's (loop-turns.ts settle): 117–136 ms after a whole-tree
+ * commit of 11–13 s, and without them the idle daemon kept what the commit left
+ * (docs/BENCHMARKS.md, "What a whole-tree commit leaves in the idle daemon").
  */
 export const SETTLE_AFTER_MS = 1000;
 

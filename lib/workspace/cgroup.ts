@@ -315,9 +315,10 @@ function pidsCharged(set: CgroupSet): number | null {
 /**
  * Kills what an execution left in its leaf and waits until its tasks no longer hold the
  * Sandbox's PID limit: a fork bomb's tasks stay charged for a moment after its command exits,
- * and forks of the next execution failed meanwhile. One charge may stay: the kernel releases the
- * launcher's last task up to ~1.5 s after its exit (seen even after `true`), too long to wait
- * for at every execution's end, and one task does not take the limit. False on timeout.
+ * and forks of the next execution failed meanwhile. One charge may stay: one task of every
+ * execution stays charged up to ~1.5 s after it ends (seen even after `true`, with no process
+ * left in the cgroup), too long to wait for each time, and one task does not take the limit.
+ * False on timeout.
  */
 export async function drainSet(set: CgroupSet, timeoutMs = 5000): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
