@@ -38,9 +38,10 @@ export class LoopTurns {
   /**
    * What a large piece of work (a commit of a whole tree) left, given back to the system: full
    * collections, each followed by a turn (the finalizers of the native objects found dead run
-   * there, and V8 releases the pages it emptied), then glibc's free pages. A thread that waits in read(2)
-   * between requests never runs V8's own memory reducer, so without this an idle daemon kept
-   * what a whole-tree commit left resident for as long as it lived (327 MiB for 40 s and on).
+   * there, and V8 releases the pages it emptied), then glibc's free pages. A thread that waits
+   * in read(2) between requests never runs V8's own memory reducer, so without this an idle
+   * daemon kept what a whole-tree commit left resident for as long as it lived (327 MiB for 40 s
+   * and on).
    */
   async settle(): Promise<void> {
     // Twice, a turn after each: the second finds the heap small and lets V8 shrink what it keeps.

@@ -207,6 +207,11 @@ export function applySandboxCgroup(base: CgroupSet, set: CgroupSet, limits: Cgro
   writeKnob(cpu, 'cpu.cfs_quota_us', quota ?? '-1');
 }
 
+/** The set's directory of the pids controller (v2: its one directory). */
+function pidsDir(set: CgroupSet): string {
+  return set.dirs[set.version === 2 ? 0 : 1]!;
+}
+
 /** An execution's leaf under its Sandbox's cgroup. */
 export function createLeaf(sandbox: CgroupSet, name: string): CgroupSet {
   const leaf = childSet(sandbox, name);
@@ -215,9 +220,8 @@ export function createLeaf(sandbox: CgroupSet, name: string): CgroupSet {
   // The kernel raises a cgroup's pids.peak before it checks its ancestors' pids.max, so forks
   // racing past the Sandbox's limit (and refused there) could still lift an unlimited leaf's peak
   // above it; the same limit on the leaf keeps the peak a receipt reports within the limit.
-  const pidsOf = (set: CgroupSet) => set.dirs[set.version === 2 ? 0 : 1]!;
-  const max = readText(join(pidsOf(sandbox), 'pids.max'));
-  if (max !== null) writeKnob(pidsOf(leaf), 'pids.max', max.trim());
+  const max = readText(join(pidsDir(sandbox), 'pids.max'));
+  if (max !== null) writeKnob(pidsDir(leaf), 'pids.max', max.trim());
   return leaf;
 }
 
@@ -307,26 +311,20 @@ export async function killAll(set: CgroupSet, timeoutMs = 5000): Promise<number>
   }
 }
 
-/** Tasks charged to the set's PID limit: exited ones too until the kernel releases them (null when unknown). */
-function pidsCharged(set: CgroupSet): number | null {
-  return num(readText(join(set.dirs[set.version === 2 ? 0 : 1]!, 'pids.current')));
-}
-
 /**
  * Kills what an execution left in its leaf and waits until its tasks no longer hold the
  * Sandbox's PID limit: a fork bomb's tasks stay charged for a moment after its command exits,
  * and forks of the next execution failed meanwhile. One charge may stay: one task of every
  * execution stays charged up to ~1.5 s after it ends (seen even after `true`, with no process
  * left in the cgroup), too long to wait for each time, and one task does not take the limit.
- * False on timeout.
+ * Gives up after `timeoutMs`. `pids.current` counts exited tasks too until the kernel releases them.
  */
-export async function drainSet(set: CgroupSet, timeoutMs = 5000): Promise<boolean> {
+export async function drainSet(set: CgroupSet, timeoutMs = 5000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   await killAll(set, timeoutMs);
   for (;;) {
-    const n = pidsCharged(set);
-    if (n === null || n <= 1) return true;
-    if (performance.now() > deadline) return false;
+    const charged = num(readText(join(pidsDir(set), 'pids.current')));
+    if (charged === null || charged <= 1 || performance.now() > deadline) return;
     await sleep(5);
   }
 }
