@@ -1,6 +1,6 @@
 // The layerfs side of fuse-real-tree.bench.ts, run by a plain `node` so that the SDK it imports
 // (a compiled package) starts the daemon as it ships. Prints one JSON line.
-//   [IDLE_S=N] node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
+//   [IDLE_S=N] [IDLE_RSYNC_S=N] node fuse-real-tree-driver.mjs SDK_INDEX_JS DIR A SRC rsync|copy
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
@@ -91,6 +91,16 @@ out.load.push(load());
 out.rsyncS = s(mode === 'rsync' ? await run('rsync', ['-a', '--delete', `${path.resolve(src)}/`, `${ws}/`]) : await run('cp', ['-r', `${path.resolve(src)}/.`, `${ws}/`]));
 sample();
 out.hwmAfterRsync = Math.round(mem('VmHWM'));
+// With IDLE_RSYNC_S: the mount stays idle that long after the rsync, the daemon's VmRSS read
+// every 5 s (what a daemon holds while a large change waits uncommitted).
+const idleRsyncS = Number(process.env.IDLE_RSYNC_S ?? 0);
+if (idleRsyncS > 0) {
+  out.rssIdleAfterRsync = [];
+  for (let k = 5; k <= idleRsyncS; k += 5) {
+    await new Promise((r) => setTimeout(r, 5000));
+    out.rssIdleAfterRsync.push(Math.round(mem('VmRSS')));
+  }
+}
 step = 'commit';
 out.load.push(load());
 const during = [];

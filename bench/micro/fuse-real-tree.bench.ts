@@ -10,8 +10,9 @@
 // are the Store's pages in use after each, what a change to how a commit stores content costs on
 // disk. `--files N` writes N generated files (64 B–12 KiB)
 // with `cp -r` into a fresh Workspace instead of the rsync of release B.
-//   node --import tsx bench/micro/fuse-real-tree.bench.ts --tmp DIR --pkg DIR|this [--pkg DIR|this] [--a DIR --b DIR] [--files N] [--git] [--rounds N] [--node-options STR] [--idle S]  → JSON lines
+//   node --import tsx bench/micro/fuse-real-tree.bench.ts --tmp DIR --pkg DIR|this [--pkg DIR|this] [--a DIR --b DIR] [--files N] [--git] [--rounds N] [--node-options STR] [--idle S] [--idle-rsync S]  → JSON lines
 // --idle S: after the commit the mount stays idle S seconds, the daemon's VmRSS read every 5 s ("rssIdle").
+// --idle-rsync S: the same after the rsync, before the commit ("rssIdleAfterRsync").
 // --node-options: NODE_OPTIONS of the driver and so of the daemon it starts (e.g. `--perf-basic-prof`,
 // for `perf record -g -p <daemon pid>` to name JavaScript frames); "commitCpuS" is the daemon's CPU
 // (user + system, every thread) during the commit.
@@ -106,6 +107,7 @@ function layerfsRun(pkg: string, round: number): Record<string, unknown> {
   const env = { ...process.env };
   delete env.NODE_OPTIONS;
   if (arg('--idle')) env.IDLE_S = arg('--idle');
+  if (arg('--idle-rsync')) env.IDLE_RSYNC_S = arg('--idle-rsync');
   if (nodeOptions) env.NODE_OPTIONS = nodeOptions;
   const src = files > 0 ? generated(files) : B;
   const r = spawnSync(process.execPath, [driver, path.join(pkg, 'lib/sdk/index.js'), dir, A, src, files > 0 ? 'copy' : 'rsync'], { env, encoding: 'utf8', maxBuffer: 1 << 26 });

@@ -18,6 +18,7 @@ import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { removeSpoolFiles } from './spool.js';
 import { SpoolMaker, type SpoolRequest } from './spool-reserve.js';
+import { activityCells, QuietWatch } from './quiet-settle.js';
 import { wakeLookup } from './waker.js';
 import type { CommitNote } from '../history/index.js';
 
@@ -84,10 +85,12 @@ export interface StartWorker {
   type: 'start';
   fd: number;
   params: KernelWorkerParams;
+  /** Requests answered, shared with the controller (quiet-settle.ts). */
+  activity: Int32Array;
 }
 
 type DistributiveOmit<T, K extends keyof T> = T extends unknown ? Omit<T, K> : never;
-export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean; cells?: Int32Array } | { id: number; type: 'state' } | { id: number; type: 'changes' } | { id: number; type: 'writers' };
+export type ToWorker = { id: number; type: 'commit'; note: CommitNote; strict: boolean; cells?: Int32Array } | { id: number; type: 'state' } | { id: number; type: 'changes' } | { id: number; type: 'writers' } | { id: number; type: 'settle'; seen: number };
 export type FromWorker =
   | { type: 'ready' }
   | { type: 'idle' }
@@ -178,6 +181,8 @@ export class KernelMount {
   private readonly cachesWrites = mountsCacheWrites();
   /** Makes the serving thread's spool files ahead of use (spool-reserve.ts). */
   private readonly spools = new SpoolMaker();
+  private readonly activity = activityCells();
+  private quiet: QuietWatch | null = null;
 
   constructor(
     readonly mountpoint: string,
@@ -198,7 +203,7 @@ export class KernelMount {
     const ready = new Promise<void>((resolve, reject) => (this.ready = { resolve, reject }));
     const w = takeServingWorker(this.params.storePath);
     this.worker = w;
-    w.postMessage({ type: 'start', fd: this.fd, params: this.params } satisfies StartWorker);
+    w.postMessage({ type: 'start', fd: this.fd, params: this.params, activity: this.activity } satisfies StartWorker);
     w.on('message', (m: FromWorker) => this.message(m));
     w.on('error', (e) => {
       this.log(`serving thread failed: ${e.stack ?? e.message}`);
@@ -216,6 +221,8 @@ export class KernelMount {
     } finally {
       stalled.cancel();
     }
+    // Never while the controller waits for an answer (a commit settles after itself).
+    this.quiet = new QuietWatch(this.activity, (seen) => void this.send({ type: 'settle', seen }).catch(() => {}), () => this.waiting.size > 0);
     // In the background: the mount is usable already, and a create should not wait for a read
     // of the mount table through the thread pool (tens of ms on a loaded machine).
     void this.tune();
@@ -274,6 +281,7 @@ export class KernelMount {
   private finish(): void {
     if (this.isEnded) return;
     this.isEnded = true;
+    this.quiet?.stop();
     for (const w of this.waiting.values()) w.reject(new LayerFsError('ERR_BUSY', 'the mount ended'));
     this.waiting.clear();
     try {

@@ -20,6 +20,7 @@ import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
 import { LoopTurns } from './loop-turns.js';
+import { activityCells, countRequest, settledNow, stillQuiet } from './quiet-settle.js';
 import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
@@ -75,6 +76,11 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
       } else if (m.type === 'changes') {
         value = wireChanges(overlay.changes());
+      } else if (m.type === 'settle') {
+        // The mount went quiet after a burst (quiet-settle.ts): settled after this turn, unless requests came since.
+        const quiet = stillQuiet(activity, m.seen);
+        settleDue ||= quiet;
+        value = { settled: quiet };
       } else if (m.type === 'writers') {
         value = overlay.writablePaths();
       } else {
@@ -96,7 +102,8 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
   }
 }
 
-async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
+async function serve(store: Store, { fd, params, activity: cells }: StartWorker): Promise<void> {
+  activity = cells;
   let proto: KernelProtocol | null = null;
   const marker = changedMarker(params.spoolDir);
   const overlay = new Overlay(
@@ -141,6 +148,7 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
     // A wake-up (or any request that only reads) is answered before the daemon's messages: one
     // left waiting through a commit keeps its name's lookup open in the kernel, and lookups in
     // that directory then wait too. Others are answered after them, as before.
+    countRequest(activity);
     const wake = KernelProtocol.isWake(req, req.length);
     const first = wake || READ_ONLY_OPS.has(req.readUInt32LE(4));
     if (wake) proto!.wakeReply(req);
@@ -169,13 +177,15 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
         const committed = messages();
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
         // Woken with nothing to read: a commit's objects, or the last requests', free their native state now.
-        if (committed || turns.idleDue()) await turns.turn();
-        if (committed) await settleAfter(turns);
+        if (committed || settleDue || turns.idleDue()) await turns.turn();
+        if (committed) memoryNote('commit end, after a turn', undefined);
+        if (settleDue) await settle(turns, committed);
         continue;
       }
       const committed = onRequest(reader.buffer.subarray(0, n));
-      if (turns.count() || committed) await turns.turn();
-      if (committed) await settleAfter(turns);
+      if (turns.count() || committed || settleDue) await turns.turn();
+      if (committed) memoryNote('commit end, after a turn', undefined);
+      if (settleDue) await settle(turns, committed);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -193,17 +203,26 @@ async function serve(store: Store, { fd, params }: StartWorker): Promise<void> {
   }
 }
 
-/** A commit at least this long (the last one answered) is followed by LoopTurns.settle. */
+/**
+ * A commit at least this long (the last one answered), or a quiet spell after a burst of
+ * requests (quiet-settle.ts), is followed by LoopTurns.settle.
+ */
 let settleDue = false;
+/** The requests this thread answered, shared with its controller (quiet-settle.ts). */
+let activity = activityCells();
 
-/** After a commit: a long one's leftovers go back to the system (LoopTurns.settle). */
-async function settleAfter(turns: LoopTurns): Promise<void> {
-  memoryNote('commit end, after a turn', undefined);
-  if (!settleDue) return;
+/** What a long commit or a burst of requests left goes back to the system (LoopTurns.settle). */
+async function settle(turns: LoopTurns, afterCommit: boolean): Promise<void> {
   settleDue = false;
+  if (!afterCommit) memoryNote('quiet after a burst', undefined);
   const t = performance.now();
+  const rss = process.memoryUsage.rss();
   await turns.settle();
-  memoryNote(`commit end, settled in ${(performance.now() - t).toFixed(0)} ms`, undefined);
+  settledNow(activity);
+  const ms = (performance.now() - t).toFixed(0);
+  memoryNote(`${afterCommit ? 'commit end' : 'quiet after a burst'}, settled in ${ms} ms`, undefined);
+  const mib = (b: number) => (b / 1048576).toFixed(0);
+  if (!afterCommit) log(`quiet after a burst of requests: settled in ${ms} ms, resident ${mib(rss)} -> ${mib(process.memoryUsage.rss())} MiB`);
 }
 
 const memoryLog = process.env.LAYERFS_DAEMON_MEMORY === '1';

@@ -1,6 +1,7 @@
 // The mount daemon's memory budget (lib/fuse/budget.ts): its peak resident set (VmHWM) stays at
 // most 256 MiB through three cold reads of a 256 MiB file, an rsync of 3,000 files into the
-// mount, a 512 MiB file written and the commit of all of it. Before the budget the same steps
+// mount, a 512 MiB file written and the commit of all of it; quiet after the write, with nothing
+// committed, it settles once (quiet-settle.ts). Before the budget the same steps
 // took the daemon to 540-1070 MiB (docs/BENCHMARKS.md, "The mount daemon's memory").
 //
 // The daemon runs as it ships: compiled JavaScript, started by the compiled client from a
@@ -14,7 +15,8 @@ import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { buildSync } from 'esbuild';
-import { commitFuse, fuseAvailable } from '../../lib/fuse/index.js';
+import { commitFuse, daemonPaths, fuseAvailable } from '../../lib/fuse/index.js';
+import { SETTLE_QUIET_MS } from '../../lib/fuse/budget.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { setupStore, withMount } from './helpers.js';
@@ -77,6 +79,7 @@ test('the daemon stays within 256 MiB through cold reads, an rsync of many files
   assert.ok(pid > 0);
   assert.match(readFileSync(`/proc/${pid}/cmdline`, 'utf8'), new RegExp(`${relative('/', pkg)}/lib/fuse/daemon-main\\.js`));
   const steps: Record<string, Memory> = {};
+  let settles = 0;
   await withMount(s, async (m) => {
     assert.equal(m.daemonPid, pid);
     steps.mounted = memoryOf(pid);
@@ -97,6 +100,10 @@ test('the daemon stays within 256 MiB through cold reads, an rsync of many files
     steps.rsync = memoryOf(pid);
     execFileSync('dd', ['if=/dev/urandom', `of=${join(m.path, 'b.bin')}`, 'bs=1M', 'count=512', 'status=none']);
     steps['512 MiB written'] = memoryOf(pid);
+    // Quiet after a burst of requests, nothing committed: the serving thread settles too (quiet-settle.ts).
+    await new Promise((r) => setTimeout(r, SETTLE_QUIET_MS + 2000));
+    steps.quiet = memoryOf(pid);
+    settles = readFileSync(daemonPaths(s.storePath).log, 'utf8').match(/quiet after a burst of requests: settled/g)?.length ?? 0;
     const c = await commitFuse(s.storePath, m.workspaceId);
     assert.equal(c.outcome, 'Created');
     steps.committed = memoryOf(pid);
@@ -109,6 +116,9 @@ test('the daemon stays within 256 MiB through cold reads, an rsync of many files
   s.client.close();
   const shown = Object.entries(steps).map(([k, v]) => `${k}: VmRSS ${v.rss.toFixed(0)} MiB, VmHWM ${v.hwm.toFixed(0)} MiB`).join('; ');
   console.log(shown);
+  // Once: the cold reads are fewer requests than a burst (budget.ts SETTLE_BURST_REQUESTS), and the write followed the rsync at once.
+  assert.equal(settles, 1, `the daemon settled ${settles} times after a quiet spell (daemon.log), expected once after the rsync and the write`);
+  assert.ok(steps.quiet!.rss <= steps['512 MiB written']!.rss, `the quiet daemon's VmRSS grew: ${shown}`);
   assert.ok(steps.settled!.rss <= SETTLED_MIB, `the daemon's VmRSS 5 s after the commit is ${steps.settled!.rss.toFixed(1)} MiB (bound ${SETTLED_MIB}): ${shown}`);
   for (const [k, v] of Object.entries(steps)) assert.ok(v.hwm <= BOUND_MIB, `the daemon's VmHWM after "${k}" is ${v.hwm.toFixed(1)} MiB (bound ${BOUND_MIB}): ${shown}`);
 });
