@@ -177,15 +177,11 @@ async function serve(store: Store, { fd, params, activity: cells }: StartWorker)
         const committed = messages();
         if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto, reader);
         // Woken with nothing to read: a commit's objects, or the last requests', free their native state now.
-        if (committed || settleDue || turns.idleDue()) await turns.turn();
-        if (committed) memoryNote('commit end, after a turn', undefined);
-        if (settleDue) await settle(turns, committed);
+        if (committed || settleDue || turns.idleDue()) await afterTurn(turns, committed);
         continue;
       }
       const committed = onRequest(reader.buffer.subarray(0, n));
-      if (turns.count() || committed || settleDue) await turns.turn();
-      if (committed) memoryNote('commit end, after a turn', undefined);
-      if (settleDue) await settle(turns, committed);
+      if (turns.count() || committed || settleDue) await afterTurn(turns, committed);
       if (!proto.initialized) continue;
       if (!ready) {
         ready = true;
@@ -210,6 +206,13 @@ async function serve(store: Store, { fd, params, activity: cells }: StartWorker)
 let settleDue = false;
 /** The requests this thread answered, shared with its controller (quiet-settle.ts). */
 let activity = activityCells();
+
+/** A turn of the thread's event loop, then the settle when one is due. */
+async function afterTurn(turns: LoopTurns, committed: boolean): Promise<void> {
+  await turns.turn();
+  if (committed) memoryNote('commit end, after a turn', undefined);
+  if (settleDue) await settle(turns, committed);
+}
 
 /** What a long commit or a burst of requests left goes back to the system (LoopTurns.settle). */
 async function settle(turns: LoopTurns, afterCommit: boolean): Promise<void> {
