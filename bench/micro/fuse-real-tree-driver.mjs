@@ -61,6 +61,15 @@ const sample = () => {
   }
 };
 const timer = setInterval(sample, 1000);
+// The daemon's VmRSS every 5 s while the mount stays idle for `seconds`.
+async function idleRss(seconds) {
+  const rss = [];
+  for (let k = 5; k <= seconds; k += 5) {
+    await new Promise((r) => setTimeout(r, 5000));
+    rss.push(Math.round(mem('VmRSS')));
+  }
+  return rss;
+}
 sample();
 
 // LOOKUPs of fresh names (never cached): how long metadata requests wait.
@@ -94,13 +103,7 @@ out.hwmAfterRsync = Math.round(mem('VmHWM'));
 // With IDLE_RSYNC_S: the mount stays idle that long after the rsync, the daemon's VmRSS read
 // every 5 s (what a daemon holds while a large change waits uncommitted).
 const idleRsyncS = Number(process.env.IDLE_RSYNC_S ?? 0);
-if (idleRsyncS > 0) {
-  out.rssIdleAfterRsync = [];
-  for (let k = 5; k <= idleRsyncS; k += 5) {
-    await new Promise((r) => setTimeout(r, 5000));
-    out.rssIdleAfterRsync.push(Math.round(mem('VmRSS')));
-  }
-}
+if (idleRsyncS > 0) out.rssIdleAfterRsync = await idleRss(idleRsyncS);
 step = 'commit';
 out.load.push(load());
 const during = [];
@@ -126,13 +129,7 @@ out.smaps = Object.fromEntries(['Rss', 'Anonymous', 'Shared_Clean', 'Private_Dir
 // With an idle time (IDLE_S seconds): the resident set the idle daemon settles to after the
 // commit, sampled every 5 s (what a long-lived daemon holds after a large commit).
 const idleS = Number(process.env.IDLE_S ?? 0);
-if (idleS > 0) {
-  out.rssIdle = [];
-  for (let k = 5; k <= idleS; k += 5) {
-    await new Promise((r) => setTimeout(r, 5000));
-    out.rssIdle.push(Math.round(mem('VmRSS')));
-  }
-}
+if (idleS > 0) out.rssIdle = await idleRss(idleS);
 clearInterval(timer);
 out.peakRss = peak;
 t = performance.now();
