@@ -39,16 +39,13 @@ export function countRequest(cells: Int32Array): void {
 
 /**
  * The serving thread's side, when asked to settle with the count its controller saw: true when
- * at most the request that woke it came since (then the settle's count is recorded).
+ * at most the request that woke it came since.
  */
 export function stillQuiet(cells: Int32Array, seen: number): boolean {
-  const n = Atomics.load(cells, Activity.Requests);
-  if (since(n, seen) > 1) return false;
-  Atomics.store(cells, Activity.SettledAt, n);
-  return true;
+  return since(Atomics.load(cells, Activity.Requests), seen) <= 1;
 }
 
-/** The serving thread's side: it settled for another reason (a long commit). */
+/** The serving thread's side, once it has settled (after a quiet spell or a long commit). */
 export function settledNow(cells: Int32Array): void {
   Atomics.store(cells, Activity.SettledAt, Atomics.load(cells, Activity.Requests));
 }
@@ -77,7 +74,8 @@ export class QuietWatch {
       return;
     }
     if (now - this.quietSince < SETTLE_QUIET_MS || since(n, Atomics.load(this.cells, Activity.SettledAt)) < SETTLE_BURST_REQUESTS || this.busy()) return;
-    // Asked once per quiet spell: the thread records the settle, and the wake-up counts as a request.
+    // Asked once per burst: an ask the thread refuses (requests came meanwhile) still starts the
+    // count of the next burst, and the ask's wake-up counts as a request.
     Atomics.store(this.cells, Activity.SettledAt, n);
     this.settle(n);
   }
