@@ -9,7 +9,7 @@
  *     objects index their lookups walk; each pack row passes through once), SERVING_CACHE_KIB for
  *     serving threads and the daemon's own connection;
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
- *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 16 MiB per mount;
+ *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 4 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
  *   - requests held during a commit (kernel-worker.ts): HELD_REQUESTS request buffers per mount;
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and

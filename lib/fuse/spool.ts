@@ -28,13 +28,15 @@ export interface SpoolLike {
 export const SPILL_FILE = 1 << 20;
 
 /**
- * Memory all in-memory spools of one overlay may hold by default: 16 MiB, or
- * $LAYERFS_SPOOL_MEMORY_MIB. It bounds the daemon's resident size while a tool writes a large
- * change (the rest goes to spool files), so it stays well under the 256 MiB a daemon may use.
+ * Memory all in-memory spools of one overlay may hold by default: 4 MiB, or
+ * $LAYERFS_SPOOL_MEMORY_MIB. Enough for what one tool call writes (its files then cost no spool
+ * file); a larger change goes to spool files, made ahead (spool-reserve.ts). At 16 MiB a
+ * whole-tree change left the daemon 8–16 MiB larger and was no faster (docs/DECISIONS.md, "Four
+ * MiB of in-memory spools per mount").
  */
 export function spoolMemoryBudget(): number {
   const mib = Number(process.env.LAYERFS_SPOOL_MEMORY_MIB);
-  return (Number.isFinite(mib) && mib >= 0 ? mib : 16) * 1024 * 1024;
+  return (Number.isFinite(mib) && mib >= 0 ? mib : 4) * 1024 * 1024;
 }
 
 /** Memory all in-memory spools of one overlay may hold together. */
