@@ -71,7 +71,7 @@ export const SETTLE_AFTER_MS = 1000;
 /**
  * A mount whose serving thread answered at least SETTLE_BURST_REQUESTS requests since it last
  * settled, and none for SETTLE_QUIET_MS ms, settles too (quiet-settle.ts): an idle daemon does
- * not keep what a large uncommitted change left. A settle takes the serving thread ~50–140 ms,
+ * not keep what a large uncommitted change left. A settle takes the serving thread ~70–200 ms,
  * so a trickle of requests never causes one, and a burst's first request after a quiet spell
  * waits for one at most.
  */
