@@ -11,8 +11,13 @@
  * - both sides changing one entry: field groups merge (reconcile-record.ts), text content
  *   merges line by line, anything else is a conflict;
  * - delete vs modify, type changes, the same path added twice with different entries, and two
- *   different renames of one entry are conflicts.
- * Nothing is resolved silently: any conflict means no root at all.
+ *   different renames of one entry are conflicts;
+ * - a rename that also rewrote the content may be a new file that took a deleted file's inode
+ *   number, so against the other side's change, delete or rewrite of the old path it counts as
+ *   a delete of the old path and an add of the new one.
+ * Nothing is resolved silently: any conflict means no root at all. A path the Workspace
+ * resolved (`workspace resolve`) takes the Workspace's version, whatever it is: its own, the
+ * head's or its base's, present or absent; what the head has at other paths stays.
  *
  * Serials: the head's serials stay. A serial the Workspace created that the head also uses is
  * renumbered above both sides' highest serial (`renumbered` tells the caller, whose stat cache
@@ -25,7 +30,8 @@ import { NamespaceEditor } from '../store/tree/editor.js';
 import { ROOT_SERIAL } from '../store/tree/root.js';
 import type { ObjectWriter } from '../store/objects.js';
 import type { Store } from '../store/store.js';
-import { diffStates, type DiffEntry } from './diff.js';
+import type { DiffEntry } from './diff.js';
+import { parts, SideChanges, split } from './reconcile-sides.js';
 import { mergeRecord, type ByteConflict, type ConflictKind, type LineConflict, type RecordMergeContext } from './reconcile-record.js';
 
 export type { ByteConflict, ConflictKind, LineConflict } from './reconcile-record.js';
@@ -46,73 +52,6 @@ export interface ReconcileConflict {
 export type ReconcileResult =
   | { outcome: 'Merged'; root: Buffer; merged: string[]; renumbered: Map<number, number> }
   | { outcome: 'Conflicted'; conflicts: ReconcileConflict[] };
-
-/** One side's changes since the base, by the paths they concern. */
-class SideChanges {
-  /** Base path → the entry that modified, deleted or renamed away what was there. */
-  readonly fate = new Map<string, DiffEntry>();
-  /** Path in this side's state → the entry that put something there (added, modified, renamed). */
-  readonly now = new Map<string, DiffEntry>();
-  /** Directories this side renamed: old path → new path. */
-  readonly dirRenames = new Map<string, string>();
-  readonly entries: DiffEntry[];
-  /** Paths this side added or renamed into, sorted: to find what sits under a directory. */
-  readonly arrived: string[];
-
-  constructor(store: Store, from: Buffer, to: Buffer) {
-    this.entries = diffStates(store, from, to, { limit: Number.MAX_SAFE_INTEGER }).entries;
-    const arrived: string[] = [];
-    for (const e of this.entries) {
-      if (e.change === 'modified' || e.change === 'deleted') this.fate.set(e.path, e);
-      if (e.change === 'renamed') {
-        this.fate.set(e.oldPath!, e);
-        if (e.kind === 'dir') this.dirRenames.set(e.oldPath!, e.path);
-      }
-      if (e.change !== 'deleted') this.now.set(e.path, e);
-      if (e.change === 'added' || e.change === 'renamed') arrived.push(e.path);
-    }
-    this.arrived = arrived.sort();
-  }
-
-  /** A rename that only follows its directory's rename (same name, moved with the parent). */
-  implied(e: DiffEntry): boolean {
-    if (e.change !== 'renamed') return false;
-    const [od, on] = split(e.oldPath!);
-    const [nd, nn] = split(e.path);
-    return on === nn && od !== '' && this.dirRenames.get(od) === nd;
-  }
-
-  /** Where a base path is in this side's state (null: deleted). */
-  pathOf(basePath: string): string | null {
-    const e = this.fate.get(basePath);
-    if (!e || e.change === 'modified') return basePath;
-    return e.change === 'deleted' ? null : e.path;
-  }
-
-  /** Paths this side added or renamed into at or below `dir`. */
-  arrivedUnder(dir: string): string[] {
-    const prefix = `${dir}/`;
-    let lo = 0;
-    let hi = this.arrived.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (this.arrived[mid]! < prefix) lo = mid + 1;
-      else hi = mid;
-    }
-    const out: string[] = [];
-    for (let i = lo; i < this.arrived.length && this.arrived[i]!.startsWith(prefix); i++) out.push(this.arrived[i]!);
-    return out;
-  }
-}
-
-function split(path: string): [string, string] {
-  const i = path.lastIndexOf('/');
-  return i < 0 ? ['', path] : [path.slice(0, i), path.slice(i + 1)];
-}
-
-function parts(path: string): Buffer[] {
-  return path === '' ? [] : path.split('/').map((p) => Buffer.from(p, 'utf8'));
-}
 
 /** The highest serial of a state: the rightmost key of its inode table. */
 export function maxSerial(store: Store, view: FsView): number {
@@ -157,7 +96,7 @@ class Reconciler {
   /** Workspace serial → serial in the result, for inodes the Workspace created. */
   private readonly created = new Map<number, number>();
   private readonly renumbered = new Map<number, number>();
-  /** Workspace renames reported as conflicts in the first pass. */
+  /** Workspace renames with a rewrite taken as a delete and an add in the first pass (detach). */
   private readonly refused = new Set<string>();
   /** Directories the result has that the head does not. */
   private readonly newDirs = new Set<number>();
@@ -192,6 +131,7 @@ class Reconciler {
       else if (e.change === 'renamed') this.attach(e);
       else if (e.change === 'modified') this.modify(e);
     }
+    this.restoreResolved();
     if (this.conflicts.length > 0) return { outcome: 'Conflicted', conflicts: this.conflicts };
     for (const [serial, rec] of this.records) {
       if (rec === null) this.editor.deleteInode(serial);
@@ -272,7 +212,8 @@ class Reconciler {
 
   private remove(e: DiffEntry): void {
     const hf = this.head.fate.get(e.path);
-    if (hf?.change === 'deleted') return;
+    // Deleted there, or moved away with a rewrite (maybe a new file that took its inode number).
+    if (hf?.change === 'deleted' || this.rewrittenAway(hf)) return;
     if (this.resolved.has(e.path)) return this.removeAt(hf ? this.head.pathOf(e.path) : e.path);
     if (hf?.change === 'modified') return this.conflict(e.path, 'delete-modify', `${e.path}: deleted in the Workspace, changed on the head`);
     if (hf?.change === 'renamed' && !this.head.implied(hf)) {
@@ -291,7 +232,11 @@ class Reconciler {
     if (hp === null) return;
     const [dir, name] = split(hp);
     const parent = this.headSerial(dir);
-    const serial = this.views.head.resolve(parts(hp), hp).serial;
+    this.unlink(parent, name, this.views.head.resolve(parts(hp), hp).serial);
+  }
+
+  /** Takes the name `name` of `serial` out of directory `parent`; the inode goes with its last name. */
+  private unlink(parent: number | undefined, name: string, serial: number): void {
     const rec = this.inode(serial);
     if (rec === null) return;
     if (parent !== undefined && this.child(parent, Buffer.from(name, 'utf8')) === serial) this.setName(parent, name, null);
@@ -305,15 +250,23 @@ class Reconciler {
   private detach(e: DiffEntry): void {
     const old = e.oldPath!;
     const hf = this.head.fate.get(old);
+    // Rewritten here, deleted or rewritten away there: on either side it may be a new file that
+    // took a deleted one's inode number, so the old path goes on both and this file is added.
+    if (e.fields.includes('content') && (hf?.change === 'deleted' || this.rewrittenAway(hf))) {
+      this.refused.add(e.path);
+      return;
+    }
     if (hf?.change === 'deleted') return this.conflict(e.path, 'rename-delete', `${e.path}: renamed from ${old} in the Workspace, deleted on the head`);
     if (hf?.change === 'renamed' && !this.head.implied(hf)) {
       if (hf.path === e.path) return; // the same rename on both sides
       return this.conflict(e.path, 'rename-rename', `${old}: renamed to ${e.path} in the Workspace and to ${hf.path} on the head`, { headPath: hf.path });
     }
-    if (hf?.change === 'modified' && e.fields.includes('content') && !this.resolved.has(old)) {
+    if (hf?.change === 'modified' && e.fields.includes('content')) {
       // Renamed and rewritten here, changed there: no content carries across (a new file that
-      // took a deleted one's inode looks the same), so it is the delete-vs-modify it may be.
+      // took a deleted one's inode looks the same), so it is the delete-vs-modify it may be,
+      // and the Workspace's file is a new one (attach). Resolved, the old path goes.
       this.refused.add(e.path);
+      if (this.resolved.has(old)) return this.removeAt(this.head.pathOf(old));
       return this.conflict(old, 'delete-modify', `${old}: renamed to ${e.path} and rewritten in the Workspace, changed on the head`, { headPath: old });
     }
     const hp = this.head.pathOf(old)!;
@@ -333,7 +286,7 @@ class Reconciler {
 
   private attach(e: DiffEntry): void {
     const old = e.oldPath!;
-    // Refused as a delete-vs-modify (detach): the Workspace's file here is a new one, which may
+    // Taken as a delete-vs-modify (detach): the Workspace's file here is a new one, which may
     // also meet another entry the head put here; both conflicts are reported.
     if (this.refused.has(e.path)) return this.add(e);
     let serial = this.detached.get(e.path);
@@ -352,7 +305,10 @@ class Reconciler {
       const parent = this.dirFor(dir);
       if (parent === undefined) return this.conflict(e.path, 'modify-delete', `${e.path}: renamed into ${dir} in the Workspace, which the head deleted`);
       const there = this.child(parent, Buffer.from(name, 'utf8'));
-      if (there !== undefined && there !== serial) return this.conflict(e.path, 'both-added', `${e.path}: the Workspace renamed ${old} here, the head put another entry here`);
+      if (there !== undefined && there !== serial) {
+        if (!this.resolved.has(e.path) || this.inode(there)?.kind === InodeKind.Dir) return this.conflict(e.path, 'both-added', `${e.path}: the Workspace renamed ${old} here, the head put another entry here`);
+        this.unlink(parent, name, there);
+      }
       this.setName(parent, name, serial);
       const rec = this.inode(serial)!;
       this.setParents(serial, rec, [...(rec.parents ?? []), parent]);
@@ -364,6 +320,8 @@ class Reconciler {
 
   private modify(e: DiffEntry): void {
     const hp = this.head.pathOf(e.path);
+    // Resolved: the Workspace's version comes back where the head deleted it or moved a rewrite away.
+    if (this.resolved.has(e.path) && (hp === null || this.rewrittenAway(this.head.fate.get(e.path)))) return this.add(e);
     if (hp === null) return this.conflict(e.path, 'modify-delete', `${e.path}: changed in the Workspace, deleted on the head`);
     const serial = this.resolve(hp);
     if (serial === undefined) return this.conflict(e.path, 'modify-delete', `${e.path}: changed in the Workspace, gone on the head`);
@@ -388,6 +346,59 @@ class Reconciler {
     if (m.combined) this.merged.add(path);
   }
 
+  /**
+   * Resolved paths the Workspace has as in its base (`resolve --layer`, or `--branch` where the
+   * head deleted what the Workspace changed): the next commit takes the Workspace's version
+   * there too, so the head's change to that path is undone.
+   */
+  private restoreResolved(): void {
+    const touched = new Set<string>();
+    for (const e of this.ws.entries) {
+      touched.add(e.path);
+      if (e.oldPath) touched.add(e.oldPath);
+    }
+    for (const path of this.resolved) {
+      if (touched.has(path)) continue;
+      const hf = this.head.fate.get(path);
+      if (hf?.change === 'modified' && hf.kind !== 'dir') {
+        const serial = this.resolve(path);
+        const b = this.views.base.resolve(parts(path), path).inode;
+        const h = serial === undefined ? null : this.inode(serial);
+        if (serial !== undefined && h !== null && h.kind === b.kind) {
+          this.records.set(serial, { ...b, parents: h.parents });
+          this.merged.add(path);
+        }
+      } else if (hf && (hf.change === 'deleted' || this.rewrittenAway(hf)) && hf.kind !== 'dir') this.restoreDeleted(path);
+      // Not in the base: the head added it or moved something here.
+      else if (!hf && this.head.now.has(path)) this.removeAt(path);
+    }
+  }
+
+  /**
+   * A head rename that also rewrote the content: maybe a new file that took the old one's inode
+   * number. A resolved path is then the path alone: what the head has elsewhere stays.
+   */
+  private rewrittenAway(hf: DiffEntry | undefined): boolean {
+    return hf?.change === 'renamed' && !this.head.implied(hf) && hf.fields.includes('content');
+  }
+
+  /** Puts the base's entry at `path` back, where the head deleted it (a new serial if its own is taken). */
+  private restoreDeleted(path: string): void {
+    const [dir, name] = split(path);
+    const parent = this.dirFor(dir);
+    if (parent === undefined) return this.conflict(path, 'modify-delete', `${path}: resolved, but the head deleted ${dir}`);
+    if (this.child(parent, Buffer.from(name, 'utf8')) !== undefined) return this.conflict(path, 'both-added', `${path}: resolved, but the head put another entry here`);
+    const { serial: baseSerial, inode: b } = this.views.base.resolve(parts(path), path);
+    let serial = baseSerial;
+    if (!this.isNew(serial) || this.records.has(serial)) {
+      serial = this.nextSerial++;
+      this.renumbered.set(baseSerial, serial);
+    }
+    this.records.set(serial, { ...b, parents: [parent] });
+    this.setName(parent, name, serial);
+    this.merged.add(path);
+  }
+
   private add(e: DiffEntry): void {
     const [dir, name] = split(e.path);
     const parent = this.dirFor(dir);
@@ -402,9 +413,11 @@ class Reconciler {
       }
       const same = h.kind === wsInode.kind && h.size === wsInode.size && (h.content?.equals(wsInode.content ?? Buffer.alloc(0)) ?? !wsInode.content) && (h.target?.equals(wsInode.target ?? Buffer.alloc(0)) ?? !wsInode.target);
       if (same) return;
-      if (this.resolved.has(e.path) && h.kind === wsInode.kind) this.records.set(there, { ...wsInode, parents: h.parents });
-      else this.conflict(e.path, 'both-added', `${e.path}: added on both sides with different content`);
-      return;
+      // A directory of the head's is never dropped whole by a resolution.
+      if (!this.resolved.has(e.path) || h.kind === InodeKind.Dir) return this.conflict(e.path, 'both-added', `${e.path}: added on both sides with different content`);
+      if (h.kind === wsInode.kind) return void this.records.set(there, { ...wsInode, parents: h.parents });
+      // Resolved across a change of kind: the head's entry goes, the Workspace's is created.
+      this.unlink(parent, name, there);
     }
     let serial = this.created.get(e.serial);
     if (serial !== undefined) {

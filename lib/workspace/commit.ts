@@ -12,7 +12,6 @@ import { computeChanges, type ChangeSet } from './changes.js';
 import { runningExecutions } from './exec.js';
 import { isSmudged, smudgeRacy } from './racy.js';
 import { readBasesAhead, recordChanges, startReading, type ChangeReading, type RecordClock } from './record.js';
-import { resolvedPaths } from './conflicts.js';
 import { checkUnchanged, publishWorkspaceCommit, refused } from './publish.js';
 import { syncProjection } from './sync.js';
 import { setWorkspaceBase, type WorkspaceRow } from './rows.js';
@@ -163,7 +162,7 @@ async function record(c: CommitTry, w: ObjectWriter): Promise<Recorded> {
 function publish(c: CommitTry, w: ObjectWriter, { root, same }: Recorded): CommitOutcome {
   const { store, ws, cs, cache } = c;
   const target = { branchId: ws.branchId, expectedHead: ws.expectedHeadId, expectedBase: ws.expectedBaseId, baseRoot: ws.baseRootId, workspaceId: ws.id };
-  const { published, head } = publishWorkspaceCommit(store, w, target, root, { note: c.run.note ?? EMPTY_NOTE, strict: c.run.strict ?? false, resolved: resolvedPaths(store, ws.id) });
+  const { published, head } = publishWorkspaceCommit(store, w, target, root, { note: c.run.note ?? EMPTY_NOTE, strict: c.run.strict ?? false });
   const rec = published.reconciliation;
   // The Workspace shows what was published: the other side's changes are written in.
   if (rec) syncProjection(store, ws.id, ws.path, root, published.root, cache, c.readFromMs);

@@ -10,7 +10,7 @@ import { LayerFsError } from '../errors.js';
 import { toHex } from '../format/hex.js';
 import { branchRoot, getBranch, publishReconciled, type CommitNote, type ReconcileConflict } from '../history/index.js';
 import type { ObjectWriter, Store } from '../store/index.js';
-import { clearConflicts, saveConflicts } from './conflicts.js';
+import { clearConflicts, resolvedPaths, saveConflicts } from './conflicts.js';
 import { setWorkspaceBase } from './rows.js';
 
 /** The Branch a Workspace commits to, the head and base Layer it expects, and the state it started from. */
@@ -39,7 +39,9 @@ export type Published = Extract<ReturnType<typeof publishReconciled>, { outcome:
  * `refused`). On success the Workspace row records the published root and the new head, and its
  * conflicts are settled.
  */
-export function publishWorkspaceCommit(store: Store, w: ObjectWriter, target: PublishTarget, root: Buffer, run: { note: CommitNote; strict: boolean; resolved?: Set<string> }): { published: Published; head: Buffer | null } {
+export function publishWorkspaceCommit(store: Store, w: ObjectWriter, target: PublishTarget, root: Buffer, run: { note: CommitNote; strict: boolean }): { published: Published; head: Buffer | null } {
+  // The paths `workspace resolve` settled take the Workspace's version, in either projection.
+  const resolved = target.workspaceId ? resolvedPaths(store, target.workspaceId) : undefined;
   const published = publishReconciled(store, w, {
     branchId: target.branchId,
     root,
@@ -48,7 +50,7 @@ export function publishWorkspaceCommit(store: Store, w: ObjectWriter, target: Pu
     expectedBase: target.expectedBase,
     note: run.note,
     strict: run.strict,
-    ...(run.resolved ? { resolved: run.resolved } : {}),
+    ...(resolved ? { resolved } : {}),
   });
   if (published.outcome === 'HeadMoved' || published.outcome === 'Conflicted') throw new RollBack(published);
   const head = published.outcome === 'Created' ? published.commit.id : published.head;

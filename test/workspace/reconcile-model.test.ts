@@ -5,13 +5,16 @@
  * in every order (N ≤ 4; a random order beyond). A model replays the same commits as three-way
  * merges of path → content maps: each commit must be Created when the model merges cleanly,
  * Conflicted with exactly the model's conflicting paths otherwise, and the final head must
- * equal the model's state. Range edits follow the byte-level rule of docs/SDK.md: same-length
+ * equal the model's state. Most Conflicted commits are then resolved (each conflict with
+ * --working-tree, --branch or --layer, chosen at random; --working-tree only on FUSE) and
+ * committed again: the commit must take exactly the chosen version at each conflicting path
+ * and merge the rest. Range edits follow the byte-level rule of docs/SDK.md: same-length
  * edits merge unless they cover one byte; once a side changed the length, its changes count as
  * one region from its first to its last edit, which must be apart from the other side's edits. Both projections; the Store is verified after each run.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { diff3Merge } from 'node-diff3';
 import { Client } from '../../lib/sdk/index.js';
@@ -50,6 +53,8 @@ type Op =
   | { op: 'line'; path: string; line: number; text: string }
   | { op: 'add'; path: string; text: string }
   | { op: 'delete'; path: string }
+  /** A rename and a rewrite: what a new file that takes a deleted file's inode number looks like. */
+  | { op: 'move'; from: string; to: string; text: string }
   | { op: 'binary'; byte: number }
   | { op: 'ranges'; edits: Edit[] };
 
@@ -97,7 +102,8 @@ function script(r: () => number, ws: number, tree: Tree): Op[] {
     const texts = TEXTS.filter((p) => tree.has(p));
     if (k < 0.55 && texts.length > 0) ops.push({ op: 'line', path: texts[Math.floor(r() * texts.length)]!, line: Math.floor(r() * 12), text: `edited by w${ws}.${i}` });
     else if (k < 0.75) ops.push({ op: 'add', path: r() < 0.2 ? 'shared-new.txt' : `new/w${ws}-${i}.txt`, text: `added by w${ws}.${i}\n` });
-    else if (k < 0.82 && texts.length > 0) ops.push({ op: 'delete', path: texts[Math.floor(r() * texts.length)]! });
+    else if (k < 0.8 && texts.length > 0) ops.push({ op: 'move', from: texts[Math.floor(r() * texts.length)]!, to: r() < 0.3 ? 'shared-new.txt' : `new/m${ws}-${i}.txt`, text: `moved by w${ws}.${i}\n` });
+    else if (k < 0.85 && texts.length > 0) ops.push({ op: 'delete', path: texts[Math.floor(r() * texts.length)]! });
     else if (k < 0.9 || ops.some((o) => o.op === 'ranges')) ops.push({ op: 'binary', byte: Math.floor(r() * 64) });
     else ops.push({ op: 'ranges', edits: rangeEdits(r, ws) });
   }
@@ -114,6 +120,11 @@ function apply(tree: Tree, ops: Op[], ws: number): Tree {
       lines[o.line] = o.text;
       t.set(o.path, lines.join('\n'));
     } else if (o.op === 'add') t.set(o.path, o.text);
+    else if (o.op === 'move') {
+      if (!t.has(o.from)) continue;
+      t.delete(o.from);
+      t.set(o.to, o.text);
+    }
     else if (o.op === 'delete') t.delete(o.path);
     else if (o.op === 'ranges') t.set(RB, applyEdits(t.get(RB) as Buffer, o.edits));
     else {
@@ -207,7 +218,7 @@ function assertTree(actual: Tree, expected: Tree, what: string): void {
 }
 
 /** Outcomes seen, printed at the end so a run that never conflicts (or never merges) shows. */
-const tally = { created: 0, conflicted: 0, reconciled: 0 };
+const tally = { created: 0, conflicted: 0, reconciled: 0, resolved: 0 };
 process.on('exit', () => console.log(`reconcile model outcomes ${JSON.stringify(tally)}`));
 
 function permutations(n: number): number[][] {
@@ -215,7 +226,47 @@ function permutations(n: number): number[][] {
   return permutations(n - 1).flatMap((p) => Array.from({ length: n }, (_, i) => [...p.slice(0, i), n - 1, ...p.slice(i)]));
 }
 
-async function run(projection: 'materialize' | 'fuse', n: number, order: number[], scripts: Op[][], tag: string): Promise<void> {
+type Resolution = 'working-tree' | 'branch' | 'layer';
+/** The share of Conflicted commits whose conflicts are then resolved and committed again. */
+const RESOLVE_RATE = 0.6;
+
+/**
+ * Resolves every conflict of a Conflicted commit (each with `how()`) and commits again. The
+ * model: the Workspace then holds the chosen version of each conflicting path (its own, the
+ * head's or its base's), and the commit takes exactly that version there, merging the rest.
+ */
+async function resolveAndCommit(client: Client, id: string, how: () => Resolution, sides: { base: Tree; head: Tree; ws: Tree; headEdits: Edit[]; wsEdits: Edit[] }, what: string): Promise<{ ws: Tree; head: Tree; edits: Edit[]; label: string }> {
+  const { base, head } = sides;
+  const chosen = new Map<string, Resolution>();
+  for (const c of client.workspaceConflicts(id)) {
+    const way = chosen.get(c.path) ?? how();
+    client.resolveWorkspaceConflict(id, c.id, way);
+    chosen.set(c.path, way);
+  }
+  tally.resolved++;
+  const ws: Tree = new Map(sides.ws);
+  let wsEdits = sides.wsEdits;
+  for (const [p, way] of chosen) {
+    const v = way === 'working-tree' ? sides.ws.get(p) : way === 'branch' ? head.get(p) : base.get(p);
+    if (v === undefined) ws.delete(p);
+    else ws.set(p, v);
+    if (p === RB) wsEdits = way === 'working-tree' ? wsEdits : way === 'branch' ? sides.headEdits : [];
+  }
+  const r = await client.commitWorkspace(id, { message: 'resolved' });
+  const resolvedWhat = `${what}, resolved ${JSON.stringify([...chosen])}`;
+  assert.ok(r.outcome === 'Created' || r.outcome === 'UpToDate', `${resolvedWhat}: ${r.outcome} ${r.outcome === 'Conflicted' ? JSON.stringify(r.conflicts.map((c) => c.message)) : ''}`);
+  const m = model(base, head, ws, sides.headEdits, wsEdits);
+  assert.deepEqual(m.conflicts.filter((p) => !chosen.has(p)), [], `${resolvedWhat}: the model merges the rest`);
+  for (const p of chosen.keys()) {
+    const v = ws.get(p);
+    if (v === undefined) m.tree.delete(p);
+    else m.tree.set(p, v);
+  }
+  const edits = chosen.has(RB) ? wsEdits : m.edits;
+  return { ws, head: m.tree, edits, label: resolvedWhat };
+}
+
+async function run(projection: 'materialize' | 'fuse', n: number, order: number[], scripts: Op[][], tag: string, pick: () => number): Promise<void> {
   const dir = tempDir('layerfs-model-');
   const src = join(dir, 'src');
   const base = baseTree();
@@ -232,7 +283,19 @@ async function run(projection: 'materialize' | 'fuse', n: number, order: number[
       paths.push(at);
       ws.push(await client.createWorkspace('b', { at, projection }));
       trees.push(apply(base, scripts[i]!, i));
-      for (const o of scripts[i]!) if (o.op === 'delete') rmSync(join(at, o.path), { force: true });
+      const present = new Set(base.keys());
+      for (const o of scripts[i]!) {
+        if (o.op === 'delete') {
+          rmSync(join(at, o.path), { force: true });
+          present.delete(o.path);
+        } else if (o.op === 'move' && present.has(o.from)) {
+          // The rewrite comes with writeTree below, into the same inode.
+          mkdirSync(join(at, o.to, '..'), { recursive: true });
+          renameSync(join(at, o.from), join(at, o.to));
+          present.delete(o.from);
+          present.add(o.to);
+        } else if (o.op === 'add') present.add(o.path);
+      }
       writeTree(at, new Map([...trees[i]!].filter(([p, c]) => p !== RB && !same(base.get(p), c))));
       const edits = rangesOf(scripts[i]!);
       if (edits.length > 0) client.editWorkspaceFileRanges(ws[i]!.id, edits.map((e) => ({ path: RB, start: e.start, deleteLength: e.deleteLength, replacement: e.bytes })));
@@ -247,6 +310,14 @@ async function run(projection: 'materialize' | 'fuse', n: number, order: number[
         assert.equal(r.outcome, 'Conflicted', what);
         tally.conflicted++;
         if (r.outcome === 'Conflicted') assert.deepEqual([...new Set(r.conflicts.map((c) => c.path))].sort(), m.conflicts, `${what}: ${JSON.stringify(r.conflicts.map((c) => c.message))}`);
+        if (pick() < RESOLVE_RATE) {
+          const ways: Resolution[] = projection === 'fuse' ? ['working-tree'] : ['working-tree', 'branch', 'layer'];
+          const done = await resolveAndCommit(client, ws[i]!.id, () => ways[Math.floor(pick() * ways.length)]!, { base, head, ws: trees[i]!, headEdits, wsEdits: rangesOf(scripts[i]!) }, what);
+          trees[i] = done.ws;
+          head = done.head;
+          headEdits = done.edits;
+          assertTree(readTree(ws[i]!.path), head, `${done.label}: the Workspace shows the merged tree`);
+        }
       } else {
         assert.ok(r.outcome === 'Created' || r.outcome === 'UpToDate', `${what}: ${r.outcome} ${r.outcome === 'Conflicted' ? JSON.stringify(r.conflicts) : ''}`);
         head = m.tree;
@@ -275,11 +346,11 @@ test('model: materialize, every commit order for N = 2, 3, 4; a random order for
   const r = rng(SEED);
   for (const n of [2, 3, 4]) {
     const scripts = Array.from({ length: n }, (_, i) => script(r, i, baseTree()));
-    for (const order of permutations(n)) await run('materialize', n, order, scripts, `seed ${SEED} n=${n}`);
+    for (const order of permutations(n)) await run('materialize', n, order, scripts, `seed ${SEED} n=${n}`, r);
   }
   const scripts = Array.from({ length: 6 }, (_, i) => script(r, i, baseTree()));
   const order = [0, 1, 2, 3, 4, 5].sort(() => r() - 0.5);
-  await run('materialize', 6, order, scripts, `seed ${SEED} n=6`);
+  await run('materialize', 6, order, scripts, `seed ${SEED} n=6`, r);
 });
 
 const fuseSkip = fuseAvailable().ok ? false : `FUSE is not usable here: ${fuseAvailable().reason}`;
@@ -288,6 +359,6 @@ test('model: FUSE, every commit order for N = 2 and 3', { skip: fuseSkip, timeou
   const r = rng(SEED ^ 0x5a5a);
   for (const n of [2, 3]) {
     const scripts = Array.from({ length: n }, (_, i) => script(r, i, baseTree()));
-    for (const order of permutations(n)) await run('fuse', n, order, scripts, `seed ${SEED} fuse n=${n}`);
+    for (const order of permutations(n)) await run('fuse', n, order, scripts, `seed ${SEED} fuse n=${n}`, r);
   }
 });

@@ -150,10 +150,36 @@ test('binary edits on both sides, delete vs modify and two adds conflict; resolv
     assert.equal(client.log('shared').length, 1);
     for (const x of client.workspaceConflicts(w2.id)) client.resolveWorkspaceConflict(w2.id, x.id, 'working-tree');
     const r = await client.commitWorkspace(w2.id);
-    assert.equal(r.outcome, 'Created');
+    assert.equal(r.outcome, 'Created', JSON.stringify(r.outcome === 'Conflicted' && r.conflicts));
     assert.deepEqual(client.cat('shared', 'data.bin'), seededBytes(5, 4096));
     assert.equal(client.cat('shared', 'same.txt').toString(), 'from w2\n');
     assert.throws(() => client.cat('shared', 'lib/b.txt'), { code: 'ERR_NOT_FOUND' });
+    assertIntact(client);
+  } finally {
+    client.close();
+  }
+});
+
+// A new file that takes a deleted file's inode number reads as a rename and a rewrite: the
+// delete-vs-modify and the both-added it meets, once resolved, publish the Workspace's side.
+test('a rename with a rewrite meets an edit and an add; resolve --working-tree deletes the old path and takes the new file', async () => {
+  const { client, w1, w2 } = await setup();
+  try {
+    writeFileSync(join(w1.path, 'lib/b.txt'), 'b changed\n');
+    writeFileSync(join(w1.path, 'same.txt'), 'from w1\n');
+    renameSync(join(w2.path, 'lib/b.txt'), join(w2.path, 'same.txt'));
+    writeFileSync(join(w2.path, 'same.txt'), 'from w2\n');
+    assert.equal((await client.commitWorkspace(w1.id)).outcome, 'Created');
+    const c = await client.commitWorkspace(w2.id);
+    assert.equal(c.outcome, 'Conflicted');
+    const kinds = client.workspaceConflicts(w2.id).map((x) => `${x.kind} ${x.path}`).sort();
+    assert.deepEqual(kinds, ['both-added same.txt', 'delete-modify lib/b.txt']);
+    for (const x of client.workspaceConflicts(w2.id)) client.resolveWorkspaceConflict(w2.id, x.id, 'working-tree');
+    const r = await client.commitWorkspace(w2.id);
+    assert.equal(r.outcome, 'Created', JSON.stringify(r.outcome === 'Conflicted' && r.conflicts));
+    assert.equal(client.cat('shared', 'same.txt').toString(), 'from w2\n');
+    assert.throws(() => client.cat('shared', 'lib/b.txt'), { code: 'ERR_NOT_FOUND' });
+    assert.equal(client.cat('shared', 'lib/a.txt').toString(), TEXT);
     assertIntact(client);
   } finally {
     client.close();
