@@ -13,8 +13,10 @@
  * - delete vs modify, type changes, the same path added twice with different entries, and two
  *   different renames of one entry are conflicts;
  * - a rename that also rewrote the content may be a new file that took a deleted file's inode
- *   number, so against the other side's change, delete or rewrite of the old path it counts as
- *   a delete of the old path and an add of the new one.
+ *   number: against the other side's change, rename elsewhere or delete of the old path it
+ *   counts as a delete of the old path and an add of the new one (an edit of the old path on
+ *   the other side against the head's rename with a rewrite is still merged in, or a conflict;
+ *   the same rename on both sides is one entry).
  * Nothing is resolved silently: any conflict means no root at all. A path the Workspace
  * resolved (`workspace resolve`) takes the Workspace's version, whatever it is: its own, the
  * head's or its base's, present or absent; what the head has at other paths stays.
@@ -250,24 +252,21 @@ class Reconciler {
   private detach(e: DiffEntry): void {
     const old = e.oldPath!;
     const hf = this.head.fate.get(old);
-    // Rewritten here, deleted or rewritten away there: on either side it may be a new file that
-    // took a deleted one's inode number, so the old path goes on both and this file is added.
-    if (e.fields.includes('content') && (hf?.change === 'deleted' || this.rewrittenAway(hf))) {
+    // Rewritten here and changed, moved elsewhere or deleted there: no content carries across,
+    // and it may be a new file that took a deleted one's inode number, so it is a delete of the
+    // old path and an add of this one (attach). The same rename on both sides stays one entry.
+    if (e.fields.includes('content') && hf && !this.head.implied(hf) && !(hf.change === 'renamed' && hf.path === e.path)) {
       this.refused.add(e.path);
-      return;
+      if (hf.change === 'deleted' || this.rewrittenAway(hf)) return; // deleted on both sides
+      // Resolved: the old path goes (the head has it elsewhere after a rename: that stays).
+      if (this.resolved.has(old)) return hf.change === 'modified' ? this.removeAt(old) : undefined;
+      if (hf.change === 'modified') return this.conflict(old, 'delete-modify', `${old}: renamed to ${e.path} and rewritten in the Workspace, changed on the head`, { headPath: old });
+      return this.conflict(old, 'rename-delete', `${old}: renamed to ${e.path} and rewritten in the Workspace, renamed to ${hf.path} on the head`, { headPath: hf.path });
     }
     if (hf?.change === 'deleted') return this.conflict(e.path, 'rename-delete', `${e.path}: renamed from ${old} in the Workspace, deleted on the head`);
     if (hf?.change === 'renamed' && !this.head.implied(hf)) {
       if (hf.path === e.path) return; // the same rename on both sides
       return this.conflict(e.path, 'rename-rename', `${old}: renamed to ${e.path} in the Workspace and to ${hf.path} on the head`, { headPath: hf.path });
-    }
-    if (hf?.change === 'modified' && e.fields.includes('content')) {
-      // Renamed and rewritten here, changed there: no content carries across (a new file that
-      // took a deleted one's inode looks the same), so it is the delete-vs-modify it may be,
-      // and the Workspace's file is a new one (attach). Resolved, the old path goes.
-      this.refused.add(e.path);
-      if (this.resolved.has(old)) return this.removeAt(this.head.pathOf(old));
-      return this.conflict(old, 'delete-modify', `${old}: renamed to ${e.path} and rewritten in the Workspace, changed on the head`, { headPath: old });
     }
     const hp = this.head.pathOf(old)!;
     const serial = this.views.head.resolve(parts(hp), hp).serial;
@@ -315,7 +314,7 @@ class Reconciler {
     }
     if (e.kind === 'dir') this.placedDirs.set(e.path, serial);
     if (this.head.fate.get(old)?.change === 'modified' && !this.ws.implied(e)) this.merged.add(e.path);
-    if (e.fields.length > 0) this.mergeAt(e.path, old, serial);
+    if (e.fields.length > 0 || this.resolved.has(e.path)) this.mergeAt(e.path, old, serial);
   }
 
   private modify(e: DiffEntry): void {
@@ -335,12 +334,13 @@ class Reconciler {
     const b = this.views.base.resolve(parts(basePath), basePath).inode;
     const h = this.inode(serial)!;
     const wsEntry = this.views.workspace.resolve(parts(path), path).inode;
-    const m = mergeRecord(this.views, b, h, wsEntry, path);
-    if (!m.ok && this.resolved.has(path) && wsEntry.kind === h.kind) {
+    // Resolved: exactly the Workspace's version, not a merge with what the head did since.
+    if (this.resolved.has(path) && wsEntry.kind === h.kind) {
       this.records.set(serial, wsEntry.kind === InodeKind.Dir ? { ...wsEntry, parents: h.parents, form: h.form, content: h.content } : { ...wsEntry, parents: h.parents });
       this.merged.add(path);
       return;
     }
+    const m = mergeRecord(this.views, b, h, wsEntry, path);
     if (!m.ok) return this.conflict(path, m.kind, m.message, { ...(m.lines ? { lines: m.lines } : {}), ...(m.ranges ? { ranges: m.ranges } : {}) });
     this.records.set(serial, m.inode);
     if (m.combined) this.merged.add(path);

@@ -2,17 +2,16 @@
 // the mount, status per path, commit while mounted (Created, then UpToDate; the Workspace
 // continues from the new Commit), Busy while an execution runs, end refusing uncommitted
 // changes, end --discard, daemon status/stop, and a lost Workspace after the daemon is
-// SIGKILLed, ended with --discard. This process never touches a mount itself: only the CLI
-// and programs it starts do.
+// SIGKILLed, ended with --discard; a conflict resolved with the version written into the
+// mount. This process never touches a mount itself: only the CLI and programs it starts do.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client } from '../../lib/sdk/index.js';
 import { detachStale, fuseAvailable, stopDaemon } from '../../lib/fuse/index.js';
 import { cli } from '../helpers/cli.js';
-import { assertIntact } from '../helpers/integrity.js';
+import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { alive, mounted } from '../helpers/process-gone.js';
 
@@ -98,12 +97,7 @@ test('CLI: a FUSE Workspace from create to end, with status, commit, Busy and en
   } finally {
     await cleanup(store, [at]);
   }
-  const c = Client.connect(store);
-  try {
-    assertIntact(c);
-  } finally {
-    c.close();
-  }
+  assertStoreIntact(store);
 });
 
 test('CLI: daemon status/stop; Workspaces of a stopped or SIGKILLed daemon are lost and end with --discard', { skip }, async () => {
@@ -147,10 +141,32 @@ test('CLI: daemon status/stop; Workspaces of a stopped or SIGKILLed daemon are l
   } finally {
     await cleanup(store, [a, b]);
   }
-  const c = Client.connect(store);
+  assertStoreIntact(store);
+});
+
+test('CLI: a FUSE Workspace resolves a conflict with the version written into the mount', { skip }, async () => {
+  const { dir, store, env, run, ok } = setup();
+  const a = join(dir, 'wa');
+  const b = join(dir, 'wb');
   try {
-    assertIntact(c);
+    const wa = ok(['workspace', 'create', 'try', '--at', a, '--projection', 'fuse']).workspace;
+    const wb = ok(['workspace', 'create', 'try', '--at', b, '--projection', 'fuse']).workspace;
+    assert.equal(run(['workspace', 'exec', wa.id, '--', 'sh', '-c', 'echo ONE > a.txt']).code, 0);
+    assert.equal(run(['workspace', 'exec', wb.id, '--', 'sh', '-c', 'echo uno > a.txt && rm gone.txt']).code, 0);
+    assert.equal(ok(['workspace', 'commit', wa.id]).outcome, 'Created');
+    const c = run(['workspace', 'commit', wb.id]);
+    assert.equal(c.json.outcome, 'Conflicted', c.stdout);
+    assert.deepEqual(ok(['workspace', 'conflicts', wb.id]).conflicts.map((x: { id: number; path: string }) => [x.id, x.path]), [[1, 'a.txt']]);
+    // --branch needs a materialized Workspace: the version goes into the mount, then --working-tree.
+    assert.equal(run(['workspace', 'resolve', wb.id, '1', '--branch']).code, 1);
+    assert.equal(run(['workspace', 'exec', wb.id, '--', 'sh', '-c', 'echo both > a.txt']).code, 0);
+    assert.equal(ok(['workspace', 'resolve', wb.id, '1', '--working-tree']).outcome, 'Resolved');
+    assert.equal(ok(['workspace', 'commit', wb.id]).outcome, 'Created');
+    assert.equal(cli(['cat', 'try', 'a.txt'], env).stdout, 'both\n');
+    assert.equal(cli(['cat', 'try', 'gone.txt'], env).code, 1);
+    assert.deepEqual(ok(['workspace', 'conflicts', wb.id]).conflicts, []);
   } finally {
-    c.close();
+    await cleanup(store, [a, b]);
   }
+  assertStoreIntact(store);
 });

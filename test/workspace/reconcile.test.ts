@@ -160,6 +160,31 @@ test('binary edits on both sides, delete vs modify and two adds conflict; resolv
   }
 });
 
+test('resolve --layer undoes the head\'s change at that path; --working-tree brings back a file the head deleted', async () => {
+  const { client, w1, w2 } = await setup();
+  try {
+    writeFileSync(join(w1.path, 'data.bin'), seededBytes(4, 4096));
+    rmSync(join(w1.path, 'lib/b.txt'));
+    writeFileSync(join(w2.path, 'data.bin'), seededBytes(5, 4096));
+    writeFileSync(join(w2.path, 'lib/b.txt'), 'b kept by w2\n');
+    assert.equal((await client.commitWorkspace(w1.id)).outcome, 'Created');
+    assert.equal((await client.commitWorkspace(w2.id)).outcome, 'Conflicted');
+    const byPath = new Map(client.workspaceConflicts(w2.id).map((x) => [x.path, x]));
+    assert.deepEqual([...byPath.values()].map((x) => `${x.kind} ${x.path}`).sort(), ['binary data.bin', 'modify-delete lib/b.txt']);
+    client.resolveWorkspaceConflict(w2.id, byPath.get('data.bin')!.id, 'layer');
+    assert.deepEqual(readFileSync(join(w2.path, 'data.bin')), seededBytes(3, 4096));
+    client.resolveWorkspaceConflict(w2.id, byPath.get('lib/b.txt')!.id, 'working-tree');
+    const r = await client.commitWorkspace(w2.id);
+    assert.equal(r.outcome, 'Created', JSON.stringify(r.outcome === 'Conflicted' && r.conflicts));
+    assert.deepEqual(client.cat('shared', 'data.bin'), seededBytes(3, 4096));
+    assert.equal(client.cat('shared', 'lib/b.txt').toString(), 'b kept by w2\n');
+    assert.deepEqual(readFileSync(join(w2.path, 'data.bin')), seededBytes(3, 4096));
+    assertIntact(client);
+  } finally {
+    client.close();
+  }
+});
+
 // A new file that takes a deleted file's inode number reads as a rename and a rewrite: the
 // delete-vs-modify and the both-added it meets, once resolved, publish the Workspace's side.
 test('a rename with a rewrite meets an edit and an add; resolve --working-tree deletes the old path and takes the new file', async () => {
