@@ -19,7 +19,8 @@
  *   the same rename on both sides is one entry).
  * Nothing is resolved silently: any conflict means no root at all. A path the Workspace
  * resolved (`workspace resolve`) takes the Workspace's version, whatever it is: its own, the
- * head's or its base's, present or absent; what the head has at other paths stays.
+ * head's or its base's, present or absent; what the head has at other paths stays, except that
+ * a resolved delete of a file the head renamed deletes it where the head moved it.
  *
  * Serials: the head's serials stay. A serial the Workspace created that the head also uses is
  * renumbered above both sides' highest serial (`renumbered` tells the caller, whose stat cache
@@ -285,7 +286,7 @@ class Reconciler {
 
   private attach(e: DiffEntry): void {
     const old = e.oldPath!;
-    // Taken as a delete-vs-modify (detach): the Workspace's file here is a new one, which may
+    // Taken as a delete and an add (detach): the Workspace's file here is a new one, which may
     // also meet another entry the head put here; both conflicts are reported.
     if (this.refused.has(e.path)) return this.add(e);
     let serial = this.detached.get(e.path);
