@@ -208,7 +208,7 @@ function mergeContent(p: string, b: Content, h: Content, w: Content, headEdits: 
   return null;
 }
 
-/** Where an identity lands: its path and content, who put it there, or a conflict. The head's inode stays where it has one. */
+/** Where an identity lands: its path, content and inode (the head's, where it has one), and who put it there. */
 interface Placed {
   path: string;
   c: Content;
