@@ -39,7 +39,7 @@ const MAX_RETRIES = 100;
 export function publishReconciled(
   store: Store,
   w: ObjectWriter,
-  args: { branchId: Buffer; root: Buffer; baseRoot: Buffer; expectedHead: Buffer | null; expectedBase: Buffer; note: CommitNote; strict: boolean; resolved?: Set<string> },
+  args: { branchId: Buffer; root: Buffer; baseRoot: Buffer; expectedHead: Buffer | null; expectedBase: Buffer; note: CommitNote; strict: boolean; resolved?: () => Set<string> },
 ): ReconciledPublish {
   const first = publishCommit(store, args.branchId, args.root, args.expectedHead, args.expectedBase, args.note);
   if (first.outcome !== 'HeadMoved') return { ...first, root: args.root };
@@ -47,11 +47,13 @@ export function publishReconciled(
   const t0 = performance.now();
   // What this transaction wrote so far becomes readable (the three states are read as views).
   w.flush();
+  // Read only now: a commit onto an unmoved head never needs them.
+  const resolved = args.resolved?.();
   for (let retries = 0; retries <= MAX_RETRIES; retries++) {
     const b = getBranch(store, args.branchId);
     if (!b) throw new LayerFsError('ERR_NOT_FOUND', `the Branch ${toHex(args.branchId)} no longer exists`, { id: toHex(args.branchId) });
     if (!b.baseLayerId.equals(args.expectedBase)) return first;
-    const r = reconcileStates(store, w, args.baseRoot, branchRoot(store, b), args.root, { resolved: args.resolved });
+    const r = reconcileStates(store, w, args.baseRoot, branchRoot(store, b), args.root, resolved ? { resolved } : {});
     if (r.outcome === 'Conflicted') return { outcome: 'Conflicted', conflicts: r.conflicts, head: b.headCommitId, ms: performance.now() - t0 };
     w.flush();
     const p = publishCommit(store, args.branchId, r.root, b.headCommitId, args.expectedBase, args.note);

@@ -41,7 +41,8 @@ export type Published = Extract<ReturnType<typeof publishReconciled>, { outcome:
  */
 export function publishWorkspaceCommit(store: Store, w: ObjectWriter, target: PublishTarget, root: Buffer, run: { note: CommitNote; strict: boolean }): { published: Published; head: Buffer | null } {
   // The paths `workspace resolve` settled take the Workspace's version, in either projection.
-  const resolved = target.workspaceId ? resolvedPaths(store, target.workspaceId) : undefined;
+  const ws = target.workspaceId;
+  const resolved = ws ? () => resolvedPaths(store, ws) : undefined;
   const published = publishReconciled(store, w, {
     branchId: target.branchId,
     root,
