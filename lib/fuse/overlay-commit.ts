@@ -13,7 +13,8 @@ import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type 
 import type { ContentBuild } from './content.js';
 import { SYNC_MAX_SIZE, storeSpooled, storeSpooledSync, type SpooledFile } from './commit-content.js';
 import { StoredContents } from './stored-contents.js';
-import { parentsOf, type CommitTarget, type Node } from './overlay-nodes.js';
+import { parentsOf, type Node } from './overlay-node.js';
+import type { CommitTarget } from './overlay-nodes.js';
 import { OverlayStatus } from './overlay-status.js';
 
 /** A reconciling commit's report: paths combining both sides, compare-and-swap retries, time (ms). */
@@ -298,15 +299,14 @@ export class Overlay extends OverlayStatus {
       tick();
     }
     build.deleted = this.deleted.size;
-    for (const [dir, m] of this.nameEdits) {
+    for (const dir of this.namesChanged) {
       const d = this.nodes.get(dir);
       if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
       // A socket's name is left out (it may replace a stored name, which then goes).
-      for (const [k, edit] of m) {
-        const serial = edit === null ? null : Math.abs(edit);
+      for (const [k, serial] of this.nameEdits(d)) {
         editor.setNameKey(dir, k, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
+        build.names++;
       }
-      build.names += m.size;
       tick();
     }
     // Each directory written is a step: a client waiting for a large commit sees it progress.
@@ -355,7 +355,7 @@ export class Overlay extends OverlayStatus {
     this.deleted.clear();
     this.dirtyRecords.clear();
     this.replaced.clear();
-    this.nameEdits.clear();
+    this.namesChanged.clear();
     this.view = this.store.view(root);
     this.rootId = root;
     this.changedSinceBase = false;

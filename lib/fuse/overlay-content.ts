@@ -6,7 +6,8 @@ import { constants as fsc } from 'node:fs';
 import { InodeKind, ROOT_SERIAL } from '../store/index.js';
 import type { StoredContent } from './content.js';
 import { fail } from './errno.js';
-import { NO_XATTRS, nowNs, OverlayNodes, type Attr, type Handle, type Node } from './overlay-nodes.js';
+import { NO_XATTRS, type Node } from './overlay-node.js';
+import { nowNs, OverlayNodes, type Attr, type Handle } from './overlay-nodes.js';
 
 /** Largest user xattr value accepted (Linux's XATTR_SIZE_MAX). */
 export const XATTR_SIZE_MAX = 65536;

@@ -8,7 +8,8 @@ import { constants as fsc } from 'node:fs';
 import { InodeKind, ROOT_SERIAL } from '../store/index.js';
 import { fail } from './errno.js';
 import { OverlayContent } from './overlay-content.js';
-import { addParent, dropParent, key, nowNs, TYPE_BITS, type Attr, type DirEntryAttr, type Node, type Owner } from './overlay-nodes.js';
+import { addParent, dropParent, type Node } from './overlay-node.js';
+import { key, nowNs, TYPE_BITS, type Attr, type DirEntryAttr, type Owner } from './overlay-nodes.js';
 
 export const NAME_MAX = 255;
 export const RENAME_NOREPLACE = 1;

@@ -1,19 +1,21 @@
 /**
  * The overlay's state and its inodes: the in-memory nodes keyed by serial (FUSE inode numbers
  * are serials, stable across commits), loaded lazily from the base state; the edits since the
- * base (changed records, deleted serials, name changes per directory); and the small operations
- * every part of the overlay builds on (binding names, dropping an inode that lost its last name).
- * The parts above it: overlay-content.ts (metadata, xattrs, open files), overlay-namespace.ts
- * (lookup and the POSIX namespace operations), overlay-status.ts (what changed, per path) and
- * overlay-commit.ts (storing and publishing the changes).
+ * base (changed records, deleted serials, directories whose names changed); and the small
+ * operations every part of the overlay builds on (binding names, dropping an inode that lost its
+ * last name). The node itself is overlay-node.ts. The parts above it: overlay-content.ts
+ * (metadata, xattrs, open files), overlay-namespace.ts (lookup and the POSIX namespace
+ * operations), overlay-status.ts (what changed, per path) and overlay-commit.ts (storing and
+ * publishing the changes).
  */
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { realtimeNs } from '../native/info.js';
-import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store, type Xattr } from '../store/index.js';
+import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store } from '../store/index.js';
+import { dropParent, makeNode, parentsOf, type Node } from './overlay-node.js';
 import { ContentCache, FileData } from './content.js';
 import { fail } from './errno.js';
-import { SerialMap, SerialSet } from './serial-tables.js';
+import { SerialMap, SerialObjectMap, SerialSet } from './serial-tables.js';
 import { MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './spool.js';
 
 const S_ISGID = 0o2000;
@@ -45,38 +47,6 @@ export interface DirEntryAttr {
   name: Buffer;
   serial: number;
   attr: Attr;
-}
-
-export interface Node {
-  serial: number;
-  kind: InodeKind;
-  mode: number;
-  uid: number;
-  gid: number;
-  mtimeNs: bigint;
-  ctimeNs: bigint;
-  atimeNs: bigint;
-  /**
-   * One directory serial per name (a multiset); empty for the root and for unlinked inodes.
-   * Replaced, never changed in place (addParent, dropParent): most are one serial, kept exact.
-   */
-  parents: readonly number[];
-  /** Replaced, never changed in place: most inodes share NO_XATTRS. */
-  xattrs: readonly Xattr[];
-  target?: Buffer;
-  rdev?: number;
-  /** The serial exists in the current base state. */
-  inBase: boolean;
-  /** Directories: name (latin1 key) → serial, loaded on first use. */
-  children?: Map<string, number>;
-  /** Regular files. */
-  data?: FileData;
-  /** Open file handles; an unlinked inode lives until the last one is released. */
-  open: number;
-  /** A Unix socket bound here: a live inode (kind Fifo underneath) that commits and status leave out, as import does. */
-  socket?: boolean;
-  /** Directories: how many entries are directories, once counted (st_nlink is 2 + this). */
-  subdirs?: number;
 }
 
 export interface Handle {
@@ -119,71 +89,6 @@ export interface Owner {
   gid: number;
 }
 
-/** The xattrs of every inode that has none (a whole tree's inodes, each with an empty array, cost MiBs). */
-export const NO_XATTRS: readonly Xattr[] = Object.freeze([]);
-const NO_PARENTS: readonly number[] = Object.freeze([]);
-
-/** A node with every field present from the start: one shape, its fields in the object itself. */
-function makeNode(serial: number, kind: InodeKind, mode: number, uid: number, gid: number, t: bigint, inBase: boolean): Node {
-  return {
-    serial,
-    kind,
-    mode,
-    uid,
-    gid,
-    mtimeNs: t,
-    ctimeNs: t,
-    atimeNs: t,
-    parents: NO_PARENTS,
-    xattrs: NO_XATTRS,
-    target: undefined,
-    rdev: undefined,
-    inBase,
-    children: undefined,
-    data: undefined,
-    open: 0,
-    socket: undefined,
-    subdirs: undefined,
-  };
-}
-
-/**
- * The parents of an inode with one name, shared by every inode in that directory: a whole-tree
- * change holds ~90,000 nodes, and an array each cost ~5 MiB of heap (parents are replaced, never
- * changed in place, so sharing is safe). Bounded: past ONE_PARENT_MAX directories it starts over.
- */
-const oneParent = new Map<number, readonly number[]>();
-const ONE_PARENT_MAX = 65536;
-
-function onlyParent(dir: number): readonly number[] {
-  let shared = oneParent.get(dir);
-  if (!shared) {
-    if (oneParent.size >= ONE_PARENT_MAX) oneParent.clear();
-    shared = Object.freeze([dir]);
-    oneParent.set(dir, shared);
-  }
-  return shared;
-}
-
-function parentList(dirs: readonly number[]): readonly number[] {
-  return dirs.length === 0 ? NO_PARENTS : dirs.length === 1 ? onlyParent(dirs[0]!) : dirs;
-}
-
-export function addParent(n: Node, dir: number): void {
-  n.parents = n.parents.length === 0 ? onlyParent(dir) : [...n.parents, dir];
-}
-
-/** Removes one occurrence of `dir` (a name of `n` in it went). */
-export function dropParent(n: Node, dir: number): void {
-  const i = n.parents.indexOf(dir);
-  if (i < 0) return;
-  n.parents = parentList(n.parents.filter((_, j) => j !== i));
-}
-
-export function parentsOf(r: Inode): readonly number[] {
-  return r.parents ? parentList(r.parents.length > 1 ? [...r.parents] : r.parents) : NO_PARENTS;
-}
-
 /** Now, for a file's times: the wall clock (native/addon.cc says why not performance.now()). */
 export const nowNs: () => bigint = realtimeNs;
 
@@ -197,7 +102,7 @@ const TRIM_MIN = 16384;
 /** Shared by every part of the overlay: its state since the base, and the inodes. */
 export class OverlayNodes {
   protected view: FsView;
-  protected readonly nodes = new Map<number, Node>();
+  protected readonly nodes = new SerialObjectMap<Node>();
   /** Serials of the base state that no longer exist. */
   protected readonly deleted = new SerialSet();
   /** Serials whose record differs from the base (or that are new). */
@@ -209,10 +114,12 @@ export class OverlayNodes {
    */
   protected readonly replaced = new SerialMap();
   /**
-   * Name changes per directory since the base: key (the name as latin1) → serial, negated for a
-   * name the base does not have (its removal then drops the edit), or null for a removed name.
+   * Directories whose names changed since the base. The edits themselves are not kept: the
+   * commit and status compare the directory's names with the base's listing (`nameEdits`). A
+   * whole-tree change touches every directory, and a map of edits beside `children` held each
+   * changed name twice (7.4 MiB of the daemon's heap for the real tree's release upgrade).
    */
-  protected readonly nameEdits = new Map<number, Map<string, number | null>>();
+  protected readonly namesChanged = new SerialSet();
   protected readonly handles = new Map<number, Handle>();
   /** trim() runs when more nodes than this are held (twice what the last one kept, at least TRIM_MIN). */
   private trimAt: number;
@@ -276,12 +183,12 @@ export class OverlayNodes {
 
   /** Uncommitted changes exist. */
   get changed(): boolean {
-    return this.dirtyRecords.size > 0 || this.deleted.size > 0 || this.nameEdits.size > 0;
+    return this.dirtyRecords.size > 0 || this.deleted.size > 0 || this.namesChanged.size > 0;
   }
 
   /** Counts of what would be committed now. */
   pending(): { records: number; deleted: number; directories: number } {
-    return { records: this.dirtyRecords.size, deleted: this.deleted.size, directories: this.nameEdits.size };
+    return { records: this.dirtyRecords.size, deleted: this.deleted.size, directories: this.namesChanged.size };
   }
 
   protected touched(): void {
@@ -384,32 +291,34 @@ export class OverlayNodes {
   protected bind(d: Node, name: Buffer, serial: number): void {
     const k = key(name);
     const children = this.children(d);
-    const was = children.get(k);
-    this.countSubdir(d, was, -1);
+    this.countSubdir(d, children.get(k), -1);
     this.countSubdir(d, serial, 1);
     children.set(k, serial);
-    let m = this.nameEdits.get(d.serial);
-    if (!m) this.nameEdits.set(d.serial, (m = new Map()));
-    const prev = m.get(k);
-    // Without an edit the listing still shows the base: no name there, none in the base.
-    const newName = prev === undefined ? was === undefined : prev !== null && prev < 0;
-    m.set(k, newName ? -serial : serial);
+    this.namesChanged.add(d.serial);
     this.touched();
   }
 
   protected unbind(d: Node, name: Buffer): void {
     const k = key(name);
-    this.countSubdir(d, this.children(d).get(k), -1);
-    this.children(d).delete(k);
-    let m = this.nameEdits.get(d.serial);
-    if (!m) this.nameEdits.set(d.serial, (m = new Map()));
-    const prev = m.get(k);
-    if (prev !== undefined && prev !== null && prev < 0) {
-      // A name made since the base goes as if it never was (rsync's temporary names: one each per file).
-      m.delete(k);
-      if (m.size === 0) this.nameEdits.delete(d.serial);
-    } else m.set(k, null);
+    const children = this.children(d);
+    this.countSubdir(d, children.get(k), -1);
+    children.delete(k);
+    this.namesChanged.add(d.serial);
     this.touched();
+  }
+
+  /**
+   * The name edits of a directory in `namesChanged` against the base: each name whose serial
+   * differs (new names included), then each base name gone (null). A name bound again to the
+   * inode it had in the base, and a name made and removed since (rsync's temporary names), is
+   * no edit.
+   */
+  protected *nameEdits(d: Node): Generator<[string, number | null]> {
+    const children = this.children(d);
+    const base = new Map<string, number>();
+    if (d.inBase) for (const e of this.view.readdir(this.view.inode(d.serial))) base.set(key(e.name), e.serial);
+    for (const [k, serial] of children) if (base.get(k) !== serial) yield [k, serial];
+    for (const k of base.keys()) if (!children.has(k)) yield [k, null];
   }
 
   protected dirChanged(d: Node): void {
@@ -431,7 +340,7 @@ export class OverlayNodes {
   protected drop(n: Node): void {
     if (n.inBase) this.deleted.add(n.serial);
     this.dirtyRecords.delete(n.serial);
-    this.nameEdits.delete(n.serial);
+    this.namesChanged.delete(n.serial);
     this.touched();
     if (n.open === 0 && !this.retain?.(n.serial)) this.free(n);
   }
@@ -456,7 +365,7 @@ export class OverlayNodes {
   /** The node equals what node() loads from the base: nothing changed, nothing open. */
   private clean(n: Node): boolean {
     if (!n.inBase || n.open !== 0 || n.socket || n.serial === ROOT_SERIAL) return false;
-    if (this.dirtyRecords.has(n.serial) || this.nameEdits.has(n.serial)) return false;
+    if (this.dirtyRecords.has(n.serial) || this.namesChanged.has(n.serial)) return false;
     if (n.atimeNs !== n.mtimeNs || n.ctimeNs !== n.mtimeNs) return false;
     return !n.data || n.data.idle;
   }

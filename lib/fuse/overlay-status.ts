@@ -4,7 +4,7 @@
  */
 import { INODE_KIND_NAMES, InodeKind, ROOT_SERIAL, sameXattrs } from '../store/index.js';
 import { OverlayNamespace } from './overlay-namespace.js';
-import type { Node } from './overlay-nodes.js';
+import type { Node } from './overlay-node.js';
 
 /** One changed path of an overlay (Workspace status). */
 export interface OverlayChange {
@@ -58,7 +58,7 @@ export abstract class OverlayStatus extends OverlayNamespace {
         s = this.nodes.get(s)?.parents[0] ?? this.node(s).parents[0];
       }
     };
-    for (const d of this.nameEdits.keys()) {
+    for (const d of this.namesChanged) {
       const n = this.nodes.get(d);
       if (n && this.alive(n)) up(d);
     }
@@ -75,7 +75,7 @@ export abstract class OverlayStatus extends OverlayNamespace {
    */
   private walkChanged(now: number | undefined, base: number | undefined, path: Buffer | null, marked: Set<number>, out: Found[]): void {
     const cur = now === undefined ? NO_ENTRIES : this.entriesNow(now);
-    const old = base === undefined ? NO_ENTRIES : base === now && !this.nameEdits.has(now) ? cur : this.entriesInBase(base);
+    const old = base === undefined ? NO_ENTRIES : base === now && !this.namesChanged.has(now) ? cur : this.entriesInBase(base);
     const visit = (k: string, sn: number | undefined, sb: number | undefined) => {
       const name = Buffer.from(k, 'latin1');
       const full = path ? Buffer.concat([path, SLASH, name]) : name;

@@ -1,12 +1,13 @@
 /**
- * Sets and maps keyed by serial for the overlay's per-inode bookkeeping (dirty records, deleted
- * serials, replaced files) and the kernel's lookup counts. A whole-tree change puts ~90,000
+ * Sets and maps keyed by serial for the overlay's per-inode bookkeeping (its inodes, dirty
+ * records, deleted serials, replaced files) and the kernel's lookup counts. A whole-tree change puts ~90,000
  * serials in each; a JavaScript Map or Set of that size takes 20–28 bytes per slot, and V8 grows
  * it to twice what it holds (four of them came to 15.5 MiB of the mount daemon's heap). Here a
  * slot is 8 bytes of key (and 8 of value), in typed arrays outside the collector's work: open
  * addressing with linear probing, at most three quarters full, deletions shifting the entries
- * after them back (no tombstones). Keys are serials: integers from 0 to 2^53 − 1. Iteration order
- * is the table's, not insertion order; a table must not change while it is iterated.
+ * after them back (no tombstones), halving once an eighth full (a Workspace's whole-tree change
+ * comes and goes with its commit). Keys are serials: integers from 0 to 2^53 − 1. Iteration
+ * order is the table's, not insertion order; a table must not change while it is iterated.
  */
 
 const EMPTY = -1;
@@ -21,16 +22,24 @@ function checkSerial(n: number): void {
   if (!isSerial(n)) throw new RangeError(`not a serial: ${n}`);
 }
 
+/** What a table's values are kept in: numbers, objects, or none (a set). */
+type Values = 'numbers' | 'objects' | null;
+type Slots = Float64Array | unknown[];
+
 class SerialTable {
   protected keys: Float64Array;
   /** The values, slot for slot (a map's), or null (a set's): they move with their keys. */
-  protected vals: Float64Array | null;
+  protected vals: Slots | null;
   private bits = MIN_BITS;
   private count = 0;
 
-  constructor(withValues: boolean) {
+  constructor(private readonly holds: Values) {
     this.keys = new Float64Array(1 << MIN_BITS).fill(EMPTY);
-    this.vals = withValues ? new Float64Array(1 << MIN_BITS) : null;
+    this.vals = this.newVals(1 << MIN_BITS);
+  }
+
+  private newVals(n: number): Slots | null {
+    return this.holds === 'numbers' ? new Float64Array(n) : this.holds === 'objects' ? new Array<unknown>(n).fill(undefined) : null;
   }
 
   get size(): number {
@@ -54,7 +63,7 @@ class SerialTable {
     this.count = 0;
     this.bits = MIN_BITS;
     this.keys = new Float64Array(1 << MIN_BITS).fill(EMPTY);
-    if (this.vals) this.vals = new Float64Array(1 << MIN_BITS);
+    this.vals = this.newVals(1 << MIN_BITS);
   }
 
   /** Serials in the table's order. */
@@ -105,7 +114,9 @@ class SerialTable {
       hole = j;
     }
     keys[hole] = EMPTY;
+    if (vals && this.holds === 'objects') vals[hole] = undefined; // nothing kept alive by a free slot
     this.count--;
+    if (this.bits > MIN_BITS && this.count * 8 <= keys.length) this.resize(this.bits - 1);
   }
 
   private resize(bits: number): void {
@@ -113,7 +124,7 @@ class SerialTable {
     const oldVals = this.vals;
     this.bits = bits;
     this.keys = new Float64Array(1 << bits).fill(EMPTY);
-    const vals = oldVals ? new Float64Array(1 << bits) : null;
+    const vals = this.newVals(1 << bits);
     this.vals = vals;
     for (let j = 0; j < oldKeys.length; j++) {
       const k = oldKeys[j]!;
@@ -127,7 +138,7 @@ class SerialTable {
 
 export class SerialSet extends SerialTable {
   constructor() {
-    super(false);
+    super(null);
   }
 
   add(serial: number): this {
@@ -141,13 +152,13 @@ export class SerialSet extends SerialTable {
 /** Serial → a number (a serial, a count). */
 export class SerialMap extends SerialTable {
   constructor() {
-    super(true);
+    super('numbers');
   }
 
   get(serial: number): number | undefined {
     if (!isSerial(serial)) return undefined;
     const i = this.slot(serial);
-    return this.keys[i] === serial ? this.vals![i] : undefined;
+    return this.keys[i] === serial ? (this.vals![i] as number) : undefined;
   }
 
   set(serial: number, value: number): this {
@@ -156,5 +167,37 @@ export class SerialMap extends SerialTable {
     if (this.keys[i] !== serial) i = this.insertAt(i, serial);
     this.vals![i] = value;
     return this;
+  }
+}
+
+/**
+ * Serial → an object (the overlay's inodes): a slot is 8 bytes of key and 8 of reference, where
+ * a Map of the whole-tree change's ~97,000 inodes took 7 MiB of the daemon's heap.
+ */
+export class SerialObjectMap<T extends object> extends SerialTable {
+  constructor() {
+    super('objects');
+  }
+
+  get(serial: number): T | undefined {
+    if (!isSerial(serial)) return undefined;
+    const i = this.slot(serial);
+    return this.keys[i] === serial ? (this.vals![i] as T) : undefined;
+  }
+
+  set(serial: number, value: T): this {
+    checkSerial(serial);
+    let i = this.slot(serial);
+    if (this.keys[i] !== serial) i = this.insertAt(i, serial);
+    this.vals![i] = value;
+    return this;
+  }
+
+  /** The values, as an array made now: the table may change while the caller goes through it. */
+  values(): T[] {
+    const out: T[] = [];
+    const keys = this.keys;
+    for (let i = 0; i < keys.length; i++) if (keys[i] !== EMPTY) out.push(this.vals![i] as T);
+    return out;
   }
 }

@@ -1,10 +1,10 @@
 // The overlay's serial-keyed sets and maps answer as JavaScript's Set and Map do: seeded runs of
-// adds, sets, deletes and clears (dense serials, as an overlay makes them, and sparse ones up to
+// adds, sets, deletes and clears (the tables grow and halve as they fill and empty) (dense serials, as an overlay makes them, and sparse ones up to
 // 2^53 − 1, clustered so that deletions shift entries back across the table's end), against the
 // built-in collections as the model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SerialMap, SerialSet } from '../../lib/fuse/serial-tables.js';
+import { SerialMap, SerialObjectMap, SerialSet } from '../../lib/fuse/serial-tables.js';
 import { Rng } from '../helpers/random.js';
 
 function serialOf(r: Rng, range: number): number {
@@ -18,11 +18,13 @@ function serialOf(r: Rng, range: number): number {
   }
 }
 
-test('SerialSet and SerialMap answer as Set and Map (seeded)', () => {
+test('SerialSet, SerialMap and SerialObjectMap answer as Set and Map (seeded)', () => {
   for (let seed = 1; seed <= 60; seed++) {
     const r = new Rng(seed);
     const set = new SerialSet();
     const map = new SerialMap();
+    const objects = new SerialObjectMap<{ v: number }>();
+    const objectModel = new Map<number, { v: number }>();
     const setModel = new Set<number>();
     const mapModel = new Map<number, number>();
     const range = 1 + r.below(4000);
@@ -37,21 +39,32 @@ test('SerialSet and SerialMap answer as Set and Map (seeded)', () => {
         const v = r.below(1000);
         map.set(s, v);
         mapModel.set(s, v);
+        const o = { v };
+        objects.set(s, o);
+        objectModel.set(s, o);
       } else if (op < 90) {
         assert.equal(set.delete(s), setModel.delete(s), where(i));
         assert.equal(map.delete(s), mapModel.delete(s), where(i));
+        assert.equal(objects.delete(s), objectModel.delete(s), where(i));
       } else if (op < 99) {
         assert.equal(set.has(s), setModel.has(s), where(i));
         assert.equal(map.get(s), mapModel.get(s), where(i));
+        assert.equal(objects.get(s), objectModel.get(s), where(i));
       } else {
         set.clear();
         setModel.clear();
         map.clear();
         mapModel.clear();
+        objects.clear();
+        objectModel.clear();
       }
       assert.equal(set.size, setModel.size, where(i));
       assert.equal(map.size, mapModel.size, where(i));
+      assert.equal(objects.size, objectModel.size, where(i));
     }
+    const byValue = (a: { v: number }, b: { v: number }) => a.v - b.v;
+    assert.deepEqual(objects.values().sort(byValue), [...objectModel.values()].sort(byValue), `seed ${seed}`);
+    assert.deepEqual([...objects].sort((a, b) => a - b), [...objectModel.keys()].sort((a, b) => a - b), `seed ${seed}`);
     assert.deepEqual([...set].sort((a, b) => a - b), [...setModel].sort((a, b) => a - b), `seed ${seed}`);
     for (const [k, v] of mapModel) assert.equal(map.get(k), v, `seed ${seed}: serial ${k}`);
     for (const k of setModel) assert.ok(set.has(k), `seed ${seed}: serial ${k}`);
@@ -69,4 +82,16 @@ test('a table holds only serials: others are never found, and refused when added
     assert.throws(() => map.set(bad, 1), RangeError);
   }
   assert.equal(set.size + map.size, 0);
+});
+
+test('a table that grew for a whole-tree change halves as it empties, and still answers', () => {
+  const objects = new SerialObjectMap<{ s: number }>();
+  for (let s = 1; s <= 100_000; s++) objects.set(s, { s });
+  const full = (objects as unknown as { keys: Float64Array }).keys.length;
+  for (let s = 1; s <= 99_990; s++) assert.equal(objects.delete(s), true);
+  const after = (objects as unknown as { keys: Float64Array }).keys.length;
+  assert.ok(after * 512 <= full, `slots ${full} → ${after}`);
+  assert.equal(objects.size, 10);
+  for (let s = 99_991; s <= 100_000; s++) assert.equal(objects.get(s)?.s, s);
+  assert.equal(objects.get(5), undefined);
 });
