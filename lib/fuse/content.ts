@@ -22,7 +22,7 @@ import { CowPages, CowSource } from '../native/cow.js';
 import { chunkDeltaSource, ContentForm, DELTA_MAX_BASES, ObjectKind, SMALL_FILE_THRESHOLD, type ChunkDeltaSource, type Inode, type ObjectReader, type ObjectWriter } from '../store/index.js';
 import { buildExtentTree, type Extent } from '../store/tree/extents.js';
 import { chunkAt, ExtentNodes, FreshNodes, replaceExtents, type Replacement } from './extents.js';
-import { MemoryBudget, MemSpool, PAGE, SPILL_FILE, Spool, type SpoolFactory, type SpoolLike } from './spool.js';
+import { MemSpool, PAGE, SPILL_FILE, Spool, type MemoryBudget, type SpoolFactory, type SpoolLike } from './spool.js';
 
 /** Bytes fed to the chunker per read while re-chunking (a few average chunks). */
 const PIECE = 64 * 1024;
@@ -115,6 +115,15 @@ export interface ContentBuild {
   chunksHashed: number;
 }
 
+/** What every file of an overlay shares (one reference per file, not three). */
+export interface FileContext {
+  /** The read cache of stored content. */
+  cache: ContentCache;
+  newSpool: SpoolFactory;
+  /** In-memory spools' budget. */
+  budget: MemoryBudget;
+}
+
 /** The content of one regular file in an overlay. */
 export class FileData {
   base: StoredContent | null;
@@ -126,9 +135,7 @@ export class FileData {
 
   constructor(
     base: StoredContent | null,
-    private readonly cache: ContentCache,
-    private readonly newSpool: SpoolFactory,
-    private readonly budget: MemoryBudget = new MemoryBudget(0),
+    private readonly ctx: FileContext,
   ) {
     this.base = base && base.size > 0 ? base : null;
     this.pages = new CowPages(this.base ? this.base.size : 0);
@@ -194,15 +201,15 @@ export class FileData {
   }
 
   private ensureSpool(): SpoolLike {
-    if (!this.spool) this.spool = this.budget.limit > 0 ? new MemSpool(this.budget) : this.newSpool();
+    if (!this.spool) this.spool = this.ctx.budget.limit > 0 ? new MemSpool(this.ctx.budget) : this.ctx.newSpool();
     return this.spool;
   }
 
   /** Moves an in-memory spool that grew too big (or exhausted the budget) to a file. */
   private maybeSpill(): void {
     const mem = this.spool;
-    if (!(mem instanceof MemSpool) || (mem.bytes <= SPILL_FILE && this.budget.used <= this.budget.limit)) return;
-    const file = this.newSpool();
+    if (!(mem instanceof MemSpool) || (mem.bytes <= SPILL_FILE && this.ctx.budget.used <= this.ctx.budget.limit)) return;
+    const file = this.ctx.newSpool();
     // Only the content's bytes: a page past the end would leave the file longer than the content.
     const size = this.pages.size;
     for (const [page, data] of mem.pages) {
@@ -241,7 +248,7 @@ export class FileData {
       const p = segments[i + 1]!;
       const l = segments[i + 2]!;
       const o = dstOff + (p - pos);
-      if (source === CowSource.Base) this.cache.read(this.base!, p, l, dst, o);
+      if (source === CowSource.Base) this.ctx.cache.read(this.base!, p, l, dst, o);
       else if (source === CowSource.Spool && this.spool) {
         if (p < spanFrom || p >= spanTo) this.spool.read(dst, o, l, p);
       } else dst.fill(0, o, o + l);
@@ -257,7 +264,7 @@ export class FileData {
       // Edge pages the write covers in part: their stored bytes go to the spool first.
       for (const c of copies) {
         const buf = Buffer.allocUnsafe(c.len);
-        this.cache.read(this.base!, c.start, c.len, buf, 0);
+        this.ctx.cache.read(this.base!, c.start, c.len, buf, 0);
         spool.write(buf, c.start);
       }
       this.pages.commitWrite(pos, src.length);
@@ -310,7 +317,7 @@ export class FileData {
       return { form: ContentForm.Extents, id: buildExtentTree(plan.whole ?? [], (node) => w.add(ObjectKind.Extents, node)), size };
     }
     // Edit the old tree in place: only nodes whose entries change are rewritten.
-    const src = new FreshNodes(this.cache.nodes);
+    const src = new FreshNodes(this.ctx.cache.nodes);
     let root = base.id!;
     let treeSize = base.size;
     for (const r of plan.replacements) {
@@ -336,7 +343,7 @@ export class FileData {
   rechunk(w: ObjectWriter, stats: ContentBuild, source?: ChunkDeltaSource, pause?: () => void): { whole: Extent[] | null; replacements: Replacement[] } {
     const base = this.base && this.base.form === ContentForm.Extents ? this.base : null;
     const oldSize = base ? base.size : 0;
-    const nodes = this.cache.nodes;
+    const nodes = this.ctx.cache.nodes;
     const at = (x: number) => chunkAt(nodes, base!.id!, x);
     const overlapped = (a: number, b: number): Buffer[] => {
       const ids: Buffer[] = [];

@@ -299,7 +299,8 @@ export class Overlay extends OverlayStatus {
       tick();
     }
     build.deleted = this.deleted.size;
-    for (const dir of this.namesChanged) {
+    // In serial order, as the records: directories near in serial are near in the Store's pages.
+    for (const dir of [...this.namesChanged].sort((x, y) => x - y)) {
       const d = this.nodes.get(dir);
       if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
       // A socket's name is left out (it may replace a stored name, which then goes).
@@ -343,10 +344,14 @@ export class Overlay extends OverlayStatus {
     // a directory loaded again from it would lose the name.
     const holdsSocket = new Set<number>();
     for (const n of this.nodes.values()) if (n.socket && this.alive(n)) for (const d of n.parents) holdsSocket.add(d);
-    for (const n of [...this.nodes.values()]) {
+    this.nodes.retain((n) => {
       if (!this.alive(n)) n.inBase = false;
-      else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL && !holdsSocket.has(n.serial)) this.free(n);
-    }
+      else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL && !holdsSocket.has(n.serial)) {
+        n.data?.dispose();
+        return false;
+      }
+      return true;
+    });
     // Only the nodes kept take their stored content (a freed node's spool went with it).
     for (const serial of contents.serials()) {
       const data = this.nodes.get(serial)?.data;
@@ -367,11 +372,8 @@ export class Overlay extends OverlayStatus {
    * use) and open ones refresh their names; an inode the merge renumbered moves to its new serial.
    */
   protected moved(renumbered: Map<number, number>): void {
-    for (const n of [...this.nodes.values()]) {
-      if (n.open === 0) {
-        this.nodes.delete(n.serial);
-        continue;
-      }
+    this.nodes.retain((n) => n.open !== 0);
+    for (const n of this.nodes.values()) {
       const to = renumbered.get(n.serial);
       if (to !== undefined) {
         this.nodes.delete(n.serial);

@@ -13,7 +13,7 @@ import { LayerFsError } from '../errors.js';
 import { realtimeNs } from '../native/info.js';
 import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store } from '../store/index.js';
 import { dropParent, makeNode, parentsOf, type Node } from './overlay-node.js';
-import { ContentCache, FileData } from './content.js';
+import { ContentCache, FileData, type FileContext } from './content.js';
 import { fail } from './errno.js';
 import { SerialMap, SerialObjectMap, SerialSet } from './serial-tables.js';
 import { MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './spool.js';
@@ -132,6 +132,8 @@ export class OverlayNodes {
   readonly cache: ContentCache;
   protected readonly newSpool: SpoolFactory;
   protected readonly budget: MemoryBudget;
+  /** What every FileData of this overlay shares. */
+  private readonly files: FileContext;
   protected readonly uid: number;
   protected readonly gid: number;
   protected readonly onChange: (() => void) | undefined;
@@ -149,6 +151,7 @@ export class OverlayNodes {
     else if (opts.spoolDir) this.newSpool = spoolFactory(opts.spoolDir);
     else throw new LayerFsError('ERR_INVALID_ARGUMENT', 'an overlay needs a spool directory');
     this.budget = new MemoryBudget(opts.memoryBudget ?? spoolMemoryBudget());
+    this.files = { cache: this.cache, newSpool: this.newSpool, budget: this.budget };
     this.uid = opts.uid ?? process.getuid?.() ?? 0;
     this.gid = opts.gid ?? process.getgid?.() ?? 0;
     this.onChange = opts.onChange;
@@ -212,7 +215,7 @@ export class OverlayNodes {
     if (r.xattrs.length > 0) n.xattrs = r.xattrs.map((x) => ({ name: x.name, value: x.value }));
     if (r.kind === InodeKind.Symlink) n.target = r.target ?? Buffer.alloc(0);
     if (r.kind === InodeKind.CharDev || r.kind === InodeKind.BlockDev) n.rdev = r.rdev ?? 0;
-    if (r.kind === InodeKind.File) n.data = new FileData({ form: r.form, id: r.content, size: r.size }, this.cache, this.newSpool, this.budget);
+    if (r.kind === InodeKind.File) n.data = new FileData({ form: r.form, id: r.content, size: r.size }, this.files);
     return n;
   }
 
@@ -258,7 +261,7 @@ export class OverlayNodes {
       n.children = new Map();
       if (setgidDir) n.mode |= S_ISGID;
     }
-    if (kind === InodeKind.File) n.data = new FileData(null, this.cache, this.newSpool, this.budget);
+    if (kind === InodeKind.File) n.data = new FileData(null, this.files);
     this.nodes.set(n.serial, n);
     return n;
   }
@@ -358,7 +361,7 @@ export class OverlayNodes {
    */
   trim(): void {
     if (this.nodes.size <= this.trimAt || this.committing) return;
-    for (const n of this.nodes.values()) if (this.clean(n)) this.nodes.delete(n.serial);
+    this.nodes.retain((n) => !this.clean(n));
     this.trimAt = Math.max(this.trimMin, 2 * this.nodes.size);
   }
 

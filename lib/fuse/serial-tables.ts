@@ -119,6 +119,21 @@ class SerialTable {
     if (this.bits > MIN_BITS && this.count * 8 <= keys.length) this.resize(this.bits - 1);
   }
 
+  /** Holds exactly `keys` (distinct serials) with `vals` slot for slot, at the size they need. */
+  protected rebuild(keys: number[], vals: unknown[]): void {
+    let bits = MIN_BITS;
+    while (keys.length * 4 > (1 << bits) * 3) bits++;
+    this.bits = bits;
+    this.count = keys.length;
+    this.keys = new Float64Array(1 << bits).fill(EMPTY);
+    this.vals = this.newVals(1 << bits);
+    for (let j = 0; j < keys.length; j++) {
+      const i = this.slot(keys[j]!);
+      this.keys[i] = keys[j]!;
+      if (this.vals) this.vals[i] = vals[j];
+    }
+  }
+
   private resize(bits: number): void {
     const oldKeys = this.keys;
     const oldVals = this.vals;
@@ -191,6 +206,25 @@ export class SerialObjectMap<T extends object> extends SerialTable {
     if (this.keys[i] !== serial) i = this.insertAt(i, serial);
     this.vals![i] = value;
     return this;
+  }
+
+  /**
+   * Keeps the entries `keep` says yes to, in one pass: deleting most of a large table one entry
+   * at a time shifts each cluster back again and again (a commit's rebase let ~97,000 nodes go
+   * that way in 0.5 s).
+   */
+  retain(keep: (value: T) => boolean): void {
+    const keys: number[] = [];
+    const vals: T[] = [];
+    for (let i = 0; i < this.keys.length; i++) {
+      if (this.keys[i] === EMPTY) continue;
+      const v = this.vals![i] as T;
+      if (keep(v)) {
+        keys.push(this.keys[i]!);
+        vals.push(v);
+      }
+    }
+    this.rebuild(keys, vals);
   }
 
   /** The values, as an array made now: the table may change while the caller goes through it. */

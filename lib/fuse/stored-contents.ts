@@ -3,24 +3,33 @@
  * onto the published state. Kept packed: a StoredContent object with a 32-byte id Buffer costs
  * ~170 bytes of heap, and each small id Buffer also holds on to the 8 KiB pool slab it was cut
  * from; a whole-tree commit changes ~85,000 files, which came to ~29 MiB of a mount daemon's
- * memory for the length of the commit (docs/BENCHMARKS.md). Here an entry costs its id's bytes
- * and a few numbers; get() makes the object when asked.
+ * memory for the length of the commit (docs/BENCHMARKS.md). Here an entry costs its id's bytes,
+ * nine bytes of size and form, and a slot of a serial-keyed table; get() makes the object when
+ * asked.
  */
 import type { ContentForm } from '../store/index.js';
 import type { StoredContent } from './content.js';
+import { SerialMap } from './serial-tables.js';
 
 const ID = 32;
-/** Ids per block: blocks are allocated as entries come, not all at once. */
-const BLOCK_IDS = 2048;
+/** Entries per block: blocks are allocated as entries come, not all at once. */
+const BLOCK = 2048;
+/** In an entry's form byte: it has an id (an empty file has none). */
+const HAS_ID = 0x80;
+
+/** BLOCK entries, each field in a typed array of its own (outside the collector's work). */
+interface Block {
+  ids: Buffer;
+  sizes: Float64Array;
+  /** The form, with HAS_ID. */
+  forms: Uint8Array;
+}
 
 export class StoredContents {
   /** Serial → entry number. */
-  private readonly index = new Map<number, number>();
-  private readonly blocks: Buffer[] = [];
-  private readonly forms: ContentForm[] = [];
-  private readonly sizes: number[] = [];
-  /** Per entry: 1 when it has an id (an empty file has none). */
-  private readonly hasId: number[] = [];
+  private readonly index = new SerialMap();
+  private readonly blocks: Block[] = [];
+  private count = 0;
 
   get size(): number {
     return this.index.size;
@@ -34,17 +43,15 @@ export class StoredContents {
     if (c.id !== null && c.id.length !== ID) throw new RangeError(`content id of ${c.id.length} bytes`);
     let n = this.index.get(serial);
     if (n === undefined) {
-      n = this.sizes.length;
+      n = this.count++;
       this.index.set(serial, n);
-      this.forms.push(c.form);
-      this.sizes.push(c.size);
-      this.hasId.push(0);
-      if (n % BLOCK_IDS === 0) this.blocks.push(Buffer.allocUnsafeSlow(BLOCK_IDS * ID));
+      if (n % BLOCK === 0) this.blocks.push({ ids: Buffer.allocUnsafeSlow(BLOCK * ID), sizes: new Float64Array(BLOCK), forms: new Uint8Array(BLOCK) });
     }
-    this.forms[n] = c.form;
-    this.sizes[n] = c.size;
-    this.hasId[n] = c.id === null ? 0 : 1;
-    if (c.id !== null) c.id.copy(this.blocks[Math.floor(n / BLOCK_IDS)]!, (n % BLOCK_IDS) * ID);
+    const b = this.blocks[Math.floor(n / BLOCK)]!;
+    const i = n % BLOCK;
+    b.sizes[i] = c.size;
+    b.forms[i] = c.form | (c.id === null ? 0 : HAS_ID);
+    if (c.id !== null) c.id.copy(b.ids, i * ID);
   }
 
   /** The entry of `serial`; its id is a copy of its own (it may outlive this table). */
@@ -54,16 +61,17 @@ export class StoredContents {
   }
 
   serials(): IterableIterator<number> {
-    return this.index.keys();
+    return this.index[Symbol.iterator]();
   }
 
   private entry(n: number): StoredContent {
+    const b = this.blocks[Math.floor(n / BLOCK)]!;
+    const i = n % BLOCK;
     let id: Buffer | null = null;
-    if (this.hasId[n]) {
-      const off = (n % BLOCK_IDS) * ID;
+    if (b.forms[i]! & HAS_ID) {
       id = Buffer.allocUnsafeSlow(ID);
-      this.blocks[Math.floor(n / BLOCK_IDS)]!.copy(id, 0, off, off + ID);
+      b.ids.copy(id, 0, i * ID, (i + 1) * ID);
     }
-    return { form: this.forms[n]!, id, size: this.sizes[n]! };
+    return { form: (b.forms[i]! & ~HAS_ID) as ContentForm, id, size: b.sizes[i]! };
   }
 }

@@ -95,3 +95,28 @@ test('a table that grew for a whole-tree change halves as it empties, and still 
   for (let s = 99_991; s <= 100_000; s++) assert.equal(objects.get(s)?.s, s);
   assert.equal(objects.get(5), undefined);
 });
+
+test('SerialObjectMap.retain keeps exactly what its test says yes to, at the size it needs (seeded)', () => {
+  for (let seed = 1; seed <= 20; seed++) {
+    const r = new Rng(seed);
+    const objects = new SerialObjectMap<{ s: number }>();
+    const model = new Map<number, { s: number }>();
+    const n = 1 + r.below(50_000);
+    for (let i = 0; i < n; i++) {
+      const s = serialOf(r, n * 3);
+      const o = { s };
+      objects.set(s, o);
+      model.set(s, o);
+    }
+    const mod = 1 + r.below(10);
+    objects.retain((o) => o.s % mod === 0);
+    for (const s of [...model.keys()]) if (s % mod !== 0) model.delete(s);
+    assert.equal(objects.size, model.size, `seed ${seed}`);
+    for (const [s, o] of model) assert.equal(objects.get(s), o, `seed ${seed}: serial ${s}`);
+    const slots = (objects as unknown as { keys: Float64Array }).keys.length;
+    assert.ok(model.size * 4 <= slots * 3 && (slots <= 16 || model.size * 8 > slots), `seed ${seed}: ${model.size} in ${slots} slots`);
+    // Still a working table afterwards.
+    objects.set(2 ** 40, { s: 2 ** 40 });
+    assert.equal(objects.get(2 ** 40)?.s, 2 ** 40);
+  }
+});
