@@ -16,7 +16,7 @@ import { flushMount, mountsCacheWrites } from './kernel-flush.js';
 import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
-import { removeSpoolFiles } from './spool.js';
+import { removeSpoolFiles, type SpoolTrash } from './spool.js';
 import { SpoolMaker, type SpoolRequest } from './spool-reserve.js';
 import { activityCells, QuietWatch } from './quiet-settle.js';
 import { wakeLookup } from './waker.js';
@@ -96,7 +96,7 @@ export type FromWorker =
   | { type: 'idle' }
   | { type: 'dirty' }
   | { type: 'log'; message: string }
-  | { type: 'discard'; paths: string[] }
+  | { type: 'discard'; files: SpoolTrash }
   | SpoolRequest
   | { type: 'fatal'; message: string }
   | { type: 'ended' }
@@ -254,7 +254,7 @@ export class KernelMount {
         this.log(m.message);
         return;
       case 'discard':
-        void removeSpoolFiles(m.paths);
+        void removeSpoolFiles(m.files);
         return;
       case 'spools':
         this.spools.make(m);

@@ -41,7 +41,7 @@ const errnoName = (e: number) => Object.entries(E).find(([, v]) => v === e)?.[0]
 
 /** Closed spool files are removed by the daemon's thread (spool.ts): many at a time, or a large one at once. */
 function discardSpools(): void {
-  if (spoolTrashDue()) post({ type: 'discard', paths: takeSpoolTrash() });
+  if (spoolTrashDue()) post({ type: 'discard', files: takeSpoolTrash() });
 }
 
 /**
@@ -93,7 +93,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
         value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
       }
       post({ type: 'result', id: m.id, ok: true, value });
-      if (spoolTrashSize() > 0) post({ type: 'discard', paths: takeSpoolTrash() });
+      if (spoolTrashSize() > 0) post({ type: 'discard', files: takeSpoolTrash() });
     } catch (e) {
       const err = e instanceof LayerFsError ? { code: e.code, message: e.message, details: e.toJSON() } : { code: 'ERR_NATIVE', message: (e as Error)?.message ?? String(e) };
       if (!(e instanceof LayerFsError)) log(`${m.type} failed: ${(e as Error)?.stack ?? String(e)}`);

@@ -303,9 +303,8 @@ export class Overlay extends OverlayStatus {
     for (const dir of [...this.namesChanged].sort((x, y) => x - y)) {
       const d = this.nodes.get(dir);
       if (!d || !this.alive(d) || d.kind !== InodeKind.Dir) continue;
-      // A socket's name is left out (it may replace a stored name, which then goes).
       for (const [k, serial] of this.nameEdits(d)) {
-        editor.setNameKey(dir, k, serial !== null && this.nodes.get(serial)?.socket ? null : serial);
+        editor.setNameKey(dir, k, serial);
         build.names++;
       }
       tick();

@@ -314,13 +314,17 @@ export class OverlayNodes {
    * The name edits of a directory in `namesChanged` against the base: each name whose serial
    * differs (new names included), then each base name gone (null). A name bound again to the
    * inode it had in the base, and a name made and removed since (rsync's temporary names), is
-   * no edit.
+   * no edit. A bound socket's name counts as absent (no state records sockets): over a stored
+   * name it removes that name.
    */
   protected *nameEdits(d: Node): Generator<[string, number | null]> {
     const children = this.children(d);
     const base = new Map<string, number>();
     if (d.inBase) for (const e of this.view.readdir(this.view.inode(d.serial))) base.set(key(e.name), e.serial);
-    for (const [k, serial] of children) if (base.get(k) !== serial) yield [k, serial];
+    for (const [k, serial] of children) {
+      const now = this.nodes.get(serial)?.socket ? undefined : serial;
+      if (base.get(k) !== now) yield [k, now ?? null];
+    }
     for (const k of base.keys()) if (!children.has(k)) yield [k, null];
   }
 

@@ -177,7 +177,7 @@ export class Spool implements SpoolLike {
   }
 
   get path(): string {
-    return this.prefix + this.n.toString(36);
+    return spoolPath(this.prefix, this.n);
   }
 
   private get fd(): number {
@@ -252,7 +252,7 @@ export class Spool implements SpoolLike {
         }
       }
       openSpools.delete(this);
-      trash.push(this.path);
+      toTrash(this.prefix, this.n);
       return;
     }
     openSpools.delete(this);
@@ -270,9 +270,17 @@ export class Spool implements SpoolLike {
  * when it removed them itself, while the mount waited). Their names go to the daemon's thread,
  * which removes them in the background (removeSpoolFiles).
  */
-let trash: string[] | null = null;
+let trash: Map<string, number[]> | null = null;
+let trashCount = 0;
 /** Bytes of the trashed files that were open when closed (the others count 0). */
 let trashBytes = 0;
+
+/**
+ * Closed spool files, as their path prefix and numbers: a whole-tree commit closes ~84,000 at
+ * once, and their paths as strings (and the message that carried them) held ~13 MiB of the
+ * daemon at the end of the commit, its peak.
+ */
+export type SpoolTrash = { prefix: string; numbers: Float64Array }[];
 
 /** Closed spool files are handed over for removal once this many wait… */
 const TRASH_FILES = 256;
@@ -281,12 +289,19 @@ const TRASH_BYTES = 1 << 20;
 
 /** From now on this thread leaves closed spool files for takeSpoolTrash(). */
 export function deferSpoolRemoval(): void {
-  trash ??= [];
+  trash ??= new Map();
+}
+
+function toTrash(prefix: string, n: number): void {
+  let numbers = trash!.get(prefix);
+  if (!numbers) trash!.set(prefix, (numbers = []));
+  numbers.push(n);
+  trashCount++;
 }
 
 /** How many closed spool files wait for removal. */
 export function spoolTrashSize(): number {
-  return trash?.length ?? 0;
+  return trashCount;
 }
 
 /**
@@ -294,21 +309,26 @@ export function spoolTrashSize(): number {
  * deleted in the Workspace keeps its disk space, and its page cache, until its spool is removed).
  */
 export function spoolTrashDue(): boolean {
-  return trash !== null && trash.length > 0 && (trash.length >= TRASH_FILES || trashBytes >= TRASH_BYTES);
+  return trash !== null && trashCount > 0 && (trashCount >= TRASH_FILES || trashBytes >= TRASH_BYTES);
 }
 
 /** The closed spool files waiting for removal (the list starts empty again). */
-export function takeSpoolTrash(): string[] {
-  if (!trash || trash.length === 0) return [];
-  const out = trash;
-  trash = [];
+export function takeSpoolTrash(): SpoolTrash {
+  if (!trash || trashCount === 0) return [];
+  const out = [...trash].map(([prefix, numbers]) => ({ prefix, numbers: Float64Array.from(numbers) }));
+  trash.clear();
+  trashCount = 0;
   trashBytes = 0;
   return out;
 }
 
 /** Removes spool files one at a time off this thread's loop (a file already gone is fine). */
-export async function removeSpoolFiles(paths: string[]): Promise<void> {
-  for (const p of paths) await unlink(p).catch(() => {});
+export async function removeSpoolFiles(files: SpoolTrash): Promise<void> {
+  for (const { prefix, numbers } of files) for (const n of numbers) await unlink(spoolPath(prefix, n)).catch(() => {});
+}
+
+function spoolPath(prefix: string, n: number): string {
+  return prefix + n.toString(36);
 }
 
 /** Directories with at most this many entries are removed at once, in this process. */

@@ -33,6 +33,9 @@ test(`a FUSE Workspace commits ${FILES} dirty files with its daemon limited to $
     const out = JSON.parse(r.stdout.trim().split('\n').pop()!);
     assert.equal(out.nofile, LIMIT, 'the daemon runs under the limit');
     assert.equal(out.reread, true);
+    assert.ok(out.spooled >= FILES, `spool files before the commit: ${out.spooled}`);
+    // What stays is the files made ahead of use (spool.ts: at most 384).
+    assert.ok(out.left < 400, `spool files left 10 s after the commit: ${out.left} of ${out.spooled}`);
     assert.equal(out.outcome, 'Created');
     assert.ok(out.changedPaths >= FILES, `changedPaths ${out.changedPaths}`);
     assert.equal(out.end, 'Ended');
