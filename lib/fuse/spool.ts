@@ -277,8 +277,8 @@ let trashBytes = 0;
 
 /**
  * Closed spool files, as their path prefix and numbers: a whole-tree commit closes ~84,000 at
- * once, and their paths as strings (and the message that carried them) held ~13 MiB of the
- * daemon at the end of the commit, its peak.
+ * once, and their paths as strings (and the message that carried them) added 9–13 MiB to the
+ * daemon right after the commit, at its peak.
  */
 export type SpoolTrash = { prefix: string; numbers: Float64Array }[];
 
