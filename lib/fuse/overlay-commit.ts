@@ -11,7 +11,7 @@ import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, ty
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild } from './content.js';
-import { SYNC_MAX_SIZE, storeSpooled, storeSpooledSync, type SpooledFile } from './commit-content.js';
+import { SYNC_MAX_SIZE, storeSpooled, storeSpooledSync, type SpooledFiles } from './commit-content.js';
 import { StoredContents } from './stored-contents.js';
 import { parentsOf, type Node } from './overlay-node.js';
 import type { CommitTarget } from './overlay-nodes.js';
@@ -253,15 +253,25 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Changed files held whole in a spool file, of at most `maxSize` bytes, in serial order. */
-  private spooledFiles(maxSize = Infinity): SpooledFile[] {
-    const files: SpooledFile[] = [];
+  private spooledFiles(maxSize = Infinity): SpooledFiles {
+    const serials: number[] = [];
+    const sizes: number[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
       if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n) || n.data!.size > maxSize) continue;
-      const path = n.data!.spooledWhole;
-      if (path !== null) files.push({ serial, path, size: n.data!.size, predecessor: () => this.versionOf(n) });
+      if (n.data!.spooledWhole === null) continue;
+      serials.push(serial);
+      sizes.push(n.data!.size);
     }
-    return files;
+    // Mutations wait for the commit: every node stays as it is until the files are stored.
+    const data = (i: number) => this.nodes.get(serials[i]!)!;
+    return {
+      count: serials.length,
+      serial: (i) => serials[i]!,
+      size: (i) => sizes[i]!,
+      path: (i) => data(i).data!.spoolPath,
+      predecessor: (i) => this.versionOf(data(i)),
+    };
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
