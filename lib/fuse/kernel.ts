@@ -27,7 +27,7 @@ import { invalEntry } from './kernel-notify.js';
 import { OPS, type Conn } from './kernel-ops.js';
 import { ATTR_SIZE, ENTRY_OUT, IN_HDR, MAX_WRITE, MUTATING, OUT_HDR, Op, REPLY_SCRATCH, WAKE_PREFIX, decodeHeader, r64, u64, writeAttr, writeHeader } from './kernel-wire.js';
 import type { Attr, Overlay } from './overlay.js';
-import { SerialMap } from './serial-tables.js';
+import { SerialMap } from '../store/index.js';
 
 export { WAKE_PREFIX } from './kernel-wire.js';
 export { endSharedCheckpoints, endSpareWorker } from './kernel-spare.js';

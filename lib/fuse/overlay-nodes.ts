@@ -11,11 +11,10 @@
 import { constants as fsc } from 'node:fs';
 import { LayerFsError } from '../errors.js';
 import { realtimeNs } from '../native/info.js';
-import { InodeKind, keySerial, ROOT_SERIAL, TreeKind, type FsView, type Inode, type Store } from '../store/index.js';
+import { InodeKind, keySerial, ROOT_SERIAL, SerialMap, SerialObjectMap, SerialSet, TreeKind, type FsView, type Inode, type Store } from '../store/index.js';
 import { dropParent, makeNode, parentsOf, type Node } from './overlay-node.js';
 import { ContentCache, FileData, type FileContext } from './content.js';
 import { fail } from './errno.js';
-import { SerialMap, SerialObjectMap, SerialSet } from './serial-tables.js';
 import { MemoryBudget, spoolFactory, spoolMemoryBudget, type SpoolFactory } from './spool.js';
 
 const S_ISGID = 0o2000;

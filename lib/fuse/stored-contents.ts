@@ -7,9 +7,8 @@
  * nine bytes of size and form, and a slot of a serial-keyed table; get() makes the object when
  * asked.
  */
-import type { ContentForm } from '../store/index.js';
+import { SerialMap, type ContentForm } from '../store/index.js';
 import type { StoredContent } from './content.js';
-import { SerialMap } from './serial-tables.js';
 
 const ID = 32;
 /** Entries per block: blocks are allocated as entries come, not all at once. */

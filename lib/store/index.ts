@@ -31,3 +31,4 @@ export { extractTar, type TarExtractStats, type TarSource } from './import/tar-e
 export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';
 export { GC_BATCH_OBJECTS, GC_LEVEL, type GcOptions, type GcProgress, type GcRoot, type GcStats } from './gc.js';
 export { chunkDeltaSource, type ChunkDeltaSource } from './chunk-delta.js';
+export { SerialMap, SerialObjectMap, SerialSet } from './serial-tables.js';

@@ -1,10 +1,10 @@
-// The overlay's serial-keyed sets and maps answer as JavaScript's Set and Map do: seeded runs of
-// adds, sets, deletes and clears (the tables grow and halve as they fill and empty) (dense serials, as an overlay makes them, and sparse ones up to
-// 2^53 − 1, clustered so that deletions shift entries back across the table's end), against the
-// built-in collections as the model.
+// The serial-keyed sets and maps answer as JavaScript's Set and Map do: seeded runs of adds,
+// sets, deletes and clears (the tables grow and halve as they fill and empty; dense serials, as
+// an overlay makes them, and sparse ones up to 2^53 − 1, clustered so that deletions shift
+// entries back across the table's end), against the built-in collections as the model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { SerialMap, SerialObjectMap, SerialSet } from '../../lib/fuse/serial-tables.js';
+import { SerialMap, SerialObjectMap, SerialSet } from '../../lib/store/serial-tables.js';
 import { Rng } from '../helpers/random.js';
 
 function serialOf(r: Rng, range: number): number {

@@ -1,13 +1,14 @@
 /**
- * Sets and maps keyed by serial for the overlay's per-inode bookkeeping (its inodes, dirty
- * records, deleted serials, replaced files) and the kernel's lookup counts. A whole-tree change puts ~90,000
- * serials in each; a JavaScript Map or Set of that size takes 20–28 bytes per slot, and V8 grows
- * it to twice what it holds (four of them came to 15.5 MiB of the mount daemon's heap). Here a
- * slot is 8 bytes of key (and 8 of value), in typed arrays outside the collector's work: open
- * addressing with linear probing, at most three quarters full, deletions shifting the entries
- * after them back (no tombstones), halving once an eighth full (a Workspace's whole-tree change
- * comes and goes with its commit). Keys are serials: integers from 0 to 2^53 − 1. Iteration
- * order is the table's, not insertion order; a table must not change while it is iterated.
+ * Sets and maps keyed by serial: a FUSE overlay's per-inode bookkeeping (its inodes, dirty
+ * records, deleted serials, replaced files), the kernel's lookup counts, and the namespace
+ * editor's changed records. A whole-tree change puts ~90,000 serials in each; a JavaScript Map or
+ * Set of that size takes 20–28 bytes per slot, and V8 grows it to twice what it holds (four of
+ * them came to 15.5 MiB of the mount daemon's heap). Here a slot is 8 bytes of key (and 8 of
+ * value), in typed arrays outside the collector's work: open addressing with linear probing, at
+ * most three quarters full, deletions shifting the entries after them back (no tombstones),
+ * halving once an eighth full (a Workspace's whole-tree change comes and goes with its commit).
+ * Keys are serials: integers from 0 to 2^53 − 1. Iteration order is the table's, not insertion
+ * order; a table must not change while it is iterated.
  */
 
 const EMPTY = -1;
