@@ -91,6 +91,21 @@ class SerialTable {
     }
   }
 
+  /** A map's value of `serial`, or undefined. */
+  protected valueOf(serial: number): unknown {
+    if (!isSerial(serial)) return undefined;
+    const i = this.slot(serial);
+    return this.keys[i] === serial ? this.vals![i] : undefined;
+  }
+
+  /** Sets a map's value of `serial`. */
+  protected put(serial: number, value: unknown): void {
+    checkSerial(serial);
+    let i = this.slot(serial);
+    if (this.keys[i] !== serial) i = this.insertAt(i, serial);
+    this.vals![i] = value as number;
+  }
+
   /** Puts `serial` in the empty slot `i` (from slot()); returns its slot after any growth. */
   protected insertAt(i: number, serial: number): number {
     this.keys[i] = serial;
@@ -172,16 +187,11 @@ export class SerialMap extends SerialTable {
   }
 
   get(serial: number): number | undefined {
-    if (!isSerial(serial)) return undefined;
-    const i = this.slot(serial);
-    return this.keys[i] === serial ? (this.vals![i] as number) : undefined;
+    return this.valueOf(serial) as number | undefined;
   }
 
   set(serial: number, value: number): this {
-    checkSerial(serial);
-    let i = this.slot(serial);
-    if (this.keys[i] !== serial) i = this.insertAt(i, serial);
-    this.vals![i] = value;
+    this.put(serial, value);
     return this;
   }
 }
@@ -196,16 +206,11 @@ export class SerialObjectMap<T extends object> extends SerialTable {
   }
 
   get(serial: number): T | undefined {
-    if (!isSerial(serial)) return undefined;
-    const i = this.slot(serial);
-    return this.keys[i] === serial ? (this.vals![i] as T) : undefined;
+    return this.valueOf(serial) as T | undefined;
   }
 
   set(serial: number, value: T): this {
-    checkSerial(serial);
-    let i = this.slot(serial);
-    if (this.keys[i] !== serial) i = this.insertAt(i, serial);
-    this.vals![i] = value;
+    this.put(serial, value);
     return this;
   }
 
