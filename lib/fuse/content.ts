@@ -177,12 +177,6 @@ export class FileData {
     return this.spool.path;
   }
 
-  /** spooledWhole's path again, once it answered one (no write came since: nothing to wait for). */
-  get spoolPath(): string {
-    if (!(this.spool instanceof Spool)) throw new Error('no spool file');
-    return this.spool.path;
-  }
-
   /**
    * Waits until every write of this file reached its spool file (spool.ts: writes are written
    * behind); throws the FsError of a write that failed (sticky until truncated to 0).

@@ -263,13 +263,14 @@ export class Overlay extends OverlayStatus {
       serials.push(serial);
       sizes.push(n.data!.size);
     }
-    // Mutations wait for the commit: every node stays as it is until the files are stored.
+    // Mutations wait for the commit: every node stays as it is until the files are stored (a
+    // path that is no longer there reads as no file, and the record's own path stores it).
     const data = (i: number) => this.nodes.get(serials[i]!)!;
     return {
       count: serials.length,
       serial: (i) => serials[i]!,
       size: (i) => sizes[i]!,
-      path: (i) => data(i).data!.spoolPath,
+      path: (i) => data(i).data!.spooledWhole ?? '',
       predecessor: (i) => this.versionOf(data(i)),
     };
   }
@@ -352,7 +353,9 @@ export class Overlay extends OverlayStatus {
     // A directory holding a live socket keeps its node: the state does not record the socket, so
     // a directory loaded again from it would lose the name.
     const holdsSocket = new Set<number>();
-    for (const n of this.nodes.values()) if (n.socket && this.alive(n)) for (const d of n.parents) holdsSocket.add(d);
+    this.nodes.forEach((n) => {
+      if (n.socket && this.alive(n)) for (const d of n.parents) holdsSocket.add(d);
+    });
     this.nodes.retain((n) => {
       if (!this.alive(n)) n.inBase = false;
       else if (n.inBase && n.open === 0 && n.serial !== ROOT_SERIAL && !holdsSocket.has(n.serial)) {
@@ -413,7 +416,7 @@ export class Overlay extends OverlayStatus {
 
   /** Drops every spool file (the overlay is going away). */
   dispose(): void {
-    for (const n of this.nodes.values()) n.data?.dispose();
+    this.nodes.forEach((n) => n.data?.dispose());
     this.nodes.clear();
     this.handles.clear();
   }

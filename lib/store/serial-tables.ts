@@ -233,6 +233,11 @@ export class SerialObjectMap<T extends object> extends SerialTable {
     this.rebuild(keys, vals);
   }
 
+  /** Calls `fn` with each value, making nothing; the table must not change meanwhile. */
+  forEach(fn: (value: T) => void): void {
+    for (let i = 0; i < this.keys.length; i++) if (this.keys[i] !== EMPTY) fn(this.vals![i] as T);
+  }
+
   /** The values, as an array made now: the table may change while the caller goes through it. */
   values(): T[] {
     const out: T[] = [];

@@ -113,6 +113,12 @@ test('SerialObjectMap.retain keeps exactly what its test says yes to, at the siz
     for (const s of [...model.keys()]) if (s % mod !== 0) model.delete(s);
     assert.equal(objects.size, model.size, `seed ${seed}`);
     for (const [s, o] of model) assert.equal(objects.get(s), o, `seed ${seed}: serial ${s}`);
+    let seen = 0;
+    objects.forEach((o) => {
+      assert.equal(model.get(o.s), o, `seed ${seed}: forEach gave serial ${o.s}`);
+      seen++;
+    });
+    assert.equal(seen, model.size, `seed ${seed}: forEach`);
     const slots = (objects as unknown as { keys: Float64Array }).keys.length;
     assert.ok(model.size * 4 <= slots * 3 && (slots <= 16 || model.size * 8 > slots), `seed ${seed}: ${model.size} in ${slots} slots`);
     // Still a working table afterwards.
