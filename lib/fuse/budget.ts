@@ -7,7 +7,10 @@
  *     generation let grow HEAP_GROWING_PERCENT past what its last full collection kept;
  *   - SQLite's page cache per connection: READER_CACHE_KIB for reader threads (enough for the
  *     objects index their lookups walk; each pack row passes through once), SERVING_CACHE_KIB for
- *     serving threads and the daemon's own connection;
+ *     serving threads and the daemon's own connection; each handle's decoded tree pages,
+ *     PAGE_CACHE_BYTES;
+ *   - the idle serving thread kept for the next mount, ended while a large commit runs
+ *     (SPARE_YIELD_MIB);
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
  *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 4 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
@@ -49,6 +52,24 @@ export const READER_CACHE_KIB = 8192;
 
 /** SQLite page cache of a serving thread's connection and of the daemon's, KiB. */
 export const SERVING_CACHE_KIB = 4096;
+
+/**
+ * Heap each of the daemon's Store handles may give its decoded tree pages (OpenOptions
+ * pageCacheBytes; 12 MiB elsewhere). A whole-tree commit's inode-table update reads each page
+ * once and filled the larger cache at the commit's end: the daemon peaked 10–15 MiB lower with
+ * this one, and its commit took no longer (docs/BENCHMARKS.md, "The mount daemon's decoded
+ * pages and idle threads at a whole-tree commit").
+ */
+export const PAGE_CACHE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * A commit that starts while the daemon's resident set is above this many MiB ends the idle
+ * serving threads kept for the next mount (kernel-spare.ts) and starts none until it is over:
+ * each holds its own heap with the whole module graph loaded, 16–18 MiB of the daemon
+ * (docs/BENCHMARKS.md, "The mount daemon's decoded pages and idle threads at a whole-tree commit"). Below it, a commit
+ * keeps them: restarting one costs a few hundred ms of CPU, which many small commits would pay.
+ */
+export const SPARE_YIELD_MIB = 160;
 
 /** Verified chunks the serving thread keeps (it answers READs only until a reader is ready). */
 export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;

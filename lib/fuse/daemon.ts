@@ -31,7 +31,7 @@ import { DaemonCommits } from './daemon-commits.js';
 import { removeSpoolDir, spoolRemovalsDone } from './spool.js';
 
 import { backendFor } from './daemon-backend.js';
-import { SERVING_CACHE_KIB } from './budget.js';
+import { PAGE_CACHE_BYTES, SERVING_CACHE_KIB } from './budget.js';
 import { checkMountPoint } from './daemon-mount-point.js';
 import { forgetUnmounted, orphanedMounts, ORPHAN_POLL_MS } from './daemon-orphans.js';
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
@@ -115,7 +115,7 @@ export class Daemon {
     }
     refuseHardLinkedStore(p.store);
     if (!(await this.takeLock())) return false;
-    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
+    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
     await this.recover();
     await this.listen();
     this.idleTimer = setTimeout(() => {

@@ -13,7 +13,7 @@ import { LayerFsError, type ErrorCode } from '../errors.js';
 import { attachFuse, detachFuse, fusermountPath } from './attach.js';
 import { FsError } from './errno.js';
 import { flushMount, mountsCacheWrites } from './kernel-flush.js';
-import { releaseServingWorker, takeServingWorker } from './kernel-spare.js';
+import { releaseServingWorker, takeServingWorker, yieldingSpares } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { removeSpoolFiles, type SpoolTrash } from './spool.js';
@@ -319,7 +319,7 @@ export class KernelMount {
 
   /** `cells`: the commit's shared control cells (overlay-commit.ts), to abort it or watch its progress. */
   commit(note: CommitNote, strict = false, cells?: Int32Array): Promise<{ outcome: FuseCommitOutcome; changed: boolean }> {
-    return this.ask({ type: 'commit', note, strict, ...(cells ? { cells } : {}) });
+    return yieldingSpares(this.params.storePath, () => this.ask({ type: 'commit', note, strict, ...(cells ? { cells } : {}) }));
   }
 
   state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {

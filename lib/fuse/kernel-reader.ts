@@ -11,7 +11,7 @@ import { Store } from '../store/index.js';
 import type { StartedViews } from '../store/chunk-run.js';
 import { StreamedContent } from './kernel-reader-content.js';
 import { LoopTurns } from './loop-turns.js';
-import { READER_CACHE_KIB } from './budget.js';
+import { PAGE_CACHE_BYTES, READER_CACHE_KIB } from './budget.js';
 import { GONE, HEAD, KIND_NOTIFY, RING, SERVING, SLOT_BYTES, SLOT_F64, STATE, STOP, TAIL, type ReaderData } from './kernel-readers.js';
 import { MAX_WRITE, OUT_HDR, writeHeader } from './kernel-wire.js';
 
@@ -125,7 +125,7 @@ async function serve(store: Store): Promise<void> {
 
 let store: Store | null = null;
 try {
-  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false });
+  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
   await serve(store);
 } finally {
   // Gone: the serving thread answers every READ itself from now on.

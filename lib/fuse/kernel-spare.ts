@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
 import { Checkpointer } from '../store/checkpointer.js';
+import { SPARE_YIELD_MIB } from './budget.js';
 
 /**
  * What an idle serving thread is started with: the Store it opens while waiting, and the
@@ -113,8 +114,11 @@ function keep(worker: Worker, storePath: string, loaded: boolean): void {
   }
 }
 
+/** Commits under way that made the idle threads yield: none is started until the last ends. */
+let yielding = 0;
+
 function startSpare(storePath: string): void {
-  if (ended || idle.some((e) => e.storePath === storePath)) return;
+  if (ended || yielding > 0 || idle.some((e) => e.storePath === storePath)) return;
   keep(startWorker(storePath), storePath, false);
 }
 
@@ -157,6 +161,23 @@ export function releaseServingWorker(worker: Worker, storePath: string): void {
   worker.removeAllListeners('message').removeAllListeners('error').removeAllListeners('exit');
   if (ended) void worker.terminate();
   else keep(worker, storePath, true);
+}
+
+/**
+ * Runs a commit of a mount of `storePath`; when the daemon is large as it starts (above
+ * SPARE_YIELD_MIB resident: a large change set's overlay), the idle serving threads end first and
+ * none is started before it ends: the commit's peak is the daemon's, and an idle thread is a
+ * heap and a Store connection it does not need. The next one is started after it.
+ */
+export async function yieldingSpares<T>(storePath: string, commit: () => Promise<T>): Promise<T> {
+  if (process.memoryUsage.rss() <= SPARE_YIELD_MIB * 1048576) return commit();
+  yielding++;
+  try {
+    await Promise.all(idle.splice(0).map((e) => e.worker.terminate()));
+    return await commit();
+  } finally {
+    if (--yielding === 0) setTimeout(() => startSpare(storePath), 200).unref();
+  }
 }
 
 /** Ends the idle serving threads and starts no more (the daemon is stopping). */

@@ -15,7 +15,7 @@ import { fdWrite, RequestReader, type HeldRequest } from '../native/fd.js';
 import { mallocStats } from '../native/info.js';
 import { ContentForm, Store } from '../store/index.js';
 import { ContentCache } from './content.js';
-import { CHUNK_CACHE_BYTES, HELD_REQUESTS, SERVING_CACHE_KIB, SETTLE_AFTER_MS } from './budget.js';
+import { CHUNK_CACHE_BYTES, HELD_REQUESTS, PAGE_CACHE_BYTES, SERVING_CACHE_KIB, SETTLE_AFTER_MS } from './budget.js';
 import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from './kernel.js';
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
@@ -373,7 +373,7 @@ deferSpoolRemoval();
 const { storePath, checkpoints } = workerData as SpareData;
 let store: Store | null = null;
 try {
-  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
+  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
 } catch {
   /* opened again below, where a failure is reported */
 }
@@ -394,7 +394,7 @@ async function startMount(m: StartWorker): Promise<void> {
       store.close();
       store = null;
     }
-    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false });
+    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
     if (pool && pool.storePath !== m.params.storePath) {
       pool.close();
       pool = null;

@@ -126,7 +126,8 @@ export class Overlay extends OverlayStatus {
     };
     switch (n.kind) {
       case InodeKind.File: {
-        let c = contents.get(n.serial);
+        // A view: the record is encoded before the table changes, and the table outlives the commit's writes.
+        let c = contents.view(n.serial);
         if (!c) {
           c = n.data!.store(w, build, n.inBase ? undefined : this.predecessor(n.serial), pause);
           contents.set(n.serial, c);
@@ -318,6 +319,8 @@ export class Overlay extends OverlayStatus {
         editor.setNameKey(dir, k, serial);
         build.names++;
       }
+      // Every record is set: the directory's names are written now, not all held until finish.
+      editor.writeNames(dir);
       tick();
     }
     // Each directory written is a step: a client waiting for a large commit sees it progress.

@@ -71,15 +71,28 @@ export class Group {
 
   /**
    * The objects still in this sealed group (those not moved out as deltas) and their bytes back
-   * to back with their offsets; undefined when none is left.
+   * to back with their offsets; undefined when none is left. When some moved out, the rest move
+   * together in the group's own buffer (nothing reads a moved object's bytes from it: an
+   * unflushed delta is read from its frame), and each keeps its new offset: a copy of them was
+   * a buffer per sealed group kept until its row was written, 8.9 MiB of a whole-tree commit's
+   * garbage in the mount daemon.
    */
   live(): { live: Pending[]; at: number[]; data: Buffer } | undefined {
     const live = this.moved ? this.items.filter((p) => !p.delta) : this.items;
     if (live.length === 0) return undefined;
-    if (this.moved === 0) return { live, at: live.map((p) => p.offset), data: this.buf.subarray(0, this.bytes) };
-    let pos = 0;
-    const at = live.map((p) => (pos += p.length) - p.length);
-    return { live, at, data: Buffer.concat(live.map((p) => this.buf.subarray(p.offset, p.offset + p.length))) };
+    if (this.moved !== 0) {
+      let pos = 0;
+      for (const p of live) {
+        // Offsets only grow in `items`, so each object moves towards the start, over bytes no longer needed.
+        if (p.offset !== pos) this.buf.copyWithin(pos, p.offset, p.offset + p.length);
+        p.offset = pos;
+        pos += p.length;
+      }
+      this.items = live;
+      this.moved = 0;
+      this.bytes = pos;
+    }
+    return { live, at: live.map((p) => p.offset), data: this.buf.subarray(0, this.bytes) };
   }
 
   append(data: Uint8Array): number {

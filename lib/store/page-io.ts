@@ -13,8 +13,8 @@ import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pa
 
 /** Heap a decoded page's entry costs beside its bytes: two Buffer views and their array slots. */
 const PAGE_ENTRY_HEAP = 200;
-/** Heap the cache of decoded pages may take. */
-const PAGE_CACHE_HEAP = 12 * 1024 * 1024;
+/** Heap the cache of decoded pages may take, unless the Store was opened with another bound (OpenOptions.pageCacheBytes). */
+export const PAGE_CACHE_HEAP = 12 * 1024 * 1024;
 
 function pageHeap(n: TreeNode): number {
   let bytes = 64;
@@ -34,15 +34,16 @@ export class PageStore implements PageIO {
 
   constructor(
     private readonly reader: ObjectReader,
+    heap = PAGE_CACHE_HEAP,
     limit = 8192,
   ) {
     // Bounded by heap: a decoded page costs its bytes plus about PAGE_ENTRY_HEAP per entry (a key
     // and a value Buffer), so a commit that reads every page of a large inode table keeps at most
-    // PAGE_CACHE_HEAP of them. Each page counts at least 1/limit of that, which bounds the count
-    // too without `max`: with `max`, lru-cache allocates its index for all `limit` entries at
-    // every Store open, which a short-lived process (one import) never fills.
-    const least = Math.ceil(PAGE_CACHE_HEAP / limit);
-    this.cache = new LRUCache({ maxSize: PAGE_CACHE_HEAP, sizeCalculation: (n) => Math.max(least, pageHeap(n)) });
+    // `heap` of them. Each page counts at least 1/limit of that, which bounds the count too
+    // without `max`: with `max`, lru-cache allocates its index for all `limit` entries at every
+    // Store open, which a short-lived process (one import) never fills.
+    const least = Math.ceil(heap / limit);
+    this.cache = new LRUCache({ maxSize: heap, sizeCalculation: (n) => Math.max(least, pageHeap(n)) });
   }
 
   load(kind: TreeKind, id: Buffer): TreeNode {

@@ -212,6 +212,12 @@ export interface OpenOptions {
    * mapped page read counts toward the resident set until the read ends.
    */
   mapStreams?: boolean;
+  /**
+   * Heap the handle's cache of decoded tree pages may take, bytes (default PAGE_CACHE_HEAP, 12
+   * MiB; page-io.ts). The mount daemon's connections take less: its resident set is bounded, and
+   * a commit's tree updates read each page once.
+   */
+  pageCacheBytes?: number;
 }
 
 /** Connections whose large streamed reads may map the Store file (see OpenOptions.mapStreams). */

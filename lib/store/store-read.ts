@@ -28,15 +28,16 @@ export class ReadStore implements StoreAccess {
   protected constructor(
     readonly db: Db,
     readonly info: StoreInfo,
+    pageCacheBytes?: number,
   ) {
     this.objects = new ObjectReader(db, info.path);
-    this.pages = new PageStore(this.objects);
+    this.pages = new PageStore(this.objects, pageCacheBytes);
   }
 
   /** Opens an existing Store for reading (`opts.readonly` as a read-only process wants it). */
   static openForReading(path: string, opts: OpenOptions = {}): ReadStore {
     const { db, info } = openStoreFile(path, opts);
-    return new ReadStore(db, info);
+    return new ReadStore(db, info, opts.pageCacheBytes);
   }
 
   get path(): string {

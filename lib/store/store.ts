@@ -36,8 +36,8 @@ export class Store extends ReadStore {
    */
   readonly meter = { allocatedGrowth: 0, transactions: 0, stale: 0 };
 
-  private constructor(db: Db, info: StoreInfo) {
-    super(db, info);
+  private constructor(db: Db, info: StoreInfo, pageCacheBytes?: number) {
+    super(db, info, pageCacheBytes);
     this.walBound = new WalBound(db, `${info.path}-wal`);
   }
 
@@ -48,7 +48,7 @@ export class Store extends ReadStore {
 
   static open(path: string, opts: OpenOptions = {}): Store {
     const { db, info } = openStoreFile(path, opts);
-    return new Store(db, info);
+    return new Store(db, info, opts.pageCacheBytes);
   }
 
   /**
