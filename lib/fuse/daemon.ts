@@ -36,7 +36,7 @@ import { checkMountPoint } from './daemon-mount-point.js';
 import { forgetUnmounted, orphanedMounts, ORPHAN_POLL_MS } from './daemon-orphans.js';
 import { WorkerServer, type Entry, type WorkspaceServer } from './daemon-served.js';
 import { listenOnSocket, serveConnection } from './daemon-socket.js';
-import { KernelMount, endSharedCheckpoints, endSpareWorker } from './kernel.js';
+import { KernelMount, endSharedCheckpoints, endSpareWorker, spareStats } from './kernel.js';
 import { userAllowOther } from './probe.js';
 import { detach, mountTable } from './mounttab.js';
 import type { ServedState } from './outcome.js';
@@ -261,7 +261,7 @@ export class Daemon {
       const st = await this.stateOf(e);
       mounts.push({ ...e.record, pending: st.pending, openHandles: st.openHandles, committing: st.committing, ...(st.requests ? { requests: st.requests } : {}) });
     }
-    return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered, spin: fuseSpinStats() };
+    return { protocol: PROTOCOL_VERSION, pid: process.pid, storePath: this.paths.store, startedAt: this.startedAt, mounts, recovered: this.recovered, spin: fuseSpinStats(), spares: spareStats() };
   }
 
   private async mount(r: MountRequest): Promise<{ workspaceId: string; path: string; rootId: string; backend: Backend }> {

@@ -116,6 +116,19 @@ function keep(worker: Worker, storePath: string, loaded: boolean): void {
 
 /** Commits under way that made the idle threads yield: none is started until the last ends. */
 let yielding = 0;
+/** Commits that made them yield since the daemon started (its status). */
+let yielded = 0;
+
+/** SPARE_YIELD_MIB, or LAYERFS_SPARE_YIELD_MIB (0: every commit; tests), in bytes. */
+function yieldAbove(): number {
+  const env = process.env.LAYERFS_SPARE_YIELD_MIB;
+  return (env !== undefined && /^\d+$/.test(env) ? Number(env) : SPARE_YIELD_MIB) * 1048576;
+}
+
+/** The idle serving threads now (`loaded`: ready for a mount) and the commits that ended them. */
+export function spareStats(): { idle: number; loaded: number; yielded: number } {
+  return { idle: idle.length, loaded: idle.filter((e) => e.loaded).length, yielded };
+}
 
 function startSpare(storePath: string): void {
   if (ended || yielding > 0 || idle.some((e) => e.storePath === storePath)) return;
@@ -170,8 +183,9 @@ export function releaseServingWorker(worker: Worker, storePath: string): void {
  * heap and a Store connection it does not need. The next one is started after it.
  */
 export async function yieldingSpares<T>(storePath: string, commit: () => Promise<T>): Promise<T> {
-  if (process.memoryUsage.rss() <= SPARE_YIELD_MIB * 1048576) return commit();
+  if (process.memoryUsage.rss() <= yieldAbove()) return commit();
   yielding++;
+  yielded++;
   try {
     await Promise.all(idle.splice(0).map((e) => e.worker.terminate()));
     return await commit();

@@ -30,7 +30,7 @@ import type { Attr, Overlay } from './overlay.js';
 import { SerialMap } from '../store/index.js';
 
 export { WAKE_PREFIX } from './kernel-wire.js';
-export { endSharedCheckpoints, endSpareWorker } from './kernel-spare.js';
+export { endSharedCheckpoints, endSpareWorker, spareStats } from './kernel-spare.js';
 export { KernelMount, kernelBackendUsable, runCmd, runMount, type FromWorker, type KernelMountOptions, type KernelWorkerParams, type StartWorker, type ToWorker } from './kernel-mount.js';
 
 export interface KernelProtocolOptions {

@@ -142,6 +142,8 @@ export interface DaemonStatus {
   recovered: RecoveryReport | null;
   /** The serving threads' polling of /dev/fuse before they block (kernel-spin.ts), since the daemon started. */
   spin?: { spinNs: number; spins: number; caught: number; spunNs: number };
+  /** Serving threads kept idle for the next mount (`loaded`: ready), and the large commits that ended them (kernel-spare.ts). */
+  spares?: { idle: number; loaded: number; yielded: number };
 }
 
 export type FuseCommitOutcome =
