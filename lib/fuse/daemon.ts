@@ -115,7 +115,7 @@ export class Daemon {
     }
     refuseHardLinkedStore(p.store);
     if (!(await this.takeLock())) return false;
-    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
+    this.store = Store.open(p.store, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false, pageCacheBytes: PAGE_CACHE_BYTES });
     await this.recover();
     await this.listen();
     this.idleTimer = setTimeout(() => {

@@ -125,7 +125,7 @@ async function serve(store: Store): Promise<void> {
 
 let store: Store | null = null;
 try {
-  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
+  store = Store.open(data.storePath, { cacheKiB: READER_CACHE_KIB, mapStreams: false, pageCacheBytes: PAGE_CACHE_BYTES });
   await serve(store);
 } finally {
   // Gone: the serving thread answers every READ itself from now on.

@@ -373,7 +373,7 @@ deferSpoolRemoval();
 const { storePath, checkpoints } = workerData as SpareData;
 let store: Store | null = null;
 try {
-  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
+  store = Store.open(storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false, pageCacheBytes: PAGE_CACHE_BYTES });
 } catch {
   /* opened again below, where a failure is reported */
 }
@@ -394,7 +394,7 @@ async function startMount(m: StartWorker): Promise<void> {
       store.close();
       store = null;
     }
-    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false , pageCacheBytes: PAGE_CACHE_BYTES });
+    store ??= Store.open(m.params.storePath, { cacheKiB: SERVING_CACHE_KIB, mapStreams: false, pageCacheBytes: PAGE_CACHE_BYTES });
     if (pool && pool.storePath !== m.params.storePath) {
       pool.close();
       pool = null;

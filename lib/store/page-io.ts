@@ -14,7 +14,7 @@ import { decodeNode, type PageIO, type TreeKind, type TreeNode } from './tree/pa
 /** Heap a decoded page's entry costs beside its bytes: two Buffer views and their array slots. */
 const PAGE_ENTRY_HEAP = 200;
 /** Heap the cache of decoded pages may take, unless the Store was opened with another bound (OpenOptions.pageCacheBytes). */
-export const PAGE_CACHE_HEAP = 12 * 1024 * 1024;
+const PAGE_CACHE_HEAP = 12 * 1024 * 1024;
 
 function pageHeap(n: TreeNode): number {
   let bytes = 64;
@@ -42,8 +42,10 @@ export class PageStore implements PageIO {
     // `heap` of them. Each page counts at least 1/limit of that, which bounds the count too
     // without `max`: with `max`, lru-cache allocates its index for all `limit` entries at every
     // Store open, which a short-lived process (one import) never fills.
-    const least = Math.ceil(heap / limit);
-    this.cache = new LRUCache({ maxSize: heap, sizeCalculation: (n) => Math.max(least, pageHeap(n)) });
+    // As cacheKiB is: at least 64 KiB, whatever was asked.
+    const bound = Number.isFinite(heap) ? Math.max(64 * 1024, Math.floor(heap)) : PAGE_CACHE_HEAP;
+    const least = Math.ceil(bound / limit);
+    this.cache = new LRUCache({ maxSize: bound, sizeCalculation: (n) => Math.max(least, pageHeap(n)) });
   }
 
   load(kind: TreeKind, id: Buffer): TreeNode {
