@@ -10,7 +10,7 @@
  *     serving threads and the daemon's own connection; each handle's decoded tree pages,
  *     PAGE_CACHE_BYTES;
  *   - the idle serving thread kept for the next mount, ended while a large commit runs
- *     (SPARE_YIELD_MIB);
+ *     (SPARE_YIELD_MIB, SPARE_YIELD_RECORDS);
  *   - the serving thread's chunk cache (content.ts ContentCache): CHUNK_CACHE_BYTES;
  *   - in-memory spools of small written files (spool.ts): spoolMemoryBudget(), 4 MiB per mount;
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
@@ -63,13 +63,17 @@ export const SERVING_CACHE_KIB = 4096;
 export const PAGE_CACHE_BYTES = 4 * 1024 * 1024;
 
 /**
- * A commit that starts while the daemon's resident set is above this many MiB ends the idle
- * serving threads kept for the next mount (kernel-spare.ts) and starts none until it is over:
- * each holds its own heap with the whole module graph loaded, 16–18 MiB of the daemon
- * (docs/BENCHMARKS.md, "The mount daemon's decoded pages and idle threads at a whole-tree commit"). Below it, a commit
- * keeps them: restarting one costs a few hundred ms of CPU, which many small commits would pay.
+ * A commit of at least SPARE_YIELD_RECORDS changed records that starts while the daemon's
+ * resident set is above SPARE_YIELD_MIB ends the idle serving threads kept for the next mount
+ * (kernel-spare.ts) and starts none until it is over: each holds its own heap with the whole
+ * module graph loaded, 16–18 MiB of the daemon (docs/BENCHMARKS.md, "The mount daemon's decoded
+ * pages and idle threads at a whole-tree commit"), and such a commit adds tens of MiB. Other
+ * commits keep them: restarting one costs a few hundred ms of CPU, which small commits would
+ * pay each time in a daemon that serves many Workspaces (and so is large without any large
+ * change).
  */
 export const SPARE_YIELD_MIB = 160;
+export const SPARE_YIELD_RECORDS = 10_000;
 
 /** Verified chunks the serving thread keeps (it answers READs only until a reader is ready). */
 export const CHUNK_CACHE_BYTES = 4 * 1024 * 1024;

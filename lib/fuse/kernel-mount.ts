@@ -18,7 +18,7 @@ import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { removeSpoolFiles, type SpoolTrash } from './spool.js';
 import { SpoolMaker, type SpoolRequest } from './spool-reserve.js';
-import { activityCells, QuietWatch } from './quiet-settle.js';
+import { activityCells, pendingRecords, QuietWatch } from './quiet-settle.js';
 import { wakeLookup } from './waker.js';
 import type { CommitNote } from '../history/index.js';
 
@@ -319,7 +319,7 @@ export class KernelMount {
 
   /** `cells`: the commit's shared control cells (overlay-commit.ts), to abort it or watch its progress. */
   commit(note: CommitNote, strict = false, cells?: Int32Array): Promise<{ outcome: FuseCommitOutcome; changed: boolean }> {
-    return yieldingSpares(this.params.storePath, () => this.ask({ type: 'commit', note, strict, ...(cells ? { cells } : {}) }));
+    return yieldingSpares(this.params.storePath, pendingRecords(this.activity), () => this.ask({ type: 'commit', note, strict, ...(cells ? { cells } : {}) }));
   }
 
   state(): Promise<Pick<MountStatus, 'pending' | 'openHandles' | 'committing' | 'requests'> & { changed: boolean }> {

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { Worker, type TransferListItem } from 'node:worker_threads';
 import { LayerFsError } from '../errors.js';
 import { Checkpointer } from '../store/checkpointer.js';
-import { SPARE_YIELD_MIB } from './budget.js';
+import { SPARE_YIELD_MIB, SPARE_YIELD_RECORDS } from './budget.js';
 
 /**
  * What an idle serving thread is started with: the Store it opens while waiting, and the
@@ -119,10 +119,10 @@ let yielding = 0;
 /** Commits that made them yield since the daemon started (its status). */
 let yielded = 0;
 
-/** SPARE_YIELD_MIB, or LAYERFS_SPARE_YIELD_MIB (0: every commit; tests), in bytes. */
-function yieldAbove(): number {
-  const env = process.env.LAYERFS_SPARE_YIELD_MIB;
-  return (env !== undefined && /^\d+$/.test(env) ? Number(env) : SPARE_YIELD_MIB) * 1048576;
+/** A bound of budget.ts, or the environment's (LAYERFS_SPARE_YIELD_MIB, _RECORDS: tests). */
+function bound(name: string, fallback: number): number {
+  const env = process.env[name];
+  return env !== undefined && /^\d+$/.test(env) ? Number(env) : fallback;
 }
 
 /** The idle serving threads now (`loaded`: ready for a mount) and the commits that ended them. */
@@ -177,13 +177,15 @@ export function releaseServingWorker(worker: Worker, storePath: string): void {
 }
 
 /**
- * Runs a commit of a mount of `storePath`; when the daemon is large as it starts (above
- * SPARE_YIELD_MIB resident: a large change set's overlay), the idle serving threads end first and
- * none is started before it ends: the commit's peak is the daemon's, and an idle thread is a
- * heap and a Store connection it does not need. The next one is started after it.
+ * Runs a commit of a mount of `storePath` that would write `records` records. When the daemon is
+ * large as it starts (above SPARE_YIELD_MIB resident) and so is the change (at least
+ * SPARE_YIELD_RECORDS), the idle serving threads end first and none is started before it ends:
+ * the commit's peak is the daemon's, and an idle thread is a heap and a Store connection it does
+ * not need. The next one is started after it.
  */
-export async function yieldingSpares<T>(storePath: string, commit: () => Promise<T>): Promise<T> {
-  if (process.memoryUsage.rss() <= yieldAbove()) return commit();
+export async function yieldingSpares<T>(storePath: string, records: number, commit: () => Promise<T>): Promise<T> {
+  if (records < bound('LAYERFS_SPARE_YIELD_RECORDS', SPARE_YIELD_RECORDS)) return commit();
+  if (process.memoryUsage.rss() <= bound('LAYERFS_SPARE_YIELD_MIB', SPARE_YIELD_MIB) * 1048576) return commit();
   yielding++;
   yielded++;
   try {

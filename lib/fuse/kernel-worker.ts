@@ -20,7 +20,7 @@ import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
 import { LoopTurns } from './loop-turns.js';
-import { activityCells, countRequest, settledNow, stillQuiet } from './quiet-settle.js';
+import { activityCells, countRequest, notePending, settledNow, stillQuiet } from './quiet-settle.js';
 import { passthrough } from './kernel-passthrough.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
@@ -102,6 +102,14 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
   }
 }
 
+/** After each request answered here: what it freed goes now, and the controller sees the size of the next commit. */
+function afterRequest(overlay: Overlay): void {
+  // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
+  // when the next request comes.
+  discardSpools();
+  notePending(activity, overlay.pendingRecords);
+}
+
 async function serve(store: Store, { fd, params, activity: cells }: StartWorker): Promise<void> {
   activity = cells;
   let proto: KernelProtocol | null = null;
@@ -155,9 +163,7 @@ async function serve(store: Store, { fd, params, activity: cells }: StartWorker)
     else if (first) proto!.handle(req);
     const committed = messages();
     toReader = !first && answer(params.storePath, fd, overlay, proto!, req);
-    // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
-    // when the next request comes.
-    discardSpools();
+    afterRequest(overlay);
     spin.tick();
     // Requests held during a commit come after the one read before it.
     if (held.length > 0) answerHeld(params.storePath, fd, overlay, proto!, reader);

@@ -188,6 +188,11 @@ export class OverlayNodes {
     return this.dirtyRecords.size > 0 || this.deleted.size > 0 || this.namesChanged.size > 0;
   }
 
+  /** The records a commit now would write: changed and deleted inodes. */
+  get pendingRecords(): number {
+    return this.dirtyRecords.size + this.deleted.size;
+  }
+
   /** Counts of what would be committed now. */
   pending(): { records: number; deleted: number; directories: number } {
     return { records: this.dirtyRecords.size, deleted: this.deleted.size, directories: this.namesChanged.size };

@@ -21,10 +21,25 @@ export enum Activity {
   Requests = 0,
   /** The count of Requests when the thread last settled (after a commit or a quiet spell). */
   SettledAt = 1,
+  /**
+   * The records the mount's next commit would write (changed and deleted inodes), as of the
+   * thread's last request: the controller sizes a commit without asking (kernel-spare.ts).
+   */
+  Pending = 2,
 }
 
 export function activityCells(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** The serving thread's side: what its next commit would write now. */
+export function notePending(cells: Int32Array, records: number): void {
+  Atomics.store(cells, Activity.Pending, Math.min(records, 0x7fffffff));
+}
+
+/** The controller's side: the records the mount's next commit would write, as last noted. */
+export function pendingRecords(cells: Int32Array): number {
+  return Atomics.load(cells, Activity.Pending);
 }
 
 /** Requests between two counts of a wrapping counter. */

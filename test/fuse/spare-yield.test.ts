@@ -1,7 +1,8 @@
-// A commit that starts while the daemon is large ends the serving threads kept idle for the next
-// mount and starts one again after it (lib/fuse/kernel-spare.ts yieldingSpares). The bound is set
-// to 0 here (LAYERFS_SPARE_YIELD_MIB), so every commit of this daemon yields: the commits stay
-// exact, the daemon reports each yield, and a ready thread is back for the next mount.
+// A large commit that starts while the daemon is large ends the serving threads kept idle for the
+// next mount and starts one again after it (lib/fuse/kernel-spare.ts yieldingSpares). The bounds
+// are set low here (LAYERFS_SPARE_YIELD_MIB, LAYERFS_SPARE_YIELD_RECORDS), so a commit of a few
+// files yields: the commits stay exact, the daemon reports each yield, and a ready thread is back
+// for the next mount; a commit under the records bound keeps them.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -21,10 +22,23 @@ async function until(storePath: string, what: string, ok: (s: DaemonStatus) => b
   }
 }
 
-test('a commit of a large daemon ends its idle serving threads and one is ready again after it', async () => {
-  const before = process.env.LAYERFS_SPARE_YIELD_MIB;
-  process.env.LAYERFS_SPARE_YIELD_MIB = '0';
+/** Runs `fn` with the daemon's yield bounds set (the daemon each test starts inherits them). */
+async function withBounds<T>(mib: string, records: string, fn: () => Promise<T>): Promise<T> {
+  const before = { mib: process.env.LAYERFS_SPARE_YIELD_MIB, records: process.env.LAYERFS_SPARE_YIELD_RECORDS };
+  process.env.LAYERFS_SPARE_YIELD_MIB = mib;
+  process.env.LAYERFS_SPARE_YIELD_RECORDS = records;
   try {
+    return await fn();
+  } finally {
+    for (const [k, v] of [['LAYERFS_SPARE_YIELD_MIB', before.mib], ['LAYERFS_SPARE_YIELD_RECORDS', before.records]] as const) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  }
+}
+
+test('a large commit of a large daemon ends its idle serving threads and one is ready again after it', async () => {
+  await withBounds('0', '1', async () => {
     const s = await setupStore((src) => writeFileSync(join(src, 'a.txt'), 'stored\n'), 'layerfs-spare-');
     s.client.forkBranch({ name: 'other', layer: s.layer });
     await withMount(s, async (m) => {
@@ -50,8 +64,23 @@ test('a commit of a large daemon ends its idle serving threads and one is ready 
       }
     });
     assertStoreIntact(s.storePath);
-  } finally {
-    if (before === undefined) delete process.env.LAYERFS_SPARE_YIELD_MIB;
-    else process.env.LAYERFS_SPARE_YIELD_MIB = before;
-  }
+  });
+});
+
+test('a commit of fewer records than the bound keeps the idle serving threads, however large the daemon', async () => {
+  await withBounds('0', '1000', async () => {
+    const s = await setupStore((src) => writeFileSync(join(src, 'a.txt'), 'stored\n'), 'layerfs-spare-');
+    await withMount(s, async (m) => {
+      await until(s.storePath, 'a ready spare before the commits', (st) => (st.spares?.loaded ?? 0) >= 1);
+      for (let i = 1; i <= 3; i++) {
+        writeFileSync(join(m.path, `n${i}.txt`), `new ${i}\n`);
+        assert.equal((await commitFuse(s.storePath, m.workspaceId)).outcome, 'Created');
+        const st = await daemonStatus(s.storePath);
+        assert.equal(st?.spares?.yielded, 0, `commit ${i} of one file kept them`);
+        assert.ok((st?.spares?.loaded ?? 0) >= 1, `commit ${i}: the ready spare is still there`);
+      }
+      assert.equal(s.client.cat('main', 'n3.txt').toString(), 'new 3\n');
+    });
+    assertStoreIntact(s.storePath);
+  });
 });
