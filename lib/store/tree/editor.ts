@@ -154,14 +154,9 @@ export class NamespaceEditor {
   }
 
   /**
-   * Writes the touched pages and the new root object; returns the root id. `onStep` runs after
-   * each directory written and before the inode table (a long commit's progress; it may throw
-   * to abort, and the caller's transaction then rolls back).
-   */
-  /**
    * Writes directory `dir`'s name changes now rather than at finish(), so a caller that gives
-   * them one directory at a time holds one directory's (a whole-tree commit's names, all held
-   * until finish, were ~15 MiB of the mount daemon's heap at its peak). The directory's record,
+   * them one directory at a time holds one directory's, not every changed name of a whole-tree
+   * commit until its end (the mount daemon's peak). The directory's record,
    * if it changed, must be set before: a later setInode of it would replace what this wrote.
    */
   writeNames(dir: number): void {
@@ -179,6 +174,11 @@ export class NamespaceEditor {
     rec.content = root;
   }
 
+  /**
+   * Writes the touched pages and the new root object; returns the root id. `onStep` runs after
+   * each directory written and before the inode table (a long commit's progress; it may throw
+   * to abort, and the caller's transaction then rolls back).
+   */
   finish(onStep?: () => void): Buffer {
     for (const dir of [...this.names.keys()]) {
       onStep?.();
