@@ -161,7 +161,8 @@ class Compressor {
           Complete(*next, &frame, &failure);
         }
         done_cv_.wait(lock, [&] { return job->done; });
-        jobs_.erase(id);
+        // The wait may have let Complete drop it (a result held too long, below): taken all the same.
+        if (jobs_.erase(id) > 0) held_bytes_ -= job->output.size();
         out->swap(job->output);
         error->swap(job->error);
         return true;
@@ -235,7 +236,11 @@ class Compressor {
     std::vector<uint8_t>().swap(job.input);
     job.dict.reset();
     job.prefix.reset();
-    while (jobs_.size() > kKeep && jobs_.begin()->second->done) jobs_.erase(jobs_.begin());
+    held_bytes_ += job.output.size();
+    while ((jobs_.size() > kKeep || held_bytes_ > kKeepBytes) && jobs_.begin()->second->done) {
+      held_bytes_ -= jobs_.begin()->second->output.size();
+      jobs_.erase(jobs_.begin());
+    }
     done_cv_.notify_all();
   }
 
@@ -250,10 +255,16 @@ class Compressor {
   std::condition_variable cv_;
   std::condition_variable done_cv_;
   std::deque<std::shared_ptr<Job>> queue_;
-  // By job number. Results nobody takes (a writer whose transaction failed) are dropped once
-  // more than kKeep jobs are held, oldest first.
+  // By job number. Results nobody takes (a writer whose transaction failed, a delta proposal
+  // whose object turned out stored) are dropped oldest first once more than kKeep jobs or
+  // kKeepBytes of finished frames are held. A writer may still want a dropped result (a repack's
+  // batch had over 1,024 jobs running when kKeep was 1,024): zstdCompressResult then returns
+  // undefined and the writer compresses again itself, so a drop costs time, never a write.
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
-  static constexpr size_t kKeep = 1024;
+  static constexpr size_t kKeep = 8192;
+  static constexpr size_t kKeepBytes = 64u << 20;
+  // Bytes of the frames of finished jobs in jobs_.
+  size_t held_bytes_ = 0;
   static size_t MaxThreads() {
     static const size_t n = std::max<size_t>(1, std::min<size_t>(kMaxThreads, std::thread::hardware_concurrency()));
     return n;
@@ -294,15 +305,13 @@ Napi::Value CompressStart(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(id));
 }
 
-// zstdCompressResult(job) → Buffer (waits for it)
+// zstdCompressResult(job) → Buffer (waits for it), or undefined for a job the Compressor no longer holds
 Napi::Value CompressResult(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   if (!info[0].IsNumber()) throw Napi::TypeError::New(env, "job must be a number");
   std::string out;
   std::string error;
-  if (!Background().Take(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue()), &out, &error)) {
-    throw Napi::Error::New(env, "zstd: no such compression job");
-  }
+  if (!Background().Take(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue()), &out, &error)) return env.Undefined();
   if (!error.empty()) throw Napi::Error::New(env, "zstd compress: " + error);
   return Napi::Buffer<uint8_t>::Copy(env, reinterpret_cast<const uint8_t*>(out.data()), out.size());
 }

@@ -224,7 +224,7 @@ export interface NativeBinding {
   zstdDecompress(frame: Uint8Array, size: number, prefix?: Uint8Array): Buffer;
   zstdDecompressInto(frame: Uint8Array, out: Uint8Array, size: number, prefix?: Uint8Array): number;
   zstdCompressStart(data: Uint8Array, level: number, dict?: Uint8Array, prefix?: Uint8Array, dictKey?: Uint8Array): number;
-  zstdCompressResult(job: number): Buffer;
+  zstdCompressResult(job: number): Buffer | undefined;
   /** native/run_decode.h: decodes and verifies a run of chunks of one pack row; see lib/native/run.ts. */
   decodeRun(src: Uint8Array, spec: Float64Array, ids: Uint8Array, out: Uint8Array | null, ok: Uint8Array, threads: number, dict?: Uint8Array, dictKey?: Uint8Array): void;
   /** The same, started on pool threads; wait() finishes it (the buffers are held until then). */

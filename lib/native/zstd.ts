@@ -23,8 +23,12 @@ export function zstdCompressStart(data: Uint8Array, level: number, dict?: Dictio
   return native.zstdCompressStart(data, level, dict.bytes, prefix, dict.id);
 }
 
-/** The frame of a job started with zstdCompressStart, waiting for it if it is still running. */
-export function zstdCompressResult(job: number): Buffer {
+/**
+ * The frame of a job started with zstdCompressStart, waiting for it if it is still running;
+ * undefined when the addon no longer holds it. Results nobody takes are dropped once too many are
+ * held (native/napi_zstd.cc, kKeep), so a caller that held one too long compresses again itself.
+ */
+export function zstdCompressResult(job: number): Buffer | undefined {
   return native.zstdCompressResult(job);
 }
 

@@ -56,11 +56,14 @@ export class DeltaPlanner {
 
   /** The delta a proposal (start) yields if it pays; waits for its frame. */
   settle(p: Pending, data: Uint8Array, proposal: DeltaProposal): Pending['delta'] {
-    let frame: Buffer;
+    let frame: Buffer | undefined;
     try {
       frame = proposal.frame ?? zstdCompressResult(proposal.job);
     } catch {
-      // A result the addon no longer holds (it keeps the last 1,024): compressed here instead.
+      // Failed on the addon's thread: tried once more here, where a real failure throws.
+    }
+    if (!frame) {
+      // Or a result the addon no longer holds (zstdCompressResult): compressed here instead.
       const prefix = this.prefixOf(proposal.ids);
       if (!prefix) return undefined;
       frame = zstdCompress(data, proposal.level, prefix);

@@ -3,6 +3,7 @@
  * open groups, sealed groups and delta frames collected into the parts of a pack row.
  */
 import type { ObjectKind } from './object-id.js';
+import type { Dictionary } from './dictionary.js';
 import { ROW_TARGET, TREE_ROW_TARGET } from './schema.js';
 
 /**
@@ -189,7 +190,7 @@ export interface ChainInfo {
  * compression job of it or its frame compressed already, if any, and the id of the dictionary
  * used, if any) or one delta frame.
  */
-export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Buffer | null; group?: Group } | { delta: Pending };
+export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Dictionary | undefined; group?: Group } | { delta: Pending };
 
 /** Compressed groups are counted at this fraction of their size towards ROW_TARGET until their frame is known. */
 export const EXPECTED_RATIO = 0.4;

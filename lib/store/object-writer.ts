@@ -277,7 +277,7 @@ export class ObjectWriter {
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
     const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level)) : undefined;
     const job = compress && !inline ? zstdCompressStart(data, level, dict) : undefined;
-    const part = { live, at, data, job, frame, dict: dict ? dict.id : null, group };
+    const part = { live, at, data, job, frame, dict, group };
     if (c === GroupClass.Tree && this.compress) this.rowQueue.add(part, data.length * TREE_EXPECTED_RATIO, true);
     else this.rowQueue.add(part, frame ? Math.min(frame.length, data.length) : job === undefined ? data.length : data.length * EXPECTED_RATIO);
   }

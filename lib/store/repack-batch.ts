@@ -127,8 +127,9 @@ class Collected {
   }
 
   private takeDelta({ p, data, job, base, limit }: InFlightDelta): void {
+    // A result the addon no longer holds (zstdCompressResult) is a delta not made: stored whole.
     const frame = zstdCompressResult(job);
-    if (frame.length <= limit && frame.length <= data.length * KEEP_COMPRESSED) {
+    if (frame && frame.length <= limit && frame.length <= data.length * KEEP_COMPRESSED) {
       this.deltas.push({ bytes: frame, entries: [[p, Codec.Delta, 0, frame.length, 0, base]] });
       this.selectedDeltas++;
     } else this.add(p, data);

@@ -2,7 +2,8 @@
  * How repack (repack.ts) lays out what it rewrites: groups become frames, frames and objects
  * stored on their own become pack rows. Same codecs as the writer (docs/FORMAT.md, *repacked rows*).
  */
-import { zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
+import { zstdDictCompress } from '../native/zstd-dict.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { Locator } from './objects.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
@@ -50,6 +51,7 @@ import type { Dictionary } from './dictionary.js';
 export interface FrameJob {
   g: OpenGroup;
   job: number;
+  level: number;
   dict?: Dictionary;
 }
 
@@ -59,12 +61,18 @@ export interface FrameJob {
  * starts its groups as it seals them and goes on reading while they compress.
  */
 export function startFrame(g: OpenGroup, level: number, dict?: Dictionary): FrameJob {
-  return { g, job: zstdCompressStart(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict), dict };
+  return { g, job: zstdCompressStart(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict), level, dict };
+}
+
+/** A group's bytes compressed here, as startFrame's job would have. */
+function compressGroup(data: Buffer, level: number, dict: Dictionary | undefined): Buffer {
+  return dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level);
 }
 
 /** The frame of a started group, or the group raw where compression does not pay (KEEP_COMPRESSED). */
-export function finishFrame({ g, job, dict }: FrameJob): Part {
-  const z = zstdCompressResult(job);
+export function finishFrame({ g, job, level, dict }: FrameJob): Part {
+  // A result the addon no longer holds (zstdCompressResult) is compressed here instead.
+  const z = zstdCompressResult(job) ?? compressGroup(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict);
   if (z.length > g.bytes * KEEP_COMPRESSED) return rawPart(g);
   const codec = dict ? Codec.Dict : Codec.Zstd;
   const base = dict ? dict.id : null;

@@ -81,11 +81,11 @@ export function writeGroupRow(ctx: RowContext, parts: RowPart[]): Pending[] {
       continue;
     }
     let frame: Buffer | null = null;
-    const z = part.frame ?? (part.job !== undefined ? zstdCompressResult(part.job) : undefined);
+    const z = part.frame ?? (part.job !== undefined ? (zstdCompressResult(part.job) ?? compressWhole(part.data, part.dict)) : undefined);
     if (z && z.length <= part.data.length * KEEP_COMPRESSED) frame = z;
     const codec = part.dict ? Codec.Dict : Codec.Zstd;
     // The ref is taken here, inside the transaction: it may add the dictionary's ref row.
-    const ref = frame && part.dict ? dictionaryRef(ctx.db, part.dict) : null;
+    const ref = frame && part.dict ? dictionaryRef(ctx.db, part.dict.id) : null;
     part.live.forEach((p, i) => entries.push(frame ? [p, codec, off, frame.length, part.at[i]!, ref] : [p, Codec.Raw, off + part.at[i]!, p.length, 0, null]));
     const bytes = frame ?? part.data;
     bufs.push(bytes);
@@ -161,6 +161,15 @@ function chunkFrames(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from
   return frames;
 }
 
+/**
+ * `data` compressed here as an addon thread would have (the writer's level, with the Store's
+ * dictionary when given): a row's first frame, and a frame whose job's result the addon no
+ * longer held (zstdCompressResult).
+ */
+function compressWhole(data: Buffer, dict: Dictionary | undefined): Buffer {
+  return dict ? zstdDictCompress(data, DICT_LEVEL, dict) : zstdCompress(data, COMPRESSION_LEVEL);
+}
+
 /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes of `chunks[from, to)`, each compressed if that pays. */
 export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from: number, to: number): void {
   const { statements, dict } = ctx;
@@ -174,8 +183,8 @@ export function writeChunkRow(ctx: ChunkRowContext, data: Buffer, chunks: Pendin
     const { i, j, bytes, plain, job } = frames[n]!;
     let frame: Buffer | null = null;
     let z: Buffer | undefined;
-    if (job !== undefined) z = zstdCompressResult(job);
-    else if (n === 0 && ctx.compress && !looksRandom(plain)) z = dict ? zstdDictCompress(plain, DICT_LEVEL, dict) : zstdCompress(plain, COMPRESSION_LEVEL);
+    if (job !== undefined) z = zstdCompressResult(job) ?? compressWhole(plain, dict);
+    else if (n === 0 && ctx.compress && !looksRandom(plain)) z = compressWhole(plain, dict);
     if (z && z.length <= plain.length * KEEP_COMPRESSED) frame = z;
     let at = 0;
     for (let k = i; k < j; k++) {

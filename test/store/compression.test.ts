@@ -16,6 +16,7 @@ import { LayerFsError } from '../../lib/errors.js';
 import { DELTA_MAX_DEPTH } from '../../lib/store/codec.js';
 import { CHUNK_FRAME_TARGET } from '../../lib/store/schema.js';
 import { asFormat } from '../helpers/formats.js';
+import { finishFrame, startFrame, type Planned } from '../../lib/store/repack-rows.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { assertCorruptRead, damageStored, depthOf, hintedChain } from '../helpers/deltas.js';
@@ -74,8 +75,8 @@ test('native zstd: round trips with and without a prefix; damaged frames are ERR
 test('background compression: jobs return the frames of their inputs, taken in any order, once', () => {
   const inputs = SIZES.map((n, i) => (i % 2 ? seededBytes(300 + i, n) : seededText(300 + i, n)));
   const jobs = inputs.map((d) => zstdCompressStart(d, 3));
-  for (let i = jobs.length - 1; i >= 0; i--) assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!), inputs[i]!.length).equals(inputs[i]!));
-  assert.throws(() => zstdCompressResult(jobs[0]!), /no such compression job/);
+  for (let i = jobs.length - 1; i >= 0; i--) assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!)!, inputs[i]!.length).equals(inputs[i]!));
+  assert.equal(zstdCompressResult(jobs[0]!), undefined, 'a result is taken once');
 });
 
 test('background compression: a caller waiting for a running job compresses those queued behind it; every frame is still its own input\'s', () => {
@@ -91,10 +92,43 @@ test('background compression: a caller waiting for a running job compresses thos
     // The first job, still running on a thread, first: its caller works through the queue meanwhile.
     for (const i of [0, ...order.filter((k) => k !== 0)]) {
       const prefix = i % 5 === 4 ? inputs[i - 1] : undefined;
-      assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!), inputs[i]!.length, prefix).equals(inputs[i]!), `seed ${seed}, job ${i}`);
+      assert.ok(zstdDecompress(zstdCompressResult(jobs[i]!)!, inputs[i]!.length, prefix).equals(inputs[i]!), `seed ${seed}, job ${i}`);
     }
-    for (const j of jobs) assert.throws(() => zstdCompressResult(j), /no such compression job/);
+    for (const j of jobs) assert.equal(zstdCompressResult(j), undefined);
   }
+});
+
+test('background compression: results held too long are dropped oldest first (by count and by bytes), and a writer that wanted one compresses it again', () => {
+  // A slow job queued last and taken: when it returns, every job queued before it has finished
+  // (on the threads, or compressed by this caller while it waited), so each drop has happened.
+  const settle = () => assert.ok(zstdCompressResult(zstdCompressStart(seededText(999, 1 << 20), 19)));
+  // By count: more than 8,192 results nobody takes.
+  const first = zstdCompressStart(seededText(900, 3000), 3);
+  const many = Array.from({ length: 8300 }, (_, i) => zstdCompressStart(Buffer.from(`job ${i}`), 1));
+  settle();
+  assert.equal(zstdCompressResult(first), undefined, 'the oldest was dropped');
+  assert.ok(zstdCompressResult(many[many.length - 1]!), 'the newest is held');
+  for (const j of many) zstdCompressResult(j);
+  // By bytes: 80 frames of 1 MiB of random bytes (stored about whole) pass the 64 MiB held.
+  const random = Array.from({ length: 80 }, (_, i) => seededBytes(910 + i, 1 << 20));
+  const big = random.map((d) => zstdCompressStart(d, 1));
+  settle();
+  assert.equal(zstdCompressResult(big[0]!), undefined, 'over 64 MiB of frames held: the oldest was dropped');
+  const last = zstdCompressResult(big[big.length - 1]!);
+  assert.ok(last && zstdDecompress(last, 1 << 20).equals(random[random.length - 1]!));
+  for (const j of big) zstdCompressResult(j);
+  // A repack's group whose result was dropped meanwhile: the frame it writes is the same bytes.
+  const items = Array.from({ length: 6 }, (_, i) => ({ p: { id: Buffer.alloc(32, i) } as Planned, data: seededText(920 + i, 5000) }));
+  const g = { items, bytes: items.reduce((n, it) => n + it.data.length, 0) };
+  const expected = finishFrame(startFrame(g, 3));
+  const job = startFrame(g, 3);
+  const flood = Array.from({ length: 8300 }, (_, i) => zstdCompressStart(Buffer.from(`flood ${i}`), 1));
+  settle();
+  assert.equal(zstdCompressResult(flood[0]!) !== undefined, false, 'the flood\'s oldest were dropped too');
+  const again = finishFrame(job);
+  assert.ok(again.bytes.equals(expected.bytes), 'compressed again, the same frame');
+  assert.deepEqual(again.entries.map((e) => e.slice(1)), expected.entries.map((e) => e.slice(1)));
+  for (const j of flood) zstdCompressResult(j);
 });
 
 test('dictionaries given with their id: the digested one is reused by id, another id or other bytes digest anew; frames are those of the bytes alone', () => {
@@ -117,7 +151,7 @@ test('dictionaries given with their id: the digested one is reused by id, anothe
       assert.ok(out.equals(inputs[i]!));
       jobs.push({ i, d, keyed, job: zstdCompressStart(inputs[i]!, 3, dict) });
     }
-    for (const { i, d, job } of jobs) assert.ok(zstdCompressResult(job).equals(zstdDictCompress(inputs[i]!, 3, dicts[d]!.bytes)), `seed ${seed}: the job's frame`);
+    for (const { i, d, job } of jobs) assert.ok(zstdCompressResult(job)!.equals(zstdDictCompress(inputs[i]!, 3, dicts[d]!.bytes)), `seed ${seed}: the job's frame`);
   }
   // A frame decoded with the other dictionary (digested right after this one, same size) is not
   // its input: the id chose the dictionary (the Store's re-hash catches such bytes; the frame
