@@ -24,8 +24,8 @@ import { GROUP_TARGET, ROW_TARGET, TREE_GROUP_TARGET, TREE_ROW_TARGET } from './
 export const REPACK_GROUP_MAX = 128 * 1024;
 
 /**
- * Deltas a batch keeps compressing at a time: the addon drops results nobody takes once it holds
- * over a thousand, and each holds a copy of its object and base.
+ * Deltas a batch keeps compressing at a time: each holds a copy of its object and base, and the
+ * addon drops the oldest results once it holds too many (a dropped delta is stored whole).
  */
 const DELTAS_IN_FLIGHT = 256;
 
