@@ -260,9 +260,11 @@ class Compressor {
   // kKeepBytes of finished frames are held. A writer may still want a dropped result (a repack's
   // batch had over 1,024 jobs running when kKeep was 1,024): zstdCompressResult then returns
   // undefined and the writer compresses again itself, so a drop costs time, never a write.
+  // kKeepBytes holds a repack batch's frames twice over (8 MiB of objects before compression)
+  // and bounds what a long-lived daemon keeps of results nobody takes.
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   static constexpr size_t kKeep = 8192;
-  static constexpr size_t kKeepBytes = 64u << 20;
+  static constexpr size_t kKeepBytes = 16u << 20;
   // Bytes of the frames of finished jobs in jobs_.
   size_t held_bytes_ = 0;
   static size_t MaxThreads() {

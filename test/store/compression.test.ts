@@ -109,11 +109,11 @@ test('background compression: results held too long are dropped oldest first (by
   assert.equal(zstdCompressResult(first), undefined, 'the oldest was dropped');
   assert.ok(zstdCompressResult(many[many.length - 1]!), 'the newest is held');
   for (const j of many) zstdCompressResult(j);
-  // By bytes: 80 frames of 1 MiB of random bytes (stored about whole) pass the 64 MiB held.
-  const random = Array.from({ length: 80 }, (_, i) => seededBytes(910 + i, 1 << 20));
+  // By bytes: 24 frames of 1 MiB of random bytes (stored about whole) pass the 16 MiB held.
+  const random = Array.from({ length: 24 }, (_, i) => seededBytes(910 + i, 1 << 20));
   const big = random.map((d) => zstdCompressStart(d, 1));
   settle();
-  assert.equal(zstdCompressResult(big[0]!), undefined, 'over 64 MiB of frames held: the oldest was dropped');
+  assert.equal(zstdCompressResult(big[0]!), undefined, 'over 16 MiB of frames held: the oldest was dropped');
   const last = zstdCompressResult(big[big.length - 1]!);
   assert.ok(last && zstdDecompress(last, 1 << 20).equals(random[random.length - 1]!));
   for (const j of big) zstdCompressResult(j);
