@@ -255,13 +255,13 @@ class Compressor {
   std::condition_variable cv_;
   std::condition_variable done_cv_;
   std::deque<std::shared_ptr<Job>> queue_;
-  // By job number. Results nobody takes (a writer whose transaction failed, a delta proposal
-  // whose object turned out stored) are dropped oldest first once more than kKeep jobs or
-  // kKeepBytes of finished frames are held. A writer may still want a dropped result (a repack's
-  // batch had over 1,024 jobs running when kKeep was 1,024): zstdCompressResult then returns
-  // undefined and the writer compresses again itself, so a drop costs time, never a write.
-  // kKeepBytes holds a repack batch's frames twice over (8 MiB of objects before compression)
-  // and bounds what a long-lived daemon keeps of results nobody takes.
+  // By job number. Results nobody takes (a writer whose transaction failed or was retried) are
+  // dropped oldest first once more than kKeep jobs or kKeepBytes of finished frames are held.
+  // A writer may still want a dropped result (a repack's batch had over 1,024 jobs running when
+  // kKeep was 1,024): zstdCompressResult then returns undefined and the writer compresses again
+  // itself, so a drop costs time, never a write. kKeepBytes holds a repack batch's frames twice
+  // over (8 MiB of objects before compression) and bounds what a long-lived daemon keeps of
+  // results nobody takes.
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   static constexpr size_t kKeep = 8192;
   static constexpr size_t kKeepBytes = 16u << 20;

@@ -187,8 +187,9 @@ export interface ChainInfo {
 
 /**
  * A part of the row being assembled: a sealed group (its plain bytes, the background
- * compression job of it or its frame compressed already, if any, and the id of the dictionary
- * used, if any) or one delta frame.
+ * compression job of it or its frame compressed already, if any, and the dictionary it is
+ * compressed with, if any: the row names it, and compresses the group again with it when the
+ * job's result is gone) or one delta frame.
  */
 export type RowPart = { live: Pending[]; at: number[]; data: Buffer; job: number | undefined; frame?: Buffer; dict: Dictionary | undefined; group?: Group } | { delta: Pending };
 
