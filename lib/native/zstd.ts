@@ -4,13 +4,18 @@
  */
 import { LayerFsError } from '../errors.js';
 import { native } from './binding.js';
-import type { DictionaryInput } from './zstd-dict.js';
+import { type DictionaryInput, zstdDictCompress } from './zstd-dict.js';
 
 export const ZSTD_VERSION: string = native.zstdVersion;
 
 /** Compresses `data` into one frame; with `prefix`, the frame may refer to those bytes (a delta). */
 export function zstdCompress(data: Uint8Array, level: number, prefix?: Uint8Array): Buffer {
   return native.zstdCompress(data, level, prefix);
+}
+
+/** One frame of `data` at `level`, with the dictionary when one is given (zstdDictCompress), else without. */
+export function zstdCompressWith(data: Uint8Array, level: number, dict?: DictionaryInput): Buffer {
+  return dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level);
 }
 
 /**

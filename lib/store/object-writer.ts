@@ -4,8 +4,7 @@
  * delta against its previous version (docs/FORMAT.md "Physical forms"); the physical form never
  * changes an id.
  */
-import { zstdCompress, zstdCompressStart } from '../native/zstd.js';
-import { zstdDictCompress } from '../native/zstd-dict.js';
+import { zstdCompressStart, zstdCompressWith } from '../native/zstd.js';
 import { COMPRESSION_LEVEL, compressionEnabled, DICT_LEVEL, EDIT_CHUNKS, looksRandom } from './codec.js';
 import { CHUNK_PACK_TARGET, GROUP_TARGET, PACK_TARGET, TREE_GROUP_TARGET } from './schema.js';
 import type { ChunkDeltaSource } from './chunk-delta.js';
@@ -95,7 +94,7 @@ export class ObjectWriter {
       open: this.open,
       locate: (id) => this.locate.get(id) as { size: number; codec: number; base: Buffer | null } | undefined,
       borrow: (id) => (this.bases ??= new BaseReader(this.db, () => this.objectReader())).borrow(id),
-      wholeCost: (data, dict = this.dictionary()) => (dict ? zstdDictCompress(data, COMPRESSION_LEVEL, dict) : zstdCompress(data, COMPRESSION_LEVEL)).length,
+      wholeCost: (data, dict = this.dictionary()) => zstdCompressWith(data, COMPRESSION_LEVEL, dict).length,
     });
   }
 
@@ -275,7 +274,7 @@ export class ObjectWriter {
     compress &&= !(c === GroupClass.Edit && looksRandom(data));
     const dict = compress && (c === GroupClass.Content || c === GroupClass.Edit) ? this.dictionary() : undefined;
     const level = dict ? DICT_LEVEL : COMPRESSION_LEVEL;
-    const frame = compress && inline ? (dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level)) : undefined;
+    const frame = compress && inline ? zstdCompressWith(data, level, dict) : undefined;
     const job = compress && !inline ? zstdCompressStart(data, level, dict) : undefined;
     const part = { live, at, data, job, frame, dict, group };
     if (c === GroupClass.Tree && this.compress) this.rowQueue.add(part, data.length * TREE_EXPECTED_RATIO, true);

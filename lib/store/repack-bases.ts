@@ -8,8 +8,7 @@
  * try: repack-batch.ts writes each delta in its object's batch after checking, against the
  * Store as it is then, that the chain is acyclic and bounded, and stores the object whole if not.
  */
-import { zstdCompress } from '../native/zstd.js';
-import { zstdDictCompress } from '../native/zstd-dict.js';
+import { zstdCompress, zstdCompressWith } from '../native/zstd.js';
 import { LayerFsError } from '../errors.js';
 import type { StoreAccess as Store } from './access.js';
 import { Codec, DELTA_MIN_SIZE, looksRandom } from './codec.js';
@@ -119,7 +118,7 @@ export function selectBases(store: Store, items: SelectItem[], dict: Dictionary 
   const bytes = new Bytes(store);
   const window: Ranked[] = [];
   let planned = 0;
-  const estimate = (data: Buffer) => (dict ? zstdDictCompress(data, ESTIMATE_LEVEL, dict) : zstdCompress(data, ESTIMATE_LEVEL)).length;
+  const estimate = (data: Buffer) => zstdCompressWith(data, ESTIMATE_LEVEL, dict).length;
   for (const it of ranked) {
     const data = bytes.get(it.id);
     const key = it.id.toString('latin1');

@@ -2,8 +2,7 @@
  * How repack (repack.ts) lays out what it rewrites: groups become frames, frames and objects
  * stored on their own become pack rows. Same codecs as the writer (docs/FORMAT.md, *repacked rows*).
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
-import { zstdDictCompress } from '../native/zstd-dict.js';
+import { zstdCompressResult, zstdCompressStart, zstdCompressWith } from '../native/zstd.js';
 import { Codec, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import type { Locator } from './objects.js';
 import { CHUNK_FRAME_TARGET } from './schema.js';
@@ -64,15 +63,10 @@ export function startFrame(g: OpenGroup, level: number, dict?: Dictionary): Fram
   return { g, job: zstdCompressStart(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict), level, dict };
 }
 
-/** A group's bytes compressed here, as startFrame's job would have. */
-function compressGroup(data: Buffer, level: number, dict: Dictionary | undefined): Buffer {
-  return dict ? zstdDictCompress(data, level, dict) : zstdCompress(data, level);
-}
-
 /** The frame of a started group, or the group raw where compression does not pay (KEEP_COMPRESSED). */
 export function finishFrame({ g, job, level, dict }: FrameJob): Part {
   // A result the addon no longer holds (zstdCompressResult) is compressed here instead.
-  const z = zstdCompressResult(job) ?? compressGroup(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict);
+  const z = zstdCompressResult(job) ?? zstdCompressWith(Buffer.concat(g.items.map((i) => i.data), g.bytes), level, dict);
   if (z.length > g.bytes * KEEP_COMPRESSED) return rawPart(g);
   const codec = dict ? Codec.Dict : Codec.Zstd;
   const base = dict ? dict.id : null;

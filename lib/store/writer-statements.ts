@@ -3,8 +3,7 @@
  * (a small commit's writer lives for a few milliseconds, and four prepares were a tenth of it),
  * how much of a transaction is compressed on the writer's own thread, and the dictionary row.
  */
-import { zstdCompress, zstdCompressResult, zstdCompressStart } from '../native/zstd.js';
-import { zstdDictCompress } from '../native/zstd-dict.js';
+import { zstdCompress, zstdCompressResult, zstdCompressStart, zstdCompressWith } from '../native/zstd.js';
 import { Codec, COMPRESSION_LEVEL, DICT_LEVEL, KEEP_COMPRESSED, looksRandom } from './codec.js';
 import { slice, type Pending, type RowBuffer, type RowPart } from './object-groups.js';
 import type { WriteStats } from './object-id.js';
@@ -167,7 +166,7 @@ function chunkFrames(ctx: ChunkRowContext, data: Buffer, chunks: Pending[], from
  * longer held (zstdCompressResult).
  */
 function compressWhole(data: Buffer, dict: Dictionary | undefined): Buffer {
-  return dict ? zstdDictCompress(data, DICT_LEVEL, dict) : zstdCompress(data, COMPRESSION_LEVEL);
+  return zstdCompressWith(data, dict ? DICT_LEVEL : COMPRESSION_LEVEL, dict);
 }
 
 /** One chunk row: frames of about CHUNK_FRAME_TARGET bytes of `chunks[from, to)`, each compressed if that pays. */
