@@ -4,6 +4,7 @@
 // decoded object against its id, so those fields would only cost bytes. The decoded size stays in
 // the frame header (a group's members are addressed inside it). A "prefix" is raw content the frame may refer to (a delta's base).
 #include <algorithm>
+#include <cstdlib>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -90,9 +91,12 @@ namespace {
 // Background compression: worker threads compress queued inputs in order, so the writer
 // (lib/store/objects.ts) keeps storing while a sealed group compresses, and collects the frame
 // when it writes the row. Jobs are identified by increasing numbers; a result is taken once.
-// One thread serves a writer that keeps one job queued; a second one (up to the machine's cores,
-// at most kMaxThreads) starts when more jobs wait than threads are idle, as a repack's batch
-// queues all of its groups (lib/store/repack-rows.ts).
+// One thread serves a writer that keeps one job queued; more (up to one fewer than the machine's
+// cores, at most kMaxThreads) start when more jobs wait than threads are idle, as a repack's batch
+// queues all of its groups (lib/store/repack-rows.ts). One core is left to the writer: it feeds
+// the threads and is what a commit waits on, and it compresses a queued job itself when it needs
+// the result (Take), so a thread per core only took turns with it (docs/DECISIONS.md, "The
+// compression threads leave the writer a core").
 using SharedBytes = std::shared_ptr<const std::vector<uint8_t>>;
 
 struct Job {
@@ -267,8 +271,15 @@ class Compressor {
   static constexpr size_t kKeepBytes = 16u << 20;
   // Bytes of the frames of finished jobs in jobs_.
   size_t held_bytes_ = 0;
+  // $LAYERFS_ZSTD_THREADS sets the number (the bench's A/B of the rule).
   static size_t MaxThreads() {
-    static const size_t n = std::max<size_t>(1, std::min<size_t>(kMaxThreads, std::thread::hardware_concurrency()));
+    static const size_t n = [] {
+      const char* v = getenv("LAYERFS_ZSTD_THREADS");
+      const long set = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
+      if (set > 0) return std::min<size_t>(kMaxThreads, static_cast<size_t>(set));
+      const size_t cores = std::thread::hardware_concurrency();
+      return std::max<size_t>(1, std::min<size_t>(kMaxThreads, cores > 1 ? cores - 1 : 1));
+    }();
     return n;
   }
   static constexpr size_t kMaxThreads = 4;
