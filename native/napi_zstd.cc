@@ -4,8 +4,8 @@
 // decoded object against its id, so those fields would only cost bytes. The decoded size stays in
 // the frame header (a group's members are addressed inside it). A "prefix" is raw content the frame may refer to (a delta's base).
 #include <algorithm>
-#include <cstdlib>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <memory>
