@@ -6,7 +6,7 @@
 // compressed whole at COMPRESSION_LEVEL (as its pack row would be, without a row's context).
 // Reported per level: trials, deltas kept, CPU of the delta compressions alone, delta bytes, the
 // other new chunks' bytes, and the sum. Level choices are re-measured here (DECISIONS.md, "A
-// commit's small-file deltas at zstd level 6"; docs/BENCHMARKS.md, 2026-12-05).
+// commit's small-file deltas at zstd level 3"; docs/BENCHMARKS.md, 2026-12-05 and 2026-12-07).
 //   node --import tsx bench/micro/chunk-delta-levels.bench.ts [--a DIR --b DIR] LEVEL...  → JSON lines
 import fs from 'node:fs';
 import path from 'node:path';

@@ -46,10 +46,13 @@ export const DELTA_LEVEL = 19;
  * made deltas 10 % larger than 19 (114 vs 104 KB, 0.07 % of the Store) in a tenth of the time.
  * Level 6 on the 4,556 small-file deltas of the real tree's whole release upgrade: 62 % of level
  * 9's time (656 vs 1,052 ms of CPU) for 5 % more (2.80 vs 2.65 MB, 0.06 % of what the commit
- * stores); level 4 took 36 % for 18 % more, level 3 16 % for 27 % more.
+ * stores); level 4 took 36 % for 18 % more, level 3 16 % for 27 % more. Level 3 since: a
+ * materialized commit of that upgrade is bound by the CPU of two cores, and level 3 took 0.5 s
+ * of its ~10.5 s of CPU and 0.35 s of its time (medians 6.15 against 6.50 s) for 0.26 % more
+ * Store (docs/DECISIONS.md, "A commit's small-file deltas at zstd level 3").
  * Repack, which runs offline, still writes DELTA_LEVEL with its full search.
  */
-export const COMMIT_DELTA_LEVEL = 6;
+export const COMMIT_DELTA_LEVEL = 3;
 /**
  * Chunk deltas (8–32 KiB pieces of an edited large file against the old chunks they overlap,
  * up to 128 KiB of dictionary) are mostly long matches and fresh literals: level 3 made the same
@@ -64,8 +67,8 @@ export const KEEP_DELTA = 0.25;
 /**
  * A small file's delta larger than KEEP_DELTA is still kept when it is at most this fraction of
  * the file compressed whole at the writer's level (with the Store's dictionary): the delta is
- * level 6 (COMMIT_DELTA_LEVEL), the estimate level 2, so an unrelated base (a level-6 frame of its own, in effect)
- * must not pass for a delta.
+ * made at COMMIT_DELTA_LEVEL without the dictionary, the estimate at level 2 with it, so an
+ * unrelated base (the delta then a frame of the file alone, in effect) must not pass for a delta.
  */
 export const KEEP_DELTA_OF_WHOLE = 0.75;
 /**
