@@ -72,6 +72,18 @@ test('native zstd: round trips with and without a prefix; damaged frames are ERR
   assert.throws(() => zstdDecompress(frame, 10_000), (e: unknown) => e instanceof LayerFsError && e.code === 'ERR_CORRUPT');
 });
 
+test('frames of sizes up and down from one thread: each decodes to its own input, the same frame in the foreground and on the addon\'s threads (seed 31)', () => {
+  // Random bytes compress to about their size (a frame near its bound); text far below it.
+  const sizes = [1, 200_000, 3 << 20, (4 << 20) + 4096, 5000, 6 << 20, 300_000, 0, 1 << 20];
+  for (const [i, n] of sizes.entries()) {
+    const data = i % 2 ? seededBytes(31 + i, n) : seededText(31 + i, n);
+    const frame = zstdCompress(data, 1);
+    assert.ok(zstdDecompress(frame, data.length).equals(data), `size ${n}, alone`);
+    const job = zstdCompressResult(zstdCompressStart(data, 1))!;
+    assert.ok(job.equals(frame), `size ${n}, on the addon's threads: the same frame`);
+  }
+});
+
 test('background compression: jobs return the frames of their inputs, taken in any order, once', () => {
   const inputs = SIZES.map((n, i) => (i % 2 ? seededBytes(300 + i, n) : seededText(300 + i, n)));
   const jobs = inputs.map((d) => zstdCompressStart(d, 3));
