@@ -278,7 +278,8 @@ class Compressor {
       const long set = v != nullptr ? std::strtol(v, nullptr, 10) : 0;
       if (set > 0) return std::min<size_t>(kMaxThreads, static_cast<size_t>(set));
       const size_t cores = std::thread::hardware_concurrency();
-      return std::max<size_t>(1, std::min<size_t>(kMaxThreads, cores > 1 ? cores - 1 : 1));
+      // hardware_concurrency() may answer 0 (unknown): one thread then.
+      return std::min<size_t>(kMaxThreads, cores > 1 ? cores - 1 : 1);
     }();
     return n;
   }
