@@ -39,8 +39,9 @@ export const DICT_LEVEL = 3;
 export const DELTA_LEVEL = 19;
 /**
  * The level of the deltas a commit writes as it stores changed small files (and rewritten tree
- * pages, against the pages they replace). Level 19 (btultra) ran at 0.5 MB/s on the 3,098 changed small files of a release upgrade in the real-tree fixture
- * (61 MB: 114 s, the bulk of a FUSE commit of that change), level 9 (lazy2) at 77 MB/s with
+ * pages, against the pages they replace). Level 19 (btultra) ran at 0.5 MB/s on the 3,098
+ * changed small files of a release upgrade in the real-tree fixture (61 MB: 114 s, the bulk of
+ * a FUSE commit of that change), level 9 (lazy2) at 77 MB/s with
  * deltas 8.8 % larger (1.27 vs 1.17 MB, 1 % of the files' bytes either way; levels 10-12 already
  * switch to the slow strategies). On the 530 changed small files of a 6,400-file slice, level 10
  * made deltas 10 % larger than 19 (114 vs 104 KB, 0.07 % of the Store) in a tenth of the time.
