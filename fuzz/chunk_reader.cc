@@ -19,6 +19,7 @@
 //   - A file changed while read ends with kChanged, or with kEnd only if every delivered byte
 //     equals the original file (a change after the last read is not part of the read). Never
 //     wrong bytes with kEnd.
+//   - Close() after the end keeps the final status (and may be repeated).
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -263,5 +264,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* in, size_t n) {
     FUZZ_CHECK(changed);
   }
   if (!changed) FUZZ_CHECK(s == ReadStatus::kEnd);
+  // Close frees the file and scratch and keeps the status; a second Close is harmless.
+  reader.Close();
+  reader.Close();
+  FUZZ_CHECK(reader.Next(block.data(), &again, &err2) == s);
   return 0;
 }

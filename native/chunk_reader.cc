@@ -48,6 +48,18 @@ ChunkReader::~ChunkReader() {
   if (fd_ >= 0) close(fd_);
 }
 
+void ChunkReader::Close() {
+  direct_.reset();
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  std::vector<uint8_t>().swap(carry_);
+  hasher_.ReleaseScratch();
+  if (final_ == ReadStatus::kPiece) {
+    final_ = ReadStatus::kError;
+    final_err_ = EBADF;
+  }
+}
+
 void ChunkReader::OpenDirect() {
   if (!DirectFiles::Get().Has(st_.st_dev, st_.st_ino)) return;
   char path[64];

@@ -62,6 +62,10 @@ class ChunkReader {
   // Reads, cuts and hashes the next piece into `block`. After kEnd, kChanged or kError it
   // returns the same status again.
   ReadStatus Next(uint8_t* block, Piece* out, int* err);
+  // Closes the file and frees what reading it holds (the read-ahead thread and its slots, the
+  // carried bytes, the hasher's scratch); Next() then returns kError (EBADF). Not while a Next()
+  // runs.
+  void Close();
 
  private:
   ReadStatus Finish(int* err);

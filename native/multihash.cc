@@ -189,4 +189,14 @@ void MultiHasher::HashAll(const uint8_t* const* data, const size_t* lens, size_t
   }
 }
 
+void MultiHasher::ReleaseScratch() {
+  std::vector<uint8_t>().swap(first_chunks_);
+  std::vector<uint8_t>().swap(cvs_);
+  std::vector<size_t>().swap(cv_offset_);
+  std::vector<size_t>().swap(nodes_);
+  std::vector<const uint8_t*>().swap(inputs_);
+  std::vector<size_t>().swap(owners_);
+  std::vector<uint8_t>().swap(out_cvs_);
+}
+
 }  // namespace layerfs

@@ -21,6 +21,8 @@ class MultiHasher {
   // block; within one buffer those bytes belong to the next message, but separate allocations
   // would be read out of bounds (found by fuzz/multihash; see docs/FUZZING.md).
   void HashAll(const uint8_t* const* data, const size_t* lens, size_t count, uint8_t* out);
+  // Frees the scratch (HashAll grows it again if called).
+  void ReleaseScratch();
 
  private:
   void HashOneSlow(const uint8_t* data, size_t len, uint8_t* out) const;

@@ -75,9 +75,48 @@ class Stream : public Cancellable, public std::enable_shared_from_this<Stream> {
     return Napi::Value(env, promise);
   }
 
-  // JS thread: stops production, rejects a pending next(), lets the tsfn go.
+  // JS thread, for callers that cannot await (a mount's serving thread): waits here for the
+  // next piece, or the end (null), while the pool keeps reading ahead. Errors as next()'s.
+  Napi::Value Take(Napi::Env env) {
+    if (pending_) throw Napi::Error::New(env, "take() called while a next() is pending");
+    MaybeStart();
+    std::unique_ptr<Piece> piece;
+    ReadStatus end;
+    int err;
+    bool cancelled;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return !ready_.empty() || end_ != ReadStatus::kPiece || cancelled_; });
+      cancelled = cancelled_;
+      if (!ready_.empty() && !cancelled) {
+        piece = std::move(ready_.front());
+        ready_.pop_front();
+      }
+      end = end_;
+      err = err_;
+    }
+    if (piece) {
+      MaybeStart();
+      return Napi::Value(env, PieceObject(env, std::move(piece)));
+    }
+    if (cancelled) throw Napi::Error::New(env, "the chunk stream was closed");
+    if (end == ReadStatus::kChanged) throw ChangedError(env);
+    if (end == ReadStatus::kError) throw ErrnoError(env, "read", err);
+    return env.Null();
+  }
+
+  // JS thread: stops production, rejects a pending next(), lets the tsfn go, and closes the file
+  // once the producer is out of it. The file and the reader's memory go now, not when the
+  // wrapper and the tsfn are finalized: a thread that does not return to its event loop (a
+  // mount's serving thread inside a commit) streams file after file meanwhile, and held an open
+  // descriptor and ~130 KB of malloc'd scratch per file until then.
   void Close(Napi::Env env) {
     Cancel();
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return in_flight_ == 0; });
+      reader_.Close();
+    }
     if (pending_) {
       napi_deferred d = pending_;
       pending_ = nullptr;
@@ -166,6 +205,8 @@ class Stream : public Cancellable, public std::enable_shared_from_this<Stream> {
         }
         notify = waiting_ && !cancelled_;
       }
+      // A take() waits on cv_ rather than on the tsfn.
+      cv_.notify_all();
       if (block) blocks_->Put(block);
       // Still counted in flight, so the tsfn cannot be finalized under this call.
       if (notify) napi_call_threadsafe_function(tsfn_, nullptr, napi_tsfn_nonblocking);
@@ -307,6 +348,7 @@ class ChunkStreamWrap : public Napi::ObjectWrap<ChunkStreamWrap> {
   static Napi::Function Define(Napi::Env env) {
     return DefineClass(env, "ChunkStream",
                        {InstanceMethod<&ChunkStreamWrap::Next>("next"),
+                        InstanceMethod<&ChunkStreamWrap::Take>("take"),
                         InstanceMethod<&ChunkStreamWrap::Release>("release"),
                         InstanceMethod<&ChunkStreamWrap::Close>("close"),
                         InstanceAccessor<&ChunkStreamWrap::Blocks>("blocksAllocated")});
@@ -360,6 +402,7 @@ class ChunkStreamWrap : public Napi::ObjectWrap<ChunkStreamWrap> {
 
  private:
   Napi::Value Next(const Napi::CallbackInfo& info) { return stream_->Next(info.Env(), Value()); }
+  Napi::Value Take(const Napi::CallbackInfo& info) { return stream_->Take(info.Env()); }
 
   // release(buffer): true if it was a live piece of this stream (now detached), else false.
   Napi::Value Release(const Napi::CallbackInfo& info) {

@@ -16,7 +16,7 @@
  * while that thread stores this one.
  */
 import { scanPaths, startScan, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
-import { chunkDeltaSource, ContentForm, storeContent, storeFileContent, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
+import { chunkDeltaSource, ContentForm, storeContent, storeFileContentAhead, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
 import type { ContentBuild } from './content.js';
 import type { StoredContents } from './stored-contents.js';
 
@@ -34,11 +34,11 @@ const ARENA_BYTES = 4 * 1024 * 1024;
 /** Batches read ahead of the one being stored. */
 const BATCHES_IN_FLIGHT = 2;
 /**
- * storeSpooledSync's arenas and the largest file it takes: it runs in the mount daemon, whose
- * memory is what a Workspace costs (three 4 MiB arenas filled by 1 MiB files measured +10–15 MiB
- * of the daemon's peak over a whole-tree commit).
+ * storeSpooledSync's arenas and the largest file it reads whole (larger ones are streamed): it
+ * runs in the mount daemon, whose memory is what a Workspace costs (three 4 MiB arenas filled by
+ * 1 MiB files measured +10–15 MiB of the daemon's peak over a whole-tree commit).
  */
-export const SYNC_MAX_SIZE = 512 * 1024;
+const SYNC_MAX_SIZE = 512 * 1024;
 const SYNC_ARENA_BYTES = 2 * 1024 * 1024;
 
 /**
@@ -79,6 +79,7 @@ class Batches<T> {
     private readonly files: SpooledFiles,
     private readonly start: (paths: string[], arena: Buffer) => T,
     private readonly arenaBytes = ARENA_BYTES,
+    private readonly maxDataSize = MAX_DATA_SIZE,
   ) {
     for (let i = 0; i < BATCHES_IN_FLIGHT; i++) this.launch();
   }
@@ -89,7 +90,7 @@ class Batches<T> {
     // A batch ends where its arena would overflow, so its files are read whole, not streamed.
     let to = this.launched;
     for (let bytes = 0; to < files.count && to - this.launched < SCAN_BATCH; to++) {
-      const whole = files.size(to) <= MAX_DATA_SIZE ? files.size(to) : 0;
+      const whole = files.size(to) <= this.maxDataSize ? files.size(to) : 0;
       if (to > this.launched && bytes + whole > this.arenaBytes) break;
       bytes += whole;
     }
@@ -161,12 +162,13 @@ export async function storeSpooled(files: SpooledFiles, w: ObjectWriter, build: 
 }
 
 /**
- * storeSpooled on a thread that cannot await: each batch is waited for here. Only for files of
- * at most SYNC_MAX_SIZE (read whole by the scan): a larger one would be read and chunked here in
- * one step, where the overlay's own path lets read-only requests through between its chunks.
+ * storeSpooled on a thread that cannot await: each batch is waited for here. Files over
+ * SYNC_MAX_SIZE are streamed, the addon's threads reading, cutting and hashing a few pieces
+ * ahead while this thread stores one, with `pause` between pieces (a commit answers read-only
+ * requests there).
  */
-export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void): void {
-  const batches = new Batches(files, (paths, arena) => startScan(paths, { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES);
+export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void, pause?: () => void): void {
+  const batches = new Batches(files, (paths, arena) => startScan(paths, { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES, SYNC_MAX_SIZE);
   try {
     while (batches.queue.length > 0) {
       const { from, scanned, arena } = batches.queue[0]!;
@@ -180,7 +182,7 @@ export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: Co
           const before = storing(files, i, w);
           let c: StoredContent;
           try {
-            c = storeFileContent(e, Buffer.from(files.path(i)), w);
+            c = storeFileContentAhead(e, Buffer.from(files.path(i)), w, pause);
           } finally {
             w.deltaSource = undefined;
           }

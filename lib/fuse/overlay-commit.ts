@@ -11,7 +11,7 @@ import { EMPTY_NOTE, type CommitNote, type CommitRow, type ReconcileConflict, ty
 import { checkUnchanged, publishWorkspaceCommit, refused, setWorkspaceBase, type Published } from '../workspace/index.js';
 import { ContentForm, InodeKind, NamespaceEditor, ROOT_SERIAL, type Inode, type ObjectWriter, type WriteStats } from '../store/index.js';
 import type { ContentBuild } from './content.js';
-import { SYNC_MAX_SIZE, storeSpooled, storeSpooledSync, type SpooledFiles } from './commit-content.js';
+import { storeSpooled, storeSpooledSync, type SpooledFiles } from './commit-content.js';
 import { StoredContents } from './stored-contents.js';
 import { parentsOf, type Node } from './overlay-node.js';
 import type { CommitTarget } from './overlay-nodes.js';
@@ -174,8 +174,8 @@ export class Overlay extends OverlayStatus {
    * commitSync for callers that may wait: every changed file held whole in a spool file, large
    * ones too, goes through import's pipeline (commit-content.ts storeSpooled); the stored state
    * is the same as commitSync's. Mutations submitted through run() meanwhile wait. The kernel
-   * backend's serving thread uses commitSync, which reads such files of up to 512 KiB ahead on the
-   * addon's threads and waits for them where it is (storeSpooledSync): a serving loop that
+   * backend's serving thread uses commitSync, which reads such files ahead on the addon's threads
+   * and waits for them where it is (storeSpooledSync): a serving loop that
    * awaited the commit measured slower (docs/BENCHMARKS.md, "FUSE commit: the pipelined content path").
    */
   async commit(note: CommitNote = EMPTY_NOTE, strict = false, cells?: Int32Array): Promise<OverlayCommitOutcome> {
@@ -253,13 +253,13 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  /** Changed files held whole in a spool file, of at most `maxSize` bytes, in serial order. */
-  private spooledFiles(maxSize = Infinity): SpooledFiles {
+  /** Changed files held whole in a spool file, in serial order. */
+  private spooledFiles(): SpooledFiles {
     const serials: number[] = [];
     const sizes: number[] = [];
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
-      if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n) || n.data!.size > maxSize) continue;
+      if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n)) continue;
       if (n.data!.spooledWhole === null) continue;
       serials.push(serial);
       sizes.push(n.data!.size);
@@ -283,11 +283,11 @@ export class Overlay extends OverlayStatus {
 
   /**
    * storeAhead for commitSync: the files are opened, read, chunked and hashed on the addon's
-   * threads a few batches ahead while this thread stores; only files small enough to be read
-   * whole, up to SYNC_MAX_SIZE (a larger one keeps the overlay's path, which pauses between its chunks).
+   * threads a few batches (a large file: a few pieces) ahead while this thread stores, pausing
+   * between a large file's pieces as the overlay's own path does between its chunks.
    */
   protected storeAheadSync(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): void {
-    storeSpooledSync(this.spooledFiles(SYNC_MAX_SIZE), w, build, contents, tick);
+    storeSpooledSync(this.spooledFiles(), w, build, contents, tick, tick.pause);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */

@@ -118,6 +118,7 @@ export interface RawChunkStream {
   ctimeNs: bigint;
   blocksAllocated: number;
   next(): Promise<{ offset: number; data: Buffer; lengths: Uint32Array; ids: Buffer } | null>;
+  take(): { offset: number; data: Buffer; lengths: Uint32Array; ids: Buffer } | null;
   release(data: Uint8Array): boolean;
   close(): void;
 }

@@ -76,6 +76,19 @@ export class ChunkStream implements AsyncIterable<ChunkPiece> {
   }
 
   /**
+   * next() for a thread that cannot await (a mount's serving thread): waits here for the next
+   * piece, or null after the last, while the pool keeps reading ahead. Not while a next() is
+   * pending.
+   */
+  take(): ChunkPiece | null {
+    try {
+      return this.#s.take();
+    } catch (e) {
+      throw streamError(e, this.#path);
+    }
+  }
+
+  /**
    * Hands a piece's memory back for the next pieces. Its `data` Buffer (and every view of it)
    * becomes empty at once, so it cannot be read by mistake afterwards. Optional: unreleased
    * pieces return when collected.

@@ -8,7 +8,7 @@ export { FsView, type DirEntry } from './tree/view.js';
 export { TreeKind, lookup, type PageIO, type TreeNode } from './tree/pages.js';
 export { ContentForm, INODE_KIND_NAMES, InodeKind, kindLetter, sameXattrs, type Inode, type TreeCounts, type Xattr } from './tree/inode.js';
 export { importTree, buildNamespace, SMALL_FILE_THRESHOLD, type ImportProgress, type ImportStats } from './import/import.js';
-export { storeFileContent, type ContentSink } from './import/content.js';
+export { storeFileContent, storeFileContentAhead, type ContentSink } from './import/content.js';
 export { storeBytes, storeContent, type StoredContent } from './import/content.js';
 export { excludeMatcher, ignoreFilePatterns, IGNORE_FILE } from './import/excludes.js';
 export { readRange, clampRange, type ByteRange } from './read-range.js';

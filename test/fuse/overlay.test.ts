@@ -397,7 +397,7 @@ test('commitSync reads spooled files ahead in batches: each stored file equals a
       assert.ok(serial > 0);
       want.set(name, data);
     }
-    // A file of several MiB, past what the read-ahead takes: the overlay's own re-chunk stores it.
+    // A file of several MiB, past what a batch reads whole: streamed, a few pieces read ahead.
     const big = seededBytes(seed * 17, 4_500_000 + rand(100_000));
     const { fh } = ov.create(1, b('big'), 0o644);
     for (let o = 0; o < big.length; o += 1 << 20) ov.write(fh, big.subarray(o, Math.min(big.length, o + (1 << 20))), o);

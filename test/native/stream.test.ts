@@ -92,6 +92,92 @@ describe('readChunks: same chunks as chunkAndHash on the whole file', () => {
   });
 });
 
+describe('readChunks: take(), waiting on the calling thread', () => {
+  /** Every piece by take(), each released before the next is taken. */
+  function takeAll(s: ChunkStream): { lengths: number[]; ids: Buffer; bytes: Buffer; pieces: number } {
+    const lengths: number[] = [];
+    const ids: Buffer[] = [];
+    const bytes: Buffer[] = [];
+    let offset = 0;
+    let pieces = 0;
+    for (let piece = s.take(); piece; piece = s.take()) {
+      assert.equal(piece.offset, offset, 'pieces are contiguous');
+      offset += piece.data.length;
+      lengths.push(...piece.lengths);
+      ids.push(Buffer.from(piece.ids));
+      bytes.push(Buffer.from(piece.data));
+      s.release(piece);
+      assert.equal(piece.data.length, 0, 'a released piece reads as empty');
+      pieces++;
+    }
+    assert.equal(s.take(), null, 'the end is sticky');
+    s.close();
+    return { lengths, ids: Buffer.concat(ids), bytes: Buffer.concat(bytes), pieces };
+  }
+
+  test('the same pieces as next(): cut points, ids and bytes of a whole-file chunking', () => {
+    for (const [i, size] of [0, 1, 8192, 1048577, 5 * 1048576 + 777].entries()) {
+      const data = seededBytes(300 + i, size);
+      fs.writeFileSync(p(`t${i}`), data);
+      for (const opts of [{}, { pieceSize: 65536, readAhead: 1 }, { pieceSize: 32768, readAhead: 4 }]) {
+        const s = readChunks(p(`t${i}`), opts);
+        const r = takeAll(s);
+        const ref = chunkAndHash(data);
+        assert.deepEqual(r.lengths, ref.map((c) => c.length), `${size} bytes: cut points`);
+        assert.ok(r.ids.equals(Buffer.concat(ref.map((c) => c.id))), `${size} bytes: chunk ids`);
+        assert.ok(r.bytes.equals(data), `${size} bytes: bytes`);
+        assert.ok(s.blocksAllocated <= 8, `${s.blocksAllocated} blocks`);
+      }
+    }
+  });
+
+  test('close() closes the file at once: files streamed one after another without returning to the event loop hold no descriptors', () => {
+    const data = seededBytes(312, 600_000);
+    fs.writeFileSync(p('t-fds'), data);
+    const open = () => fs.readdirSync('/proc/self/fd').length;
+    const before = open();
+    let most = 0;
+    for (let i = 0; i < 200; i++) {
+      const s = readChunks(p('t-fds'), { pieceSize: 65536 });
+      let n = 0;
+      for (let piece = s.take(); piece; piece = s.take()) {
+        n += piece.data.length;
+        s.release(piece);
+      }
+      s.close();
+      assert.equal(n, data.length);
+      most = Math.max(most, open() - before);
+    }
+    assert.ok(most <= 2, `${most} descriptors more than before while streaming 200 files`);
+  });
+
+  test('a file changed while read throws ERR_FILE_CHANGED, sticky; take() after close throws; next() and take() mix', async () => {
+    const f = p('t-changed');
+    fs.writeFileSync(f, seededBytes(310, 4 * 1048576));
+    const s = readChunks(f, { pieceSize: 65536, readAhead: 1 });
+    assert.ok(s.take());
+    fs.truncateSync(f, 1048576);
+    assert.throws(() => {
+      while (s.take());
+    }, (e: unknown) => isLayerFsError(e, 'ERR_FILE_CHANGED') && e.path === f);
+    assert.throws(() => s.take(), (e: unknown) => isLayerFsError(e, 'ERR_FILE_CHANGED'));
+    s.close();
+    assert.throws(() => s.take());
+    const data = seededBytes(311, 3 * 1048576);
+    fs.writeFileSync(p('t-mix'), data);
+    const m = readChunks(p('t-mix'), { pieceSize: 65536 });
+    const parts: Buffer[] = [];
+    for (let k = 0; ; k++) {
+      const piece = k % 2 === 0 ? m.take() : await m.next();
+      if (!piece) break;
+      parts.push(Buffer.from(piece.data));
+      m.release(piece);
+    }
+    m.close();
+    assert.ok(Buffer.concat(parts).equals(data));
+  });
+});
+
 describe('readChunks: memory', () => {
   test('released pieces are reused: blocks stay bounded by read-ahead, not file size', async () => {
     const data = seededBytes(11, 8 * 1048576);

@@ -9,7 +9,7 @@ import { LayerFsError } from '../../errors.js';
 import { ObjectKind, type ObjectWriter } from '../objects.js';
 import { ExtentTreeBuilder } from '../tree/extents.js';
 import { ContentForm, SMALL_FILE_THRESHOLD } from '../tree/inode.js';
-import { readSmallFileSync, storeLargeFile, storeLargeFileSync } from './large-file.js';
+import { readSmallFileSync, storeLargeFile, storeLargeFileAhead, storeLargeFileSync } from './large-file.js';
 
 export { SMALL_FILE_THRESHOLD };
 
@@ -77,6 +77,15 @@ export function storeFileContent(e: ScanEntryOk, path: Buffer, w: ContentSink, s
   if (e.size >= SMALL_FILE_THRESHOLD) return { form: ContentForm.Extents, content: storeLargeFileSync(path, e, w, save) };
   const data = readSmallFileSync(path, e);
   return { form: ContentForm.Whole, content: w.add(ObjectKind.Blob, data) };
+}
+
+/**
+ * storeFileContent with a large file the scan did not read streamed through the addon's threads
+ * (storeLargeFileAhead), this thread waiting for each piece; `pause` runs between its pieces.
+ */
+export function storeFileContentAhead(e: ScanEntryOk, path: Buffer, w: ContentSink, pause?: () => void): StoredContent {
+  if (e.size < SMALL_FILE_THRESHOLD || (e.data && e.digest)) return storeFileContent(e, path, w);
+  return { form: ContentForm.Extents, content: storeLargeFileAhead(path, e, w, (node) => w.add(ObjectKind.Extents, node), pause) };
 }
 
 /**

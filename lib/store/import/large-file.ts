@@ -6,7 +6,7 @@
  */
 import { closeSync, fstatSync, openSync, readSync, constants as fsc } from 'node:fs';
 import { Chunker } from '../../native/chunker.js';
-import { readChunks, type FileIdentity } from '../../native/stream.js';
+import { readChunks, type ChunkPiece, type ChunkStream, type FileIdentity } from '../../native/stream.js';
 import { LayerFsError } from '../../errors.js';
 import { idOf, ObjectKind, type ObjectWriter } from '../objects.js';
 import { CHUNK_PACK_TARGET } from '../schema.js';
@@ -31,15 +31,38 @@ export async function storeLargeFile(path: Buffer, expect: FileIdentity, w: Obje
       const piece = await stream.next();
       if (clock) clock.waitMs += performance.now() - t;
       if (!piece) break;
-      w.putChunks(piece.data, piece.lengths, piece.ids);
-      for (let i = 0; i < piece.lengths.length; i++) tree.push(piece.ids.subarray(i * 32, i * 32 + 32), piece.lengths[i]!);
-      // The bytes are in SQLite now; the block goes back to the reader at once.
-      stream.release(piece);
+      storePiece(stream, piece, w, tree);
     }
   } finally {
     stream.close();
   }
   return tree.finish();
+}
+
+/**
+ * storeLargeFile for a thread that cannot await (a mount's serving thread): the addon's threads
+ * still read, cut and hash pieces ahead, and this thread waits for each where it is. `pause`
+ * runs between pieces (a commit answers read-only requests there).
+ */
+export function storeLargeFileAhead(path: Buffer, expect: FileIdentity, w: Pick<ObjectWriter, 'putChunks'>, save: (node: Buffer) => Buffer, pause?: () => void): Buffer {
+  const stream = readChunks(path, { expect, pieceSize: CHUNK_PACK_TARGET, readAhead: READ_AHEAD });
+  const tree = new ExtentTreeBuilder(save);
+  try {
+    for (let piece = stream.take(); piece; piece = stream.take()) {
+      storePiece(stream, piece, w, tree);
+      pause?.();
+    }
+  } finally {
+    stream.close();
+  }
+  return tree.finish();
+}
+
+function storePiece(stream: ChunkStream, piece: ChunkPiece, w: Pick<ObjectWriter, 'putChunks'>, tree: ExtentTreeBuilder): void {
+  w.putChunks(piece.data, piece.lengths, piece.ids);
+  for (let i = 0; i < piece.lengths.length; i++) tree.push(piece.ids.subarray(i * 32, i * 32 + 32), piece.lengths[i]!);
+  // The bytes are in SQLite now; the block goes back to the reader at once.
+  stream.release(piece);
 }
 
 const SYNC_PIECE = 4 * 1024 * 1024;
