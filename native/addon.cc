@@ -76,11 +76,15 @@ Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
 // buffer goes back to the system at once, instead of the threshold rising to the largest block
 // freed so far and such blocks filling the arenas) and caps the arenas its threads allocate in.
 // Call before threads start. True when both took effect.
+// Whether this process fixed the threshold (any thread may ask: mallocTuned()).
+std::atomic<bool> g_malloc_tuned{false};
+
 Napi::Value MallocTune(const Napi::CallbackInfo& info) {
 #if defined(__GLIBC__)
   const int threshold = info[0].As<Napi::Number>().Int32Value();
   const int arenas = info[1].As<Napi::Number>().Int32Value();
   const bool ok = mallopt(M_MMAP_THRESHOLD, threshold) == 1 && mallopt(M_ARENA_MAX, arenas) == 1;
+  if (ok) g_malloc_tuned.store(true);
   return Napi::Boolean::New(info.Env(), ok);
 #else
   return Napi::Boolean::New(info.Env(), false);
@@ -135,6 +139,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTrimSoon", Napi::Function::New(env, MallocTrimSoon, "mallocTrimSoon"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
+  exports.Set("mallocTuned", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), g_malloc_tuned.load()); }, "mallocTuned"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
   exports.Set("realtimeNs", Napi::Function::New(env, JsRealtimeNs, "realtimeNs"));
   exports.Set("version", kAddonVersion);

@@ -17,6 +17,7 @@
  */
 import { scanPaths, startScan, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, storeContent, storeFileContentAhead, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
+import { withStreamHeap } from './budget.js';
 import type { ContentBuild } from './content.js';
 import type { StoredContents } from './stored-contents.js';
 
@@ -182,7 +183,7 @@ export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: Co
           const before = storing(files, i, w);
           let c: StoredContent;
           try {
-            c = storeFileContentAhead(e, Buffer.from(files.path(i)), w, pause);
+            c = e.data ? storeFileContentAhead(e, Buffer.from(files.path(i)), w) : withStreamHeap(() => storeFileContentAhead(e, Buffer.from(files.path(i)), w, pause));
           } finally {
             w.deltaSource = undefined;
           }

@@ -249,6 +249,7 @@ export interface NativeBinding {
   mallocTrimSoon(): boolean;
   mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
+  mallocTuned(): boolean;
   realtimeNs(): bigint;
   version: string;
   blake3Version: string;

@@ -52,3 +52,8 @@ export function mallocTune(mmapThreshold: number, arenaMax: number): boolean {
   if (!Number.isSafeInteger(arenaMax) || arenaMax < 1 || arenaMax > 64) throw invalidArgument(`arenaMax must be 1 … 64, got ${arenaMax}`, { argument: 'arenaMax' });
   return native.mallocTune(mmapThreshold, arenaMax);
 }
+
+/** Whether this process fixed glibc's mmap threshold (mallocTune), on any of its threads. */
+export function mallocTuned(): boolean {
+  return native.mallocTuned();
+}
