@@ -1,5 +1,6 @@
 // Module entry: registers every binding and reports how BLAKE3 will dispatch.
 #include <atomic>
+#include <mutex>
 #include <cstddef>
 #include <cstdint>
 #include <system_error>
@@ -51,10 +52,10 @@ Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
 // (a commit's main thread, between batches) does not wait the milliseconds it takes to return a
 // large heap's free pages; false while the last one still runs, or without glibc. The trim holds
 // each arena's lock in turn, so the caller's own mallocs wait only while its arena is trimmed.
-Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
 #if defined(__GLIBC__)
+bool TrimSoon() {
   static std::atomic<bool> running{false};
-  if (running.exchange(true)) return Napi::Boolean::New(info.Env(), false);
+  if (running.exchange(true)) return false;
   try {
     std::thread([] {
       malloc_trim(0);
@@ -65,7 +66,13 @@ Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
     malloc_trim(0);
     running.store(false);
   }
-  return Napi::Boolean::New(info.Env(), true);
+  return true;
+}
+#endif
+
+Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__)
+  return Napi::Boolean::New(info.Env(), TrimSoon());
 #else
   return Napi::Boolean::New(info.Env(), false);
 #endif
@@ -76,16 +83,46 @@ Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
 // buffer goes back to the system at once, instead of the threshold rising to the largest block
 // freed so far and such blocks filling the arenas) and caps the arenas its threads allocate in.
 // Call before threads start. True when both took effect.
-// Whether this process fixed the threshold (any thread may ask: mallocTuned()).
-std::atomic<bool> g_malloc_tuned{false};
+// The threshold this process fixed (0: never), for any thread to see (mallocTuned, mallocStreamHeap).
+std::atomic<int> g_malloc_threshold{0};
+
+// mallocStreamHeap: the threshold while large files stream into the Store, and how many do.
+constexpr int kStreamThreshold = 2 << 20;
+std::mutex g_stream_mu;
+int g_streams = 0;
 
 Napi::Value MallocTune(const Napi::CallbackInfo& info) {
 #if defined(__GLIBC__)
   const int threshold = info[0].As<Napi::Number>().Int32Value();
   const int arenas = info[1].As<Napi::Number>().Int32Value();
   const bool ok = mallopt(M_MMAP_THRESHOLD, threshold) == 1 && mallopt(M_ARENA_MAX, arenas) == 1;
-  if (ok) g_malloc_tuned.store(true);
+  if (ok) g_malloc_threshold.store(threshold);
   return Napi::Boolean::New(info.Env(), ok);
+#else
+  return Napi::Boolean::New(info.Env(), false);
+#endif
+}
+
+// mallocStreamHeap(on): a large file starts (true) or ends (false) streaming into the Store. While
+// any does, in a process that fixed the mmap threshold, the threshold is kStreamThreshold: a
+// chunk row is 1 MiB, and SQLite's two 1 MiB blocks per row (the bound copy and the record) were
+// otherwise mapped, faulted in page by page and unmapped, row after row. Counted, so streams on
+// several threads nest; when the last ends, the heap's free pages are trimmed on a thread of
+// their own (mallocTrimSoon). True when the process had fixed the threshold.
+Napi::Value MallocStreamHeap(const Napi::CallbackInfo& info) {
+#if defined(__GLIBC__)
+  const bool on = info[0].ToBoolean().Value();
+  const int base = g_malloc_threshold.load();
+  if (base == 0) return Napi::Boolean::New(info.Env(), false);
+  std::lock_guard<std::mutex> lock(g_stream_mu);
+  if (on) {
+    if (g_streams++ == 0) mallopt(M_MMAP_THRESHOLD, kStreamThreshold);
+  } else if (g_streams > 0 && --g_streams == 0) {
+    mallopt(M_MMAP_THRESHOLD, base);
+    // The rows' blocks freed meanwhile sit in the heap, below the threshold now: given back.
+    TrimSoon();
+  }
+  return Napi::Boolean::New(info.Env(), true);
 #else
   return Napi::Boolean::New(info.Env(), false);
 #endif
@@ -139,7 +176,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTrimSoon", Napi::Function::New(env, MallocTrimSoon, "mallocTrimSoon"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
-  exports.Set("mallocTuned", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), g_malloc_tuned.load()); }, "mallocTuned"));
+  exports.Set("mallocTuned", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), g_malloc_threshold.load() != 0); }, "mallocTuned"));
+  exports.Set("mallocStreamHeap", Napi::Function::New(env, MallocStreamHeap, "mallocStreamHeap"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
   exports.Set("realtimeNs", Napi::Function::New(env, JsRealtimeNs, "realtimeNs"));
   exports.Set("version", kAddonVersion);

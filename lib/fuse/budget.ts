@@ -16,8 +16,8 @@
  *   - the write-behind queue (napi_write_behind.cc): 32 MiB per daemon;
  *   - requests held during a commit (kernel-worker.ts): HELD_REQUESTS request buffers per mount;
  *   - glibc's heap: blocks of MMAP_THRESHOLD bytes or more are mapped and unmapped (row, slot and
- *     write buffers go back to the system when freed; STREAM_MMAP_THRESHOLD while a commit streams
- *     a large file), at most ARENA_MAX arenas.
+ *     write buffers go back to the system when freed; 2 MiB while a large file streams into the
+ *     Store, lib/native mallocStreamHeap), at most ARENA_MAX arenas.
  * docs/BENCHMARKS.md, "The mount daemon's memory", has the measured resident sets.
  * Not bounded yet: the overlay's state per inode a change set touches (a node, its content state
  * and its name edits, kept until the commit: an rsync of the real tree's next release rewrites
@@ -29,7 +29,7 @@
  * memory during a commit of many small files", "The mount daemon's per-file state during a
  * whole-tree commit").
  */
-import { mallocTune, mallocTuned } from '../native/info.js';
+import { mallocTune } from '../native/info.js';
 
 /** V8's semi-space size for every thread of the daemon, MiB (the `--max-semi-space-size` flag). */
 export const YOUNG_MIB = 1;
@@ -119,28 +119,4 @@ export const ARENA_MAX = 4;
  */
 export function applyGlibcBudget(): boolean {
   return mallocTune(MMAP_THRESHOLD, ARENA_MAX);
-}
-
-/**
- * glibc's mmap threshold while a commit streams a large spooled file, bytes: above the 1 MiB
- * blocks SQLite allocates per chunk row (the bound copy and the record of the row's blob), which
- * at MMAP_THRESHOLD were each mapped, faulted in page by page and unmapped again, row after row.
- * Only then: the whole daemon at 2 MiB took the real tree's commit past the budget (263–264 MiB;
- * docs/BENCHMARKS.md, "The FUSE commit's large spooled files streamed ahead of the serving thread").
- */
-export const STREAM_MMAP_THRESHOLD = 2 * 1024 * 1024;
-
-/**
- * Runs `fn` (a large file streamed into the Store) with STREAM_MMAP_THRESHOLD, where the budget
- * applies (asked of the addon: the budget is applied on the daemon's main thread, the commit runs
- * on a serving thread).
- */
-export function withStreamHeap<T>(fn: () => T): T {
-  if (!mallocTuned()) return fn();
-  mallocTune(STREAM_MMAP_THRESHOLD, ARENA_MAX);
-  try {
-    return fn();
-  } finally {
-    mallocTune(MMAP_THRESHOLD, ARENA_MAX);
-  }
 }

@@ -17,7 +17,6 @@
  */
 import { scanPaths, startScan, type ScanEntry, type ScanEntryOk } from '../native/scan.js';
 import { chunkDeltaSource, ContentForm, storeContent, storeFileContentAhead, SMALL_FILE_THRESHOLD, type Inode, type ObjectWriter, type StoredContent } from '../store/index.js';
-import { withStreamHeap } from './budget.js';
 import type { ContentBuild } from './content.js';
 import type { StoredContents } from './stored-contents.js';
 
@@ -183,7 +182,7 @@ export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: Co
           const before = storing(files, i, w);
           let c: StoredContent;
           try {
-            c = e.data ? storeFileContentAhead(e, Buffer.from(files.path(i)), w) : withStreamHeap(() => storeFileContentAhead(e, Buffer.from(files.path(i)), w, pause));
+            c = storeFileContentAhead(e, Buffer.from(files.path(i)), w, pause);
           } finally {
             w.deltaSource = undefined;
           }

@@ -250,6 +250,7 @@ export interface NativeBinding {
   mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
   mallocTuned(): boolean;
+  mallocStreamHeap(on: boolean): boolean;
   realtimeNs(): bigint;
   version: string;
   blake3Version: string;

@@ -57,3 +57,14 @@ export function mallocTune(mmapThreshold: number, arenaMax: number): boolean {
 export function mallocTuned(): boolean {
   return native.mallocTuned();
 }
+
+/**
+ * A large file starts (`true`) or ends (`false`) streaming into the Store. In a process that fixed
+ * glibc's mmap threshold (mallocTune: the mount daemon, the `workspace commit` command), the
+ * threshold is 2 MiB while any such file streams, on any thread: its chunk rows are 1 MiB, and
+ * SQLite's two 1 MiB blocks per row were otherwise mapped, faulted in and unmapped row by row.
+ * Calls pair up (a count). False, and nothing done, where the threshold was never fixed.
+ */
+export function mallocStreamHeap(on: boolean): boolean {
+  return native.mallocStreamHeap(on);
+}

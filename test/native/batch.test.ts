@@ -101,6 +101,27 @@ describe('lifecycle', () => {
     assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), { before: false, ok: true, after: true, inWorker: true, bad: ['ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT', 'ERR_INVALID_ARGUMENT'] });
   });
 
+  test('mallocStreamHeap raises a fixed mmap threshold to 2 MiB while large files stream, counted, and nothing where none was fixed', () => {
+    const r = run(
+      `import { mallocStats, mallocStreamHeap, mallocTune } from './lib/native/index.ts';` +
+        `const untuned = mallocStreamHeap(true);` +
+        `mallocTune(256 * 1024, 4);` +
+        `const keep = [];` +
+        // Whether a fresh 1 MiB block is mapped on its own (glibc's mmap bytes grow) or taken from the heap.
+        `const mapped = () => { const m0 = mallocStats().mmap; keep.push(Buffer.allocUnsafeSlow(1 << 20)); return mallocStats().mmap - m0 >= 1 << 20; };` +
+        `const fixed = mapped();` +
+        `const on = [mallocStreamHeap(true), mallocStreamHeap(true)];` +
+        `const streaming = mapped();` +
+        `mallocStreamHeap(false);` +
+        `const oneLeft = mapped();` +
+        `mallocStreamHeap(false);` +
+        `const after = mapped();` +
+        `console.log(JSON.stringify({ untuned, fixed, on, streaming, oneLeft, after }));`,
+    );
+    assert.equal(r.status, 0, r.out);
+    assert.deepEqual(JSON.parse(r.out.trim().split('\n').pop()!), { untuned: false, fixed: true, on: [true, true], streaming: false, oneLeft: false, after: true });
+  });
+
   test('mallocTrimSoon gives freed heap pages back on its own thread, one trim at a time', () => {
     // 1 MiB Buffers from the heap (the mmap threshold raised), every other one freed: holes in
     // the middle of the heap, which free() alone never returns. The trim must take them back.

@@ -3,9 +3,11 @@
  * `storeLargeFile` is the import's path: the addon reads, cuts and hashes pieces on its thread
  * pool a few pieces ahead (readChunks) while this thread writes each piece's new chunks as a pack
  * row, so hashing overlaps the SQLite writes. The extent tree is built as the chunks arrive.
+ * While a file streams, a process that fixed glibc's mmap threshold raises it (mallocStreamHeap).
  */
 import { closeSync, fstatSync, openSync, readSync, constants as fsc } from 'node:fs';
 import { Chunker } from '../../native/chunker.js';
+import { mallocStreamHeap } from '../../native/info.js';
 import { readChunks, type ChunkPiece, type ChunkStream, type FileIdentity } from '../../native/stream.js';
 import { LayerFsError } from '../../errors.js';
 import { idOf, ObjectKind, type ObjectWriter } from '../objects.js';
@@ -25,6 +27,7 @@ export async function storeLargeFile(path: Buffer, expect: FileIdentity, w: Obje
   // Each piece becomes one pack row when its chunks are new: pieces are sized as chunk rows.
   const stream = readChunks(path, { expect, pieceSize: CHUNK_PACK_TARGET, readAhead: READ_AHEAD });
   const tree = new ExtentTreeBuilder((node) => w.add(ObjectKind.Extents, node));
+  const heap = mallocStreamHeap(true);
   try {
     for (;;) {
       const t = performance.now();
@@ -35,6 +38,7 @@ export async function storeLargeFile(path: Buffer, expect: FileIdentity, w: Obje
     }
   } finally {
     stream.close();
+    if (heap) mallocStreamHeap(false);
   }
   return tree.finish();
 }
@@ -47,6 +51,7 @@ export async function storeLargeFile(path: Buffer, expect: FileIdentity, w: Obje
 export function storeLargeFileAhead(path: Buffer, expect: FileIdentity, w: Pick<ObjectWriter, 'putChunks'>, save: (node: Buffer) => Buffer, pause?: () => void): Buffer {
   const stream = readChunks(path, { expect, pieceSize: CHUNK_PACK_TARGET, readAhead: READ_AHEAD });
   const tree = new ExtentTreeBuilder(save);
+  const heap = mallocStreamHeap(true);
   try {
     for (let piece = stream.take(); piece; piece = stream.take()) {
       storePiece(stream, piece, w, tree);
@@ -54,6 +59,7 @@ export function storeLargeFileAhead(path: Buffer, expect: FileIdentity, w: Pick<
     }
   } finally {
     stream.close();
+    if (heap) mallocStreamHeap(false);
   }
   return tree.finish();
 }
