@@ -52,6 +52,7 @@ Napi::Value MallocTrim(const Napi::CallbackInfo& info) {
 // (a commit's main thread, between batches) does not wait the milliseconds it takes to return a
 // large heap's free pages; false while the last one still runs, or without glibc. The trim holds
 // each arena's lock in turn, so the caller's own mallocs wait only while its arena is trimmed.
+// TrimSoon is its body, also started when the last stream of mallocStreamHeap ends.
 #if defined(__GLIBC__)
 bool TrimSoon() {
   static std::atomic<bool> running{false};
@@ -78,11 +79,6 @@ Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
 #endif
 }
 
-// mallocTune(mmapThreshold, arenaMax): a long-lived process (the mount daemon) fixes glibc's
-// mmap threshold (blocks at least this large are mapped and unmapped, so a freed row or write
-// buffer goes back to the system at once, instead of the threshold rising to the largest block
-// freed so far and such blocks filling the arenas) and caps the arenas its threads allocate in.
-// Call before threads start. True when both took effect.
 // The threshold this process fixed (0: never), for any thread to see (mallocTuned, mallocStreamHeap).
 std::atomic<int> g_malloc_threshold{0};
 
@@ -91,6 +87,11 @@ constexpr int kStreamThreshold = 2 << 20;
 std::mutex g_stream_mu;
 int g_streams = 0;
 
+// mallocTune(mmapThreshold, arenaMax): a long-lived process (the mount daemon) fixes glibc's
+// mmap threshold (blocks at least this large are mapped and unmapped, so a freed row or write
+// buffer goes back to the system at once, instead of the threshold rising to the largest block
+// freed so far and such blocks filling the arenas) and caps the arenas its threads allocate in.
+// Call before threads start. True when both took effect.
 Napi::Value MallocTune(const Napi::CallbackInfo& info) {
 #if defined(__GLIBC__)
   const int threshold = info[0].As<Napi::Number>().Int32Value();
