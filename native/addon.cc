@@ -79,7 +79,7 @@ Napi::Value MallocTrimSoon(const Napi::CallbackInfo& info) {
 #endif
 }
 
-// The threshold this process fixed (0: never), for any thread to see (mallocTuned, mallocStreamHeap).
+// The threshold this process fixed (0: never), for any thread to see (mallocStreamHeap).
 std::atomic<int> g_malloc_threshold{0};
 
 // mallocStreamHeap: the threshold while large files stream into the Store, and how many do.
@@ -177,7 +177,6 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   exports.Set("mallocTrim", Napi::Function::New(env, MallocTrim, "mallocTrim"));
   exports.Set("mallocTrimSoon", Napi::Function::New(env, MallocTrimSoon, "mallocTrimSoon"));
   exports.Set("mallocTune", Napi::Function::New(env, MallocTune, "mallocTune"));
-  exports.Set("mallocTuned", Napi::Function::New(env, [](const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), g_malloc_threshold.load() != 0); }, "mallocTuned"));
   exports.Set("mallocStreamHeap", Napi::Function::New(env, MallocStreamHeap, "mallocStreamHeap"));
   exports.Set("mallocStats", Napi::Function::New(env, MallocStats, "mallocStats"));
   exports.Set("realtimeNs", Napi::Function::New(env, JsRealtimeNs, "realtimeNs"));

@@ -249,7 +249,6 @@ export interface NativeBinding {
   mallocTrimSoon(): boolean;
   mallocStats(): MallocStats | null;
   mallocTune(mmapThreshold: number, arenaMax: number): boolean;
-  mallocTuned(): boolean;
   mallocStreamHeap(on: boolean): boolean;
   realtimeNs(): bigint;
   version: string;

@@ -29,7 +29,7 @@ export { fdLock, fdRead, fdWrite, fuseSpin, fuseSpinStats, RequestReader, type H
 export { fuseBackingClose, fuseBackingOpen, fuseMount, receiveFd, socketPair, unmount } from './mount.js';
 export { setXattr, removeXattr, getXattrs, listXattrs, setTimes, type XattrEntry } from './xattr.js';
 export { CowPages, CowSource, COW_PAGE, type CowCopy, type CowSegment, type RechunkIo, type RechunkResult } from './cow.js';
-export { mallocStats, mallocTrim, mallocTrimSoon, mallocStreamHeap, mallocTune, mallocTuned, nativeInfo, realtimeNs, type NativeInfo } from './info.js';
+export { mallocStats, mallocTrim, mallocTrimSoon, mallocStreamHeap, mallocTune, nativeInfo, realtimeNs, type NativeInfo } from './info.js';
 export { zstdCompress, zstdCompressStart, zstdCompressResult, zstdDecompress, zstdDecompressInto, ZSTD_VERSION } from './zstd.js';
 export { decodeRun, runTasksAlive, startRun, RUN_FIELDS, RunCodec, type RunTask } from './run.js';
 export { ADDON_PATH, BLOB_ENTRY, BLOB_HANDLE_SQL, BlobRead, blobRead } from './blobs.js';

@@ -53,11 +53,6 @@ export function mallocTune(mmapThreshold: number, arenaMax: number): boolean {
   return native.mallocTune(mmapThreshold, arenaMax);
 }
 
-/** Whether this process fixed glibc's mmap threshold (mallocTune), on any of its threads. */
-export function mallocTuned(): boolean {
-  return native.mallocTuned();
-}
-
 /**
  * A large file starts (`true`) or ends (`false`) streaming into the Store. In a process that fixed
  * glibc's mmap threshold (mallocTune: the mount daemon, the `workspace commit` command), the
