@@ -21,15 +21,22 @@ export interface GcRoot {
   rootId: Buffer;
 }
 
+/** Highest tier a garbage object is given (tierGarbage): above any chain a valid Store holds. */
+const MAX_TIER = 64;
+
 /** Cache of the temporary database, in KiB: bounds what the live set keeps in memory. */
 const TEMP_CACHE_KIB = 16 * 1024;
 
 /**
  * `gc_live`: every object found live (`walked` = 1 for tree objects whose whole subtree is in
  * it; an object kept only as a delta base is not walked). `gc_garbage`: what mark found
- * unreachable, in id order: the sweep deletes
- * in the index's order, so each of its transactions rewrites a run of neighbouring index pages and
+ * unreachable, by `tier` and then in id order: the sweep deletes tier by tier, each in the
+ * index's order, so each of its transactions rewrites a run of neighbouring index pages and
  * the whole sweep about the index once (random order rewrote most index pages in every batch).
+ * An object's tier is above that of every garbage object stored against it (a delta's bases, a
+ * dictionary frame's dictionary: tierGarbage), so no object is deleted while one that needs it
+ * remains: a writer that finds a garbage object stored between two sweep transactions and
+ * publishes it (which keeps it) never keeps an object whose base is gone.
  */
 export class LiveSet {
   private readonly hasQ;
@@ -46,7 +53,7 @@ export class LiveSet {
 DROP TABLE IF EXISTS temp.gc_live;
 DROP TABLE IF EXISTS temp.gc_garbage;
 CREATE TEMP TABLE gc_live (id BLOB PRIMARY KEY, walked INTEGER NOT NULL) WITHOUT ROWID;
-CREATE TEMP TABLE gc_garbage (id BLOB PRIMARY KEY, pack INTEGER NOT NULL, size INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TEMP TABLE gc_garbage (id BLOB PRIMARY KEY, pack INTEGER NOT NULL, size INTEGER NOT NULL, tier INTEGER NOT NULL DEFAULT 0) WITHOUT ROWID;
 `);
     this.hasQ = db.prepare('SELECT 1 FROM temp.gc_live WHERE id = ?').pluck();
     this.walkedQ = db.prepare('SELECT walked FROM temp.gc_live WHERE id = ?').pluck();
@@ -90,13 +97,42 @@ CREATE TEMP TABLE gc_garbage (id BLOB PRIMARY KEY, pack INTEGER NOT NULL, size I
       ),
     );
     for (let added = 1; added > 0; ) added = steps.reduce((n, s) => n + s.run().changes, 0);
-    db.exec('DROP TABLE temp.gc_delta');
+    // Kept for tierGarbage, once the garbage is known.
+  }
+
+  /**
+   * Sets each garbage object's tier (gc_garbage, filled) one above the highest tier of the
+   * garbage objects stored against it, starting from 0, from the bases addDeltaBases copied:
+   * round by round, only the bases of the objects raised in the round before are looked at.
+   * A delta chain is at most DELTA_MAX_DEPTH links and a dictionary adds one; a Store whose
+   * bases loop (forged) stops rising at MAX_TIER. Returns the highest tier; above 0, the sweep's
+   * order (tier, id) is indexed.
+   */
+  tierGarbage(): number {
+    const db = this.store.db;
+    db.exec(`
+DROP TABLE IF EXISTS temp.gc_front; DROP TABLE IF EXISTS temp.gc_next;
+CREATE TEMP TABLE gc_front (id BLOB PRIMARY KEY) WITHOUT ROWID;
+CREATE TEMP TABLE gc_next (id BLOB PRIMARY KEY) WITHOUT ROWID;
+INSERT INTO temp.gc_front (id) SELECT d.id FROM temp.gc_delta d WHERE d.id IN (SELECT id FROM temp.gc_garbage);
+`);
+    const bases = [0, 1, 2, 3].map((k) => `SELECT substr(d.base, ${k * 32 + 1}, 32) AS b FROM temp.gc_front f JOIN temp.gc_delta d ON d.id = f.id WHERE length(d.base) >= ${(k + 1) * 32}`).join(' UNION ');
+    const next = db.prepare(`INSERT INTO temp.gc_next (id) SELECT b FROM (${bases}) WHERE b IN (SELECT id FROM temp.gc_garbage)`);
+    const raise = db.prepare('UPDATE temp.gc_garbage SET tier = ? WHERE id IN (SELECT id FROM temp.gc_next)');
+    let tier = 0;
+    while (tier < MAX_TIER && next.run().changes > 0) {
+      raise.run(++tier);
+      db.exec('DELETE FROM temp.gc_front; INSERT INTO temp.gc_front SELECT id FROM temp.gc_next; DELETE FROM temp.gc_next');
+    }
+    db.exec('DROP TABLE temp.gc_delta; DROP TABLE temp.gc_front; DROP TABLE temp.gc_next');
+    if (tier > 0) db.exec('CREATE INDEX temp.gc_garbage_order ON gc_garbage (tier, id)');
+    return tier;
   }
 
   close(): void {
     const db = this.store.db;
     if (!db.open) return;
-    db.exec('DROP TABLE IF EXISTS temp.gc_live; DROP TABLE IF EXISTS temp.gc_garbage; DROP TABLE IF EXISTS temp.gc_delta');
+    db.exec('DROP TABLE IF EXISTS temp.gc_live; DROP TABLE IF EXISTS temp.gc_garbage; DROP TABLE IF EXISTS temp.gc_delta; DROP TABLE IF EXISTS temp.gc_front; DROP TABLE IF EXISTS temp.gc_next');
     db.pragma('temp_store = MEMORY');
   }
 }

@@ -2,7 +2,8 @@
  * Garbage collection: deletes the objects no kept state reaches, the counterpart of
  * `git gc --prune=now`. Mark walks every kept state's tree objects (pages, roots, extent
  * nodes; file content is a leaf and is never read) in one read snapshot, then adds the delta
- * bases of everything marked. Sweep deletes the rest in bounded write transactions; before each,
+ * bases of everything marked. Sweep deletes the rest in bounded write transactions, never an
+ * object before the garbage stored against it (LiveSet.tierGarbage); before each,
  * under the write lock, the states kept *now* are walked again from where mark stopped, so an
  * object a concurrent writer reused (found stored, not written again) and published is kept.
  * Every writer stores its objects and publishes the row that reaches them in one transaction,
@@ -105,6 +106,7 @@ function fileBytes(store: StoreAccess): { file: number; free: number } {
 interface Garbage {
   pack: number;
   id: Buffer;
+  tier: number;
 }
 
 /** A pack row holding garbage at mark (or nothing at all: `orphan`). */
@@ -162,10 +164,11 @@ export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promi
       return finish(store, stats, progress, report, false);
     }
     const t1 = performance.now();
+    const tiers = live.tierGarbage();
     progress.phase = 'sweep';
     progress.total = stats.garbageObjects;
     report();
-    await sweep(store, marker, opts, batch, rows, stats, seen, (n) => {
+    await sweep(store, marker, opts, { batch, tiers }, rows, stats, seen, (n) => {
       progress.done += n;
       report();
     });
@@ -196,16 +199,23 @@ export async function collectGarbage(store: StoreAccess, opts: GcOptions): Promi
   }
 }
 
-/** The sweep: gc_garbage a batch at a time, in id order after a cursor, one transaction each. */
-async function sweep(store: StoreAccess, marker: Marker, opts: GcOptions, batch: number, rows: Map<number, Row>, stats: GcStats, seen: { version: number }, done: (n: number) => void): Promise<void> {
-  const next = store.db.prepare('SELECT pack, id FROM temp.gc_garbage WHERE id > ? ORDER BY id LIMIT ?');
-  let cursor: Buffer = Buffer.alloc(0);
+/**
+ * The sweep: gc_garbage a batch at a time, by tier and then in id order after a cursor, one
+ * transaction each (LiveSet.tierGarbage: nothing is deleted before what is stored against it).
+ */
+async function sweep(store: StoreAccess, marker: Marker, opts: GcOptions, { batch, tiers }: { batch: number; tiers: number }, rows: Map<number, Row>, stats: GcStats, seen: { version: number }, done: (n: number) => void): Promise<void> {
+  // All of tier 0 (no garbage stored against garbage): the primary key's order, as before tiers.
+  const next =
+    tiers > 0
+      ? store.db.prepare('SELECT pack, id, tier FROM temp.gc_garbage WHERE (tier, id) > (?, ?) ORDER BY tier, id LIMIT ?')
+      : store.db.prepare('SELECT pack, id, tier FROM temp.gc_garbage WHERE ? = 0 AND id > ? ORDER BY id LIMIT ?');
+  let cursor: { tier: number; id: Buffer } = { tier: 0, id: Buffer.alloc(0) };
   // The first transaction runs even without garbage: it records pruned Commits and drops orphan rows.
   for (let first = true; ; first = false) {
-    const items = next.all(cursor, batch) as Garbage[];
+    const items = next.all(cursor.tier, cursor.id, batch) as Garbage[];
     if (items.length === 0 && !first) break;
     sweepBatch(store, marker, opts, items, rows, stats, seen);
-    if (items.length > 0) cursor = items.at(-1)!.id;
+    if (items.length > 0) cursor = items.at(-1)!;
     done(items.length);
     // Between transactions: let this process's other work (and other writers) in.
     await new Promise((r) => setImmediate(r));

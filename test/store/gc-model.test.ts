@@ -20,6 +20,7 @@ import { decodeRoot } from '../../lib/store/tree/root.js';
 import { decodeNode, TreeKind } from '../../lib/store/tree/pages.js';
 import { ContentForm, decodeInode, InodeKind } from '../../lib/store/tree/inode.js';
 import { decodeExtentNode } from '../../lib/store/tree/extents.js';
+import { Codec } from '../../lib/store/codec.js';
 import { assertIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 import { walkForCompare, type WalkRecord } from '../helpers/treewalk.js';
@@ -27,6 +28,11 @@ import { rng } from '../helpers/random.js';
 
 const seed = Number(process.env.LAYERFS_TEST_SEED ?? Date.now() % 1_000_000);
 console.log(`gc model seed=${seed} (rerun with LAYERFS_TEST_SEED=${seed})`);
+
+/** SQL: a delta row (`o`) one of whose bases (up to four, 32 bytes each) is not stored. */
+const BASE_MISSING = [0, 1, 2, 3]
+  .map((k) => `(length(o.base) >= ${(k + 1) * 32} AND NOT EXISTS (SELECT 1 FROM objects b WHERE b.id = substr(o.base, ${k * 32 + 1}, 32)))`)
+  .join(' OR ');
 
 interface ModelBranch {
   name: string;
@@ -196,7 +202,17 @@ test(`gc model: random create/delete/pin/policy sequences keep exactly what the 
         policyN = pick([null, 1, 2, 3]);
         c.setRetention({ branchCommits: policyN, olderThanMs: policyN === null ? null : 0 });
       } else {
-        await c.gc({ batchObjects: 1 + Math.floor(r() * 50) });
+        // Between any two of gc's transactions, every object stored against another still has it.
+        const probe = Store.open(path, { readonly: true });
+        const orphaned = probe.db.prepare(`SELECT count(*) FROM objects o WHERE o.codec = ${Codec.Delta} AND (${BASE_MISSING})`).pluck();
+        try {
+          await c.gc({
+            batchObjects: 1 + Math.floor(r() * 50),
+            onProgress: (p) => assert.equal(orphaned.get(), 0, `a delta's base deleted before it (step ${step}, ${p.phase} ${p.done}/${p.total})`),
+          });
+        } finally {
+          probe.close();
+        }
         gcs++;
         const kept = modelKept();
         for (const id of rootOf.keys()) if (!id.startsWith('layer:') && !kept.has(id) && !pins.has(id)) gone.add(id);
