@@ -11,7 +11,7 @@ import { verifyStore, type VerifyProgress } from '../store/verify.js';
 import type { BackupProgress } from '../store/backup.js';
 import { verifiedBackup } from './archive.js';
 import type { ClientContext } from './context.js';
-import { workspaceRoots } from '../workspace/index.js';
+import { maintenanceClaim, workspaceRoots } from '../workspace/index.js';
 import type { BackupReceipt, DedupAnalysis, RepackProgress, RepackReceipt, StoreInfoResult, VerifyResult } from './types.js';
 
 export function info(store: Store): StoreInfoResult {
@@ -64,7 +64,7 @@ export async function backup(ctx: ClientContext, dest: string, opts: { onProgres
 export async function repack(ctx: ClientContext, opts: { level?: number; full?: boolean; onProgress?: (p: RepackProgress) => void }): Promise<RepackReceipt> {
   const t0 = performance.now();
   const a0 = ctx.store.meter.allocatedGrowth;
-  const r = await ctx.store.repack({ level: opts.level, full: opts.full, onProgress: opts.onProgress });
+  const r = await ctx.store.repack({ level: opts.level, full: opts.full, onProgress: opts.onProgress }, maintenanceClaim());
   const base = ctx.receipt('db.repack', 'Repacked', t0, a0, null);
   return ctx.monitor.record({
     ...base,

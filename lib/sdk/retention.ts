@@ -27,7 +27,7 @@ import {
 import type { Receipt } from '../monitor/monitor.js';
 import type { GcProgress } from '../store/gc.js';
 import type { Store } from '../store/store.js';
-import { listWorkspaces, openWorkspacesOn, workspaceRoots } from '../workspace/index.js';
+import { listWorkspaces, maintenanceClaim, openWorkspacesOn, workspaceRoots } from '../workspace/index.js';
 import { resolveState } from './refs.js';
 import type { BranchDeleteResult, BranchRenameResult, DeletedInfo, GcReceipt, LayerStackDeleteResult, PinInfo, PinResult, RetentionInfo } from './retention-types.js';
 import type { BranchInfo, EndResult } from './types.js';
@@ -159,7 +159,7 @@ export async function gc(ctx: RetentionContext, opts: { dryRun?: boolean; vacuum
     vacuum: opts.vacuum,
     batchObjects: opts.batchObjects,
     onProgress: opts.onProgress,
-  });
+  }, maintenanceClaim());
   const outcome = r.dryRun ? ('DryRun' as const) : ('Collected' as const);
   const { dryRun: _d, ...rest } = r;
   return ctx.record({ ...ctx.receipt('db.gc', outcome, t0, a0), ...rest, outcome });

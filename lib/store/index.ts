@@ -30,5 +30,6 @@ export { tarStream, type TarStats } from './tar.js';
 export { extractTar, type TarExtractStats, type TarSource } from './import/tar-extract.js';
 export { copyStore, publishCopy, discardCopy, type BackupCopy, type BackupProgress } from './backup.js';
 export { GC_BATCH_OBJECTS, GC_LEVEL, type GcOptions, type GcProgress, type GcRoot, type GcStats } from './gc.js';
+export type { LeaseHolder, MaintenanceClaim } from './maintenance-lease.js';
 export { chunkDeltaSource, type ChunkDeltaSource } from './chunk-delta.js';
 export { SerialMap, SerialObjectMap, SerialSet } from './serial-tables.js';

@@ -7,6 +7,7 @@ import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
 import { ObjectWriter } from './object-writer.js';
 import type { GcOptions, GcStats } from './gc.js';
 import type { RepackOptions, RepackStats } from './repack.js';
+import { releaseMaintenance, takeMaintenance, type MaintenanceClaim } from './maintenance-lease.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, prepared, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
 import { LAZY_TABLES, type LazyTable } from './schema.js';
@@ -234,6 +235,15 @@ export class Store extends ReadStore {
     return mapSqliteError(e, this.path);
   }
 
+  /** Gives the maintenance lease back; a failure leaves it to this process, whose end frees it. */
+  private release(claim: MaintenanceClaim): void {
+    try {
+      this.writeSync(() => releaseMaintenance(this.db, claim.holder));
+    } catch {
+      // The lease names this process: the next pass here takes it again, others once it is gone.
+    }
+  }
+
   private endWrite(): void {
     this.pages.endWrite();
     this.writing = false;
@@ -243,30 +253,33 @@ export class Store extends ReadStore {
    * Rewrites the pack rows for size with slow compression settings, in bounded transactions,
    * then VACUUMs (repack.ts). Ids and content never change.
    */
-  async repack(opts: RepackOptions = {}): Promise<RepackStats> {
+  async repack(opts: RepackOptions = {}, claim?: MaintenanceClaim): Promise<RepackStats> {
     // Loaded on first use: a process that only reads never loads the maintenance passes.
     const { repackStore } = await import('./repack.js');
-    return this.maintain(() => repackStore(this, opts));
+    return this.maintain(() => repackStore(this, opts), 'repack', claim);
   }
 
   /**
    * Deletes the objects the states `opts.roots()` names do not reach, in bounded transactions,
-   * safe against concurrent writers and crashes (gc.ts).
+   * safe against concurrent writers and crashes (gc.ts). With `claim`, gc and repack run one at
+   * a time on the Store (maintenance-lease.ts); a dry run changes nothing and takes no lease.
    */
-  async gc(opts: GcOptions): Promise<GcStats> {
+  async gc(opts: GcOptions, claim?: MaintenanceClaim): Promise<GcStats> {
     const { collectGarbage } = await import('./gc.js');
-    return this.maintain(() => collectGarbage(this, opts));
+    return this.maintain(() => collectGarbage(this, opts), 'gc', opts.dryRun ? undefined : claim);
   }
 
-  /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer. */
-  private async maintain<T>(pass: () => Promise<T>): Promise<T> {
+  /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer, holding the Store's maintenance lease if `claim`ed. */
+  private async maintain<T>(pass: () => Promise<T>, name: string, claim?: MaintenanceClaim): Promise<T> {
     if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
+    if (claim) this.writeSync(() => takeMaintenance(this.db, this.path, name, claim));
     this.writing = true;
     try {
       return await pass();
     } finally {
       this.forgetWritten();
       this.writing = false;
+      if (claim) this.release(claim);
     }
   }
 

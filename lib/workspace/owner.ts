@@ -6,7 +6,7 @@
  * could not publish) has its owner cleared, so it stays until someone ends it.
  */
 import { isAlive, processRef, type ProcessRef } from './exec-records.js';
-import { prepared, type Store } from '../store/index.js';
+import { prepared, type MaintenanceClaim, type Store } from '../store/index.js';
 
 export type { ProcessRef };
 
@@ -26,6 +26,11 @@ export function workspaceOwner(store: Store, id: Buffer): ProcessRef | null {
     | undefined;
   if (!r || r.pid === null) return null;
   return { pid: r.pid, startTime: r.startTime, bootId: r.bootId };
+}
+
+/** This process's claim on a Store's maintenance lease (gc, repack): another holder counts as gone once ownerGone says so. */
+export function maintenanceClaim(): MaintenanceClaim {
+  return { holder: selfOwner(), gone: ownerGone };
 }
 
 /** Whether `owner` is this very process (same pid, same start). */

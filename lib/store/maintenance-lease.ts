@@ -1,0 +1,69 @@
+/**
+ * The Store's maintenance lease: `db gc` and `db repack` run one at a time on a Store, across
+ * processes, as git's gc.pid lock makes them. gc keeps what a state published during its sweep
+ * reaches, and the bases of that; it cannot see that a concurrent repack stored an object it had
+ * already found live as a delta against another one: repack may take any object its rows hold as
+ * a base, garbage included, and gc would then delete that base. The lease is the meta row
+ * `maintenance` (JSON: the pass, its process, since when); a lease whose process is proven gone
+ * (the caller's `gone`: killed, crashed, rebooted) is taken over.
+ */
+import { LayerFsError } from '../errors.js';
+import type { Db } from './store-file.js';
+
+/** A process as the lease records it (pid, its start time in /proc, the boot it runs in). */
+export interface LeaseHolder {
+  pid: number;
+  startTime: string | null;
+  bootId: string | null;
+}
+
+/** Who may take the lease: this process, and how to tell whether another holder is gone. */
+export interface MaintenanceClaim {
+  holder: LeaseHolder;
+  gone(holder: LeaseHolder): boolean;
+}
+
+interface Lease extends LeaseHolder {
+  pass: string;
+  sinceMs: number;
+}
+
+const KEY = 'maintenance';
+
+function parse(value: string | undefined): Lease | undefined {
+  if (value === undefined) return undefined;
+  try {
+    const v = JSON.parse(value) as Partial<Lease>;
+    if (typeof v.pid === 'number' && typeof v.pass === 'string') return { pid: v.pid, startTime: v.startTime ?? null, bootId: v.bootId ?? null, pass: v.pass, sinceMs: Number(v.sinceMs) || 0 };
+  } catch {
+    // A row no writer of this format made: nobody holds it.
+  }
+  return undefined;
+}
+
+const same = (a: LeaseHolder, b: LeaseHolder): boolean => a.pid === b.pid && a.startTime === b.startTime && a.bootId === b.bootId;
+
+/**
+ * Takes the lease for `pass` inside the caller's write transaction, or throws ERR_BUSY naming the
+ * pass that holds it and its process.
+ */
+export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim): void {
+  const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
+  if (held && !same(held, claim.holder) && !claim.gone(held)) {
+    const since = new Date(held.sinceMs).toISOString();
+    throw new LayerFsError('ERR_BUSY', `db ${held.pass} is running on this Store (process ${held.pid}, since ${since}); db ${pass} waits for it to finish`, {
+      path,
+      running: held.pass,
+      pid: held.pid,
+      hint: `run db ${pass} again when it has finished (gc and repack run one at a time)`,
+    });
+  }
+  const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now() };
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(lease));
+}
+
+/** Gives the lease back (inside the caller's write transaction), if `holder` still has it. */
+export function releaseMaintenance(db: Db, holder: LeaseHolder): void {
+  const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
+  if (held && same(held, holder)) db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
+}
