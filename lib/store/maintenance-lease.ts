@@ -51,11 +51,11 @@ export function takeMaintenance(db: Db, path: string, pass: string, claim: Maint
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
   if (held && !same(held, claim.holder) && !claim.gone(held)) {
     const since = new Date(held.sinceMs).toISOString();
-    throw new LayerFsError('ERR_BUSY', `db ${held.pass} is running on this Store (process ${held.pid}, since ${since}); db ${pass} waits for it to finish`, {
+    throw new LayerFsError('ERR_BUSY', `db ${held.pass} is running on this Store (process ${held.pid}, since ${since})`, {
       path,
       running: held.pass,
       pid: held.pid,
-      hint: `run db ${pass} again when it has finished (gc and repack run one at a time)`,
+      hint: `run db ${pass} again when it has finished: gc and repack run one at a time`,
     });
   }
   const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now() };
