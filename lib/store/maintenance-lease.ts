@@ -7,6 +7,7 @@
  * `maintenance` (JSON: the pass, its process, since when); a lease whose process is proven gone
  * (the caller's `gone`: killed, crashed, rebooted) is taken over.
  */
+import { randomBytes } from 'node:crypto';
 import { LayerFsError } from '../errors.js';
 import type { Db } from './store-file.js';
 
@@ -26,6 +27,8 @@ export interface MaintenanceClaim {
 interface Lease extends LeaseHolder {
   pass: string;
   sinceMs: number;
+  /** Which pass of its process holds it: two Clients of one process run one pass at a time too. */
+  token: string;
 }
 
 const KEY = 'maintenance';
@@ -34,22 +37,20 @@ function parse(value: string | undefined): Lease | undefined {
   if (value === undefined) return undefined;
   try {
     const v = JSON.parse(value) as Partial<Lease>;
-    if (typeof v.pid === 'number' && typeof v.pass === 'string') return { pid: v.pid, startTime: v.startTime ?? null, bootId: v.bootId ?? null, pass: v.pass, sinceMs: Number(v.sinceMs) || 0 };
+    if (typeof v.pid === 'number' && typeof v.pass === 'string') return { pid: v.pid, startTime: v.startTime ?? null, bootId: v.bootId ?? null, pass: v.pass, sinceMs: Number(v.sinceMs) || 0, token: String(v.token ?? '') };
   } catch {
     // A row no writer of this format made: nobody holds it.
   }
   return undefined;
 }
 
-const same = (a: LeaseHolder, b: LeaseHolder): boolean => a.pid === b.pid && a.startTime === b.startTime && a.bootId === b.bootId;
-
 /**
- * Takes the lease for `pass` inside the caller's write transaction, or throws ERR_BUSY naming the
- * pass that holds it and its process.
+ * Takes the lease for `pass` inside the caller's write transaction and returns its token, or
+ * throws ERR_BUSY naming the pass that holds it and its process (this one included).
  */
-export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim): void {
+export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim): string {
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
-  if (held && !same(held, claim.holder) && !claim.gone(held)) {
+  if (held && !claim.gone(held)) {
     const since = new Date(held.sinceMs).toISOString();
     throw new LayerFsError('ERR_BUSY', `db ${held.pass} is running on this Store (process ${held.pid}, since ${since})`, {
       path,
@@ -58,12 +59,13 @@ export function takeMaintenance(db: Db, path: string, pass: string, claim: Maint
       hint: `run db ${pass} again when it has finished: gc and repack run one at a time`,
     });
   }
-  const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now() };
+  const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now(), token: randomBytes(8).toString('hex') };
   db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(lease));
+  return lease.token;
 }
 
-/** Gives the lease back (inside the caller's write transaction), if `holder` still has it. */
-export function releaseMaintenance(db: Db, holder: LeaseHolder): void {
+/** Gives the lease back (inside the caller's write transaction), if the pass `token` names still has it. */
+export function releaseMaintenance(db: Db, token: string): void {
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
-  if (held && same(held, holder)) db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
+  if (held && held.token === token) db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
 }

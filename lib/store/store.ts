@@ -236,11 +236,11 @@ export class Store extends ReadStore {
   }
 
   /** Gives the maintenance lease back; a failure leaves it to this process, whose end frees it. */
-  private release(claim: MaintenanceClaim): void {
+  private release(token: string): void {
     try {
-      this.writeSync(() => releaseMaintenance(this.db, claim.holder));
+      this.writeSync(() => releaseMaintenance(this.db, token));
     } catch {
-      // The lease names this process: the next pass here takes it again, others once it is gone.
+      // The lease names this process: another pass can take it once this process is gone.
     }
   }
 
@@ -272,14 +272,14 @@ export class Store extends ReadStore {
   /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer, holding the Store's maintenance lease if `claim`ed. */
   private async maintain<T>(pass: () => Promise<T>, name: string, claim?: MaintenanceClaim): Promise<T> {
     if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
-    if (claim) this.writeSync(() => takeMaintenance(this.db, this.path, name, claim));
+    const token = claim ? this.writeSync(() => takeMaintenance(this.db, this.path, name, claim)) : undefined;
     this.writing = true;
     try {
       return await pass();
     } finally {
       this.forgetWritten();
       this.writing = false;
-      if (claim) this.release(claim);
+      if (token) this.release(token);
     }
   }
 

@@ -11,7 +11,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
 import { nodeArgs } from '../../lib/workspace/node-child.js';
-import { assertIntact } from '../helpers/integrity.js';
+import { Store } from '../../lib/store/index.js';
+import { releaseMaintenance, takeMaintenance } from '../../lib/store/maintenance-lease.js';
+import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
 
 const worker = fileURLToPath(new URL('./gc-pause-worker.ts', import.meta.url));
@@ -106,4 +108,31 @@ test('a lease whose process was killed is taken over: repack runs, then gc finis
   } finally {
     c.close();
   }
+});
+
+test('the lease itself: one pass per process too, released only by the pass that took it, taken over from a holder proven gone', () => {
+  const dir = tempDir();
+  const path = join(dir, 's.sqlite');
+  Store.create(path).close();
+  const s = Store.open(path);
+  try {
+    const me = { pid: process.pid, startTime: 'self', bootId: 'b' };
+    const alive = { holder: me, gone: () => false };
+    const t1 = s.writeSync(() => takeMaintenance(s.db, path, 'gc', alive));
+    // A second pass of the same process (another Client) waits its turn as another process's would.
+    assert.throws(() => s.writeSync(() => takeMaintenance(s.db, path, 'repack', alive)), (e: unknown) => isLayerFsError(e) && e.code === 'ERR_BUSY' && /db gc is running/.test(e.message));
+    s.writeSync(() => releaseMaintenance(s.db, 'not-the-token'));
+    assert.throws(() => s.writeSync(() => takeMaintenance(s.db, path, 'repack', alive)), /db gc is running/);
+    s.writeSync(() => releaseMaintenance(s.db, t1));
+    const t2 = s.writeSync(() => takeMaintenance(s.db, path, 'repack', alive));
+    // Its holder proven gone (killed, rebooted): the next pass takes it over.
+    const t3 = s.writeSync(() => takeMaintenance(s.db, path, 'gc', { holder: { ...me, pid: me.pid + 1 }, gone: (h) => h.pid === me.pid }));
+    assert.notEqual(t3, t2);
+    // A row no writer made (damaged JSON) holds nothing.
+    s.writeSync(() => s.db.prepare("UPDATE meta SET value = '{not json' WHERE key = 'maintenance'").run());
+    s.writeSync(() => takeMaintenance(s.db, path, 'gc', alive));
+  } finally {
+    s.close();
+  }
+  assertStoreIntact(path);
 });
