@@ -272,7 +272,8 @@ export class Store extends ReadStore {
   /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer, holding the Store's maintenance lease if `claim`ed. */
   private async maintain<T>(pass: () => Promise<T>, name: string, claim?: MaintenanceClaim): Promise<T> {
     if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
-    const token = claim ? this.writeSync(() => takeMaintenance(this.db, this.path, name, claim)) : undefined;
+    // A read-only handle takes no lease: the pass itself refuses with its own words.
+    const token = claim && !this.db.readonly ? this.writeSync(() => takeMaintenance(this.db, this.path, name, claim)) : undefined;
     this.writing = true;
     try {
       return await pass();
