@@ -20,6 +20,7 @@ import {
   type RemoteVerifyReport,
 } from '../remote/index.js';
 import { Store } from '../store/store.js';
+import { maintenanceClaim } from '../workspace/owner.js';
 import type { RemoteOptions } from './remotes.js';
 
 async function withRemote<T>(store: Store, name: string | undefined, fn: (c: RemoteConnection, key: Buffer | undefined) => Promise<T>, opts: RemoteOptions & { init?: boolean } = {}): Promise<T> {
@@ -41,12 +42,14 @@ export function remoteInit(store: Store, name: string | undefined, opts: RemoteO
   return withRemote(store, name, async (c, key) => ({ remote: c.name, ...(await initRemoteSchema(c, key)) }), { ...opts, init: true });
 }
 
+/** A push may fetch and reconcile first: it stores objects before it publishes them, as a fetch does. */
 export function push(store: Store, remote: string | undefined, ref: string, opts: RemoteOptions = {}): Promise<PushResult> {
-  return withRemote(store, remote, (c) => pushRef(store, c, ref, opts), opts);
+  return store.sharingMaintenance('push', maintenanceClaim(), () => withRemote(store, remote, (c) => pushRef(store, c, ref, opts), opts));
 }
 
+/** Holds gc and repack off while it stores objects it publishes only at its end (maintenance-lease.ts). */
 export function fetch(store: Store, remote: string | undefined, opts: RemoteOptions & { layerStack?: string } = {}): Promise<FetchResult> {
-  return withRemote(store, remote, (c) => fetchRemote(store, c, opts), opts);
+  return store.sharingMaintenance('fetch', maintenanceClaim(), () => withRemote(store, remote, (c) => fetchRemote(store, c, opts), opts));
 }
 
 /**

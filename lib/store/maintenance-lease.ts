@@ -1,11 +1,13 @@
 /**
  * The Store's maintenance lease: `db gc` and `db repack` run one at a time on a Store, across
- * processes, as git's gc.pid lock makes them. gc keeps what a state published during its sweep
- * reaches, and the bases of that; it cannot see that a concurrent repack stored an object it had
- * already found live as a delta against another one: repack may take any object its rows hold as
- * a base, garbage included, and gc would then delete that base. The lease is the meta row
- * `maintenance` (JSON: the pass, its process, since when); a lease whose process is proven gone
- * (the caller's `gone`: killed, crashed, rebooted) is taken over.
+ * processes, as git's gc.pid lock makes them, and neither runs while a fetch stores objects it
+ * publishes only at its end. gc keeps what a state published during its sweep reaches, and the
+ * bases of that; it cannot see that a concurrent repack stored an object it had already found
+ * live as a delta against another one (repack may take any object its rows hold as a base,
+ * garbage included), nor what a fetch has stored or found stored but not yet published. The
+ * exclusive lease is the meta row `maintenance` (JSON: the pass, its process, since when, its
+ * token); each shared holder (fetch, push) has a row `maintenance:<token>`. A holder whose
+ * process is proven gone (the caller's `gone`: killed, crashed, rebooted) holds nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { LayerFsError } from '../errors.js';
@@ -32,6 +34,7 @@ interface Lease extends LeaseHolder {
 }
 
 const KEY = 'maintenance';
+const SHARED = 'maintenance:';
 
 function parse(value: string | undefined): Lease | undefined {
   if (value === undefined) return undefined;
@@ -44,28 +47,52 @@ function parse(value: string | undefined): Lease | undefined {
   return undefined;
 }
 
+function busy(path: string, held: Lease, pass: string): LayerFsError {
+  const since = new Date(held.sinceMs).toISOString();
+  const what = held.pass === 'gc' || held.pass === 'repack' ? `db ${held.pass}` : `a ${held.pass}`;
+  return new LayerFsError('ERR_BUSY', `${what} is running on this Store (process ${held.pid}, since ${since})`, {
+    path,
+    running: held.pass,
+    pid: held.pid,
+    hint: `run ${pass === 'gc' || pass === 'repack' ? `db ${pass}` : pass} again when it has finished: gc and repack run alone`,
+  });
+}
+
+/** The live holders of the shared lease; the rows of holders proven gone are deleted. */
+function sharedHolders(db: Db, claim: MaintenanceClaim): Lease[] {
+  const out: Lease[] = [];
+  const rows = db.prepare("SELECT key, value FROM meta WHERE key > 'maintenance:' AND key < 'maintenance;'").all() as { key: string; value: string }[];
+  for (const r of rows) {
+    const held = parse(r.value);
+    if (held && !claim.gone(held)) out.push(held);
+    else db.prepare('DELETE FROM meta WHERE key = ?').run(r.key);
+  }
+  return out;
+}
+
+function write(db: Db, key: string, pass: string, claim: MaintenanceClaim): string {
+  const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now(), token: randomBytes(8).toString('hex') };
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key === SHARED ? `${SHARED}${lease.token}` : key, JSON.stringify(lease));
+  return lease.token;
+}
+
 /**
  * Takes the lease for `pass` inside the caller's write transaction and returns its token, or
- * throws ERR_BUSY naming the pass that holds it and its process (this one included).
+ * throws ERR_BUSY naming the pass that holds it and its process (this one included). `shared`:
+ * several such passes may hold it at once (fetch, push), none with gc or repack.
  */
-export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim): string {
+export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim, shared = false): string {
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
-  if (held && !claim.gone(held)) {
-    const since = new Date(held.sinceMs).toISOString();
-    throw new LayerFsError('ERR_BUSY', `db ${held.pass} is running on this Store (process ${held.pid}, since ${since})`, {
-      path,
-      running: held.pass,
-      pid: held.pid,
-      hint: `run db ${pass} again when it has finished: gc and repack run one at a time`,
-    });
-  }
-  const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now(), token: randomBytes(8).toString('hex') };
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(KEY, JSON.stringify(lease));
-  return lease.token;
+  if (held && !claim.gone(held)) throw busy(path, held, pass);
+  if (shared) return write(db, SHARED, pass, claim);
+  const other = sharedHolders(db, claim)[0];
+  if (other) throw busy(path, other, pass);
+  return write(db, KEY, pass, claim);
 }
 
 /** Gives the lease back (inside the caller's write transaction), if the pass `token` names still has it. */
 export function releaseMaintenance(db: Db, token: string): void {
+  db.prepare('DELETE FROM meta WHERE key = ?').run(`${SHARED}${token}`);
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
   if (held && held.token === token) db.prepare('DELETE FROM meta WHERE key = ?').run(KEY);
 }

@@ -284,6 +284,20 @@ export class Store extends ReadStore {
     }
   }
 
+  /**
+   * Runs `fn` (a fetch or push: objects stored in several transactions and published at the
+   * end) holding the maintenance lease shared: gc and repack refuse meanwhile, and it refuses
+   * while either runs (ERR_BUSY, maintenance-lease.ts).
+   */
+  async sharingMaintenance<T>(pass: string, claim: MaintenanceClaim, fn: () => Promise<T>): Promise<T> {
+    const token = this.db.readonly ? undefined : this.writeSync(() => takeMaintenance(this.db, this.path, pass, claim, true));
+    try {
+      return await fn();
+    } finally {
+      if (token) this.release(token);
+    }
+  }
+
   private exec(sql: string): void {
     this.db.exec(sql);
   }

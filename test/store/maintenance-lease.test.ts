@@ -130,7 +130,18 @@ test('the lease itself: one pass per process too, released only by the pass that
     assert.notEqual(t3, t2);
     // A row no writer made (damaged JSON) holds nothing.
     s.writeSync(() => s.db.prepare("UPDATE meta SET value = '{not json' WHERE key = 'maintenance'").run());
-    s.writeSync(() => takeMaintenance(s.db, path, 'gc', alive));
+    const t4 = s.writeSync(() => takeMaintenance(s.db, path, 'gc', alive));
+    // Shared holders (fetch, push) wait for gc, share with each other, and hold gc off; one proven gone holds nothing.
+    assert.throws(() => s.writeSync(() => takeMaintenance(s.db, path, 'fetch', alive, true)), /db gc is running/);
+    s.writeSync(() => releaseMaintenance(s.db, t4));
+    const f1 = s.writeSync(() => takeMaintenance(s.db, path, 'fetch', alive, true));
+    const f2 = s.writeSync(() => takeMaintenance(s.db, path, 'push', { holder: { ...me, pid: me.pid + 1 }, gone: () => false }, true));
+    assert.throws(() => s.writeSync(() => takeMaintenance(s.db, path, 'repack', alive)), /a (fetch|push) is running/);
+    s.writeSync(() => releaseMaintenance(s.db, f1));
+    assert.throws(() => s.writeSync(() => takeMaintenance(s.db, path, 'repack', alive)), /a push is running/);
+    const t5 = s.writeSync(() => takeMaintenance(s.db, path, 'repack', { holder: me, gone: (h) => h.pid !== me.pid }));
+    assert.notEqual(t5, f2);
+    assert.deepEqual(s.db.prepare("SELECT key FROM meta WHERE key LIKE 'maintenance%'").pluck().all(), ['maintenance']);
   } finally {
     s.close();
   }
