@@ -7,20 +7,16 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client } from '../../lib/sdk/index.js';
 import { Store } from '../../lib/store/index.js';
 import { Codec } from '../../lib/store/codec.js';
 import { idOf, ObjectKind } from '../../lib/store/object-id.js';
-import { nodeArgs } from '../../lib/workspace/node-child.js';
 import { assertStoreIntact } from '../helpers/integrity.js';
 import { tempDir } from '../helpers/tmp.js';
 import { walkForCompare } from '../helpers/treewalk.js';
-
-const worker = fileURLToPath(new URL('./gc-pause-worker.ts', import.meta.url));
+import { commitVersions, demoStore, pausedGc } from '../helpers/gc-race.js';
 
 /** A text file and a one-line edit of it, the original's id sorting first (the order gc swept in). */
 function versions(): { before: Buffer; after: Buffer } {
@@ -34,24 +30,12 @@ function versions(): { before: Buffer; after: Buffer } {
 
 test('a Commit that reuses a garbage delta while gc sweeps keeps a readable object: bases outlive their deltas', { timeout: 120_000 }, async () => {
   const dir = tempDir();
-  const path = join(dir, 's.sqlite');
-  const src = join(dir, 'src');
-  mkdirSync(src);
-  writeFileSync(join(src, 'a.txt'), 'base\n');
   const { before, after } = versions();
   const [baseId, deltaId] = [idOf(ObjectKind.Blob, before), idOf(ObjectKind.Blob, after)];
-  const c = Client.create(path);
+  const { path, c, layer } = await demoStore(dir);
   try {
-    const init = await c.initLayerStack({ name: 'demo', source: src });
     // A Branch whose second Commit stores the edit as a delta against the first version; then it is deleted.
-    c.forkBranch({ name: 'attempt', layer: init.layer.id });
-    const ws = join(dir, 'ws');
-    await c.createWorkspace('attempt', { at: ws });
-    for (const v of [before, after]) {
-      writeFileSync(join(ws, 'g.txt'), v);
-      assert.equal((await c.commitWorkspace(ws)).outcome, 'Created');
-    }
-    await c.endWorkspace(ws);
+    await commitVersions(c, dir, 'attempt', layer, [{ 'g.txt': before }, { 'g.txt': after }]);
     const s = Store.open(path, { readonly: true });
     const row = s.db.prepare('SELECT codec, base FROM objects WHERE id = ?').get(deltaId) as { codec: number; base: Buffer };
     s.close();
@@ -60,29 +44,21 @@ test('a Commit that reuses a garbage delta while gc sweeps keeps a readable obje
     await c.deleteBranch('attempt', { force: true });
 
     // gc stops after its first transaction that deleted either version; a Commit then stores the edit again.
-    c.forkBranch({ name: 'retry', layer: init.layer.id });
-    const ws2 = join(dir, 'ws2');
-    await c.createWorkspace('retry', { at: ws2 });
-    const flag = join(dir, 'resume');
-    const gc = spawn(process.execPath, nodeArgs(worker, path, `${baseId.toString('hex')},${deltaId.toString('hex')}`, flag), { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    gc.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const exited = new Promise<number | null>((res) => gc.on('exit', res));
-    await new Promise<void>((res, rej) => {
-      gc.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (out.includes('paused\n')) res();
-      });
-      void exited.then((code) => rej(new Error(`gc ended before pausing (${code}): ${out}${err}`)));
-    });
-    writeFileSync(join(ws2, 'g.txt'), after);
-    const tree = walkForCompare(ws2);
-    const res = await c.commitWorkspace(ws2);
-    assert.equal(res.outcome, 'Created');
-    writeFileSync(flag, '');
-    assert.equal(await exited, 0, err);
-    await c.endWorkspace(ws2);
+    c.forkBranch({ name: 'retry', layer });
+    const ws = join(dir, 'ws');
+    await c.createWorkspace('retry', { at: ws });
+    const gc = await pausedGc(path, dir, [baseId, deltaId]);
+    let tree;
+    try {
+      writeFileSync(join(ws, 'g.txt'), after);
+      tree = walkForCompare(ws);
+      assert.equal((await c.commitWorkspace(ws)).outcome, 'Created');
+      gc.resume();
+      assert.equal(await gc.exited, 0);
+    } finally {
+      gc.child.kill('SIGKILL');
+    }
+    await c.endWorkspace(ws);
 
     // Read back by another process's connection (no cache of this one's writes), and verified.
     const fresh = Client.connect(path, { readonly: true });

@@ -5,59 +5,31 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { Client, isLayerFsError } from '../../lib/sdk/index.js';
-import { nodeArgs } from '../../lib/workspace/node-child.js';
 import { Store } from '../../lib/store/index.js';
 import { releaseMaintenance, takeMaintenance } from '../../lib/store/maintenance-lease.js';
 import { assertIntact, assertStoreIntact } from '../helpers/integrity.js';
 import { seededBytes, tempDir } from '../helpers/tmp.js';
+import { commitVersions, demoStore, pausedGc } from '../helpers/gc-race.js';
 
-const worker = fileURLToPath(new URL('./gc-pause-worker.ts', import.meta.url));
-
-/** A Store with garbage: a deleted Branch's Commits. */
-async function storeWithGarbage(dir: string): Promise<string> {
-  const path = join(dir, 's.sqlite');
-  const src = join(dir, 'src');
-  mkdirSync(src);
-  writeFileSync(join(src, 'a.txt'), 'base\n');
-  const c = Client.create(path);
+/** A Store with garbage (a deleted Branch's Commits) and a gc of it held as its sweep starts, holding the lease. */
+async function withPausedGc(fn: (c: Client, gc: Awaited<ReturnType<typeof pausedGc>>) => Promise<void>): Promise<void> {
+  const dir = tempDir();
+  const { path, c, layer } = await demoStore(dir);
   try {
-    const init = await c.initLayerStack({ name: 'demo', source: src });
-    c.forkBranch({ name: 'gone', layer: init.layer.id });
-    const ws = join(dir, 'ws');
-    await c.createWorkspace('gone', { at: ws });
-    for (let i = 0; i < 4; i++) {
-      writeFileSync(join(ws, `f${i}.bin`), seededBytes(i, 40_000));
-      assert.equal((await c.commitWorkspace(ws)).outcome, 'Created');
-    }
-    await c.endWorkspace(ws);
+    await commitVersions(c, dir, 'gone', layer, [0, 1, 2, 3].map((i) => ({ [`f${i}.bin`]: seededBytes(i, 40_000) })));
     await c.deleteBranch('gone', { force: true });
+    const gc = await pausedGc(path, dir);
+    try {
+      await fn(c, gc);
+    } finally {
+      gc.child.kill('SIGKILL');
+    }
+    assertIntact(c);
   } finally {
     c.close();
   }
-  return path;
-}
-
-/** A gc child paused as its sweep starts, holding the lease; `resume` lets it finish. */
-async function pausedGc(path: string, dir: string): Promise<{ child: ChildProcess; exited: Promise<number | null>; resume: () => void }> {
-  const flag = join(dir, 'resume');
-  const child = spawn(process.execPath, nodeArgs(worker, path, '-', flag), { stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  let err = '';
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const exited = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  await new Promise<void>((res, rej) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      out += d.toString();
-      if (out.includes('paused\n')) res();
-    });
-    void exited.then((code) => rej(new Error(`gc ended before pausing (${code}): ${out}${err}`)));
-  });
-  return { child, exited, resume: () => writeFileSync(flag, '') };
 }
 
 async function busy(p: Promise<unknown>, pid: number): Promise<void> {
@@ -70,33 +42,19 @@ async function busy(p: Promise<unknown>, pid: number): Promise<void> {
   });
 }
 
-test('while gc runs, repack and a second gc answer ERR_BUSY naming it; a dry run runs; afterwards both run', { timeout: 120_000 }, async () => {
-  const dir = tempDir();
-  const path = await storeWithGarbage(dir);
-  const gc = await pausedGc(path, dir);
-  const c = Client.connect(path);
-  try {
+test('while gc runs, repack and a second gc answer ERR_BUSY naming it; a dry run runs; afterwards both run', { timeout: 120_000 }, () =>
+  withPausedGc(async (c, gc) => {
     await busy(c.repack(), gc.child.pid!);
     await busy(c.gc(), gc.child.pid!);
-    const dry = await c.gc({ dryRun: true });
-    assert.equal(dry.outcome, 'DryRun');
+    assert.equal((await c.gc({ dryRun: true })).outcome, 'DryRun');
     gc.resume();
     assert.equal(await gc.exited, 0);
     assert.equal((await c.repack()).outcome, 'Repacked');
     assert.equal((await c.gc()).outcome, 'Collected');
-    assertIntact(c);
-  } finally {
-    gc.child.kill('SIGKILL');
-    c.close();
-  }
-});
+  }));
 
-test('a lease whose process was killed is taken over: repack runs, then gc finishes the work', { timeout: 120_000 }, async () => {
-  const dir = tempDir();
-  const path = await storeWithGarbage(dir);
-  const gc = await pausedGc(path, dir);
-  const c = Client.connect(path);
-  try {
+test('a lease whose process was killed is taken over: repack runs, then gc finishes the work', { timeout: 120_000 }, () =>
+  withPausedGc(async (c, gc) => {
     await busy(c.repack(), gc.child.pid!);
     gc.child.kill('SIGKILL');
     assert.equal(await gc.exited, null);
@@ -104,11 +62,7 @@ test('a lease whose process was killed is taken over: repack runs, then gc finis
     const r = await c.gc();
     assert.equal(r.outcome, 'Collected');
     assert.ok(r.deletedObjects > 0, 'the killed gc left garbage to delete');
-    assertIntact(c);
-  } finally {
-    c.close();
-  }
-});
+  }));
 
 test('the lease itself: one pass per process too, released only by the pass that took it, taken over from a holder proven gone', () => {
   const dir = tempDir();
