@@ -70,9 +70,10 @@ function sharedHolders(db: Db, claim: MaintenanceClaim): Lease[] {
   return out;
 }
 
-function write(db: Db, key: string, pass: string, claim: MaintenanceClaim): string {
+/** Writes this pass's lease (the exclusive row, or a shared row of its own) and returns its token. */
+function write(db: Db, shared: boolean, pass: string, claim: MaintenanceClaim): string {
   const lease: Lease = { ...claim.holder, pass, sinceMs: Date.now(), token: randomBytes(8).toString('hex') };
-  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(key === SHARED ? `${SHARED}${lease.token}` : key, JSON.stringify(lease));
+  db.prepare('INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value').run(shared ? `${SHARED}${lease.token}` : KEY, JSON.stringify(lease));
   return lease.token;
 }
 
@@ -84,10 +85,10 @@ function write(db: Db, key: string, pass: string, claim: MaintenanceClaim): stri
 export function takeMaintenance(db: Db, path: string, pass: string, claim: MaintenanceClaim, shared = false): string {
   const held = parse(db.prepare('SELECT value FROM meta WHERE key = ?').pluck().get(KEY) as string | undefined);
   if (held && !claim.gone(held)) throw busy(path, held, pass);
-  if (shared) return write(db, SHARED, pass, claim);
+  if (shared) return write(db, true, pass, claim);
   const other = sharedHolders(db, claim)[0];
   if (other) throw busy(path, other, pass);
-  return write(db, KEY, pass, claim);
+  return write(db, false, pass, claim);
 }
 
 /** Gives the lease back (inside the caller's write transaction), if the pass `token` names still has it. */
