@@ -272,16 +272,15 @@ export class Store extends ReadStore {
   /** Runs a maintenance pass (its own bounded transactions) as this handle's one writer, holding the Store's maintenance lease if `claim`ed. */
   private async maintain<T>(pass: () => Promise<T>, name: string, claim?: MaintenanceClaim): Promise<T> {
     if (this.writing || this.db.inTransaction) throw new LayerFsError('ERR_BUSY', 'a write is already running on this Store handle');
-    // A read-only handle takes no lease: the pass itself refuses with its own words.
-    const token = claim && !this.db.readonly ? this.writeSync(() => takeMaintenance(this.db, this.path, name, claim)) : undefined;
-    this.writing = true;
-    try {
-      return await pass();
-    } finally {
-      this.forgetWritten();
-      this.writing = false;
-      if (token) this.release(token);
-    }
+    return this.leased(name, claim, false, async () => {
+      this.writing = true;
+      try {
+        return await pass();
+      } finally {
+        this.forgetWritten();
+        this.writing = false;
+      }
+    });
   }
 
   /**
@@ -289,8 +288,13 @@ export class Store extends ReadStore {
    * end) holding the maintenance lease shared: gc and repack refuse meanwhile, and it refuses
    * while either runs (ERR_BUSY, maintenance-lease.ts).
    */
-  async sharingMaintenance<T>(pass: string, claim: MaintenanceClaim, fn: () => Promise<T>): Promise<T> {
-    const token = this.db.readonly ? undefined : this.writeSync(() => takeMaintenance(this.db, this.path, pass, claim, true));
+  sharingMaintenance<T>(pass: string, claim: MaintenanceClaim, fn: () => Promise<T>): Promise<T> {
+    return this.leased(pass, claim, true, fn);
+  }
+
+  /** Runs `fn` holding the maintenance lease for `pass` if `claim`ed; a read-only handle takes none (its pass refuses in its own words). */
+  private async leased<T>(pass: string, claim: MaintenanceClaim | undefined, shared: boolean, fn: () => Promise<T>): Promise<T> {
+    const token = claim && !this.db.readonly ? this.writeSync(() => takeMaintenance(this.db, this.path, pass, claim, shared)) : undefined;
     try {
       return await fn();
     } finally {
