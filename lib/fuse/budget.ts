@@ -120,3 +120,19 @@ export const ARENA_MAX = 4;
 export function applyGlibcBudget(): boolean {
   return mallocTune(MMAP_THRESHOLD, ARENA_MAX);
 }
+
+/**
+ * Storing changed files ahead of the commit (prestore.ts): a job is made once PRESTORE_MIN_FILES
+ * files were released PRESTORE_QUIET_MS ago or more (so a tool call's few files never start the
+ * thread), of at most PRESTORE_JOB_FILES files and PRESTORE_JOB_BYTES bytes (a larger file goes
+ * alone); files over PRESTORE_FILE_BYTES are left to the commit, since a job holds the Store's
+ * write lock while it runs. Its thread's connection has PRESTORE_CACHE_KIB of SQLite cache.
+ */
+export const PRESTORE_QUIET_MS = 50;
+export const PRESTORE_MIN_FILES = 32;
+export const PRESTORE_JOB_FILES = 256;
+export const PRESTORE_JOB_BYTES = 8 * 1024 * 1024;
+export const PRESTORE_FILE_BYTES = 32 * 1024 * 1024;
+export const PRESTORE_CACHE_KIB = 2048;
+/** A prestore thread without a job for this long (ms) ends: its heap and connection, ~40 MiB, go back. */
+export const PRESTORE_IDLE_END_MS = 2000;

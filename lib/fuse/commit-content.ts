@@ -71,8 +71,6 @@ function scan(paths: string[], arena: Buffer): Promise<ScanEntry[]> {
 /** Cuts `files` into scan batches; `from` the first file of each, `arena` where it reads into. */
 class Batches<T> {
   readonly queue: { from: number; scanned: T; arena: Buffer }[] = [];
-  /** Arenas whose batch is stored: read into again by the next batch. */
-  readonly arenas: Buffer[] = [];
   private launched = 0;
 
   constructor(
@@ -80,6 +78,8 @@ class Batches<T> {
     private readonly start: (paths: string[], arena: Buffer) => T,
     private readonly arenaBytes = ARENA_BYTES,
     private readonly maxDataSize = MAX_DATA_SIZE,
+    /** Arenas whose batch is stored: read into again by the next batch (and by the caller's next call, when it keeps them). */
+    readonly arenas: Buffer[] = [],
   ) {
     for (let i = 0; i < BATCHES_IN_FLIGHT; i++) this.launch();
   }
@@ -165,10 +165,11 @@ export async function storeSpooled(files: SpooledFiles, w: ObjectWriter, build: 
  * storeSpooled on a thread that cannot await: each batch is waited for here. Files over
  * SYNC_MAX_SIZE are streamed, the addon's threads reading, cutting and hashing a few pieces
  * ahead while this thread stores one, with `pause` between pieces (a commit answers read-only
- * requests there).
+ * requests there). `arenas`: the batches' arenas, kept by a caller that stores batch after batch
+ * (a mount's prestore thread), which would otherwise leave three to the collector each time.
  */
-export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void, pause?: () => void): void {
-  const batches = new Batches(files, (paths, arena) => startScan(paths, { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES, SYNC_MAX_SIZE);
+export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: ContentBuild, out: StoredContents, step: () => void, pause?: () => void, arenas: Buffer[] = []): void {
+  const batches = new Batches(files, (paths, arena) => startScan(paths, { ...SCAN_OPTIONS, maxDataSize: SYNC_MAX_SIZE, dataArena: arena }), SYNC_ARENA_BYTES, SYNC_MAX_SIZE, arenas);
   try {
     while (batches.queue.length > 0) {
       const { from, scanned, arena } = batches.queue[0]!;
@@ -197,6 +198,7 @@ export function storeSpooledSync(files: SpooledFiles, w: ObjectWriter, build: Co
     for (const b of batches.queue) {
       try {
         b.scanned.take();
+        batches.arenas.push(b.arena);
       } catch {
         // Its error is of no use now: the commit is already failing.
       }

@@ -124,9 +124,14 @@ export interface FileContext {
   budget: MemoryBudget;
 }
 
+/** Edits of any file of this thread so far: an edit's number is never reused, not even after a rebase. */
+let edits = 0;
+
 /** The content of one regular file in an overlay. */
 export class FileData {
   base: StoredContent | null;
+  /** The number of the last edit of this content (write, truncate, rebase): content stored ahead of a commit is used only while this is unchanged. */
+  edit = ++edits;
   private spool: SpoolLike | null = null;
   /** Pages copied into the spool and what of the base still shows (native/cow.h). */
   private readonly pages: CowPages;
@@ -271,6 +276,7 @@ export class FileData {
     }
     spool.write(src, pos);
     this.changed = true;
+    this.edit = ++edits;
     this.maybeSpill();
   }
 
@@ -284,6 +290,7 @@ export class FileData {
     }
     this.pages.truncate(size);
     this.changed = true;
+    this.edit = ++edits;
   }
 
   /**
@@ -394,6 +401,7 @@ export class FileData {
     this.base = stored.size > 0 ? stored : null;
     this.pages.rebase(this.base ? stored.size : 0);
     this.changed = false;
+    this.edit = ++edits;
     this.spool?.close();
     this.spool = null;
   }

@@ -13,7 +13,7 @@ import { LayerFsError, type ErrorCode } from '../errors.js';
 import { attachFuse, detachFuse, fusermountPath } from './attach.js';
 import { FsError } from './errno.js';
 import { flushMount, mountsCacheWrites } from './kernel-flush.js';
-import { releaseServingWorker, takeServingWorker, yieldingSpares } from './kernel-spare.js';
+import { holdSpares, releaseServingWorker, takeServingWorker, yieldingSpares } from './kernel-spare.js';
 import { MAX_WRITE, WAKE_PREFIX } from './kernel-wire.js';
 import type { FuseChanges, FuseCommitOutcome, MountStatus } from './protocol.js';
 import { removeSpoolFiles, type SpoolTrash } from './spool.js';
@@ -167,6 +167,8 @@ export class KernelMount {
   private worker: Worker | null = null;
   private nextId = 1;
   private wakes = 0;
+  /** Releases the hold on spare serving threads taken while the prestore thread runs. */
+  private spareHold: (() => void) | null = null;
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   private ended: Promise<void>;
   private markEnded!: () => void;
@@ -222,7 +224,13 @@ export class KernelMount {
       stalled.cancel();
     }
     // Never while the controller waits for an answer (a commit settles after itself).
-    this.quiet = new QuietWatch(this.activity, (seen) => void this.send({ type: 'settle', seen }).catch(() => {}), () => this.waiting.size > 0);
+    this.quiet = new QuietWatch(
+      this.activity,
+      (seen) => void this.send({ type: 'settle', seen }).catch(() => {}),
+      () => this.waiting.size > 0,
+      () => this.wake(),
+      (on) => this.prestoring(on),
+    );
     // In the background: the mount is usable already, and a create should not wait for a read
     // of the mount table through the thread pool (tens of ms on a loaded machine).
     void this.tune();
@@ -282,6 +290,7 @@ export class KernelMount {
     if (this.isEnded) return;
     this.isEnded = true;
     this.quiet?.stop();
+    this.prestoring(false);
     for (const w of this.waiting.values()) w.reject(new LayerFsError('ERR_BUSY', 'the mount ended'));
     this.waiting.clear();
     try {
@@ -306,14 +315,29 @@ export class KernelMount {
     return this.send<T>(message);
   }
 
+  /** While the mount's prestore thread runs, the daemon's idle serving threads are ended (kernel-spare.ts holdSpares). */
+  private prestoring(on: boolean): void {
+    if (on && this.spareHold === null && !this.isEnded) this.spareHold = holdSpares(this.params.storePath);
+    else if (!on && this.spareHold !== null) {
+      this.spareHold();
+      this.spareHold = null;
+    }
+  }
+
+  /**
+   * Wakes the serving thread, which sleeps in read(2): a lookup of a fresh name. A child process
+   * makes it, never a thread of ours (waker.ts: a killed daemon could otherwise never exit).
+   */
+  private wake(): void {
+    if (!this.isEnded) wakeLookup(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`));
+  }
+
   private send<T>(message: DistributiveOmit<ToWorker, 'id'>): Promise<T> {
     if (!this.worker || this.isEnded) return Promise.reject(new LayerFsError('ERR_BUSY', 'the mount has ended'));
     const id = this.nextId++;
     const p = new Promise<T>((resolve, reject) => this.waiting.set(id, { resolve: resolve as (v: unknown) => void, reject }));
     this.worker.postMessage({ ...message, id } as ToWorker);
-    // The serving thread sleeps in read(2): a lookup of a fresh name wakes it. A child process
-    // makes it, never a thread of ours (waker.ts: a killed daemon could otherwise never exit).
-    wakeLookup(join(this.mountpoint, `${WAKE_PREFIX}${this.wakes++}`));
+    this.wake();
     return p;
   }
 

@@ -196,6 +196,23 @@ export async function yieldingSpares<T>(storePath: string, records: number, comm
   }
 }
 
+/**
+ * Ends the idle serving threads and starts none until the returned release is called: while a
+ * mount's prestore thread runs (prestore.ts), which holds about what a spare does, so the daemon
+ * does not hold both through a large change.
+ */
+export function holdSpares(storePath: string): () => void {
+  yielding++;
+  yielded++;
+  for (const e of idle.splice(0)) void e.worker.terminate();
+  let held = true;
+  return () => {
+    if (!held) return;
+    held = false;
+    if (--yielding === 0) setTimeout(() => startSpare(storePath), 200).unref();
+  };
+}
+
 /** Ends the idle serving threads and starts no more (the daemon is stopping). */
 export function endSpareWorker(): void {
   ended = true;

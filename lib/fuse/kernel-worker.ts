@@ -20,8 +20,9 @@ import { KernelProtocol, type FromWorker, type StartWorker, type ToWorker } from
 import { invalidations } from './kernel-notify.js';
 import { SpinGate } from './kernel-spin.js';
 import { LoopTurns } from './loop-turns.js';
-import { activityCells, countRequest, notePending, settledNow, stillQuiet } from './quiet-settle.js';
+import { activityCells, countRequest, notePending, notePrestore, settledNow, stillQuiet } from './quiet-settle.js';
 import { passthrough } from './kernel-passthrough.js';
+import { Prestore } from './prestore.js';
 import { readerSetup, ReaderPool } from './kernel-readers.js';
 import { IN_HDR, Op, READ_ONLY_OPS, r64 } from './kernel-wire.js';
 import type { SpareData } from './kernel-spare.js';
@@ -60,20 +61,8 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
     try {
       let value: unknown;
       if (m.type === 'commit') {
-        const t0 = performance.now();
-        const a0 = store.meter.allocatedGrowth;
-        const from = overlay.rootId;
-        memoryNote('commit start', m.cells);
-        const out = overlay.commitSync(m.note, m.strict, m.cells, () => {
-          serveDuringCommit(store.path, fd, overlay, proto, reader);
-          memoryNote('commit', m.cells, 1000);
-        });
-        memoryNote('commit end', m.cells);
+        value = commitMount(store, fd, overlay, proto, marker, reader, m);
         committed = true;
-        settleDue ||= performance.now() - t0 >= SETTLE_AFTER_MS;
-        if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
-        if (!overlay.changed) rmSync(marker, { force: true });
-        value = { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
       } else if (m.type === 'changes') {
         value = wireChanges(overlay.changes());
       } else if (m.type === 'settle') {
@@ -84,13 +73,7 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
       } else if (m.type === 'writers') {
         value = overlay.writablePaths();
       } else {
-        const requests = proto.requestCounts();
-        requests.READ_ON_READER_THREADS = handed;
-        requests.ANSWERED_DURING_COMMIT = answeredDuringCommit;
-        requests.HELD_DURING_COMMIT = heldDuringCommit;
-        requests.HELD_PEAK_DURING_COMMIT = heldPeak;
-        requests.COMMIT_READS_STOPPED = readsStopped;
-        value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests };
+        value = { changed: overlay.changed, pending: overlay.pending(), openHandles: overlay.openHandles, committing: false, requests: requestCounts(proto) };
       }
       post({ type: 'result', id: m.id, ok: true, value });
       if (spoolTrashSize() > 0) post({ type: 'discard', files: takeSpoolTrash() });
@@ -102,12 +85,48 @@ function answerMessages(store: Store, fd: number, overlay: Overlay, proto: Kerne
   }
 }
 
+/** A commit of the mount, between two requests (answerMessages): the prestore thread stops meanwhile. */
+function commitMount(store: Store, fd: number, overlay: Overlay, proto: KernelProtocol, marker: string, reader: RequestReader, m: ToWorker & { type: 'commit' }): unknown {
+  const t0 = performance.now();
+  const a0 = store.meter.allocatedGrowth;
+  const from = overlay.rootId;
+  memoryNote('commit start', m.cells);
+  prestore?.stopForCommit(overlay);
+  let out: ReturnType<Overlay['commitSync']>;
+  try {
+    out = overlay.commitSync(m.note, m.strict, m.cells, () => {
+      serveDuringCommit(store.path, fd, overlay, proto, reader);
+      memoryNote('commit', m.cells, 1000);
+    });
+  } finally {
+    prestore?.resume();
+  }
+  memoryNote('commit end', m.cells);
+  settleDue ||= performance.now() - t0 >= SETTLE_AFTER_MS;
+  if ((out.outcome === 'Created' && out.reconciled) || (out.outcome === 'UpToDate' && !out.rootId.equals(from))) forgetMoved(store, fd, from, overlay.rootId);
+  if (!overlay.changed) rmSync(marker, { force: true });
+  return { outcome: wireOutcome(out, store.meter.allocatedGrowth - a0), changed: overlay.changed };
+}
+
+/** The mount's request counts, for its state (diagnostics). */
+function requestCounts(proto: KernelProtocol): Record<string, number> {
+  const requests = proto.requestCounts();
+  requests.READ_ON_READER_THREADS = handed;
+  requests.ANSWERED_DURING_COMMIT = answeredDuringCommit;
+  requests.HELD_DURING_COMMIT = heldDuringCommit;
+  requests.HELD_PEAK_DURING_COMMIT = heldPeak;
+  requests.COMMIT_READS_STOPPED = readsStopped;
+  if (prestore) for (const [k, v] of Object.entries(prestore.counts)) requests[`PRESTORE_${k.toUpperCase()}`] = v;
+  return requests;
+}
+
 /** After each request answered here: what it freed goes now, and the controller sees the size of the next commit. */
 function afterRequest(overlay: Overlay): void {
   // The request may have closed a large spool (an unlink, a FORGET): its space goes now, not
   // when the next request comes.
   discardSpools();
   notePending(activity, overlay.pendingRecords);
+  if (prestore) notePrestore(activity, prestore.tick(overlay));
 }
 
 async function serve(store: Store, { fd, params, activity: cells }: StartWorker): Promise<void> {
@@ -369,6 +388,8 @@ function readers(storePath: string): ReaderPool {
 
 let ready = false;
 let pool: ReaderPool | null = null;
+/** This mount's prestore thread (prestore.ts), started when a large change is written. */
+let prestore: Prestore | null = null;
 /** READs handed to reader threads during this mount (diagnostics: the mount's state). */
 let handed = 0;
 const { handReads } = readerSetup();
@@ -414,6 +435,7 @@ async function startMount(m: StartWorker): Promise<void> {
     // the daemon's checkpointer does, one for all its mounts (kernel-spare.ts sharedCheckpoints).
     store.checkpointInBackground(undefined, m.params.storePath === storePath ? checkpoints : undefined);
     serving = true;
+    prestore = new Prestore(store.path, m.params.storePath === storePath ? checkpoints : undefined, log);
     await serve(store, m);
   } catch (e) {
     post({ type: 'fatal', message: (e as Error)?.stack ?? String(e) });
@@ -424,6 +446,8 @@ async function startMount(m: StartWorker): Promise<void> {
   } finally {
     serving = false;
     inbox.length = 0;
+    prestore?.close();
+    prestore = null;
   }
   post({ type: 'ended' });
 }

@@ -29,6 +29,7 @@ export function wireOutcome(out: OverlayCommitOutcome, allocatedGrowth = 0): Fus
     namesChanged: out.build.names,
     bytesRead: out.build.bytesRead,
     chunksHashed: out.build.chunksHashed,
+    prestoredFiles: out.build.prestored,
     ...(out.reconciled ? { reconciled: out.reconciled } : {}),
   };
 }

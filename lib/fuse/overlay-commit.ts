@@ -15,7 +15,7 @@ import { storeSpooled, storeSpooledSync, type SpooledFiles } from './commit-cont
 import { StoredContents } from './stored-contents.js';
 import { parentsOf, type Node } from './overlay-node.js';
 import type { CommitTarget } from './overlay-nodes.js';
-import { OverlayStatus } from './overlay-status.js';
+import { OverlayPrestore } from './overlay-prestore.js';
 
 /** A reconciling commit's report: paths combining both sides, compare-and-swap retries, time (ms). */
 export interface OverlayReconciled {
@@ -25,10 +25,13 @@ export interface OverlayReconciled {
 }
 
 export type OverlayCommitOutcome =
-  | { outcome: 'Created'; commit: CommitRow; rootId: Buffer; previousHead: Buffer | null; write: WriteStats; build: ContentBuild & { records: number; deleted: number; names: number }; ms: number; reconciled?: OverlayReconciled }
+  | { outcome: 'Created'; commit: CommitRow; rootId: Buffer; previousHead: Buffer | null; write: WriteStats; build: CommitBuild; ms: number; reconciled?: OverlayReconciled }
   | { outcome: 'UpToDate'; head: Buffer | null; rootId: Buffer; ms: number }
   | { outcome: 'HeadMoved'; expected: Buffer | null; actual: Buffer | null; ms: number }
   | { outcome: 'Conflicted'; conflicts: ReconcileConflict[]; head: Buffer | null; ms: number };
+
+/** What a commit read and wrote: records, deletions, names, and files whose content was stored ahead (overlay-prestore.ts). */
+export type CommitBuild = ContentBuild & { records: number; deleted: number; names: number; prestored: number };
 
 /**
  * Shared with whoever waits for a commit running on another thread (the daemon, for a serving
@@ -93,22 +96,9 @@ interface CommitWrite {
   reconciliation?: Reconciliation;
 }
 
-export class Overlay extends OverlayStatus {
+export class Overlay extends OverlayPrestore {
   // -------------------------------------------------------------------------------------------
   // Commit
-
-  /** The stored record of the file `serial` was renamed over, if any (a hint: unreadable is none). */
-  protected predecessor(serial: number): Inode | undefined {
-    const stored = this.replaced.get(serial);
-    if (stored === undefined) return undefined;
-    try {
-      const old = this.view.inode(stored);
-      return old.kind === InodeKind.File ? old : undefined;
-    } catch (e) {
-      if (e instanceof LayerFsError) return undefined;
-      throw e;
-    }
-  }
 
   protected record(n: Node, w: ObjectWriter, build: ContentBuild, contents: StoredContents, pause?: () => void): Inode {
     const rec: Inode = {
@@ -202,7 +192,7 @@ export class Overlay extends OverlayStatus {
     this.checkSpools();
     this.committing = true;
     const contents = new StoredContents();
-    const build = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0 };
+    const build: CommitBuild = { bytesRead: 0, chunksHashed: 0, records: 0, deleted: 0, names: 0, prestored: 0 };
     const finish = (result: CommitWrite): OverlayCommitOutcome => {
       this.rebase(result.root, contents);
       if (result.reconciliation) this.moved(result.reconciliation.renumbered);
@@ -241,25 +231,23 @@ export class Overlay extends OverlayStatus {
     }
   }
 
-  /** The stored file a changed file is a new version of: the file it was renamed over, else its own stored record. */
-  private versionOf(n: Node): Inode | undefined {
-    if (!n.inBase) return this.predecessor(n.serial);
-    try {
-      const old = this.view.inode(n.serial);
-      return old.kind === InodeKind.File ? old : undefined;
-    } catch (e) {
-      if (e instanceof LayerFsError) return undefined;
-      throw e;
-    }
-  }
-
-  /** Changed files held whole in a spool file, in serial order. */
-  private spooledFiles(): SpooledFiles {
+  /**
+   * Changed files held whole in a spool file, in serial order, but for those whose content was
+   * stored ahead and still holds (overlay-prestore.ts): those go straight into `contents`.
+   */
+  private spooledFiles(contents: StoredContents, build: CommitBuild): SpooledFiles {
     const serials: number[] = [];
     const sizes: number[] = [];
+    const epoch = this.prestored.size > 0 ? this.store.gcEpoch() : -1;
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
       const n = this.nodes.get(serial);
       if (!n || n.kind !== InodeKind.File || n.socket || !this.alive(n)) continue;
+      const ahead = this.prestoredFor(n, epoch);
+      if (ahead) {
+        contents.set(serial, ahead);
+        build.prestored++;
+        continue;
+      }
       if (n.data!.spooledWhole === null) continue;
       serials.push(serial);
       sizes.push(n.data!.size);
@@ -277,8 +265,8 @@ export class Overlay extends OverlayStatus {
   }
 
   /** Stores, through import's pipeline, the content of every changed file held whole in a spool file (into `contents`). */
-  protected async storeAhead(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): Promise<void> {
-    await storeSpooled(this.spooledFiles(), w, build, contents, tick);
+  protected async storeAhead(w: ObjectWriter, build: CommitBuild, contents: StoredContents, tick: Tick): Promise<void> {
+    await storeSpooled(this.spooledFiles(contents, build), w, build, contents, tick);
   }
 
   /**
@@ -286,12 +274,12 @@ export class Overlay extends OverlayStatus {
    * threads a few batches (a large file: a few pieces) ahead while this thread stores, pausing
    * between a large file's pieces as the overlay's own path does between its chunks.
    */
-  protected storeAheadSync(w: ObjectWriter, build: ContentBuild, contents: StoredContents, tick: Tick): void {
-    storeSpooledSync(this.spooledFiles(), w, build, contents, tick, tick.pause);
+  protected storeAheadSync(w: ObjectWriter, build: CommitBuild, contents: StoredContents, tick: Tick): void {
+    storeSpooledSync(this.spooledFiles(contents, build), w, build, contents, tick, tick.pause);
   }
 
   /** Inside the write transaction: records, deletions, names, the root, then the compare-and-swap. */
-  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: ContentBuild & { records: number; deleted: number; names: number }, contents: StoredContents, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
+  protected writeCommit(w: ObjectWriter, target: CommitTarget, build: CommitBuild, contents: StoredContents, note: CommitNote, strict: boolean, tick: Tick): CommitWrite {
     const store = this.store;
     const editor = new NamespaceEditor(this.view, store.pages, w);
     for (const serial of [...this.dirtyRecords].sort((a, b) => a - b)) {
@@ -375,6 +363,7 @@ export class Overlay extends OverlayStatus {
     this.deleted.clear();
     this.dirtyRecords.clear();
     this.replaced.clear();
+    this.forgetPrestored();
     this.namesChanged.clear();
     this.view = this.store.view(root);
     this.rootId = root;

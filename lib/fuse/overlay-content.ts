@@ -216,7 +216,11 @@ export abstract class OverlayContent extends OverlayNodes {
     if (!n) return;
     n.open--;
     if (n.open === 0 && !this.alive(n) && !this.retain?.(n.serial)) this.free(n);
+    else if (n.open === 0 && n.data?.changed) this.noteReleased(n.serial);
   }
+
+  /** A changed file's last handle was released (overlay-prestore.ts may store it ahead of the commit). */
+  protected noteReleased(_serial: number): void {}
 
   /**
    * Paths (from the root, '/'-led) of the files open for writing that have one; the writeback

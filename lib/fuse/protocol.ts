@@ -171,6 +171,8 @@ export type FuseCommitOutcome =
       namesChanged: number;
       bytesRead: number;
       chunksHashed: number;
+      /** Files whose content the daemon stored before the commit (while they were written), which the commit took as stored. */
+      prestoredFiles: number;
       /** Set when the head had moved: the changes were reconciled with it. */
       reconciled?: { merged: string[]; retries: number; ms: number };
     }

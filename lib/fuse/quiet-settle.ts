@@ -26,10 +26,21 @@ export enum Activity {
    * thread's last request: the controller sizes a commit without asking (kernel-spare.ts).
    */
   Pending = 2,
+  /**
+   * 1 while the mount's prestore thread runs or files wait for it (prestore.ts): the serving
+   * thread looks for the next job, and ends an idle thread, only when a request wakes it, so a
+   * mount left idle meanwhile is woken by its controller every SETTLE_QUIET_MS / 4.
+   */
+  Prestore = 3,
 }
 
 export function activityCells(): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT));
+  return new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+}
+
+/** The serving thread's side: whether files wait to be stored ahead. */
+export function notePrestore(cells: Int32Array, waiting: boolean): void {
+  Atomics.store(cells, Activity.Prestore, waiting ? 1 : 0);
 }
 
 /** The serving thread's side: what its next commit would write now. */
@@ -75,6 +86,9 @@ export class QuietWatch {
     private readonly cells: Int32Array,
     private readonly settle: (seen: number) => void,
     private readonly busy: () => boolean,
+    private readonly wake: () => void = () => {},
+    /** Told at every look whether the mount's prestore thread runs (Activity.Prestore). */
+    private readonly prestoring: (on: boolean) => void = () => {},
   ) {
     this.seen = Atomics.load(cells, Activity.Requests);
     this.timer = setInterval(() => this.check(), SETTLE_QUIET_MS / 4).unref();
@@ -83,9 +97,14 @@ export class QuietWatch {
   private check(): void {
     const n = Atomics.load(this.cells, Activity.Requests);
     const now = performance.now();
+    this.prestoring(Atomics.load(this.cells, Activity.Prestore) !== 0);
     if (n !== this.seen) {
       this.seen = n;
       this.quietSince = now;
+      return;
+    }
+    if (Atomics.load(this.cells, Activity.Prestore) !== 0 && !this.busy()) {
+      this.wake();
       return;
     }
     if (now - this.quietSince < SETTLE_QUIET_MS || since(n, Atomics.load(this.cells, Activity.SettledAt)) < SETTLE_BURST_REQUESTS || this.busy()) return;

@@ -30,6 +30,11 @@ export class StoredContents {
   private readonly blocks: Block[] = [];
   private count = 0;
 
+  /** The entry number of `serial`, if set (numbers are dense from 0, in the order first set). */
+  protected entryOf(serial: number): number | undefined {
+    return this.index.get(serial);
+  }
+
   get size(): number {
     return this.index.size;
   }
@@ -38,7 +43,8 @@ export class StoredContents {
     return this.index.has(serial);
   }
 
-  set(serial: number, c: StoredContent): void {
+  /** Sets the entry of `serial` and returns its number. */
+  set(serial: number, c: StoredContent): number {
     if (c.id !== null && c.id.length !== ID) throw new RangeError(`content id of ${c.id.length} bytes`);
     let n = this.index.get(serial);
     if (n === undefined) {
@@ -51,6 +57,7 @@ export class StoredContents {
     b.sizes[i] = c.size;
     b.forms[i] = c.form | (c.id === null ? 0 : HAS_ID);
     if (c.id !== null) c.id.copy(b.ids, i * ID);
+    return n;
   }
 
   /** The entry of `serial`; its id is a copy of its own (it may outlive this table). */

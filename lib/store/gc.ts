@@ -7,11 +7,14 @@
  * under the write lock, the states kept *now* are walked again from where mark stopped, so an
  * object a concurrent writer reused (found stored, not written again) and published is kept.
  * Every writer stores its objects and publishes the row that reaches them in one transaction,
- * so nothing unpublished is ever visible to gc (docs/FORMAT.md "Format 4"). Rows left mostly
+ * so nothing unpublished is ever visible to gc (docs/FORMAT.md "Format 4") — except content a
+ * mount stored ahead of its commit, which is used only if no sweep ran since (gc-epoch.ts: each
+ * sweep transaction advances the epoch). Rows left mostly
  * garbage are rewritten with repack's machinery. Any crash leaves a valid Store (each
  * transaction is whole), and running gc again finishes the work.
  */
 import { LayerFsError } from '../errors.js';
+import { advanceGcEpoch } from './gc-epoch.js';
 import { LiveSet, Marker, type GcRoot } from './gc-live.js';
 import type { StoreAccess } from './access.js';
 import { rewriteRows, vacuumStore } from './repack.js';
@@ -305,6 +308,8 @@ function sweepBatch(store: StoreAccess, marker: Marker, opts: GcOptions, items: 
   const del = db.prepare('DELETE FROM main.objects WHERE id = ?');
   db.exec('BEGIN IMMEDIATE');
   try {
+    // Before any deletion: content stored unpublished before now is no longer trusted (gc-epoch.ts).
+    advanceGcEpoch(db);
     const version = db.pragma('data_version', { simple: true }) as number;
     if (version !== seen.version) {
       marker.tracking = true;

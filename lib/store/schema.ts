@@ -265,6 +265,10 @@ ALTER TABLE workspaces ADD COLUMN owner_boot TEXT;
   // the ref for a damaged id. The upgrade gives each dictionary named by a row a ref, in id
   // order, and rewrites those rows' `base`; the file shrinks at the next VACUUM (db repack).
   { to: 12, sql: '', tables: ['dictionaries'], migrate: upgradeDictionaryRefs },
+  // No table changes: a mount may store content before its commit publishes it, trusting it
+  // while the `meta` row `gc_epoch` is unchanged (lib/store/gc-epoch.ts); a format-12 gc would
+  // delete such content without advancing the epoch.
+  { to: 13, sql: '' },
 ];
 
 /** Format 12's upgrade of codec-3 rows (UPGRADE_STEPS): refs 1, 2, … in id order (dictionary-refs.ts encodes them alike). */

@@ -7,6 +7,7 @@ import { Checkpointer, type CheckpointLimits } from './checkpointer.js';
 import { ObjectWriter } from './object-writer.js';
 import type { GcOptions, GcStats } from './gc.js';
 import type { RepackOptions, RepackStats } from './repack.js';
+import { gcEpoch } from './gc-epoch.js';
 import { releaseMaintenance, takeMaintenance, type MaintenanceClaim } from './maintenance-lease.js';
 import { mapSqliteError } from './sqlite-errors.js';
 import { createStoreFile, openStoreFile, prepared, type Db, type OpenOptions, type StoreInfo } from './store-file.js';
@@ -164,6 +165,14 @@ export class Store extends ReadStore {
    */
   createTable(name: LazyTable): void {
     if (!this.hasTable(name)) this.db.exec(LAZY_TABLES[name]);
+  }
+
+  /**
+   * The gc epoch as this connection sees it now (inside a write transaction: as of it): content
+   * stored unpublished at one epoch may be published at the same epoch only (gc-epoch.ts).
+   */
+  gcEpoch(): number {
+    return gcEpoch(this.db);
   }
 
   /** Synchronous variant for short history updates. */

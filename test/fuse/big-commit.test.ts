@@ -2,7 +2,9 @@
 // for a long commit as long as the daemon reports progress (heartbeats), and a daemon told to
 // stop in the middle of such a commit exits within seconds without publishing half of it.
 // Files are written by `cp -r` from a generated tree outside the mount (one process, as a tool
-// would), then committed through the client API the SDK uses.
+// would), then committed through the client API the SDK uses. The daemon stores nothing ahead
+// (LAYERFS_PRESTORE=0): the commit itself is what is measured and stopped here (a mount that
+// stores a change while it is written is tested in prestore.test.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -73,6 +75,7 @@ async function commitAndTerm(storePath: string, workspaceId: string, pid: number
 
 test(`a FUSE commit of ${FILES} new files: bounded daemon memory, heartbeats, then a stop mid-commit`, { skip, timeout: 900_000 }, async () => {
   const s = await setupStore((src) => writeFileSync(join(src, 'README'), 'readme\n'), 'layerfs-big-commit-');
+  process.env.LAYERFS_PRESTORE = '0'; // for the daemon this test starts
   const at = join(s.dir, 'ws');
   const gen = join(s.dir, 'gen');
   generate(gen, FILES, 'one');

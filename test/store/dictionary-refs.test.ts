@@ -78,7 +78,7 @@ test('a format-11 Store reads as is, is upgraded to format 12, verifies and expo
   assertStoreIntact(path);
   const s = Store.open(path);
   assert.equal(s.info.formatVersion, FORMAT_VERSION);
-  assert.equal(FORMAT_VERSION, 12);
+  assert.equal(FORMAT_VERSION, 13);
   s.close();
   const upgraded = rows(path);
   assert.equal(upgraded.length, written.length);

@@ -113,8 +113,19 @@ test('gc frees what only a deleted Branch reached; dry run changes nothing; kept
     const before = new Map(['demo', 'keep', ...c.log('keep').map((x) => x.id)].map((r) => [r, exported(c, r, dir)]));
     const objects0 = c.info().objects;
     await c.deleteBranch('drop');
+    const epoch = () => {
+      const s = Store.open(path, { readonly: true });
+      try {
+        return s.gcEpoch();
+      } finally {
+        s.close();
+      }
+    };
+    assert.equal(epoch(), 0);
     const dry = await c.gc({ dryRun: true });
     assert.equal(dry.outcome, 'DryRun');
+    // A dry run deletes nothing, so content stored unpublished before it stays trusted (gc-epoch.ts).
+    assert.equal(epoch(), 0);
     assert.ok(dry.garbageObjects >= 3 * 2, `${dry.garbageObjects}`);
     assert.ok(dry.storedBytesFreed >= 3 * 40_000, `${dry.storedBytesFreed}`);
     assert.equal(c.info().objects, objects0);
@@ -122,6 +133,9 @@ test('gc frees what only a deleted Branch reached; dry run changes nothing; kept
     assert.equal(r.outcome, 'Collected');
     assert.equal(r.deletedObjects, dry.garbageObjects);
     assert.ok(r.transactions >= 3);
+    // Every sweep transaction advanced the gc epoch before it deleted anything.
+    assert.ok(epoch() >= 3, `gc epoch ${epoch()} after ${r.transactions} transactions`);
+    const afterFirst = epoch();
     assert.equal(c.info().objects, objects0 - r.deletedObjects);
     for (const [ref, tree] of before) assert.deepEqual(exported(c, ref, dir), tree, ref);
     // Nothing keeps the deleted Branch's Commits: their rows go too (gc-commits.test.ts).
@@ -151,6 +165,7 @@ test('gc frees what only a deleted Branch reached; dry run changes nothing; kept
     assert.ok(pages() > used);
     const again = await c.gc({ vacuum: true });
     assert.equal(again.garbageObjects, 0);
+    assert.ok(epoch() > afterFirst);
     assert.equal(again.freeBytes, 0);
     assert.ok(again.fileBytesAfter <= again.fileBytesBefore);
     assertIntact(c);

@@ -73,7 +73,7 @@ test('a new Store makes none of the tables most Stores never use; reads, gc, rep
   const c = Client.create(path);
   try {
     assert.equal(c.info().formatVersion, FORMAT_VERSION);
-    assert.equal(FORMAT_VERSION, 12);
+    assert.equal(FORMAT_VERSION, 13);
     const init = await c.initLayerStack({ name: 'demo', source: source(dir) });
     c.forkBranch({ name: 'b', layer: init.layer.id });
     await history(c, dir, 'b', 3);
