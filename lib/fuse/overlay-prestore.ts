@@ -12,18 +12,8 @@ import { InodeKind, SerialSet, type Inode } from '../store/index.js';
 import type { StoredContent } from './content.js';
 import type { Node } from './overlay-node.js';
 import { OverlayStatus } from './overlay-status.js';
+import type { PrestoreJobFile } from './prestore-wire.js';
 import { Prestored } from './prestored.js';
-
-/** A file to store ahead: its spool file as it is now, and the stored file it is a new version of. */
-export interface PrestoreFile {
-  serial: number;
-  edit: number;
-  path: string;
-  size: number;
-  /** The stored file offered as its delta base, by serial (-1: none). */
-  base: number;
-  predecessor?: Inode;
-}
 
 export interface PrestoreLimits {
   /** Released at least this long ago (ms). */
@@ -63,11 +53,11 @@ export abstract class OverlayPrestore extends OverlayStatus {
    * The next files to store ahead, taken off the queue (none until `limits.minFiles` are quiet):
    * those still changed, closed and held whole in a spool file, not stored ahead already.
    */
-  prestoreJob(now: number, limits: PrestoreLimits): PrestoreFile[] {
+  prestoreJob(now: number, limits: PrestoreLimits): PrestoreJobFile[] {
     const quietBefore = now - limits.quietMs;
     const at = this.releasedHead + limits.minFiles - 1;
     if (at >= this.released.length || this.releasedAt[at]! > quietBefore) return [];
-    const job: PrestoreFile[] = [];
+    const job: PrestoreJobFile[] = [];
     let bytes = 0;
     while (this.releasedHead < this.released.length && this.releasedAt[this.releasedHead]! <= quietBefore && job.length < limits.files) {
       const serial = this.released[this.releasedHead]!;
@@ -85,7 +75,7 @@ export abstract class OverlayPrestore extends OverlayStatus {
     return job;
   }
 
-  private candidate(serial: number, maxBytes: number): PrestoreFile | undefined {
+  private candidate(serial: number, maxBytes: number): PrestoreJobFile | undefined {
     const n = this.nodes.get(serial);
     if (!n || n.kind !== InodeKind.File || n.socket || n.open !== 0 || !this.alive(n)) return undefined;
     const data = n.data!;

@@ -23,11 +23,14 @@ export interface PrestoreData {
   checkpoints?: SharedArrayBuffer;
 }
 
+/** A file to store ahead: its spool file as it is now, and the stored file it is a new version of. */
 export interface PrestoreJobFile {
   serial: number;
+  /** The file's edit number when it was handed over (content.ts FileData.edit). */
   edit: number;
   path: string;
   size: number;
+  /** The stored file offered as its delta base, by serial (-1: none). */
   base: number;
   predecessor?: Inode;
 }

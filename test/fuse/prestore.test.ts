@@ -69,24 +69,48 @@ async function rsync(gen: string, at: string): Promise<void> {
   assert.equal(r.code, 0, r.stderr);
 }
 
-test('a large change is stored while it is written, and the commit takes it as stored', { skip, timeout: 300_000 }, async () => {
+interface Case {
+  s: StoreSetup;
+  /** The Workspace's id and mount point. */
+  ws: string;
+  at: string;
+  /** The tree written into it (generated with salt 'one' or, over a base of 'one', 'second'). */
+  gen: string;
+}
+
+/**
+ * A Store (its Layer the README, or with `overBase` also the tree of salt 'one'), a FUSE
+ * Workspace of it, and the tree `gen` to write; the daemon is stopped and the mount detached
+ * whatever happens.
+ */
+async function withCase(overBase: boolean, fn: (c: Case) => Promise<void>): Promise<void> {
   const s = await setupStore((src) => {
     writeFileSync(join(src, 'README'), 'readme\n');
-    generate(src, 'one');
+    if (overBase) generate(src, 'one');
   }, 'layerfs-prestore-');
   const at = join(s.dir, 'ws');
   const gen = join(s.dir, 'gen');
-  generate(gen, 'second');
+  generate(gen, overBase ? 'second' : 'one');
   try {
     const ws = await s.client.createWorkspace('main', { at, projection: 'fuse' });
-    const pid = (await daemonStatus(s.storePath))!.pid;
+    await fn({ s, ws: ws.id, at, gen });
+  } finally {
+    await stopDaemon(s.storePath, { discard: true }).catch(() => {});
+    await detachStale(at).catch(() => false);
+    s.client.close();
+  }
+  assertStoreIntact(s.storePath);
+}
+
+test('a large change is stored while it is written, and the commit takes it as stored', { skip, timeout: 300_000 }, async () => {
+  await withCase(true, async ({ s, ws, at, gen }) => {
     await rsync(gen, at);
     const c = await prestored(s, AHEAD);
-    process.stdout.write(`# daemon ${pid}: ${JSON.stringify(Object.fromEntries(Object.entries(c).filter(([k]) => k.startsWith('PRESTORE'))))}\n`);
+    process.stdout.write(`# ${JSON.stringify(Object.fromEntries(Object.entries(c).filter(([k]) => k.startsWith('PRESTORE'))))}\n`);
     assert.ok((c.PRESTORE_FILES ?? 0) >= AHEAD, `stored ahead: ${c.PRESTORE_FILES} of ${FILES} files; daemon.log:\n${readFileSync(daemonPaths(s.storePath).log, 'utf8').slice(-3000)}`);
     assert.ok((c.PRESTORE_FILES ?? 0) <= FILES, `${c.PRESTORE_FILES} files stored ahead for ${FILES} written: some twice`);
     assertStoreIntact(s.storePath);
-    const out = await commitFuse(s.storePath, ws.id);
+    const out = await commitFuse(s.storePath, ws);
     assert.equal(out.outcome, 'Created');
     if (out.outcome !== 'Created') return;
     process.stdout.write(`# commit: ${out.prestoredFiles} files taken as stored, ${out.bytesRead} bytes read, ${out.bytesInserted} inserted, ${out.ms} ms\n`);
@@ -94,23 +118,12 @@ test('a large change is stored while it is written, and the commit takes it as s
     assert.equal(out.prestoredFiles, (await counts(s)).PRESTORE_FILES, 'the commit took every file stored ahead as stored');
     await assertBranchIs(s, gen);
     assertStoreIntact(s.storePath);
-    const end = await s.client.endWorkspace(ws.id);
-    assert.equal(end.outcome, 'Ended');
-  } finally {
-    await stopDaemon(s.storePath, { discard: true }).catch(() => {});
-    await detachStale(at).catch(() => false);
-    s.client.close();
-  }
-  assertStoreIntact(s.storePath);
+    assert.equal((await s.client.endWorkspace(ws)).outcome, 'Ended');
+  });
 });
 
 test('what was stored ahead is not taken for a file changed since, nor after a gc', { skip, timeout: 300_000 }, async () => {
-  const s = await setupStore((src) => writeFileSync(join(src, 'README'), 'readme\n'), 'layerfs-prestore-');
-  const at = join(s.dir, 'ws');
-  const gen = join(s.dir, 'gen');
-  generate(gen, 'one');
-  try {
-    const ws = await s.client.createWorkspace('main', { at, projection: 'fuse' });
+  await withCase(false, async ({ s, ws, at, gen }) => {
     await rsync(gen, at);
     assert.ok(((await prestored(s, AHEAD)).PRESTORE_FILES ?? 0) >= AHEAD);
     // Ten files change after they were stored (in directories past the first ~4 MiB, which the
@@ -125,7 +138,7 @@ test('what was stored ahead is not taken for a file changed since, nor after a g
       writeFileSync(join(at, `${other}.tmp`), `replaced ${i}\n`);
       renameSync(join(at, `${other}.tmp`), join(at, other));
     }
-    let out = await commitFuse(s.storePath, ws.id);
+    let out = await commitFuse(s.storePath, ws);
     assert.equal(out.outcome, 'Created');
     if (out.outcome !== 'Created') return;
     const ahead = (await counts(s)).PRESTORE_FILES ?? 0;
@@ -140,72 +153,50 @@ test('what was stored ahead is not taken for a file changed since, nor after a g
     await rsync(gen2, at);
     assert.ok(((await prestored(s, before + AHEAD)).PRESTORE_FILES ?? 0) >= before + AHEAD);
     const gc = await s.client.gc();
-    process.stdout.write(`# gc after the change was stored ahead: ${JSON.stringify(gc)}\n`);
-    out = await commitFuse(s.storePath, ws.id);
+    process.stdout.write(`# gc after the change was stored ahead: ${gc.deletedObjects} objects deleted in ${gc.transactions} transactions\n`);
+    out = await commitFuse(s.storePath, ws);
     assert.equal(out.outcome, 'Created');
     if (out.outcome !== 'Created') return;
     assert.equal(out.prestoredFiles, 0, 'nothing stored before the gc is taken as stored after it');
     await assertBranchIs(s, gen2);
     assertStoreIntact(s.storePath);
-    assert.equal((await s.client.endWorkspace(ws.id)).outcome, 'Ended');
-  } finally {
-    await stopDaemon(s.storePath, { discard: true }).catch(() => {});
-    await detachStale(at).catch(() => false);
-    s.client.close();
-  }
-  assertStoreIntact(s.storePath);
+    assert.equal((await s.client.endWorkspace(ws)).outcome, 'Ended');
+  });
 });
 
 test('a daemon killed after storing ahead leaves a valid Store, and gc reclaims what it stored', { skip, timeout: 300_000 }, async () => {
-  const s = await setupStore((src) => writeFileSync(join(src, 'README'), 'readme\n'), 'layerfs-prestore-');
-  const at = join(s.dir, 'ws');
-  const gen = join(s.dir, 'gen');
-  generate(gen, 'one');
-  try {
-    const ws = await s.client.createWorkspace('main', { at, projection: 'fuse' });
+  await withCase(false, async ({ s, ws, at, gen }) => {
     const pid = (await daemonStatus(s.storePath))!.pid;
     await rsync(gen, at);
     assert.ok(((await prestored(s, AHEAD)).PRESTORE_FILES ?? 0) >= AHEAD);
     process.kill(pid, 'SIGKILL');
     await detachStale(at).catch(() => false);
     assertStoreIntact(s.storePath);
-    assert.equal((await s.client.endWorkspace(ws.id, { discard: true })).outcome, 'Ended');
+    assert.equal((await s.client.endWorkspace(ws, { discard: true })).outcome, 'Ended');
     const gc = await s.client.gc();
     assert.ok(gc.deletedObjects >= AHEAD, `gc deleted ${gc.deletedObjects} objects; the daemon stored ${AHEAD} files or more ahead`);
     assertStoreIntact(s.storePath);
-    const again = await s.client.gc({ dryRun: true });
-    assert.equal(again.garbageObjects, 0);
-  } finally {
-    await stopDaemon(s.storePath, { discard: true }).catch(() => {});
-    await detachStale(at).catch(() => false);
-    s.client.close();
-  }
+    assert.equal((await s.client.gc({ dryRun: true })).garbageObjects, 0);
+  });
 });
 
 test('LAYERFS_PRESTORE=0: nothing is stored ahead, and the commit stores the same state', { skip, timeout: 300_000 }, async () => {
   const before = process.env.LAYERFS_PRESTORE;
   process.env.LAYERFS_PRESTORE = '0'; // the daemon this test starts inherits it
-  const s = await setupStore((src) => writeFileSync(join(src, 'README'), 'readme\n'), 'layerfs-prestore-');
-  const at = join(s.dir, 'ws');
-  const gen = join(s.dir, 'gen');
-  generate(gen, 'one');
   try {
-    const ws = await s.client.createWorkspace('main', { at, projection: 'fuse' });
-    await rsync(gen, at);
-    await sleep(1000);
-    const c = await counts(s);
-    assert.equal(c.PRESTORE_JOBS ?? 0, 0);
-    const out = await commitFuse(s.storePath, ws.id);
-    assert.equal(out.outcome, 'Created');
-    if (out.outcome !== 'Created') return;
-    assert.equal(out.prestoredFiles, 0);
-    await assertBranchIs(s, gen);
-    assertStoreIntact(s.storePath);
+    await withCase(false, async ({ s, ws, at, gen }) => {
+      await rsync(gen, at);
+      await sleep(1000);
+      assert.equal((await counts(s)).PRESTORE_JOBS ?? 0, 0);
+      const out = await commitFuse(s.storePath, ws);
+      assert.equal(out.outcome, 'Created');
+      if (out.outcome !== 'Created') return;
+      assert.equal(out.prestoredFiles, 0);
+      await assertBranchIs(s, gen);
+      assertStoreIntact(s.storePath);
+    });
   } finally {
     if (before === undefined) delete process.env.LAYERFS_PRESTORE;
     else process.env.LAYERFS_PRESTORE = before;
-    await stopDaemon(s.storePath, { discard: true }).catch(() => {});
-    await detachStale(at).catch(() => false);
-    s.client.close();
   }
 });
