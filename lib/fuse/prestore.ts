@@ -7,9 +7,10 @@
  * then takes each such file's content as stored, if it still holds, and stores the rest itself:
  * the stored state is the same either way, and only its time moves to where the cores were idle.
  *
- * The serving thread never waits for the thread, except when a commit starts: the job in flight
- * is stopped at its next file (its transaction rolls back), its results taken, and the commit
- * runs alone. Nothing here is needed for correctness; LAYERFS_PRESTORE=0 turns it off.
+ * The serving thread waits for the thread only when it ends it: at a commit's start (the job in
+ * flight stops at its next file and its transaction rolls back, its results are taken, and the
+ * commit runs alone), after PRESTORE_IDLE_END_MS without a job, and at the mount's end. Nothing
+ * here is needed for correctness; LAYERFS_PRESTORE=0 turns it off.
  */
 import { mallocTrim } from '../native/info.js';
 import { receiveMessageOnPort, MessageChannel, type MessagePort, type Worker } from 'node:worker_threads';
